@@ -1,0 +1,72 @@
+// Package keys derives Redisson's auxiliary key and channel names from a
+// lock name and computes Redis Cluster hash slots.
+//
+// Redisson builds every key that belongs to a lock (its pub/sub channel,
+// unlock latches, fair-lock queue, reader timeouts, fencing token) from the
+// lock's name with two rules that differ only in where the decoration goes.
+// Both rules test whether the name contains a "{" at all, not whether it
+// has a valid hash tag; that is what keeps Java and Go on the same keys, so
+// it is copied exactly here.
+package keys
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"strings"
+)
+
+// Prefix returns prefix + ":" + name when name contains "{", and
+// prefix + ":{" + name + "}" otherwise (Redisson's prefixName).
+func Prefix(prefix, name string) string {
+	if strings.Contains(name, "{") {
+		return prefix + ":" + name
+	}
+	return prefix + ":{" + name + "}"
+}
+
+// Suffix returns name + ":" + suffix when name contains "{", and
+// "{" + name + "}:" + suffix otherwise (Redisson's suffixName).
+func Suffix(name, suffix string) string {
+	if strings.Contains(name, "{") {
+		return name + ":" + suffix
+	}
+	return "{" + name + "}:" + suffix
+}
+
+// LockChannel is the channel on which reentrant and fenced locks announce
+// a release: redisson_lock__channel:{name}.
+func LockChannel(name string) string { return Prefix("redisson_lock__channel", name) }
+
+// UnlockLatch is the key that makes one logical unlock idempotent:
+// redisson_unlock_latch:{name}:<requestID>.
+func UnlockLatch(name, requestID string) string {
+	return Prefix("redisson_unlock_latch", name) + ":" + requestID
+}
+
+// RequestID returns 16 random bytes as 32 lower-case hex characters, the
+// form Redisson uses for unlock request ids.
+func RequestID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails on supported platforms
+	return hex.EncodeToString(b[:])
+}
+
+// Check reports whether name can be used as a lock name: it must be
+// non-empty, and every key Redisson derives from it must hash to the same
+// cluster slot as the name itself, or scripts that touch several of them
+// fail with CROSSSLOT on a cluster. Names such as "a{b", "{}x" or "x}y"
+// fail; so that a name behaves the same everywhere, they are refused on
+// standalone servers too.
+func Check(name string) error {
+	if name == "" {
+		return fmt.Errorf("lock name is empty")
+	}
+	slot := Slot(name)
+	for _, derived := range [...]string{LockChannel(name), Suffix(name, "x")} {
+		if s := Slot(derived); s != slot {
+			return fmt.Errorf("lock name %q: derived key %q is in cluster slot %d, the name in slot %d (use a name without braces, or one with a complete, non-empty {hash tag})", name, derived, s, slot)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,52 @@
+package keys
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+)
+
+func TestSlotVectors(t *testing.T) {
+	for key, want := range map[string]uint16{
+		"123456789":                         12739,
+		"myLock":                            12769,
+		"redisson_lock__channel:{myLock}":   12769,
+		"myFair":                            11928,
+		"redisson_lock_queue:{myFair}":      11928,
+		"myRW":                              9218,
+		"{myRW}:A:1:rwlock_timeout:1":       9218,
+		"myFenced":                          2117,
+		"redisson_lock_token:{myFenced}":    2117,
+		"{order}:42":                        16025,
+		"redisson_lock__channel:{order}:42": 16025,
+		"a{b":                               13340,
+		"redisson_lock__channel:a{b":        3200,
+	} {
+		assert.Equal(t, want, Slot(key), key)
+	}
+}
+
+func TestDerivedNames(t *testing.T) {
+	assert.Equal(t, "redisson_lock__channel:{myLock}", LockChannel("myLock"))
+	assert.Equal(t, "redisson_lock__channel:{order}:42", LockChannel("{order}:42"))
+	assert.Equal(t, "{myRW}:A:1:rwlock_timeout:1", Suffix("myRW", "A:1:rwlock_timeout:1"))
+	assert.Equal(t, "{order}:42:x", Suffix("{order}:42", "x"))
+	assert.Equal(t, "redisson_unlock_latch:{myLock}:0f6b", UnlockLatch("myLock", "0f6b"))
+	// "contains {" is the rule, not "has a valid tag".
+	assert.Equal(t, "redisson_lock__channel:a{b", LockChannel("a{b"))
+}
+
+func TestCheck(t *testing.T) {
+	for _, ok := range []string{"myLock", "orders:42", "{order}:42", "a{b}c", "é:ü"} {
+		assert.NoError(t, Check(ok), ok)
+	}
+	for _, bad := range []string{"", "a{b", "{}x", "a}{b", "x}y"} {
+		assert.Error(t, Check(bad), bad)
+	}
+}
+
+func TestRequestID(t *testing.T) {
+	id := RequestID()
+	assert.Regexp(t, `^[0-9a-f]{32}$`, id)
+	assert.NotEqual(t, id, RequestID())
+}
