@@ -1,0 +1,27 @@
+// Package renewal keeps watchdog-held locks alive and tells holders when a
+// lock is gone.
+//
+// A Scheduler is the one place where a Client records the locks it holds.
+// Every hold is an Entry, one per (key, owner), counting re-entries. Holds
+// taken without a lease are "watchdog" holds: one goroutine per Scheduler
+// renews all of them every lease/3. Each tick groups the entries by cluster
+// hash slot, cuts each slot's entries into chunks of at most the batch size,
+// builds one EVALSHA per chunk and sends every chunk in a single DoMulti, so
+// rueidis pipelines them: one round trip per node per tick, however many
+// locks are held.
+//
+// The package knows nothing of lock kinds. A lock kind describes how its
+// entries are renewed with a Task: a script and the KEYS and ARGV it takes
+// for a chunk of entries. The script answers 1 or 0 per entry.
+//
+// An entry whose script answers 0 is lost: its context is cancelled with the
+// Task's Lost error as cause and it is forgotten. A failed tick (a network
+// error, a timeout) is retried on the next tick; once an entry's lease has
+// run out without a successful renewal since, it is lost too. Holds with an
+// explicit lease are never renewed; the Scheduler forgets them once the
+// lease has passed, so forgotten unlocks cost no memory.
+//
+// Unlocking pauses an entry's renewal while the unlock is in flight, so a
+// tick that races an unlock never extends a lock that is being released,
+// and a reply for an entry that was released meanwhile is ignored.
+package renewal

@@ -1,0 +1,184 @@
+package renewal
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/redis/rueidis"
+
+	"github.com/interlock-go/interlock/internal/keys"
+	"github.com/interlock-go/interlock/lua"
+)
+
+// A Task tells the Scheduler how to renew one lock kind's entries.
+type Task struct {
+	// Script renews a chunk of entries that share one slot and answers an
+	// array with 1 (renewed) or 0 (lost) per entry, in order.
+	Script *lua.Script
+	// Args returns the script's KEYS and ARGV for a chunk of entries.
+	Args func(lease time.Duration, chunk []*Entry) (keys, argv []string)
+	// Lost is the cause given to an entry's context when its lock is lost.
+	Lost error
+}
+
+// Observer is told about renewal failures. Its methods are called from the
+// Scheduler's goroutine and must not block.
+type Observer interface {
+	// RenewalFailed is called when a chunk of n entries could not be renewed
+	// in this tick; they are tried again on the next one.
+	RenewalFailed(n int, err error)
+	// LockLost is called once for each entry that is lost.
+	LockLost(key string, cause error)
+}
+
+// Config configures a Scheduler.
+type Config struct {
+	// Lease is the TTL each renewal sets, the watchdog timeout. Ticks run
+	// every Lease/3. Required.
+	Lease time.Duration
+	// BatchSize is the most entries one script call renews. Required.
+	BatchSize int
+	// Cluster groups entries by hash slot; without it all entries form one
+	// group, as on a standalone or sentinel-managed server.
+	Cluster bool
+	// Observer, if not nil, is told about failures and losses.
+	Observer Observer
+	// Closed is the cause given to the entries still held when the
+	// Scheduler is closed. The default is ErrClosed.
+	Closed error
+}
+
+// ErrClosed is returned by Hold once the Scheduler is closed, and is the
+// default cause of the entries it ends then.
+var ErrClosed = errors.New("renewal: scheduler closed")
+
+type entryKey struct{ key, owner string }
+
+// Scheduler renews watchdog holds and tracks every local hold. It is safe
+// for concurrent use.
+type Scheduler struct {
+	rc  rueidis.Client
+	cfg Config
+
+	mu      sync.Mutex
+	entries map[entryKey]*Entry
+	closed  bool
+
+	cancel context.CancelFunc // stops run
+	done   chan struct{}      // closed when run returned
+}
+
+// New starts a Scheduler and its goroutine. Close stops it.
+func New(rc rueidis.Client, cfg Config) (*Scheduler, error) {
+	if rc == nil {
+		return nil, errors.New("renewal: nil rueidis client")
+	}
+	if cfg.Lease < 3*time.Millisecond {
+		return nil, errors.New("renewal: lease must be at least 3ms")
+	}
+	if cfg.BatchSize < 1 {
+		return nil, errors.New("renewal: batch size must be at least 1")
+	}
+	if cfg.Closed == nil {
+		cfg.Closed = ErrClosed
+	}
+	s := &Scheduler{
+		rc:      rc,
+		cfg:     cfg,
+		entries: make(map[entryKey]*Entry),
+		done:    make(chan struct{}),
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	s.cancel = cancel
+	go s.run(ctx)
+	return s, nil
+}
+
+// Interval is the time between two ticks: a third of the lease.
+func (s *Scheduler) Interval() time.Duration { return s.cfg.Lease / 3 }
+
+// Close stops the goroutine and returns after it exited. Entries still held
+// are cancelled with cause ErrClosed; their locks expire on the server when
+// their lease runs out.
+func (s *Scheduler) Close() {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		<-s.done
+		return
+	}
+	s.closed = true
+	for k, e := range s.entries {
+		delete(s.entries, k)
+		e.end(s.cfg.Closed)
+	}
+	s.mu.Unlock()
+	s.cancel()
+	<-s.done
+}
+
+// Len returns the number of entries, for tests and metrics.
+func (s *Scheduler) Len() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.entries)
+}
+
+// Hold records one successful acquisition of key by owner, made with the
+// given lease (0: a watchdog hold) by a request sent at sentAt. It returns
+// the entry shared by every hold of that key and owner.
+func (s *Scheduler) Hold(key, owner string, task *Task, lease time.Duration, sentAt time.Time) (*Entry, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil, s.cfg.Closed
+	}
+	k := entryKey{key, owner}
+	e := s.entries[k]
+	if e == nil {
+		e = &Entry{Key: key, Owner: owner, task: task, s: s}
+		if s.cfg.Cluster {
+			e.slot = keys.Slot(key)
+		}
+		s.entries[k] = e
+	}
+	e.holds = append(e.holds, lease)
+	if lease == 0 {
+		e.watchdog++
+		e.renewedAt = sentAt
+	} else if until := sentAt.Add(lease); until.After(e.leaseUntil) {
+		e.leaseUntil = until
+	}
+	return e, nil
+}
+
+// Lookup returns the entry of key and owner, or nil when this Client holds
+// nothing there.
+func (s *Scheduler) Lookup(key, owner string) *Entry {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.entries[entryKey{key, owner}]
+}
+
+// Drop forgets every entry of key, whatever its owner, and cancels them
+// with cause, for a forced unlock.
+func (s *Scheduler) Drop(key string, cause error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for k, e := range s.entries {
+		if k.key == key {
+			s.forget(e, cause)
+		}
+	}
+}
+
+// forget removes e and ends its context. s.mu must be held.
+func (s *Scheduler) forget(e *Entry, cause error) {
+	k := entryKey{e.Key, e.Owner}
+	if s.entries[k] == e {
+		delete(s.entries, k)
+		e.end(cause)
+	}
+}

@@ -1,0 +1,259 @@
+package renewal_test
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/rueidis"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/interlock-go/interlock/internal/redistest"
+	"github.com/interlock-go/interlock/lua"
+	"github.com/interlock-go/interlock/renewal"
+)
+
+var addr string
+
+func TestMain(m *testing.M) {
+	redistest.Main(m, func() (func(), error) {
+		s, err := redistest.Start()
+		if err != nil {
+			return nil, err
+		}
+		addr = s.Addr()
+		return s.Stop, nil
+	})
+}
+
+var errLost = errors.New("test: lost")
+
+var task = &renewal.Task{
+	Script: lua.Renew,
+	Args: func(lease time.Duration, chunk []*renewal.Entry) (keys, argv []string) {
+		argv = append(argv, strconv.FormatInt(lease.Milliseconds(), 10))
+		for _, e := range chunk {
+			keys = append(keys, e.Key)
+			argv = append(argv, e.Owner)
+		}
+		return keys, argv
+	},
+	Lost: errLost,
+}
+
+// counting counts the DoMulti calls made through it and their duration.
+type counting struct {
+	rueidis.Client
+	calls atomic.Int64
+	ticks chan time.Duration
+}
+
+func (c *counting) DoMulti(ctx context.Context, cmds ...rueidis.Completed) []rueidis.RedisResult {
+	start := time.Now()
+	res := c.Client.DoMulti(ctx, cmds...)
+	c.calls.Add(1)
+	if c.ticks != nil {
+		select {
+		case c.ticks <- time.Since(start):
+		default:
+		}
+	}
+	return res
+}
+
+func newScheduler(t *testing.T, rc rueidis.Client, cfg renewal.Config) *renewal.Scheduler {
+	t.Helper()
+	s, err := renewal.New(rc, cfg)
+	require.NoError(t, err)
+	t.Cleanup(s.Close)
+	return s
+}
+
+// hold writes a lock hash as the acquire script would.
+func hold(t *testing.T, rc rueidis.Client, key, owner string, lease time.Duration) {
+	t.Helper()
+	ctx := context.Background()
+	require.NoError(t, rc.Do(ctx, rc.B().Hset().Key(key).FieldValue().FieldValue(owner, "1").Build()).Error())
+	require.NoError(t, rc.Do(ctx, rc.B().Pexpire().Key(key).Milliseconds(lease.Milliseconds()).Build()).Error())
+}
+
+func pttl(t *testing.T, rc rueidis.Client, key string) int64 {
+	t.Helper()
+	n, err := rc.Do(context.Background(), rc.B().Pttl().Key(key).Build()).AsInt64()
+	require.NoError(t, err)
+	return n
+}
+
+func TestRenewsWatchdogHolds(t *testing.T) {
+	rc := redistest.NewClient(t, addr)
+	const lease = 300 * time.Millisecond
+	s := newScheduler(t, rc, renewal.Config{Lease: lease, BatchSize: 2})
+	keys := []string{"renew:a:" + t.Name(), "renew:b:" + t.Name(), "renew:c:" + t.Name()}
+	for _, k := range keys {
+		hold(t, rc, k, "me:1", lease)
+		_, err := s.Hold(k, "me:1", task, 0, time.Now())
+		require.NoError(t, err)
+	}
+	time.Sleep(3 * lease)
+	for _, k := range keys {
+		p := pttl(t, rc, k)
+		assert.Greater(t, p, int64(0), k)
+		assert.LessOrEqual(t, p, lease.Milliseconds(), k)
+	}
+	assert.Equal(t, 3, s.Len())
+}
+
+func TestReportsLostKey(t *testing.T) {
+	rc := redistest.NewClient(t, addr)
+	const lease = 600 * time.Millisecond
+	var lost atomic.Int64
+	s := newScheduler(t, rc, renewal.Config{Lease: lease, BatchSize: 100, Observer: observer{lost: &lost}})
+	key := "renew:lost:" + t.Name()
+	hold(t, rc, key, "me:1", lease)
+	e, err := s.Hold(key, "me:1", task, 0, time.Now())
+	require.NoError(t, err)
+	g := e.Guard(context.Background())
+
+	require.NoError(t, rc.Do(context.Background(), rc.B().Del().Key(key).Build()).Error())
+	deleted := time.Now()
+	<-g.Done()
+	assert.ErrorIs(t, context.Cause(g), errLost)
+	assert.Less(t, time.Since(deleted), s.Interval()+250*time.Millisecond)
+	assert.Zero(t, s.Len())
+	assert.Equal(t, int64(1), lost.Load())
+}
+
+func TestReleasedEntryIsNeverRenewed(t *testing.T) {
+	rc := redistest.NewClient(t, addr)
+	const lease = 300 * time.Millisecond
+	s := newScheduler(t, rc, renewal.Config{Lease: lease, BatchSize: 100})
+	key := "renew:released:" + t.Name()
+	hold(t, rc, key, "me:1", lease)
+	e, err := s.Hold(key, "me:1", task, 0, time.Now())
+	require.NoError(t, err)
+	g := e.Guard(context.Background())
+
+	e.BeginRelease()
+	e.EndRelease(renewal.Released)
+	<-g.Done()
+	assert.ErrorIs(t, context.Cause(g), context.Canceled)
+	assert.Zero(t, s.Len())
+	// The same owner's field, if it came back with a short TTL, is left to
+	// expire.
+	hold(t, rc, key, "me:1", lease)
+	time.Sleep(lease + 100*time.Millisecond)
+	assert.Equal(t, int64(-2), pttl(t, rc, key), "a released entry was renewed")
+}
+
+func TestPartialReleaseKeepsRenewing(t *testing.T) {
+	rc := redistest.NewClient(t, addr)
+	const lease = 300 * time.Millisecond
+	s := newScheduler(t, rc, renewal.Config{Lease: lease, BatchSize: 100})
+	key := "renew:partial:" + t.Name()
+	hold(t, rc, key, "me:1", lease)
+	e, err := s.Hold(key, "me:1", task, 0, time.Now())
+	require.NoError(t, err)
+	_, err = s.Hold(key, "me:1", task, 5*time.Second, time.Now())
+	require.NoError(t, err)
+	assert.Equal(t, 2, e.Holds())
+
+	// Releasing the inner lease hold leaves the watchdog hold: the lock keeps
+	// the watchdog lease and is still renewed.
+	assert.Equal(t, lease, e.BeginRelease())
+	e.EndRelease(renewal.Decremented)
+	assert.Equal(t, 1, e.Holds())
+	time.Sleep(3 * lease)
+	assert.Greater(t, pttl(t, rc, key), int64(0))
+}
+
+func TestLeaseHoldsAreForgottenAfterTheirLease(t *testing.T) {
+	rc := redistest.NewClient(t, addr)
+	s := newScheduler(t, rc, renewal.Config{Lease: 300 * time.Millisecond, BatchSize: 100})
+	e, err := s.Hold("renew:lease:"+t.Name(), "me:1", task, 200*time.Millisecond, time.Now())
+	require.NoError(t, err)
+	g := e.Guard(context.Background())
+	<-g.Done()
+	assert.ErrorIs(t, context.Cause(g), errLost)
+	require.Eventually(t, func() bool { return s.Len() == 0 }, 2*time.Second, 10*time.Millisecond)
+}
+
+func TestFallsBackToEvalAfterScriptFlush(t *testing.T) {
+	rc := redistest.NewClient(t, addr)
+	const lease = 300 * time.Millisecond
+	s := newScheduler(t, rc, renewal.Config{Lease: lease, BatchSize: 100})
+	key := "renew:flush:" + t.Name()
+	hold(t, rc, key, "me:1", lease)
+	_, err := s.Hold(key, "me:1", task, 0, time.Now())
+	require.NoError(t, err)
+	for range 4 {
+		require.NoError(t, rc.Do(context.Background(), rc.B().ScriptFlush().Build()).Error())
+		time.Sleep(lease / 2)
+	}
+	assert.Greater(t, pttl(t, rc, key), int64(0))
+	assert.Equal(t, 1, s.Len())
+}
+
+func TestUnreachableServerLosesHoldsAfterTheLease(t *testing.T) {
+	srv := redistest.Standalone(t)
+	redistest.RequireProcess(t)
+	rc := redistest.NewClient(t, srv.Addr())
+	const lease = 600 * time.Millisecond
+	var failed atomic.Int64
+	s := newScheduler(t, rc, renewal.Config{Lease: lease, BatchSize: 100, Observer: observer{failed: &failed}})
+	key := "renew:down:" + t.Name()
+	hold(t, rc, key, "me:1", lease)
+	e, err := s.Hold(key, "me:1", task, 0, time.Now())
+	require.NoError(t, err)
+	g := e.Guard(context.Background())
+
+	require.NoError(t, srv.Kill())
+	killed := time.Now()
+	<-g.Done()
+	assert.ErrorIs(t, context.Cause(g), errLost)
+	took := time.Since(killed)
+	assert.Less(t, took, lease+s.Interval()+500*time.Millisecond)
+	assert.Positive(t, failed.Load())
+	t.Logf("loss reported %v after the server died", took.Round(time.Millisecond))
+}
+
+func TestCloseEndsEntries(t *testing.T) {
+	rc := redistest.NewClient(t, addr)
+	s, err := renewal.New(rc, renewal.Config{Lease: time.Second, BatchSize: 100})
+	require.NoError(t, err)
+	e, err := s.Hold("renew:close:"+t.Name(), "me:1", task, 0, time.Now())
+	require.NoError(t, err)
+	g := e.Guard(context.Background())
+	s.Close()
+	s.Close()
+	assert.ErrorIs(t, context.Cause(g), renewal.ErrClosed)
+	_, err = s.Hold("x", "me:1", task, 0, time.Now())
+	assert.ErrorIs(t, err, renewal.ErrClosed)
+}
+
+func TestNewValidates(t *testing.T) {
+	rc := redistest.NewClient(t, addr)
+	_, err := renewal.New(nil, renewal.Config{Lease: time.Second, BatchSize: 1})
+	assert.Error(t, err)
+	_, err = renewal.New(rc, renewal.Config{Lease: time.Millisecond, BatchSize: 1})
+	assert.Error(t, err)
+	_, err = renewal.New(rc, renewal.Config{Lease: time.Second})
+	assert.Error(t, err)
+}
+
+type observer struct{ failed, lost *atomic.Int64 }
+
+func (o observer) RenewalFailed(n int, err error) {
+	if o.failed != nil {
+		o.failed.Add(1)
+	}
+}
+
+func (o observer) LockLost(key string, cause error) {
+	if o.lost != nil {
+		o.lost.Add(1)
+	}
+}

@@ -1,0 +1,115 @@
+package renewal_test
+
+import (
+	"context"
+	"fmt"
+	"runtime"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/rueidis"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/interlock-go/interlock/internal/keys"
+	"github.com/interlock-go/interlock/internal/redistest"
+	"github.com/interlock-go/interlock/renewal"
+)
+
+// TestClusterBatching holds 10,000 watchdog locks on a 3-master cluster and
+// checks that each tick is one DoMulti whose EVALSHA calls are no more than
+// the sum over slots of ceil(locks in slot / batch size).
+func TestClusterBatching(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a cluster and holds 10,000 locks")
+	}
+	const (
+		locks = 10000
+		batch = 100
+		lease = 3 * time.Second
+	)
+	cl := redistest.Cluster(t)
+	rc := &counting{Client: cl.Client(t), ticks: make(chan time.Duration, 1)}
+	ctx := context.Background()
+
+	names := make([]string, locks)
+	perSlot := map[uint16]int{}
+	var setup rueidis.Commands
+	for i := range names {
+		names[i] = "orders:" + strconv.Itoa(i)
+		perSlot[keys.Slot(names[i])]++
+		setup = append(setup,
+			rc.B().Hset().Key(names[i]).FieldValue().FieldValue("me:1", "1").Build(),
+			rc.B().Pexpire().Key(names[i]).Milliseconds(lease.Milliseconds()).Build())
+	}
+	for _, r := range rc.Client.DoMulti(ctx, setup...) {
+		require.NoError(t, r.Error())
+	}
+	bound := 0
+	for _, n := range perSlot {
+		bound += (n + batch - 1) / batch
+	}
+
+	goroutinesBefore := runtime.NumGoroutine()
+	var before runtime.MemStats
+	runtime.GC()
+	runtime.GC() // the second one empties sync.Pool victim caches
+	runtime.ReadMemStats(&before)
+	s := newScheduler(t, rc, renewal.Config{Lease: lease, BatchSize: batch, Cluster: true})
+	now := time.Now()
+	for _, n := range names {
+		_, err := s.Hold(n, "me:1", task, 0, now)
+		require.NoError(t, err)
+	}
+	var after runtime.MemStats
+	runtime.GC()
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	perLock := float64(after.HeapAlloc-before.HeapAlloc) / locks
+
+	// Let the first tick load the script, then measure the next one alone,
+	// reading the counters between ticks.
+	<-rc.ticks
+	time.Sleep(s.Interval() / 2)
+	stats := evalshaCalls(t, cl)
+	calls := rc.calls.Load()
+	took := <-rc.ticks
+	time.Sleep(s.Interval() / 2)
+	assert.Equal(t, calls+1, rc.calls.Load(), "one DoMulti per tick")
+	evalsha := evalshaCalls(t, cl) - stats
+	goroutines := runtime.NumGoroutine() - goroutinesBefore
+
+	t.Logf("%d locks in %d slots: %d EVALSHA calls in one tick (bound %d), tick %v, %.0f B heap per held lock, %d goroutines added",
+		locks, len(perSlot), evalsha, bound, took.Round(time.Microsecond), perLock, goroutines)
+	assert.LessOrEqual(t, evalsha, int64(bound))
+	assert.Less(t, perLock, 1024.0)
+	assert.LessOrEqual(t, goroutines, 1, "the scheduler adds one goroutine, whatever it holds")
+	for _, n := range names[:100] {
+		p, err := rc.Do(ctx, rc.B().Pttl().Key(n).Build()).AsInt64()
+		require.NoError(t, err)
+		assert.Greater(t, p, int64(0))
+	}
+	assert.Equal(t, locks, s.Len())
+}
+
+// evalshaCalls sums cmdstat_evalsha calls over the cluster's nodes.
+func evalshaCalls(t *testing.T, cl *redistest.ClusterServers) int64 {
+	t.Helper()
+	var total int64
+	for _, n := range cl.Nodes() {
+		rc := n.Client(t)
+		info, err := rc.Do(context.Background(), rc.B().Info().Section("commandstats").Build()).ToString()
+		require.NoError(t, err)
+		for line := range strings.SplitSeq(info, "\n") {
+			if rest, ok := strings.CutPrefix(strings.TrimSpace(line), "cmdstat_evalsha:calls="); ok {
+				v, _, _ := strings.Cut(rest, ",")
+				c, err := strconv.ParseInt(v, 10, 64)
+				require.NoError(t, err, fmt.Sprintf("parsing %q", line))
+				total += c
+			}
+		}
+	}
+	return total
+}

@@ -1,0 +1,147 @@
+package renewal
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/redis/rueidis"
+
+	"github.com/interlock-go/interlock/lua"
+)
+
+// run is the Scheduler's one goroutine: a tick every Interval until Close
+// cancels ctx, which also aborts a tick in flight.
+func (s *Scheduler) run(ctx context.Context) {
+	defer close(s.done)
+	t := time.NewTicker(s.Interval())
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			s.tick(ctx)
+		}
+	}
+}
+
+// group is the set of entries one script call may renew: one task, one slot.
+type group struct {
+	task *Task
+	slot uint16
+}
+
+type lostEntry struct {
+	key   string
+	cause error
+}
+
+// tick renews every watchdog entry that is not being released, in one
+// DoMulti, and forgets entries whose lease ran out.
+func (s *Scheduler) tick(ctx context.Context) {
+	now := time.Now()
+	var lost []lostEntry
+	groups := make(map[group][]*Entry)
+	s.mu.Lock()
+	for _, e := range s.entries {
+		if e.releasing > 0 {
+			continue
+		}
+		if e.watchdog == 0 {
+			if !now.Before(e.leaseUntil) {
+				s.forget(e, e.task.Lost)
+				lost = append(lost, lostEntry{e.Key, e.task.Lost})
+			}
+			continue
+		}
+		g := group{e.task, e.slot}
+		groups[g] = append(groups[g], e)
+	}
+	s.mu.Unlock()
+	s.report(lost, 0, nil)
+	if len(groups) == 0 {
+		return
+	}
+
+	var chunks [][]*Entry
+	var cmds rueidis.Commands
+	for g, es := range groups {
+		for len(es) > 0 {
+			n := min(len(es), s.cfg.BatchSize)
+			chunk := es[:n:n]
+			es = es[n:]
+			k, a := g.task.Args(s.cfg.Lease, chunk)
+			chunks = append(chunks, chunk)
+			cmds = append(cmds, g.task.Script.EvalSHA(s.rc, k, a))
+		}
+	}
+
+	tctx, cancel := context.WithTimeout(ctx, s.Interval())
+	defer cancel()
+	sent := time.Now()
+	res := s.rc.DoMulti(tctx, cmds...)
+	var again []int
+	for i, r := range res {
+		if lua.IsNoScript(r.Error()) {
+			again = append(again, i)
+		}
+	}
+	if len(again) > 0 {
+		evals := make(rueidis.Commands, len(again))
+		for j, i := range again {
+			task := chunks[i][0].task
+			k, a := task.Args(s.cfg.Lease, chunks[i])
+			evals[j] = task.Script.Eval(s.rc, k, a)
+		}
+		for j, r := range s.rc.DoMulti(tctx, evals...) {
+			res[again[j]] = r
+		}
+	}
+	for i, r := range res {
+		s.apply(chunks[i], r, sent)
+	}
+}
+
+// apply records one chunk's reply.
+func (s *Scheduler) apply(chunk []*Entry, r rueidis.RedisResult, sent time.Time) {
+	renewed, err := r.AsIntSlice()
+	if err == nil && len(renewed) != len(chunk) {
+		err = fmt.Errorf("renewal: %d replies for %d locks", len(renewed), len(chunk))
+	}
+	var lost []lostEntry
+	failed := 0
+	s.mu.Lock()
+	for i, e := range chunk {
+		if s.entries[entryKey{e.Key, e.Owner}] != e || e.releasing > 0 || e.watchdog == 0 {
+			continue // released or being released meanwhile: its unlock decides
+		}
+		switch {
+		case err == nil && renewed[i] == 1:
+			e.renewedAt = sent
+		case err == nil:
+			s.forget(e, e.task.Lost)
+			lost = append(lost, lostEntry{e.Key, e.task.Lost})
+		case sent.Sub(e.renewedAt) >= s.cfg.Lease:
+			s.forget(e, e.task.Lost)
+			lost = append(lost, lostEntry{e.Key, fmt.Errorf("%w: not renewed within the lease: %w", e.task.Lost, err)})
+		default:
+			failed++
+		}
+	}
+	s.mu.Unlock()
+	s.report(lost, failed, err)
+}
+
+func (s *Scheduler) report(lost []lostEntry, failed int, err error) {
+	o := s.cfg.Observer
+	if o == nil {
+		return
+	}
+	if failed > 0 {
+		o.RenewalFailed(failed, err)
+	}
+	for _, l := range lost {
+		o.LockLost(l.key, l.cause)
+	}
+}
