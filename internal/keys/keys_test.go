@@ -26,6 +26,15 @@ func TestSlotVectors(t *testing.T) {
 	}
 }
 
+func TestSlotHashTags(t *testing.T) {
+	// From the Redis Cluster specification.
+	assert.Equal(t, uint16(12182), Slot("foo"))
+	assert.Equal(t, Slot("bar"), Slot("foo{bar}{zap}"))
+	assert.Equal(t, Slot("{bar"), Slot("foo{{bar}}zap"))
+	assert.Equal(t, Slot("user1000"), Slot("{user1000}.following"))
+	assert.NotEqual(t, Slot("bar"), Slot("foo{}{bar}"), "an empty tag hashes the whole key")
+}
+
 func TestDerivedNames(t *testing.T) {
 	assert.Equal(t, "redisson_lock__channel:{myLock}", LockChannel("myLock"))
 	assert.Equal(t, "redisson_lock__channel:{order}:42", LockChannel("{order}:42"))

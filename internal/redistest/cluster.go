@@ -3,7 +3,6 @@ package redistest
 import (
 	"context"
 	"fmt"
-	"github.com/interlock-go/interlock/internal/keys"
 	"os/exec"
 	"slices"
 	"strconv"
@@ -12,6 +11,8 @@ import (
 	"time"
 
 	"github.com/redis/rueidis"
+
+	"github.com/interlock-go/interlock/internal/keys"
 )
 
 const (

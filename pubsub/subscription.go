@@ -1,0 +1,336 @@
+package pubsub
+
+import (
+	"context"
+	"sync"
+	"time"
+)
+
+// wakeReason tells a woken waiter why it was woken.
+type wakeReason uint8
+
+const (
+	wakeNone     wakeReason = iota
+	wakeOne                 // a "0" message or a passed-on wake-up: exactly one waiter
+	wakeMessage             // any other payload: every parked waiter
+	wakeResub               // the channel was subscribed again after a reconnect or a move
+	wakeClosed              // the hub closed
+	wakeSubClose            // the Subscription itself was closed
+)
+
+// waiter is the parking spot of one Subscription. Its channel has capacity
+// one and is empty whenever the waiter is parked, so a waker's send never
+// blocks.
+type waiter struct {
+	ch         chan struct{}
+	prev, next *waiter
+	parked     bool
+	reason     wakeReason
+}
+
+// attempt is one effort to make a channel's server subscription live. It
+// completes exactly once, under Hub.mu: with nil when the server confirmed
+// the subscription, or with the error that ended the effort.
+type attempt struct {
+	done chan struct{}
+	err  error
+}
+
+func newAttempt() *attempt { return &attempt{done: make(chan struct{})} }
+
+func (a *attempt) complete(err error) {
+	a.err = err
+	close(a.done)
+}
+
+// entry is the local state of one subscribed channel: its reference count,
+// its routing and its waiters. It is Redisson's RedissonLockEntry.
+type entry struct {
+	key  chanKey
+	slot uint16 // cluster slot, for sharded channels in cluster mode
+
+	// Guarded by Hub.mu.
+	refs    int
+	gone    bool     // removed from the hub (last reference dropped or hub closed)
+	conn    *subConn // the connection this channel is routed to
+	live    bool     // the server subscription is active on conn's connection
+	wasLive bool     // it has been live before, so becoming live again is a resubscription
+	pending *attempt // non-nil while !live
+
+	// Guarded by mu.
+	mu         sync.Mutex
+	permits    int // stored "0" wake-ups, at most maxPermits
+	maxPermits int // the number of references: more permits than users would only cause idle retries
+	head, tail *waiter
+	parkedN    int
+	closed     bool // the hub closed
+	// lastUntil is when the waiter parked most recently stops waiting by
+	// itself (zero: it waits for a message with no limit); see Hub.Join.
+	lastUntil time.Time
+}
+
+func newEntry(key chanKey, slot uint16) *entry {
+	return &entry{key: key, slot: slot, pending: newAttempt()}
+}
+
+// setCap records the reference count as the permit ceiling.
+func (e *entry) setCap(refs int) {
+	e.mu.Lock()
+	e.maxPermits = refs
+	if e.permits > refs {
+		e.permits = max(refs, 0)
+	}
+	e.mu.Unlock()
+}
+
+// push parks w at the tail. e.mu must be held.
+func (e *entry) push(w *waiter) {
+	w.parked = true
+	w.reason = wakeNone
+	w.next = nil
+	w.prev = e.tail
+	if e.tail != nil {
+		e.tail.next = w
+	} else {
+		e.head = w
+	}
+	e.tail = w
+	e.parkedN++
+}
+
+// unpark removes w from the list. e.mu must be held and w parked.
+func (e *entry) unpark(w *waiter) {
+	if w.prev != nil {
+		w.prev.next = w.next
+	} else {
+		e.head = w.next
+	}
+	if w.next != nil {
+		w.next.prev = w.prev
+	} else {
+		e.tail = w.prev
+	}
+	w.prev, w.next = nil, nil
+	w.parked = false
+	e.parkedN--
+}
+
+// signal unparks w and hands it reason. e.mu must be held and w parked.
+func (e *entry) signal(w *waiter, reason wakeReason) {
+	e.unpark(w)
+	w.reason = reason
+	select {
+	case w.ch <- struct{}{}:
+	default: // cannot happen: the channel is empty while parked
+	}
+}
+
+// releaseOneLocked wakes the longest-parked waiter, or stores a permit when
+// nobody is parked. e.mu must be held.
+func (e *entry) releaseOneLocked() {
+	if e.head != nil {
+		e.signal(e.head, wakeOne)
+		return
+	}
+	if e.permits < e.maxPermits {
+		e.permits++
+	}
+}
+
+// releaseOne handles a "0" message.
+func (e *entry) releaseOne() {
+	e.mu.Lock()
+	e.releaseOneLocked()
+	e.mu.Unlock()
+}
+
+// wakeAll wakes every waiter parked at this moment. It stores no permit.
+func (e *entry) wakeAll(reason wakeReason) {
+	e.mu.Lock()
+	for e.head != nil {
+		e.signal(e.head, reason)
+	}
+	e.mu.Unlock()
+}
+
+// shutdown marks the entry closed and wakes every parked waiter.
+func (e *entry) shutdown() {
+	e.mu.Lock()
+	e.closed = true
+	e.permits = 0
+	for e.head != nil {
+		e.signal(e.head, wakeClosed)
+	}
+	e.mu.Unlock()
+}
+
+// queueHint reports whether waiters are parked, and how long the one that
+// parked last waits at most (negative: for a message, with no limit).
+func (e *entry) queueHint() (time.Duration, bool) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.parkedN == 0 || e.closed {
+		return 0, false
+	}
+	if e.lastUntil.IsZero() {
+		return -1, true
+	}
+	d := time.Until(e.lastUntil)
+	return d, d > 0
+}
+
+// parked reports how many waiters are parked. It is for tests.
+func (e *entry) parked() int {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.parkedN
+}
+
+// storedPermits reports how many permits are stored. It is for tests.
+func (e *entry) storedPermits() int {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.permits
+}
+
+// Subscription is one user's reference to a shared channel subscription,
+// with its own parking spot for Wait. Wait must not be called concurrently on
+// one Subscription (give each waiting goroutine its own Subscription); Close
+// may be called from any goroutine, also while Wait is parked, and more than
+// once.
+type Subscription struct {
+	h      *Hub
+	e      *entry
+	w      waiter
+	timer  *time.Timer // reused by every Wait with a positive duration
+	closed bool        // guarded by e.mu
+}
+
+func newSubscription(h *Hub, e *entry) *Subscription {
+	return &Subscription{h: h, e: e, w: waiter{ch: make(chan struct{}, 1)}}
+}
+
+// Channel returns the name of the subscribed channel.
+func (s *Subscription) Channel() string { return s.e.key.name }
+
+// Sharded reports whether the subscription is a sharded (SSUBSCRIBE) one.
+func (s *Subscription) Sharded() bool { return s.e.key.sharded }
+
+// Wait parks the caller until it is woken or d has elapsed, with the
+// semantics of Redisson's lock-entry semaphore:
+//
+//   - A "0" payload (Redisson's unlock message) wakes exactly one parked
+//     waiter of the channel, the one parked longest; when none is parked it is
+//     stored as a permit, and the next Wait consumes it and returns at once.
+//     The hub stores at most one permit per open Subscription of the channel.
+//   - Any other payload (Redisson's "1", sent when a write lock is
+//     released) wakes every waiter parked at that moment and stores nothing.
+//   - After the connection carrying the channel was lost, every waiter is
+//     woken when the channel has been subscribed again, because messages
+//     published meanwhile were lost.
+//
+// Wait returns nil when woken or when d has elapsed; d < 0 means no time
+// limit and d == 0 only consumes a stored permit, if any. When ctx is done it
+// returns ctx.Err(); a "0" wake-up that reached this waiter at the same time
+// is passed on to another parked waiter, or stored as a permit, so it is
+// never lost. Wait returns ErrSubscriptionClosed after Close and ErrClosed
+// after the hub closed.
+func (s *Subscription) Wait(ctx context.Context, d time.Duration) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	e, w := s.e, &s.w
+	e.mu.Lock()
+	switch {
+	case s.closed:
+		e.mu.Unlock()
+		return ErrSubscriptionClosed
+	case e.closed:
+		e.mu.Unlock()
+		return ErrClosed
+	case e.permits > 0:
+		e.permits--
+		e.mu.Unlock()
+		return nil
+	case d == 0:
+		e.mu.Unlock()
+		return nil
+	}
+	e.push(w)
+	e.lastUntil = time.Time{}
+	if d > 0 {
+		e.lastUntil = time.Now().Add(d)
+	}
+	e.mu.Unlock()
+
+	var expired <-chan time.Time
+	if d > 0 {
+		if s.timer == nil {
+			s.timer = time.NewTimer(d)
+		} else {
+			s.timer.Reset(d)
+		}
+		expired = s.timer.C
+	}
+	select {
+	case <-w.ch:
+	case <-expired:
+	case <-ctx.Done():
+	}
+	if s.timer != nil {
+		// Since Go 1.23, Stop guarantees that no stale tick is received
+		// after a later Reset.
+		s.timer.Stop()
+	}
+
+	e.mu.Lock()
+	reason := wakeNone
+	if w.parked {
+		e.unpark(w)
+	} else {
+		// A waker unparked us under e.mu and sent before we got e.mu:
+		// the token is in the channel unless the select consumed it.
+		select {
+		case <-w.ch:
+		default:
+		}
+		reason = w.reason
+	}
+	w.reason = wakeNone
+	if err := ctx.Err(); err != nil {
+		if reason == wakeOne {
+			// We are leaving: pass the single wake-up on.
+			e.releaseOneLocked()
+		}
+		e.mu.Unlock()
+		return err
+	}
+	e.mu.Unlock()
+	switch reason {
+	case wakeClosed:
+		return ErrClosed
+	case wakeSubClose:
+		return ErrSubscriptionClosed
+	}
+	return nil
+}
+
+// Close releases this Subscription's reference to the channel. A Wait parked
+// on it returns ErrSubscriptionClosed. When the last Subscription of a
+// channel is closed, the channel's local state (including stored permits) is
+// dropped at once and the hub sends the (S)UNSUBSCRIBE asynchronously,
+// promptly, from its connection goroutine. Close is idempotent.
+func (s *Subscription) Close() {
+	e := s.e
+	e.mu.Lock()
+	if s.closed {
+		e.mu.Unlock()
+		return
+	}
+	s.closed = true
+	if s.w.parked {
+		e.signal(&s.w, wakeSubClose)
+	}
+	e.mu.Unlock()
+	s.h.release(e)
+}
