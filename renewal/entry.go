@@ -24,8 +24,7 @@ type Entry struct {
 	leaseUntil time.Time       // end of the longest explicit lease
 	ended      bool
 	cause      error
-	ctx        context.Context
-	cancel     context.CancelCauseFunc
+	guards     map[*context.CancelCauseFunc]struct{} // made by Guard, ended with the hold
 }
 
 // Outcome is what an unlock did on the server.
@@ -105,20 +104,33 @@ func (e *Entry) EndRelease(o Outcome) {
 // Guard returns a context derived from parent that is cancelled when this
 // hold ends: with cause Task.Lost when the lock is lost (the key vanished,
 // renewal failed past the lease, or, for a hold with an explicit lease, the
-// lease ran out), with cause context.Canceled when it is released.
+// lease ran out), with cause context.Canceled when it is released. The
+// cancellation has happened by the time the call that ended the hold
+// (Unlock, Close) returns.
 func (e *Entry) Guard(parent context.Context) context.Context {
+	g, cancel := context.WithCancelCause(parent)
 	s := e.s
 	s.mu.Lock()
-	hold := e.context()
+	if e.ended {
+		s.mu.Unlock()
+		cancel(e.cause)
+		return g
+	}
+	if e.guards == nil {
+		e.guards = make(map[*context.CancelCauseFunc]struct{})
+	}
+	e.guards[&cancel] = struct{}{}
 	var deadline time.Time
 	if e.watchdog == 0 {
 		deadline = e.leaseUntil
 	}
 	s.mu.Unlock()
-
-	g, cancel := context.WithCancelCause(parent)
-	stop := context.AfterFunc(hold, func() { cancel(context.Cause(hold)) })
-	context.AfterFunc(g, func() { stop() })
+	// A guard whose parent ends first is forgotten.
+	context.AfterFunc(g, func() {
+		s.mu.Lock()
+		delete(e.guards, &cancel)
+		s.mu.Unlock()
+	})
 	if deadline.IsZero() {
 		return g
 	}
@@ -128,26 +140,18 @@ func (e *Entry) Guard(parent context.Context) context.Context {
 	return d
 }
 
-// context returns the hold's own context, made on first use. s.mu must be
-// held.
-func (e *Entry) context() context.Context {
-	if e.ctx == nil {
-		e.ctx, e.cancel = context.WithCancelCause(context.Background())
-		if e.ended {
-			e.cancel(e.cause)
-		}
-	}
-	return e.ctx
-}
-
 // end marks e ended with cause (nil: released). s.mu must be held.
 func (e *Entry) end(cause error) {
 	if e.ended {
 		return
 	}
+	if cause == nil {
+		cause = context.Canceled
+	}
 	e.ended = true
 	e.cause = cause
-	if e.cancel != nil {
-		e.cancel(cause)
+	for cancel := range e.guards {
+		(*cancel)(cause)
 	}
+	e.guards = nil
 }
