@@ -1,0 +1,116 @@
+package interlock
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/redis/rueidis"
+
+	"github.com/interlock-go/interlock/internal/keys"
+)
+
+// deleter deletes keys in the background. The first key queued after a
+// quiet spell starts a short batching window; when it closes, every key
+// queued meanwhile goes in one DEL per slot. Under load that turns one
+// DEL per unlock into one per window. One goroutine per Client.
+type deleter struct {
+	rc      rueidis.Client
+	cluster bool
+
+	mu      sync.Mutex
+	pending []string
+	wake    chan struct{}
+
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+const (
+	// deleteWindow is how long a queued key may wait for company.
+	deleteWindow = 2 * time.Millisecond
+	// deleteTimeout bounds one batch, also the last one sent by close.
+	deleteTimeout = time.Second
+	// maxDelKeys bounds the keys of one DEL command.
+	maxDelKeys = 512
+)
+
+func newDeleter(rc rueidis.Client, cluster bool) *deleter {
+	ctx, cancel := context.WithCancel(context.Background())
+	d := &deleter{rc: rc, cluster: cluster, wake: make(chan struct{}, 1), cancel: cancel, done: make(chan struct{})}
+	go d.run(ctx)
+	return d
+}
+
+func (d *deleter) add(key string) {
+	d.mu.Lock()
+	d.pending = append(d.pending, key)
+	d.mu.Unlock()
+	select {
+	case d.wake <- struct{}{}:
+	default:
+	}
+}
+
+// close stops the goroutine after one last, bounded flush.
+func (d *deleter) close() {
+	d.cancel()
+	<-d.done
+}
+
+func (d *deleter) run(ctx context.Context) {
+	defer close(d.done)
+	window := time.NewTimer(deleteWindow)
+	window.Stop()
+	defer window.Stop()
+	var open <-chan time.Time // nil while no window is open
+	for {
+		select {
+		case <-d.wake:
+			if open == nil {
+				window.Reset(deleteWindow)
+				open = window.C
+			}
+		case <-open:
+			open = nil
+			d.flush()
+		case <-ctx.Done():
+			d.flush()
+			return
+		}
+	}
+}
+
+// flush deletes every queued key. Its context is its own, so that close
+// neither abandons a batch in flight nor the keys queued before it.
+func (d *deleter) flush() {
+	d.mu.Lock()
+	batch := d.pending
+	d.pending = nil
+	d.mu.Unlock()
+	if len(batch) == 0 {
+		return
+	}
+	// The keys of one DEL must share a slot on a cluster.
+	groups := map[uint16][]string{0: nil}
+	if d.cluster {
+		for _, k := range batch {
+			s := keys.Slot(k)
+			groups[s] = append(groups[s], k)
+		}
+	} else {
+		groups[0] = batch
+	}
+	var cmds rueidis.Commands
+	for _, g := range groups {
+		for len(g) > 0 {
+			n := min(len(g), maxDelKeys)
+			cmds = append(cmds, d.rc.B().Del().Key(g[:n]...).Build())
+			g = g[n:]
+		}
+	}
+	// Failures are left to the keys' own TTL: a latch expires by itself.
+	ctx, cancel := context.WithTimeout(context.Background(), deleteTimeout)
+	defer cancel()
+	d.rc.DoMulti(ctx, cmds...)
+}

@@ -1,0 +1,420 @@
+package rlock_test
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/rueidis"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/interlock-go/interlock"
+	"github.com/interlock-go/interlock/internal/redistest"
+	"github.com/interlock-go/interlock/lua"
+	"github.com/interlock-go/interlock/rlock"
+)
+
+func TestLockUnlockLeavesNothing(t *testing.T) {
+	c, rc := newClient(t)
+	ctx := testCtx(t)
+	m := rlock.New(c, lockName(t))
+
+	require.NoError(t, m.Lock(ctx))
+	locked, err := m.IsLocked(ctx)
+	require.NoError(t, err)
+	assert.True(t, locked)
+	held, err := m.IsHeld(ctx)
+	require.NoError(t, err)
+	assert.True(t, held)
+	ttl, err := m.TTL(ctx)
+	require.NoError(t, err)
+	assert.InDelta(t, float64(interlock.DefaultWatchdogTimeout), float64(ttl), float64(2*time.Second))
+	owner, err := c.Owner(ctx)
+	require.NoError(t, err)
+	fields, err := rc.Do(ctx, rc.B().Hgetall().Key(m.Name()).Build()).AsStrMap()
+	require.NoError(t, err)
+	assert.Equal(t, map[string]string{owner: "1"}, fields)
+
+	require.NoError(t, m.Unlock(ctx))
+	locked, err = m.IsLocked(ctx)
+	require.NoError(t, err)
+	assert.False(t, locked)
+	// The latch is deleted in the background, right after the unlock.
+	eventually(t, 2*time.Second, func() bool {
+		keys, err := rc.Do(ctx, rc.B().Keys().Pattern("*"+m.Name()+"*").Build()).AsStrSlice()
+		return err == nil && len(keys) == 0
+	}, "keys left behind after unlock")
+	assert.Zero(t, c.Renewal().Len())
+	assert.ErrorIs(t, m.Unlock(ctx), rlock.ErrNotHeld)
+}
+
+func TestReentrancy(t *testing.T) {
+	c, _ := newClient(t)
+	ctx := testCtx(t)
+	m := rlock.New(c, lockName(t))
+	other := interlock.WithOwner(ctx, 1<<40)
+
+	count := func() int {
+		n, err := m.HoldCount(ctx)
+		require.NoError(t, err)
+		return n
+	}
+	excluded := func() bool {
+		ok, err := m.TryLock(other, 0, 0)
+		require.NoError(t, err)
+		return !ok
+	}
+
+	require.NoError(t, m.Lock(ctx))
+	assert.Equal(t, 1, count())
+	require.NoError(t, m.Lock(ctx))
+	assert.Equal(t, 2, count())
+	assert.True(t, excluded())
+	require.NoError(t, m.Unlock(ctx))
+	assert.Equal(t, 1, count())
+	assert.True(t, excluded())
+	require.NoError(t, m.Unlock(ctx))
+	assert.Equal(t, 0, count())
+	assert.False(t, excluded(), "another owner acquires after the last unlock")
+	require.NoError(t, m.Unlock(other))
+}
+
+func TestGoroutineIsTheDefaultOwner(t *testing.T) {
+	c, _ := newClient(t)
+	ctx := testCtx(t)
+	m := rlock.New(c, lockName(t))
+	require.NoError(t, m.Lock(ctx))
+
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		ok, err := m.TryLock(ctx, 0, 0)
+		assert.NoError(t, err)
+		assert.False(t, ok, "another goroutine is another owner")
+		assert.ErrorIs(t, m.Unlock(ctx), rlock.ErrNotHeld)
+	})
+	wg.Wait()
+	require.NoError(t, m.Unlock(ctx))
+}
+
+func TestExplicitOwnerCrossesGoroutines(t *testing.T) {
+	c, _ := newClient(t)
+	ctx := interlock.WithOwner(testCtx(t), 7)
+	m := rlock.New(c, lockName(t))
+	require.NoError(t, m.Lock(ctx))
+
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		assert.ErrorIs(t, m.Unlock(context.Background()), rlock.ErrNotHeld, "a goroutine without the owner")
+		assert.NoError(t, m.Unlock(ctx), "a goroutine carrying the owner")
+	})
+	wg.Wait()
+	locked, err := m.IsLocked(ctx)
+	require.NoError(t, err)
+	assert.False(t, locked)
+}
+
+func TestWatchdogKeepsTheLock(t *testing.T) {
+	if testing.Short() {
+		t.Skip("holds a lock for 5s")
+	}
+	c, rc := newClient(t, interlock.WithWatchdogTimeout(time.Second))
+	ctx := testCtx(t)
+	m := rlock.New(c, lockName(t))
+	require.NoError(t, m.Lock(ctx))
+	guard := m.Guard(ctx)
+
+	end := time.Now().Add(5 * time.Second)
+	for time.Now().Before(end) {
+		pttl, err := rc.Do(ctx, rc.B().Pttl().Key(m.Name()).Build()).AsInt64()
+		require.NoError(t, err)
+		require.Greater(t, pttl, int64(0), "the lock expired while held")
+		require.LessOrEqual(t, pttl, int64(1000))
+		time.Sleep(50 * time.Millisecond)
+	}
+	require.NoError(t, guard.Err())
+	require.NoError(t, m.Unlock(ctx))
+	<-guard.Done()
+	assert.ErrorIs(t, context.Cause(guard), context.Canceled, "a release is not a loss")
+	n, err := rc.Do(ctx, rc.B().Exists().Key(m.Name()).Build()).AsInt64()
+	require.NoError(t, err)
+	assert.Zero(t, n)
+}
+
+func TestGuardReportsDeletedKey(t *testing.T) {
+	const watchdog = time.Second
+	c, rc := newClient(t, interlock.WithWatchdogTimeout(watchdog))
+	ctx := testCtx(t)
+	m := rlock.New(c, lockName(t))
+	require.NoError(t, m.Lock(ctx))
+	guard := m.Guard(ctx)
+
+	require.NoError(t, rc.Do(ctx, rc.B().Del().Key(m.Name()).Build()).Error())
+	deleted := time.Now()
+	select {
+	case <-guard.Done():
+	case <-time.After(5 * time.Second):
+		t.Fatal("guard not cancelled")
+	}
+	took := time.Since(deleted)
+	assert.ErrorIs(t, context.Cause(guard), rlock.ErrLockLost)
+	// One renewal interval plus 100ms, with room for a loaded machine.
+	assert.Less(t, took, watchdog/3+100*time.Millisecond+150*time.Millisecond)
+	t.Logf("loss reported %v after the key was deleted", took.Round(time.Millisecond))
+	assert.ErrorIs(t, m.Unlock(ctx), rlock.ErrNotHeld)
+}
+
+func TestGuardOfLeaseHold(t *testing.T) {
+	c, _ := newClient(t)
+	ctx := testCtx(t)
+	m := rlock.New(c, lockName(t))
+	require.NoError(t, m.LockLease(ctx, 300*time.Millisecond))
+	start := time.Now()
+	guard := m.Guard(ctx)
+	<-guard.Done()
+	assert.ErrorIs(t, context.Cause(guard), rlock.ErrLockLost)
+	assert.Less(t, time.Since(start), time.Second)
+
+	// The guard fires a little before the server expires the key: its clock
+	// starts when the acquire was sent.
+	eventually(t, time.Second, func() bool {
+		locked, err := m.IsLocked(ctx)
+		return err == nil && !locked
+	}, "the lease did not end on the server")
+	again := m.Guard(ctx)
+	assert.ErrorIs(t, context.Cause(again), rlock.ErrLockLost, "the lease ran out before any unlock")
+	assert.ErrorIs(t, m.Unlock(ctx), rlock.ErrNotHeld)
+	assert.ErrorIs(t, context.Cause(m.Guard(ctx)), rlock.ErrNotHeld)
+}
+
+func TestTryLockWaitsForRelease(t *testing.T) {
+	c, _ := newClient(t)
+	ctx := testCtx(t)
+	m := rlock.New(c, lockName(t))
+	holder := interlock.WithOwner(ctx, 1)
+	require.NoError(t, m.Lock(holder))
+
+	ok, err := m.TryLock(ctx, 100*time.Millisecond, 0)
+	require.NoError(t, err)
+	assert.False(t, ok, "busy for the whole wait")
+
+	go func() {
+		time.Sleep(100 * time.Millisecond)
+		assert.NoError(t, m.Unlock(holder))
+	}()
+	start := time.Now()
+	ok, err = m.TryLock(ctx, 5*time.Second, time.Second)
+	require.NoError(t, err)
+	assert.True(t, ok)
+	assert.Less(t, time.Since(start), time.Second, "woken by the release message, not by the 30s TTL")
+	ttl, err := m.TTL(ctx)
+	require.NoError(t, err)
+	assert.LessOrEqual(t, ttl, time.Second)
+	require.NoError(t, m.Unlock(ctx))
+}
+
+func TestReleaseMessageLostFallsBackToTTL(t *testing.T) {
+	ctx := testCtx(t)
+	waiters, _ := newClient(t)
+	// The holder publishes with SPUBLISH, which a classic SUBSCRIBE never
+	// receives: its release message is lost to the waiter.
+	holders, _ := newClient(t, interlock.WithPubSubMode(interlock.PubSubSharded))
+	name := lockName(t)
+	holder := interlock.WithOwner(ctx, 1)
+	require.NoError(t, rlock.New(holders, name).LockLease(holder, 1500*time.Millisecond))
+
+	start := time.Now()
+	go func() {
+		time.Sleep(200 * time.Millisecond)
+		assert.NoError(t, rlock.New(holders, name).Unlock(holder))
+	}()
+	m := rlock.New(waiters, name)
+	require.NoError(t, m.Lock(ctx))
+	took := time.Since(start)
+	t.Logf("acquired after %v", took.Round(time.Millisecond))
+	assert.Greater(t, took, time.Second, "no message: the waiter slept for the PTTL")
+	assert.Less(t, took, 3*time.Second)
+	require.NoError(t, m.Unlock(ctx))
+}
+
+func TestCancelWhileWaitingLeavesNothing(t *testing.T) {
+	c, rc := newClient(t)
+	ctx := testCtx(t)
+	m := rlock.New(c, lockName(t))
+	holder := interlock.WithOwner(ctx, 1)
+	require.NoError(t, m.Lock(holder))
+
+	wctx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
+	defer cancel()
+	err := m.Lock(wctx)
+	assert.ErrorIs(t, err, context.DeadlineExceeded)
+	ok, err := m.TryLock(wctx, time.Second, 0)
+	assert.False(t, ok)
+	assert.ErrorIs(t, err, context.DeadlineExceeded)
+
+	require.NoError(t, m.Unlock(holder))
+	eventually(t, 2*time.Second, func() bool {
+		chans, err := rc.Do(ctx, rc.B().PubsubChannels().Pattern("*"+m.Name()+"*").Build()).AsStrSlice()
+		return err == nil && len(chans) == 0 && c.PubSub().Channels() == 0
+	}, "subscriptions left behind")
+	keys, err := rc.Do(ctx, rc.B().Keys().Pattern("*"+m.Name()+"*").Build()).AsStrSlice()
+	require.NoError(t, err)
+	eventually(t, 2*time.Second, func() bool {
+		keys, err = rc.Do(ctx, rc.B().Keys().Pattern("*"+m.Name()+"*").Build()).AsStrSlice()
+		return err == nil && len(keys) == 0
+	}, "keys left behind")
+}
+
+func TestForceUnlockWakesWaitersAndLosesHolds(t *testing.T) {
+	c, _ := newClient(t)
+	ctx := testCtx(t)
+	m := rlock.New(c, lockName(t))
+	holder := interlock.WithOwner(ctx, 1)
+	require.NoError(t, m.Lock(holder))
+	guard := m.Guard(holder)
+
+	acquired := make(chan time.Time, 1)
+	go func() {
+		assert.NoError(t, m.Lock(ctx))
+		acquired <- time.Now()
+	}()
+	eventually(t, 2*time.Second, func() bool { return c.PubSub().Channels() == 1 }, "waiter not subscribed")
+	forced := time.Now()
+	ok, err := rlock.New(c, m.Name()).ForceUnlock(ctx)
+	require.NoError(t, err)
+	assert.True(t, ok)
+	assert.ErrorIs(t, context.Cause(guard), rlock.ErrLockLost)
+	select {
+	case at := <-acquired:
+		assert.Less(t, at.Sub(forced), 500*time.Millisecond)
+	case <-time.After(5 * time.Second):
+		t.Fatal("waiter not woken")
+	}
+	ok, err = m.ForceUnlock(ctx)
+	require.NoError(t, err)
+	assert.True(t, ok)
+	ok, err = m.ForceUnlock(ctx)
+	require.NoError(t, err)
+	assert.False(t, ok)
+}
+
+func TestBadInputSendsNothing(t *testing.T) {
+	var sent int
+	counting := &faulty{do: func(ctx context.Context, cmd rueidis.Completed, next func() rueidis.RedisResult) rueidis.RedisResult {
+		sent++
+		return next()
+	}}
+	counting.Client = redistest.NewClient(t, addr)
+	c := wrap(t, counting)
+	ctx := testCtx(t)
+
+	for _, name := range []string{"", "a{b", "{}x", "x}y"} {
+		m := rlock.New(c, name)
+		assert.ErrorIs(t, m.Lock(ctx), interlock.ErrInvalid, name)
+		assert.ErrorIs(t, m.Unlock(ctx), interlock.ErrInvalid, name)
+		_, err := m.ForceUnlock(ctx)
+		assert.ErrorIs(t, err, interlock.ErrInvalid, name)
+		_, err = m.IsLocked(ctx)
+		assert.ErrorIs(t, err, interlock.ErrInvalid, name)
+		assert.ErrorIs(t, context.Cause(m.Guard(ctx)), interlock.ErrInvalid, name)
+	}
+	m := rlock.New(c, "fine")
+	_, err := m.TryLock(ctx, -time.Second, 0)
+	assert.ErrorIs(t, err, interlock.ErrInvalid)
+	_, err = m.TryLock(ctx, 0, -time.Second)
+	assert.ErrorIs(t, err, interlock.ErrInvalid)
+	_, err = m.TryLock(ctx, 0, time.Microsecond)
+	assert.ErrorIs(t, err, interlock.ErrInvalid)
+	assert.ErrorIs(t, m.LockLease(ctx, 0), interlock.ErrInvalid)
+	assert.ErrorIs(t, m.Lock(interlock.WithOwner(ctx, -3)), interlock.ErrInvalid)
+	assert.ErrorIs(t, rlock.New(nil, "x").Lock(ctx), interlock.ErrInvalid)
+	assert.Zero(t, sent, "commands sent for bad input")
+
+	_, err = interlock.New(nil)
+	assert.ErrorIs(t, err, interlock.ErrInvalid)
+	_, err = interlock.New(counting, interlock.WithWatchdogTimeout(time.Millisecond))
+	assert.ErrorIs(t, err, interlock.ErrInvalid)
+	_, err = interlock.New(counting, interlock.WithRenewalBatchSize(0))
+	assert.ErrorIs(t, err, interlock.ErrInvalid)
+}
+
+func TestLostAcquireReplyIsTakenBack(t *testing.T) {
+	ctx := testCtx(t)
+	var lose bool
+	f := &faulty{do: func(cctx context.Context, cmd rueidis.Completed, next func() rueidis.RedisResult) rueidis.RedisResult {
+		if !lose || !runs(cmd, lua.Acquire) {
+			return next()
+		}
+		next() // the script runs on the server ...
+		<-cctx.Done()
+		return rueidis.NewErrorResult(cctx.Err()) // ... and its reply is lost to the deadline
+	}}
+	f.Client = redistest.NewClient(t, addr)
+	c := wrap(t, f)
+	m := rlock.New(c, lockName(t))
+
+	lose = true
+	lctx, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
+	err := m.Lock(lctx)
+	cancel()
+	assert.ErrorIs(t, err, context.DeadlineExceeded)
+	lose = false
+	locked, err := m.IsLocked(ctx)
+	require.NoError(t, err)
+	assert.False(t, locked, "a lost first acquisition is released")
+
+	// A lost re-entry takes back only the hold it added.
+	require.NoError(t, m.Lock(ctx))
+	lose = true
+	lctx, cancel = context.WithTimeout(ctx, 50*time.Millisecond)
+	assert.ErrorIs(t, m.Lock(lctx), context.DeadlineExceeded)
+	cancel()
+	lose = false
+	n, err := m.HoldCount(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, 1, n)
+	require.NoError(t, m.Unlock(ctx))
+	locked, err = m.IsLocked(ctx)
+	require.NoError(t, err)
+	assert.False(t, locked)
+}
+
+func TestLostUnlockReplyIsRetriedOnce(t *testing.T) {
+	ctx := testCtx(t)
+	lost := 0
+	f := &faulty{do: func(cctx context.Context, cmd rueidis.Completed, next func() rueidis.RedisResult) rueidis.RedisResult {
+		if lost > 0 || !runs(cmd, lua.Unlock) {
+			return next()
+		}
+		lost++
+		next()
+		return rueidis.NewErrorResult(errors.New("connection reset (test)"))
+	}}
+	f.Client = redistest.NewClient(t, addr)
+	c := wrap(t, f)
+	m := rlock.New(c, lockName(t))
+	require.NoError(t, m.Lock(ctx))
+	require.NoError(t, m.Lock(ctx))
+
+	require.NoError(t, m.Unlock(ctx), "the resent unlock finds the latch")
+	assert.Equal(t, 1, lost)
+	n, err := m.HoldCount(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, 1, n, "one logical unlock released one hold")
+	require.NoError(t, m.Unlock(ctx))
+}
+
+func TestClosedClient(t *testing.T) {
+	c, _ := newClient(t)
+	ctx := testCtx(t)
+	m := rlock.New(c, lockName(t))
+	require.NoError(t, m.Lock(ctx))
+	guard := m.Guard(ctx)
+	require.NoError(t, c.Close())
+	require.NoError(t, c.Close())
+	assert.ErrorIs(t, context.Cause(guard), interlock.ErrClosed)
+	assert.ErrorIs(t, m.Lock(ctx), rlock.ErrClosed)
+	assert.ErrorIs(t, m.Unlock(ctx), rlock.ErrClosed)
+}
