@@ -1,0 +1,431 @@
+package compat_test
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// The golden tests watch Redis through plain RESP2 connections of their own:
+// a control connection per node for state reads and step markers, a MONITOR
+// connection, and pub/sub taps. They never go through rueidis, so what they
+// see is exactly what the server did, and the connection that carries a tap
+// is the one the test chose (the node that owns the lock's slot).
+
+// ioTimeout bounds every synchronous read or write on a test connection.
+const ioTimeout = 10 * time.Second
+
+// respErr is an error reply ("-ERR ...").
+type respErr string
+
+func (e respErr) Error() string { return string(e) }
+
+var errMalformed = errors.New("compat: malformed RESP reply")
+
+// readValue reads one RESP2 value: a string (simple or bulk), an int64, a
+// []any, nil, or a respErr (returned as the value when nested in an array,
+// as the error otherwise).
+func readValue(r *bufio.Reader) (any, error) {
+	line, err := r.ReadString('\n')
+	if err != nil {
+		return nil, err
+	}
+	if len(line) < 3 || line[len(line)-2] != '\r' {
+		return nil, errMalformed
+	}
+	body := line[1 : len(line)-2]
+	switch line[0] {
+	case '+':
+		return body, nil
+	case '-':
+		return nil, respErr(body)
+	case ':':
+		return strconv.ParseInt(body, 10, 64)
+	case '$':
+		n, err := strconv.Atoi(body)
+		if err != nil {
+			return nil, errMalformed
+		}
+		if n < 0 {
+			return nil, nil
+		}
+		buf := make([]byte, n+2)
+		if _, err := io.ReadFull(r, buf); err != nil {
+			return nil, err
+		}
+		return string(buf[:n]), nil
+	case '*':
+		n, err := strconv.Atoi(body)
+		if err != nil {
+			return nil, errMalformed
+		}
+		if n < 0 {
+			return nil, nil
+		}
+		vals := make([]any, n)
+		for i := range vals {
+			v, err := readValue(r)
+			var re respErr
+			if errors.As(err, &re) {
+				v, err = re, nil
+			}
+			if err != nil {
+				return nil, err
+			}
+			vals[i] = v
+		}
+		return vals, nil
+	}
+	return nil, errMalformed
+}
+
+// encodeCommand renders args as a RESP2 array of bulk strings.
+func encodeCommand(args []string) []byte {
+	b := fmt.Appendf(nil, "*%d\r\n", len(args))
+	for _, a := range args {
+		b = fmt.Appendf(b, "$%d\r\n%s\r\n", len(a), a)
+	}
+	return b
+}
+
+// conn is a request/response connection to one node.
+type conn struct {
+	t    testing.TB
+	addr string
+	nc   net.Conn
+	r    *bufio.Reader
+}
+
+// dial connects to addr; t.Cleanup closes the connection.
+func dial(t testing.TB, addr string) *conn {
+	t.Helper()
+	nc, err := net.DialTimeout("tcp", addr, ioTimeout)
+	if err != nil {
+		t.Fatalf("dial %s: %v", addr, err)
+	}
+	t.Cleanup(func() { nc.Close() })
+	return &conn{t: t, addr: addr, nc: nc, r: bufio.NewReader(nc)}
+}
+
+// try sends one command and returns its reply.
+func (c *conn) try(args ...string) (any, error) {
+	if err := c.nc.SetDeadline(time.Now().Add(ioTimeout)); err != nil {
+		return nil, err
+	}
+	if _, err := c.nc.Write(encodeCommand(args)); err != nil {
+		return nil, err
+	}
+	return readValue(c.r)
+}
+
+// do sends one command and fails the test on any error, including an
+// error reply.
+func (c *conn) do(args ...string) any {
+	c.t.Helper()
+	v, err := c.try(args...)
+	if err != nil {
+		c.t.Fatalf("%s %s: %v", c.addr, strings.Join(args, " "), err)
+	}
+	return v
+}
+
+// str runs a command whose reply is a string or nil ("" for nil).
+func (c *conn) str(args ...string) string {
+	c.t.Helper()
+	switch v := c.do(args...).(type) {
+	case string:
+		return v
+	case nil:
+		return ""
+	default:
+		c.t.Fatalf("%s: reply %#v is not a string", strings.Join(args, " "), v)
+		return ""
+	}
+}
+
+// int runs a command whose reply is an integer.
+func (c *conn) int(args ...string) int64 {
+	c.t.Helper()
+	v, ok := c.do(args...).(int64)
+	if !ok {
+		c.t.Fatalf("%s: reply is not an integer", strings.Join(args, " "))
+	}
+	return v
+}
+
+// strs runs a command whose reply is an array of strings.
+func (c *conn) strs(args ...string) []string {
+	c.t.Helper()
+	return toStrings(c.t, c.do(args...))
+}
+
+// hash returns HGETALL key as a map (empty when the key does not exist).
+func (c *conn) hash(key string) map[string]string {
+	c.t.Helper()
+	flat := c.strs("HGETALL", key)
+	m := make(map[string]string, len(flat)/2)
+	for i := 0; i+1 < len(flat); i += 2 {
+		m[flat[i]] = flat[i+1]
+	}
+	return m
+}
+
+// scan returns every key of this node that matches pattern.
+func (c *conn) scan(pattern string) []string {
+	c.t.Helper()
+	var found []string
+	cursor := "0"
+	for {
+		reply, ok := c.do("SCAN", cursor, "MATCH", pattern, "COUNT", "1000").([]any)
+		if !ok || len(reply) != 2 {
+			c.t.Fatalf("SCAN: unexpected reply %#v", reply)
+		}
+		cursor, _ = reply[0].(string)
+		found = append(found, toStrings(c.t, reply[1])...)
+		if cursor == "0" {
+			return found
+		}
+	}
+}
+
+func toStrings(t testing.TB, v any) []string {
+	t.Helper()
+	arr, ok := v.([]any)
+	if !ok && v != nil {
+		t.Fatalf("reply %#v is not an array", v)
+	}
+	out := make([]string, len(arr))
+	for i, e := range arr {
+		s, ok := e.(string)
+		if !ok {
+			t.Fatalf("array element %#v is not a string", e)
+		}
+		out[i] = s
+	}
+	return out
+}
+
+// stream is a connection in a push mode (MONITOR, (P|S)SUBSCRIBE): one
+// goroutine reads every value the server sends and queues it.
+type stream struct {
+	nc   net.Conn
+	done chan struct{}
+
+	mu     sync.Mutex
+	queue  []any
+	err    error
+	notify chan struct{} // buffered 1: something was queued or err set
+}
+
+// openStream connects to addr, sends cmd and reads the acks confirmations
+// that it produces (one per channel for the subscribe commands, +OK for
+// MONITOR) before it returns, so that whatever happens on the server after
+// openStream returns reaches the stream. t.Cleanup closes the connection
+// and waits for the reader goroutine.
+func openStream(t testing.TB, addr string, acks int, cmd ...string) *stream {
+	t.Helper()
+	nc, err := net.DialTimeout("tcp", addr, ioTimeout)
+	if err != nil {
+		t.Fatalf("dial %s: %v", addr, err)
+	}
+	r := bufio.NewReader(nc)
+	fail := func(err error) {
+		nc.Close()
+		t.Fatalf("%s %s: %v", addr, strings.Join(cmd, " "), err)
+	}
+	if err := nc.SetDeadline(time.Now().Add(ioTimeout)); err != nil {
+		fail(err)
+	}
+	if _, err := nc.Write(encodeCommand(cmd)); err != nil {
+		fail(err)
+	}
+	for range acks {
+		if _, err := readValue(r); err != nil {
+			fail(err)
+		}
+	}
+	if err := nc.SetDeadline(time.Time{}); err != nil {
+		fail(err)
+	}
+	s := &stream{nc: nc, done: make(chan struct{}), notify: make(chan struct{}, 1)}
+	go s.read(r)
+	t.Cleanup(s.close)
+	return s
+}
+
+func (s *stream) read(r *bufio.Reader) {
+	defer close(s.done)
+	for {
+		v, err := readValue(r)
+		var re respErr
+		if errors.As(err, &re) {
+			v, err = re, nil
+		}
+		s.mu.Lock()
+		if err != nil {
+			s.err = err
+		} else {
+			s.queue = append(s.queue, v)
+		}
+		s.mu.Unlock()
+		select {
+		case s.notify <- struct{}{}:
+		default:
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+func (s *stream) close() {
+	s.nc.Close()
+	<-s.done
+}
+
+// until consumes queued values up to and including the first one for which
+// stop returns true, and returns the values before it. It fails when none
+// arrives within timeout.
+func (s *stream) until(t testing.TB, timeout time.Duration, stop func(any) bool) []any {
+	t.Helper()
+	var before []any
+	deadline := time.NewTimer(timeout)
+	defer deadline.Stop()
+	for {
+		s.mu.Lock()
+		for len(s.queue) > 0 {
+			v := s.queue[0]
+			s.queue = s.queue[1:]
+			if stop(v) {
+				s.mu.Unlock()
+				return before
+			}
+			before = append(before, v)
+		}
+		err := s.err
+		s.mu.Unlock()
+		if err != nil {
+			t.Fatalf("stream closed while waiting: %v (got %v)", err, before)
+		}
+		select {
+		case <-s.notify:
+		case <-deadline.C:
+			t.Fatalf("no marker within %v; got %v", timeout, before)
+		}
+	}
+}
+
+// pubMsg is one message delivered to a subscriber.
+type pubMsg struct {
+	Kind    string // "message", "pmessage" or "smessage"
+	Channel string
+	Payload string
+}
+
+func (m pubMsg) String() string { return fmt.Sprintf("%s %s %q", m.Kind, m.Channel, m.Payload) }
+
+// asPubMsg decodes a pushed pub/sub value; ok is false for anything else
+// (for example a subscription confirmation).
+func asPubMsg(v any) (pubMsg, bool) {
+	arr, _ := v.([]any)
+	str := func(i int) string { s, _ := arr[i].(string); return s }
+	switch {
+	case len(arr) == 3 && (str(0) == "message" || str(0) == "smessage"):
+		return pubMsg{str(0), str(1), str(2)}, true
+	case len(arr) == 4 && str(0) == "pmessage":
+		return pubMsg{str(0), str(2), str(3)}, true
+	}
+	return pubMsg{}, false
+}
+
+// monLine is one MONITOR line: the client that sent the command ("lua" for
+// commands run by a script, else host:port) and the command's arguments.
+type monLine struct {
+	Client string
+	Args   []string
+}
+
+func (l monLine) String() string { return "[" + l.Client + "] " + strings.Join(l.Args, " ") }
+
+// parseMonitor parses a MONITOR line such as
+//
+//	1795998984.145797 [0 lua] "exists" "myLock"
+//
+// Arguments are quoted the way sdscatrepr quotes them.
+func parseMonitor(s string) (monLine, error) {
+	open := strings.IndexByte(s, '[')
+	end := strings.Index(s, "] ")
+	if open < 0 || end < open {
+		return monLine{}, fmt.Errorf("monitor line %q: no client", s)
+	}
+	_, client, ok := strings.Cut(s[open+1:end], " ")
+	if !ok {
+		return monLine{}, fmt.Errorf("monitor line %q: no client", s)
+	}
+	l := monLine{Client: client}
+	rest := s[end+2:]
+	for rest != "" {
+		if rest[0] != '"' {
+			return monLine{}, fmt.Errorf("monitor line %q: expected a quoted argument at %q", s, rest)
+		}
+		arg, n, err := unquoteRepr(rest)
+		if err != nil {
+			return monLine{}, fmt.Errorf("monitor line %q: %w", s, err)
+		}
+		l.Args = append(l.Args, arg)
+		rest = strings.TrimPrefix(rest[n:], " ")
+	}
+	return l, nil
+}
+
+// unquoteRepr decodes the sdscatrepr-quoted string at the start of s and
+// returns it with the number of bytes it took.
+func unquoteRepr(s string) (string, int, error) {
+	var b strings.Builder
+	for i := 1; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c == '"':
+			return b.String(), i + 1, nil
+		case c != '\\':
+			b.WriteByte(c)
+			continue
+		}
+		i++
+		if i >= len(s) {
+			break
+		}
+		switch s[i] {
+		case 'n':
+			b.WriteByte('\n')
+		case 'r':
+			b.WriteByte('\r')
+		case 't':
+			b.WriteByte('\t')
+		case 'a':
+			b.WriteByte('\a')
+		case 'b':
+			b.WriteByte('\b')
+		case 'x':
+			if i+2 >= len(s) {
+				return "", 0, errMalformed
+			}
+			v, err := strconv.ParseUint(s[i+1:i+3], 16, 8)
+			if err != nil {
+				return "", 0, err
+			}
+			b.WriteByte(byte(v))
+			i += 2
+		default: // \\ and \"
+			b.WriteByte(s[i])
+		}
+	}
+	return "", 0, fmt.Errorf("unterminated quoted string %q", s)
+}
