@@ -139,14 +139,16 @@ func (m *Mutex) acquire(ctx context.Context, lease, wait time.Duration, forever 
 		if sharded, err = m.c.Sharded(ctx); err != nil {
 			return false, m.opErr("acquire", err)
 		}
-		if held := holds(m.c.Renewal().Lookup(m.name, owner)); held == 0 {
+		// An owner that already holds the lock re-enters at once; others
+		// queue behind this process's parked waiters, if there are any.
+		if holds(m.c.Renewal().Lookup(m.name, owner)) == 0 {
 			if sub, d, ok := m.c.PubSub().Join(m.channel, sharded); ok {
 				defer sub.Close()
 				return m.waitLoop(ctx, sub, owner, lease, deadline, forever, d)
 			}
 		}
 	}
-	ttl, ok, err := m.try(ctx, owner, lease)
+	_, ok, err := m.try(ctx, owner, lease)
 	if ok || err != nil || !waits {
 		return ok, err
 	}
@@ -164,7 +166,8 @@ func (m *Mutex) acquire(ctx context.Context, lease, wait time.Duration, forever 
 		return false, m.opErr("acquire", err)
 	}
 	defer sub.Close()
-	if ttl, ok, err = m.try(ctx, owner, lease); ok || err != nil {
+	ttl, ok, err := m.try(ctx, owner, lease)
+	if ok || err != nil {
 		return ok, err
 	}
 	return m.waitLoop(ctx, sub, owner, lease, deadline, forever, ms2d(ttl))
@@ -408,8 +411,11 @@ func (m *Mutex) Guard(ctx context.Context) context.Context {
 }
 
 func (m *Mutex) opErr(op string, err error) error {
-	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+	switch {
+	case errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded):
 		return err
+	case errors.Is(err, pubsub.ErrClosed):
+		return ErrClosed
 	}
 	return fmt.Errorf("rlock: %s %s: %w", op, m.name, err)
 }

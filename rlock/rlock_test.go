@@ -418,3 +418,23 @@ func TestClosedClient(t *testing.T) {
 	assert.ErrorIs(t, m.Lock(ctx), rlock.ErrClosed)
 	assert.ErrorIs(t, m.Unlock(ctx), rlock.ErrClosed)
 }
+
+func TestCloseWakesWaiters(t *testing.T) {
+	c, _ := newClient(t)
+	ctx := testCtx(t)
+	m := rlock.New(c, lockName(t))
+	holder := interlock.WithOwner(ctx, interlock.NewOwnerID())
+	require.NoError(t, m.Lock(holder))
+
+	done := make(chan error, 1)
+	go func() { done <- m.Lock(ctx) }()
+	eventually(t, 2*time.Second, func() bool { return c.PubSub().Channels() == 1 }, "waiter not subscribed")
+	time.Sleep(50 * time.Millisecond)
+	require.NoError(t, c.Close())
+	select {
+	case err := <-done:
+		assert.ErrorIs(t, err, rlock.ErrClosed)
+	case <-time.After(5 * time.Second):
+		t.Fatal("a waiter hangs after Close")
+	}
+}

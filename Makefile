@@ -1,0 +1,20 @@
+# The two commands a newcomer needs (see README.md):
+#   make demo   the watchdog story, told with a real Redis
+#   make test   every test, with the race detector, against real Redis
+
+GO ?= go
+
+.PHONY: demo test check
+demo:
+	@scripts/ensure-redis
+	$(GO) run ./cmd/interlock demo
+
+test: check
+	@scripts/ensure-redis
+	$(GO) test -race -count=1 ./...
+
+# Formatting and vet, run before the tests.
+check:
+	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
+	if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
+	$(GO) vet ./...
