@@ -11,6 +11,7 @@ import (
 
 	"github.com/interlock-go/interlock"
 	"github.com/interlock-go/interlock/internal/keys"
+	"github.com/interlock-go/interlock/internal/wait"
 	"github.com/interlock-go/interlock/lua"
 	"github.com/interlock-go/interlock/pubsub"
 	"github.com/interlock-go/interlock/renewal"
@@ -114,17 +115,10 @@ func (m *Mutex) TryLock(ctx context.Context, wait, lease time.Duration) (bool, e
 	return m.acquire(ctx, lease, wait, false)
 }
 
-// acquire is Redisson's waiting algorithm: try; subscribe and wait for the
-// confirmation; try again (a release between the first try and the
-// subscription is not missed); then wait for a release message, the
-// holder's remaining TTL (expiry publishes nothing) or the end of ctx or
-// of the wait, and loop.
-//
-// One refinement stays inside the process: when other goroutines of this
-// Client already wait for the lock, a newcomer queues behind them (Hub.Join)
-// instead of racing them, so that a release wakes the longest waiter of the
-// process and not a crowd. On the wire nothing changes.
-func (m *Mutex) acquire(ctx context.Context, lease, wait time.Duration, forever bool) (bool, error) {
+// acquire runs the shared waiting algorithm (internal/wait): Redisson's
+// try, confirmed subscribe, try, wait for a release message or the
+// holder's TTL, loop; newcomers queue behind this process's parked waiters.
+func (m *Mutex) acquire(ctx context.Context, lease, maxWait time.Duration, forever bool) (bool, error) {
 	if m.err != nil {
 		return false, m.err
 	}
@@ -132,69 +126,28 @@ func (m *Mutex) acquire(ctx context.Context, lease, wait time.Duration, forever 
 	if err != nil {
 		return false, err
 	}
-	deadline := time.Now().Add(wait)
-	waits := forever || wait > 0
-	sharded := false
-	if waits {
-		if sharded, err = m.c.Sharded(ctx); err != nil {
+	spec := wait.Spec{
+		Hub:      m.c.PubSub(),
+		Channel:  m.channel,
+		Forever:  forever,
+		Deadline: time.Now().Add(maxWait),
+		// An owner that already holds the lock re-enters at once.
+		Queue: holds(m.c.Renewal().Lookup(m.name, owner)) == 0,
+		Try: func(ctx context.Context) (bool, time.Duration, error) {
+			ttl, ok, err := m.try(ctx, owner, lease)
+			return ok, ms2d(ttl), err
+		},
+	}
+	if forever || maxWait > 0 {
+		if spec.Sharded, err = m.c.Sharded(ctx); err != nil {
 			return false, m.opErr("acquire", err)
 		}
-		// An owner that already holds the lock re-enters at once; others
-		// queue behind this process's parked waiters, if there are any.
-		if holds(m.c.Renewal().Lookup(m.name, owner)) == 0 {
-			if sub, d, ok := m.c.PubSub().Join(m.channel, sharded); ok {
-				defer sub.Close()
-				return m.waitLoop(ctx, sub, owner, lease, deadline, forever, d)
-			}
-		}
 	}
-	_, ok, err := m.try(ctx, owner, lease)
-	if ok || err != nil || !waits {
-		return ok, err
-	}
-	subCtx := ctx
-	if !forever {
-		var cancel context.CancelFunc
-		subCtx, cancel = context.WithDeadline(ctx, deadline)
-		defer cancel()
-	}
-	sub, err := m.c.PubSub().Subscribe(subCtx, m.channel, sharded)
+	ok, err := wait.Acquire(ctx, spec)
 	if err != nil {
-		if ctx.Err() == nil && subCtx.Err() != nil {
-			return false, nil // the wait ran out while subscribing
-		}
 		return false, m.opErr("acquire", err)
 	}
-	defer sub.Close()
-	ttl, ok, err := m.try(ctx, owner, lease)
-	if ok || err != nil {
-		return ok, err
-	}
-	return m.waitLoop(ctx, sub, owner, lease, deadline, forever, ms2d(ttl))
-}
-
-// waitLoop waits on sub for at most d (negative: for a message only), then
-// tries, until the lock is acquired, the wait has run out or ctx ends.
-func (m *Mutex) waitLoop(ctx context.Context, sub *pubsub.Subscription, owner string, lease time.Duration, deadline time.Time, forever bool, d time.Duration) (bool, error) {
-	for {
-		if !forever {
-			left := time.Until(deadline)
-			if left <= 0 {
-				return false, nil
-			}
-			if d < 0 || d > left {
-				d = left
-			}
-		}
-		if err := sub.Wait(ctx, d); err != nil {
-			return false, m.opErr("acquire", err)
-		}
-		ttl, ok, err := m.try(ctx, owner, lease)
-		if ok || err != nil {
-			return ok, err
-		}
-		d = ms2d(ttl)
-	}
+	return ok, nil
 }
 
 // try runs the acquire script once. It returns the holder's TTL in ms when
