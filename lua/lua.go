@@ -16,8 +16,9 @@ package lua
 import (
 	"context"
 	"crypto/sha1"
-	_ "embed"
+	"embed"
 	"encoding/hex"
+	"slices"
 
 	"github.com/redis/rueidis"
 )
@@ -35,32 +36,26 @@ func newScript(name, source string, retryable bool) *Script {
 	return &Script{name: name, source: source, sha1: hex.EncodeToString(sum[:]), retryable: retryable}
 }
 
-var (
-	//go:embed acquire.lua
-	acquireSrc string
-	//go:embed unlock.lua
-	unlockSrc string
-	//go:embed force_unlock.lua
-	forceUnlockSrc string
-	//go:embed renew.lua
-	renewSrc string
-	//go:embed undo_acquire.lua
-	undoAcquireSrc string
-)
+//go:embed *.lua
+var files embed.FS
 
-// The scripts of the reentrant lock and of the watchdog.
-var (
-	Acquire     = newScript("acquire", acquireSrc, false)
-	Unlock      = newScript("unlock", unlockSrc, false)
-	ForceUnlock = newScript("force_unlock", forceUnlockSrc, true)
-	Renew       = newScript("renew", renewSrc, true)
-	UndoAcquire = newScript("undo_acquire", undoAcquireSrc, false)
-)
+// all holds every script, in the order they were declared.
+var all []*Script
+
+// load returns the script in name.lua. A missing file is a programming
+// error caught by every test run, so it panics.
+func load(name string, retryable bool) *Script {
+	src, err := files.ReadFile(name + ".lua")
+	if err != nil {
+		panic("lua: no script " + name + ".lua")
+	}
+	s := newScript(name, string(src), retryable)
+	all = append(all, s)
+	return s
+}
 
 // All lists every script, for tests and for preloading.
-func All() []*Script {
-	return []*Script{Acquire, Unlock, ForceUnlock, Renew, UndoAcquire}
-}
+func All() []*Script { return slices.Clone(all) }
 
 // Name is the script's file name without ".lua".
 func (s *Script) Name() string { return s.name }
