@@ -1,0 +1,267 @@
+// Package lockcore is what every interlock lock kind does the same way:
+// argument checks, owners, recording holds with the renewal Scheduler, one
+// acquire attempt that takes back a lost acquisition, the unlock that is
+// resent under its latch, guards, and error wrapping. A lock package
+// supplies its scripts, keys and sentinel errors.
+package lockcore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/redis/rueidis"
+
+	"github.com/interlock-go/interlock"
+	"github.com/interlock-go/interlock/internal/keys"
+	"github.com/interlock-go/interlock/pubsub"
+	"github.com/interlock-go/interlock/renewal"
+)
+
+const (
+	// LatchTTL bounds how long the server remembers an unlock's outcome,
+	// longer than all of an unlock's attempts together.
+	LatchTTL = 20 * time.Second
+	// unlockAttempts is how often an unlock is sent when no reply comes
+	// back; the latch makes the repeats harmless.
+	unlockAttempts = 3
+	// undoTimeout bounds the clean-up after an acquisition whose reply was
+	// lost.
+	undoTimeout = time.Second
+)
+
+// Kind describes a lock package to the core.
+type Kind struct {
+	// Name prefixes error messages ("rlock").
+	Name string
+	// NotHeld and Lost are the package's sentinels.
+	NotHeld, Lost error
+	// Task renews the kind's watchdog holds; its Lost is Lost.
+	Task *renewal.Task
+}
+
+// Lock is one named lock of one kind on one Client.
+type Lock struct {
+	C    *interlock.Client
+	Kind *Kind
+	Name string
+	// Err is the argument error found by New, returned by every operation.
+	Err error
+}
+
+// New checks the client and the name (keys.Check) and returns the lock.
+func New(c *interlock.Client, kind *Kind, name string) Lock {
+	l := Lock{C: c, Kind: kind, Name: name}
+	switch err := keys.Check(name); {
+	case c == nil:
+		l.Err = fmt.Errorf("%w: %s: nil client", interlock.ErrInvalid, kind.Name)
+	case err != nil:
+		l.Err = fmt.Errorf("%w: %s: %w", interlock.ErrInvalid, kind.Name, err)
+	}
+	return l
+}
+
+// Ready returns the argument error, or interlock.ErrClosed once the Client
+// is closed.
+func (l *Lock) Ready() error {
+	if l.Err != nil {
+		return l.Err
+	}
+	if l.C.Closed() {
+		return interlock.ErrClosed
+	}
+	return nil
+}
+
+// OpErr wraps err from operation op: context errors and ErrClosed are
+// returned as they are, anything else with the kind, operation and name.
+func (l *Lock) OpErr(op string, err error) error {
+	switch {
+	case errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded):
+		return err
+	case errors.Is(err, pubsub.ErrClosed) || errors.Is(err, renewal.ErrClosed):
+		return interlock.ErrClosed
+	}
+	return fmt.Errorf("%s: %s %s: %w", l.Kind.Name, op, l.Name, err)
+}
+
+// Holds returns how many holds holder has on the lock in this Client's
+// records.
+func (l *Lock) Holds(holder string) int {
+	if e := l.C.Renewal().Lookup(l.Name, holder); e != nil {
+		return e.Holds()
+	}
+	return 0
+}
+
+// Attempt runs one acquire script for holder: run sends it and parse reads
+// its reply as acquired, or busy with a bound for the next wait. An
+// acquisition is recorded with lease (0: a watchdog hold). When the reply
+// is lost (the context ended, or the connection broke after the write), the
+// script may have run: undo is called, on a fresh short context, with the
+// hold count that acquisition would have made, before the error returns.
+func (l *Lock) Attempt(ctx context.Context, holder string, lease time.Duration,
+	run func(context.Context) rueidis.RedisResult,
+	parse func(rueidis.RedisResult) (acquired bool, retryIn time.Duration, err error),
+	undo func(ctx context.Context, expected int),
+) (bool, time.Duration, error) {
+	if l.C.Closed() {
+		return false, 0, interlock.ErrClosed
+	}
+	sent := time.Now()
+	res := run(ctx)
+	if err := res.Error(); err != nil && !rueidis.IsRedisNil(err) {
+		if _, isRedisErr := rueidis.IsRedisErr(err); !isRedisErr {
+			uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), undoTimeout)
+			undo(uctx, l.Holds(holder)+1)
+			cancel()
+		}
+		return false, 0, l.OpErr("acquire", err)
+	}
+	ok, retryIn, err := parse(res)
+	if err != nil || !ok {
+		return false, retryIn, err
+	}
+	if _, err := l.C.Renewal().Hold(l.Name, holder, l.Kind.Task, lease, sent); err != nil {
+		uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), undoTimeout)
+		undo(uctx, 1)
+		cancel()
+		return false, 0, interlock.ErrClosed
+	}
+	return true, retryIn, nil
+}
+
+// Unlock releases one hold of holder. send runs the kind's unlock script
+// with a latch key (the same one on every resend), the lease the remaining
+// holds should keep, and the publish command. The script answers nil (not
+// held: an error wrapping Kind.NotHeld), 0 (a hold released, others
+// remain) or 1 (released); Unlock returns that answer.
+func (l *Lock) Unlock(ctx context.Context, holder string,
+	send func(ctx context.Context, latch string, lease time.Duration, publish string) rueidis.RedisResult,
+) (int64, error) {
+	if err := l.Ready(); err != nil {
+		return 0, err
+	}
+	pub, err := l.C.PublishCommand(ctx)
+	if err != nil {
+		return 0, l.OpErr("unlock", err)
+	}
+	lease := l.C.WatchdogTimeout()
+	outcome := renewal.Unknown
+	if e := l.C.Renewal().Lookup(l.Name, holder); e != nil {
+		lease = e.BeginRelease()
+		defer func() { e.EndRelease(outcome) }()
+	}
+	latch := keys.UnlockLatch(l.Name, keys.RequestID())
+	var res rueidis.RedisResult
+	for attempt := 1; ; attempt++ {
+		res = send(ctx, latch, lease, pub)
+		// Any reply from the server ends the loop, a nil one ("not held")
+		// included: rueidis.IsRedisErr is false for rueidis.Nil.
+		_, isRedisErr := rueidis.IsRedisErr(res.Error())
+		replied := res.Error() == nil || isRedisErr || rueidis.IsRedisNil(res.Error())
+		if replied || attempt == unlockAttempts || ctx.Err() != nil {
+			break
+		}
+		if Pause(ctx, time.Duration(attempt)*50*time.Millisecond) != nil {
+			break
+		}
+	}
+	n, err := res.AsInt64()
+	switch {
+	case rueidis.IsRedisNil(err):
+		outcome = renewal.NotHeld
+		return 0, fmt.Errorf("%w: %s", l.Kind.NotHeld, l.Name)
+	case err != nil:
+		l.C.DeleteLater(latch)
+		return 0, l.OpErr("unlock", err)
+	}
+	l.C.DeleteLater(latch)
+	if n == 1 {
+		outcome = renewal.Released
+	} else {
+		outcome = renewal.Decremented
+	}
+	return n, nil
+}
+
+// Guard returns a context derived from ctx that ends with holder's hold
+// (see renewal.Entry.Guard), or one already cancelled with a cause
+// wrapping Kind.NotHeld when holder holds nothing.
+func (l *Lock) Guard(ctx context.Context, holder string) context.Context {
+	if l.Err != nil {
+		return Cancelled(ctx, l.Err)
+	}
+	e := l.C.Renewal().Lookup(l.Name, holder)
+	if e == nil {
+		return Cancelled(ctx, fmt.Errorf("%w: %s", l.Kind.NotHeld, l.Name))
+	}
+	return e.Guard(ctx)
+}
+
+// HoldCount returns field's count in the lock hash (0 when absent).
+func (l *Lock) HoldCount(ctx context.Context, field string) (int, error) {
+	rc := l.C.Redis()
+	n, err := rc.Do(ctx, rc.B().Hget().Key(l.Name).Field(field).Build()).AsInt64()
+	switch {
+	case rueidis.IsRedisNil(err):
+		return 0, nil
+	case err != nil:
+		return 0, l.OpErr("hold count", err)
+	}
+	return int(n), nil
+}
+
+// Exists reports whether the lock's key exists.
+func (l *Lock) Exists(ctx context.Context) (bool, error) {
+	rc := l.C.Redis()
+	n, err := rc.Do(ctx, rc.B().Exists().Key(l.Name).Build()).AsInt64()
+	if err != nil {
+		return false, l.OpErr("is locked", err)
+	}
+	return n == 1, nil
+}
+
+// TTL returns the lock key's remaining TTL: 0 when it does not exist, a
+// negative duration when it has no expiry.
+func (l *Lock) TTL(ctx context.Context) (time.Duration, error) {
+	rc := l.C.Redis()
+	n, err := rc.Do(ctx, rc.B().Pttl().Key(l.Name).Build()).AsInt64()
+	switch {
+	case err != nil:
+		return 0, l.OpErr("ttl", err)
+	case n == -2:
+		return 0, nil
+	case n < 0:
+		return -1, nil
+	}
+	return time.Duration(n) * time.Millisecond, nil
+}
+
+// Cancelled returns a context derived from parent, already cancelled with
+// cause.
+func Cancelled(parent context.Context, cause error) context.Context {
+	ctx, cancel := context.WithCancelCause(parent)
+	cancel(cause)
+	return ctx
+}
+
+// MS formats d as whole milliseconds, the unit of every script argument.
+func MS(d time.Duration) string { return strconv.FormatInt(d.Milliseconds(), 10) }
+
+// Millis converts a PTTL reply; a negative one (no TTL) stays negative.
+func Millis(ms int64) time.Duration { return time.Duration(ms) * time.Millisecond }
+
+// Pause waits for d or until ctx ends.
+func Pause(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}

@@ -1,0 +1,111 @@
+package rlock_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/redis/rueidis"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/interlock-go/interlock"
+	"github.com/interlock-go/interlock/internal/keys"
+	"github.com/interlock-go/interlock/internal/redistest"
+	"github.com/interlock-go/interlock/rlock"
+)
+
+// TestSentinelClient runs a reentrant lock through a rueidis sentinel
+// client: the watchdog renews it, other owners are excluded, a waiter's
+// subscription reaches the master and Unlock wakes it, and nothing is left
+// behind. It reads the lock's state from the master directly.
+func TestSentinelClient(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a master, a replica and a sentinel, and holds a lock for a second")
+	}
+	const (
+		watchdog = 600 * time.Millisecond
+		held     = 2 * watchdog // six renewal intervals, two leases
+		maxWake  = 500 * time.Millisecond
+	)
+	s := redistest.Sentinel(t)
+	rc := s.Client(t)
+	require.Equal(t, rueidis.ClientModeSentinel, rc.Mode())
+	mc := s.Master().Client(t)
+	c := wrap(t, rc, interlock.WithWatchdogTimeout(watchdog))
+	ctx := testCtx(t)
+	m := rlock.New(c, lockName(t))
+
+	// Lock: a watchdog hold, written to the master.
+	require.NoError(t, m.Lock(ctx))
+	owner, err := c.Owner(ctx)
+	require.NoError(t, err)
+	fields, err := mc.Do(ctx, mc.B().Hgetall().Key(m.Name()).Build()).AsStrMap()
+	require.NoError(t, err)
+	assert.Equal(t, map[string]string{owner: "1"}, fields)
+
+	// The watchdog keeps it past its lease.
+	end := time.Now().Add(held)
+	for time.Now().Before(end) {
+		pttl, err := mc.Do(ctx, mc.B().Pttl().Key(m.Name()).Build()).AsInt64()
+		require.NoError(t, err)
+		require.Greater(t, pttl, int64(0), "the lock expired while held")
+		require.LessOrEqual(t, pttl, watchdog.Milliseconds())
+		time.Sleep(50 * time.Millisecond)
+	}
+
+	// Another owner is excluded.
+	other := interlock.WithOwner(ctx, interlock.NewOwnerID())
+	ok, err := m.TryLock(other, 0, 0)
+	require.NoError(t, err)
+	assert.False(t, ok, "another owner acquired a held lock")
+
+	// A waiter blocked in Lock subscribes on the master, through the
+	// sentinel client, and Unlock's release message wakes it.
+	type result struct {
+		at  time.Time
+		err error
+	}
+	acquired := make(chan result, 1)
+	go func() {
+		err := m.Lock(other) // ends with ErrClosed if the test fails first
+		acquired <- result{time.Now(), err}
+	}()
+	channel := keys.LockChannel(m.Name())
+	eventually(t, 5*time.Second, func() bool {
+		n, err := mc.Do(ctx, mc.B().PubsubNumsub().Channel(channel).Build()).AsIntMap()
+		return err == nil && n[channel] == 1 && c.PubSub().Channels() == 1
+	}, "the waiter's subscription did not reach the master")
+	time.Sleep(50 * time.Millisecond) // let the waiter park after its second try
+	unlocked := time.Now()
+	require.NoError(t, m.Unlock(ctx))
+	select {
+	case r := <-acquired:
+		require.NoError(t, r.err)
+		wake := r.at.Sub(unlocked)
+		t.Logf("waiter woken %v after the unlock", wake.Round(time.Microsecond))
+		assert.Less(t, wake, maxWake)
+	case <-time.After(5 * time.Second):
+		t.Fatal("waiter not woken")
+	}
+	fields, err = mc.Do(ctx, mc.B().Hgetall().Key(m.Name()).Build()).AsStrMap()
+	require.NoError(t, err)
+	otherOwner, err := c.Owner(other)
+	require.NoError(t, err)
+	assert.Equal(t, map[string]string{otherOwner: "1"}, fields, "the waiter holds the lock")
+	require.NoError(t, m.Unlock(other))
+
+	// Nothing is left: no key (the unlock latches go in the background), no
+	// subscription, no hold to renew.
+	eventually(t, 2*time.Second, func() bool {
+		keys, err := mc.Do(ctx, mc.B().Keys().Pattern("*"+m.Name()+"*").Build()).AsStrSlice()
+		return err == nil && len(keys) == 0
+	}, "keys left behind after unlock")
+	eventually(t, 2*time.Second, func() bool {
+		chans, err := mc.Do(ctx, mc.B().PubsubChannels().Pattern("*"+m.Name()+"*").Build()).AsStrSlice()
+		return err == nil && len(chans) == 0 && c.PubSub().Channels() == 0
+	}, "subscriptions left behind")
+	assert.Zero(t, c.Renewal().Len())
+	locked, err := m.IsLocked(ctx)
+	require.NoError(t, err)
+	assert.False(t, locked)
+}
