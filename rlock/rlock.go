@@ -34,20 +34,7 @@ var kind = &lockcore.Kind{
 	Name:    "rlock",
 	NotHeld: ErrNotHeld,
 	Lost:    ErrLockLost,
-	Task:    &renewal.Task{Script: lua.Renew, Args: RenewArgs, Lost: ErrLockLost},
-}
-
-// RenewArgs builds the KEYS and ARGV of lua.Renew for a chunk of holds of
-// reentrant-hash locks (Redisson's LockTask).
-func RenewArgs(lease time.Duration, chunk []*renewal.Entry) (keys, argv []string) {
-	keys = make([]string, len(chunk))
-	argv = make([]string, len(chunk)+1)
-	argv[0] = lockcore.MS(lease)
-	for i, e := range chunk {
-		keys[i] = e.Key
-		argv[i+1] = e.Owner
-	}
-	return keys, argv
+	Task:    &renewal.Task{Script: lua.Renew, Args: lockcore.RenewArgs, Lost: ErrLockLost},
 }
 
 // Mutex is a reentrant lock shared with Redisson's RLock of the same name.

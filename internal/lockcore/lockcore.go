@@ -240,6 +240,19 @@ func (l *Lock) TTL(ctx context.Context) (time.Duration, error) {
 	return time.Duration(n) * time.Millisecond, nil
 }
 
+// RenewArgs builds the KEYS and ARGV of lua.Renew (Redisson's LockTask)
+// for a chunk of holds: reentrant, fair, fenced and write locks.
+func RenewArgs(lease time.Duration, chunk []*renewal.Entry) (keys, argv []string) {
+	keys = make([]string, len(chunk))
+	argv = make([]string, len(chunk)+1)
+	argv[0] = MS(lease)
+	for i, e := range chunk {
+		keys[i] = e.Key
+		argv[i+1] = e.Owner
+	}
+	return keys, argv
+}
+
 // Cancelled returns a context derived from parent, already cancelled with
 // cause.
 func Cancelled(parent context.Context, cause error) context.Context {
