@@ -13,6 +13,7 @@ import (
 	"github.com/redis/rueidis"
 
 	"github.com/interlock-go/interlock/internal/keys"
+	"github.com/interlock-go/interlock/internal/redisproc"
 )
 
 const (
@@ -88,7 +89,7 @@ func (c *ClusterServers) create(ctx context.Context, cli string) error {
 	args := append([]string{"--cluster", "create"}, c.Addrs()...)
 	args = append(args, "--cluster-replicas", "0", "--cluster-yes")
 	cmd := exec.CommandContext(ctx, cli, args...)
-	cmd.SysProcAttr = sysProcAttr()
+	cmd.SysProcAttr = redisproc.SysProcAttr()
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return fmt.Errorf("redistest: redis-cli %s: %w\n%s", strings.Join(args, " "), err, out)
 	}
@@ -116,7 +117,7 @@ func (c *ClusterServers) checkStable(ctx context.Context) error {
 	var first string
 	var owner [SlotCount]uint8
 	for i, n := range c.nodes {
-		info, err := commandString(ctx, n.addr, "CLUSTER", "INFO")
+		info, err := redisproc.CommandString(ctx, n.addr, "CLUSTER", "INFO")
 		if err != nil {
 			return fmt.Errorf("%s: CLUSTER INFO: %w", n.addr, err)
 		}
@@ -127,11 +128,11 @@ func (c *ClusterServers) checkStable(ctx context.Context) error {
 			"cluster_size":           strconv.Itoa(clusterMasters),
 			"cluster_slots_assigned": strconv.Itoa(SlotCount),
 		} {
-			if got, _ := infoField(info, field); got != want {
+			if got, _ := redisproc.InfoField(info, field); got != want {
 				return fmt.Errorf("%s: %s is %q, want %q", n.addr, field, got, want)
 			}
 		}
-		reply, err := command(ctx, n.addr, "CLUSTER", "SLOTS")
+		reply, err := redisproc.Command(ctx, n.addr, "CLUSTER", "SLOTS")
 		if err != nil {
 			return fmt.Errorf("%s: CLUSTER SLOTS: %w", n.addr, err)
 		}

@@ -1,5 +1,6 @@
 // Package redistest starts real redis-server processes for tests: a standalone
-// server, a three-master cluster and a master with one replica.
+// server, a three-master cluster, a master with one replica, and the same
+// monitored by a Redis Sentinel.
 //
 // Every server listens on a free port of 127.0.0.1 only, keeps no data on disk
 // (--save "" --appendonly no) and runs in its own temporary directory, which
@@ -8,10 +9,10 @@
 //
 // # Per-test servers
 //
-// The functions that take a testing.TB (Standalone, Cluster, Replicated)
-// start servers for one test and stop them with t.Cleanup, even when the test
-// fails. They must be called from the test's own goroutine, because they may
-// call t.Skip or t.Fatal.
+// The functions that take a testing.TB (Standalone, Cluster, Replicated,
+// Sentinel) start servers for one test and stop them with t.Cleanup, even when
+// the test fails. They must be called from the test's own goroutine, because
+// they may call t.Skip or t.Fatal.
 //
 //	func TestSomething(t *testing.T) {
 //		srv := redistest.Standalone(t)
@@ -21,9 +22,10 @@
 //
 // # One server for a whole package
 //
-// Start, StartCluster and StartReplicated do the same without a testing.TB and
-// return an error instead. Main turns that error into the right exit code and
-// stops the servers before it checks for goroutine leaks with goleak:
+// Start, StartCluster, StartReplicated and StartSentinel do the same without a
+// testing.TB and return an error instead. Main turns that error into the right
+// exit code and stops the servers before it checks for goroutine leaks with
+// goleak:
 //
 //	var srv *redistest.Server
 //
@@ -49,17 +51,18 @@
 // # Availability
 //
 // Tests never fail just because Redis is not installed, except in CI. When
-// redis-server (or, for Cluster, redis-cli) is not on PATH, the testing.TB
-// functions call t.Skip, and Main prints the reason and exits 0 without running
-// the tests. When the environment variable CI is true, both fail instead.
+// redis-server (or, for Cluster, redis-cli) is
+// missing, the testing.TB functions call t.Skip, and Main prints the reason and
+// exits 0 without running the tests. When the environment variable CI is true,
+// both fail instead.
 //
 // When REDIS_ADDR is set (host:port), Standalone and Start start nothing and
 // return a Server for that address. Such an external server cannot be killed,
 // paused or restarted: those methods return an error wrapping ErrExternal,
 // its Stop does nothing, and Standalone with extra arguments skips the test.
 // Tests that need process control call RequireProcess first, which skips them
-// when REDIS_ADDR is set. Cluster and Replicated ignore REDIS_ADDR and always
-// start their own processes.
+// when REDIS_ADDR is set. Cluster, Replicated and Sentinel ignore REDIS_ADDR
+// and always start their own processes.
 //
 // # Cleanup
 //
@@ -67,7 +70,9 @@
 // with the test binary even if the binary is killed or panics before any
 // cleanup runs, and in its own process group, so Ctrl-C in a terminal reaches
 // only the test binary. Stop waits for the process to exit and removes its
-// directory; after Stop no goroutine of this package remains.
+// directory; after Stop no goroutine of this package remains. The process
+// handling itself lives in internal/redisproc, which "interlock demo" uses
+// too to start its throwaway server; this package adds what tests need.
 //
 // The clients returned by NewClient and the Client methods are ordinary
 // rueidis clients with default options.

@@ -8,10 +8,16 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/interlock-go/interlock/internal/redisproc"
 )
 
-// replicaTimeout bounds the first synchronisation of a replica.
-const replicaTimeout = 10 * time.Second
+const (
+	// replicaTimeout bounds the first synchronisation of a replica.
+	replicaTimeout = 10 * time.Second
+	// pollInterval is the pause between two checks of the replication.
+	pollInterval = 10 * time.Millisecond
+)
 
 // Replicated starts a master and one replica of it for the test tb and stops
 // both with tb.Cleanup (the replica first); extraArgs are appended to both
@@ -67,19 +73,19 @@ func StartReplicated(opts ...Option) (master, replica *Server, err error) {
 // checkReplication checks once that replica is connected to master and that
 // master sees it online.
 func checkReplication(ctx context.Context, master, replica *Server) error {
-	info, err := commandString(ctx, replica.addr, "INFO", "replication")
+	info, err := redisproc.CommandString(ctx, replica.addr, "INFO", "replication")
 	if err != nil {
 		return err
 	}
-	if link, _ := infoField(info, "master_link_status"); link != "up" {
+	if link, _ := redisproc.InfoField(info, "master_link_status"); link != "up" {
 		return fmt.Errorf("replica master_link_status is %q", link)
 	}
-	info, err = commandString(ctx, master.addr, "INFO", "replication")
+	info, err = redisproc.CommandString(ctx, master.addr, "INFO", "replication")
 	if err != nil {
 		return err
 	}
 	// slave0:ip=127.0.0.1,port=N,state=online,offset=...,lag=...
-	slave, _ := infoField(info, "slave0")
+	slave, _ := redisproc.InfoField(info, "slave0")
 	want := "port=" + strconv.Itoa(replica.port) + ",state=online"
 	if !strings.Contains(slave, want) {
 		return fmt.Errorf("master reports slave0 %q", slave)

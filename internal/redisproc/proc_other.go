@@ -1,6 +1,6 @@
 //go:build !unix
 
-package redistest
+package redisproc
 
 import (
 	"errors"
@@ -11,8 +11,11 @@ import (
 // to die with its parent.
 var sigTerm, sigKill, sigStop, sigCont syscall.Signal
 
-func sysProcAttr() *syscall.SysProcAttr { return nil }
+// SysProcAttr returns the attributes every process of this package is
+// started with: none here.
+func SysProcAttr() *syscall.SysProcAttr { return nil }
 
+// signalGroup cannot signal without Unix signals.
 func signalGroup(int, syscall.Signal) error {
 	return errors.ErrUnsupported
 }

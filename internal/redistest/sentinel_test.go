@@ -1,0 +1,68 @@
+package redistest_test
+
+import (
+	"net"
+	"regexp"
+	"testing"
+	"time"
+
+	"github.com/redis/rueidis"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/interlock-go/interlock/internal/redistest"
+)
+
+func TestSentinel(t *testing.T) {
+	t.Parallel()
+	start := time.Now()
+	s := redistest.Sentinel(t)
+	t.Logf("master, replica and sentinel ready in %v", time.Since(start).Round(time.Millisecond))
+	assert.Equal(t, "mymaster", s.MasterSet())
+	addrs := s.SentinelAddrs()
+	require.Len(t, addrs, 1)
+	assert.Regexp(t, regexp.MustCompile(`^127\.0\.0\.1:\d+$`), addrs[0])
+	assert.NotEqual(t, s.Master().Addr(), s.Replica().Addr())
+
+	ctx := t.Context()
+	c := s.Client(t)
+	assert.Equal(t, rueidis.ClientModeSentinel, c.Mode())
+	require.NoError(t, c.Do(ctx, c.B().Set().Key("k").Value("v").Build()).Error())
+	role, err := c.Do(ctx, c.B().Role().Build()).ToArray()
+	require.NoError(t, err)
+	kind, err := role[0].ToString()
+	require.NoError(t, err)
+	assert.Equal(t, "master", kind, "the sentinel client talks to the master")
+
+	// The write went to the master and on to the replica.
+	mc := s.Master().Client(t)
+	v, err := mc.Do(ctx, mc.B().Get().Key("k").Build()).ToString()
+	require.NoError(t, err)
+	assert.Equal(t, "v", v)
+	acked, err := mc.Do(ctx, mc.B().Wait().Numreplicas(1).Timeout(5000).Build()).AsInt64()
+	require.NoError(t, err)
+	assert.Equal(t, int64(1), acked)
+	rc := s.Replica().Client(t)
+	v, err = rc.Do(ctx, rc.B().Get().Key("k").Build()).ToString()
+	require.NoError(t, err)
+	assert.Equal(t, "v", v)
+
+	// Stop closes every port, and may be repeated.
+	c.Close()
+	s.Stop()
+	s.Stop()
+	for _, addr := range []string{addrs[0], s.Master().Addr(), s.Replica().Addr()} {
+		_, err := net.DialTimeout("tcp", addr, time.Second)
+		assert.Error(t, err, "%s still accepts connections after Stop", addr)
+	}
+}
+
+// TestSentinelUnavailable cannot run in parallel: it empties PATH.
+func TestSentinelUnavailable(t *testing.T) {
+	t.Setenv(redistest.EnvAddr, "")
+	t.Setenv("PATH", t.TempDir())
+	_, err := redistest.StartSentinel()
+	assert.ErrorIs(t, err, redistest.ErrUnavailable)
+	t.Setenv("CI", "")
+	assert.True(t, skipped(t, func(t *testing.T) { redistest.Sentinel(t) }))
+}
