@@ -1,0 +1,46 @@
+package main
+
+import (
+	"context"
+
+	"github.com/interlock-go/interlock/internal/keys"
+)
+
+// inspectCmd is "interlock inspect": decode and print what Redis holds for
+// each lock name.
+func inspectCmd(ctx context.Context, io stdio, args []string) error {
+	fs := newFlagSet("inspect")
+	redis := addRedisFlag(fs, io.getenv)
+	asJSON := fs.Bool("json", false, "print JSON")
+	names, err := parseFlags(fs, io, args)
+	if err != nil {
+		return err
+	}
+	if len(names) == 0 {
+		return usageErrorf("inspect", "no LOCK given")
+	}
+	for _, name := range names {
+		if err := keys.Check(name); err != nil {
+			return usageErrorf("inspect", "%v", err)
+		}
+	}
+	c, err := connect(redis.urls)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	reports := make([]lockReport, 0, len(names))
+	for _, name := range names {
+		f, err := probe(ctx, c.rc, name)
+		if err != nil {
+			return failf(exitUnavailable, "inspect %q: %w", name, err)
+		}
+		reports = append(reports, decode(f))
+	}
+	if *asJSON {
+		err = writeJSON(io.out, reports)
+	} else {
+		err = writeTable(io.out, reports)
+	}
+	return withCode(exitFailure, err)
+}

@@ -1,0 +1,211 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/redis/rueidis"
+
+	"github.com/interlock-go/interlock"
+	"github.com/interlock-go/interlock/internal/redisproc"
+)
+
+// The timings of the story: short, so that the demo takes about 10
+// seconds, yet long enough to read and to survive a busy machine.
+const (
+	// demoWatchdog is the watchdog timeout of every worker: a watchdog lock
+	// lives this long after its last renewal, renewed every third of it.
+	demoWatchdog = time.Second
+	// demoLease is scene 1's fixed lease, shorter than A's job.
+	demoLease = time.Second
+	// demoLongJob is A's job in scene 1.
+	demoLongJob = 2 * time.Second
+	// demoSafeJob is A's job in scene 2, over twice the watchdog timeout.
+	demoSafeJob = 2500 * time.Millisecond
+	// demoShortJob is B's job.
+	demoShortJob = 500 * time.Millisecond
+	// demoSample is how often a scene shows the lock's TTL.
+	demoSample = 500 * time.Millisecond
+	// demoCrashAfter is how long C holds the lock before it is killed.
+	demoCrashAfter = 1500 * time.Millisecond
+	// demoPauseAfter is how long C holds the lock before it is paused.
+	demoPauseAfter = 500 * time.Millisecond
+	// demoWriteAfter is how long after its resumption C's job reaches its
+	// write: time for its renewal to tell it about the loss.
+	demoWriteAfter = 500 * time.Millisecond
+	// demoSceneTimeout bounds a scene; it only matters when something is
+	// badly wrong.
+	demoSceneTimeout = 15 * time.Second
+	// demoCleanupTimeout bounds the deletion of the demo's keys.
+	demoCleanupTimeout = 2 * time.Second
+	// demoOrder is the resource the workers fight over.
+	demoOrder = "order-42"
+)
+
+// errStory marks a scene that did not turn out as the story says.
+var errStory = errors.New("the story did not go as told")
+
+// storyf returns an errStory error with details.
+func storyf(format string, args ...any) error {
+	return fmt.Errorf("%w: %s", errStory, fmt.Sprintf(format, args...))
+}
+
+// demo holds what the scenes share.
+type demo struct {
+	n    *narrator
+	rc   rueidis.Client
+	a, b *interlock.Client // workers A and B: two clients, as on two hosts
+	urls []string          // the Redis, for holder processes
+	exe  string            // this binary, re-executed as a holder
+
+	stderr  io.Writer
+	prefix  string        // unique per run: interlock-demo:<hex>
+	keys    []string      // every key a scene used, deleted at the end
+	holders []*holderProc // every holder process started
+}
+
+// demoCmd is "interlock demo".
+func demoCmd(ctx context.Context, io stdio, args []string) error {
+	fs := newFlagSet("demo")
+	redis := addRedisFlag(fs, io.getenv)
+	rest, err := parseFlags(fs, io, args)
+	if err != nil {
+		return err
+	}
+	if len(rest) > 0 {
+		return usageErrorf("demo", "unexpected argument %q", rest[0])
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return failf(exitUnavailable, "demo: cannot find the interlock binary to start holder processes: %w", err)
+	}
+	ctx, interrupted := interruptible(ctx)
+	defer interrupted()
+	srv, err := demoRedis(ctx, io, redis)
+	if err != nil {
+		return interruptedOr(interrupted(), err)
+	}
+	defer srv.stop()
+	c, err := connect(srv.urls, interlock.WithWatchdogTimeout(demoWatchdog))
+	if err != nil {
+		return interruptedOr(interrupted(), err)
+	}
+	defer c.Close()
+	b, err := interlock.New(c.rc, interlock.WithWatchdogTimeout(demoWatchdog))
+	if err != nil {
+		return err
+	}
+	defer b.Close()
+	d := &demo{
+		n: newNarrator(io.out), rc: c.rc, a: c.lc, b: b, urls: srv.urls, exe: exe,
+		stderr: io.err, prefix: "interlock-demo:" + randomHex(3),
+	}
+	d.intro(ctx, srv)
+	err = d.play(ctx)
+	removed := d.cleanup()
+	if sig := interrupted(); sig != nil {
+		return failf(signalExit(sig), "demo: interrupted by %v; removed %s and %s", sig,
+			plural(removed, "key"), plural(len(d.holders), "holder process"))
+	}
+	if err != nil {
+		return withCode(exitFailure, fmt.Errorf("demo: %w", err))
+	}
+	what := plural(removed, "key") + ", " + plural(len(d.holders), "holder process")
+	if srv.srv != nil {
+		what += " and the throwaway redis-server"
+	}
+	d.n.text(0, "\nAll four scenes ran as told in %s. Cleaned up %s.", secs(time.Since(d.n.begin)), what)
+	return nil
+}
+
+// play runs the scenes in order.
+func (d *demo) play(ctx context.Context) error {
+	for _, scene := range []func(context.Context) error{d.sceneLease, d.sceneWatchdog, d.sceneCrash, d.scenePause} {
+		sctx, cancel := context.WithTimeout(ctx, demoSceneTimeout)
+		err := scene(sctx)
+		cancel()
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// intro says which Redis the demo runs on.
+func (d *demo) intro(ctx context.Context, srv *demoServer) {
+	where := strings.Join(srv.urls, ",")
+	if srv.srv != nil {
+		where = "a throwaway redis-server on " + srv.srv.Addr() + " (removed at the end)"
+	}
+	if info, err := d.rc.Do(ctx, d.rc.B().Info().Section("server").Build()).ToString(); err == nil {
+		if v, ok := redisproc.InfoField(info, "redis_version"); ok {
+			where += ", Redis " + v
+		}
+	}
+	d.n.text(0, "interlock demo: why a lock needs a watchdog, with real Redis and real processes.\n"+
+		"Redis: %s. Keys: %s:*\n"+
+		"Every time below is measured as it happens; the watchdog timeout is %v.",
+		where, d.prefix, demoWatchdog)
+}
+
+// names returns a scene's lock and ledger keys, and records them for the
+// clean-up.
+func (d *demo) names(scene string) (lock, ledger string) {
+	lock = d.prefix + ":" + scene + ":" + demoOrder
+	ledger = d.prefix + ":" + scene + ":ledger"
+	d.keys = append(d.keys, lock, ledger)
+	return lock, ledger
+}
+
+// cleanup kills the holder processes that are left and deletes the demo's
+// keys, on a fresh context (the demo's may be cancelled). It returns how
+// many keys it deleted.
+func (d *demo) cleanup() int {
+	for _, h := range d.holders {
+		h.stop(true)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), demoCleanupTimeout)
+	defer cancel()
+	removed := 0
+	for _, k := range slices.Compact(slices.Sorted(slices.Values(d.keys))) {
+		// One DEL per key: on a cluster the keys live in different slots.
+		if n, err := d.rc.Do(ctx, d.rc.B().Del().Key(k).Build()).AsInt64(); err == nil {
+			removed += int(n)
+		}
+	}
+	return removed
+}
+
+// interruptedOr returns an interruption by sig as the error, or else err.
+func interruptedOr(sig os.Signal, err error) error {
+	if sig != nil {
+		return failf(signalExit(sig), "demo: interrupted by %v", sig)
+	}
+	return err
+}
+
+// randomHex returns n random bytes in hex.
+func randomHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b) // never fails on supported platforms
+	return hex.EncodeToString(b)
+}
+
+// plural returns "1 key", "2 keys", "2 holder processes" and so on.
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	if strings.HasSuffix(noun, "s") {
+		return fmt.Sprintf("%d %ses", n, noun)
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
+}

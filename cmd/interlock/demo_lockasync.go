@@ -1,0 +1,39 @@
+package main
+
+import (
+	"context"
+
+	"github.com/interlock-go/interlock/rlock"
+)
+
+// asyncLock is a Lock call running in a goroutine of its own, so that a
+// scene can go on telling what happens while a worker waits.
+type asyncLock struct {
+	done     chan error
+	cancel   context.CancelFunc
+	received bool
+}
+
+// lockAsync starts m.Lock(ctx) in a goroutine. The caller receives the
+// result from C, and must call stop before it returns.
+func lockAsync(ctx context.Context, m *rlock.Mutex) *asyncLock {
+	ctx, cancel := context.WithCancel(ctx)
+	a := &asyncLock{done: make(chan error, 1), cancel: cancel}
+	go func() { a.done <- m.Lock(ctx) }()
+	return a
+}
+
+// C yields the result of Lock once; the receiver must call got.
+func (a *asyncLock) C() <-chan error { return a.done }
+
+// got records that the result was received from C.
+func (a *asyncLock) got() { a.received = true }
+
+// stop abandons a Lock still waiting and waits for its goroutine to end.
+func (a *asyncLock) stop() {
+	a.cancel()
+	if !a.received {
+		<-a.done
+		a.received = true
+	}
+}

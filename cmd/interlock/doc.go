@@ -1,0 +1,63 @@
+// Command interlock uses Redisson-compatible distributed locks from the
+// shell: its locks are the ones a Java application gets from
+// RedissonClient.getLock(name), so the two exclude each other.
+//
+// Usage:
+//
+//	interlock run     [--redis URL] [--kind reentrant] [--wait D] [--lease D]
+//	                  [--watchdog-timeout D] [--grace D] LOCK -- CMD [ARGS...]
+//	interlock inspect [--redis URL] [--json] LOCK...
+//	interlock unlock  [--redis URL] --force LOCK
+//	interlock demo    [--redis URL]
+//	interlock help    [COMMAND]
+//
+// run is a distributed flock(1): it acquires LOCK (waiting forever by
+// default, once with --wait 0, up to D with --wait D), runs CMD with
+// INTERLOCK_LOCK=LOCK in its environment, and unlocks when CMD exits. The
+// watchdog keeps the lock alive while CMD runs, or --lease gives it a fixed
+// lease. If the lock is lost while CMD runs, CMD gets SIGTERM (to its
+// process group), SIGKILL after --grace, and run exits 79. The --kind
+// values fair, read, write and fenced are reserved: they are refused with
+// a usage error until those lock kinds are implemented, when fenced will
+// also export INTERLOCK_FENCE_TOKEN.
+//
+// inspect decodes what Redis holds for a lock, whoever wrote it: its kind,
+// holders (client id, owner id, ":write", hold count) and TTL, as a table or
+// as JSON (one object per line). unlock --force deletes a lock whoever
+// holds it. demo tells, with real timings, why locks need a watchdog; with
+// no Redis at hand it starts a throwaway redis-server from PATH.
+//
+// --redis takes redis://, rediss:// and unix:// URLs (or host:port);
+// several, repeated or comma-separated, name the nodes of a cluster. The
+// default is $INTERLOCK_REDIS, else redis://127.0.0.1:6379.
+//
+// # Exit status
+//
+// The codes are stable; scripts may rely on them.
+//
+//	0-125  run: CMD's exit status; other commands: 0 on success
+//	1      another failure (a demo scene that did not go as told)
+//	64     usage error: bad flags or arguments, an unusable lock name,
+//	       a --kind not supported yet, unlock without --force
+//	69     Redis unreachable or failing, or another failure before CMD started
+//	75     run: the lock was still busy when --wait ran out
+//	79     run: the lock was lost while CMD ran (CMD was terminated), or
+//	       was found gone when CMD exited
+//	126    run: CMD could not be executed
+//	127    run: CMD was not found
+//	128+N  run: CMD died of signal N, or interlock got signal N while
+//	       waiting for the lock (SIGINT 130, SIGTERM 143)
+//
+// Errors are printed on stderr, prefixed "interlock: ". They never show
+// owner ids or passwords; inspect shows owner ids, which is its purpose.
+//
+// # Signals and process groups
+//
+// run starts CMD in a process group of its own and passes SIGINT, SIGTERM,
+// SIGHUP and SIGQUIT on to it, so that they, and the signals of a lost
+// lock, reach CMD's children too. When run is in the foreground of its
+// controlling terminal, CMD stays in run's process group instead, so that
+// it can read the terminal; the terminal's signals then reach it directly,
+// only SIGTERM is passed on, and a lost lock signals CMD alone. On Linux
+// CMD gets SIGTERM if interlock dies, since nobody renews its lock then.
+package main

@@ -1,0 +1,186 @@
+//go:build unix
+
+package main
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/interlock-go/interlock"
+	"github.com/interlock-go/interlock/internal/keys"
+	"github.com/interlock-go/interlock/rlock"
+)
+
+// inspect decodes a lock written by rlock: client id, owner id, hold count
+// and TTL, as JSON and as a table.
+func TestInspectShowsAnRlockHolder(t *testing.T) {
+	t.Parallel()
+	lock, free := lockName(t), lockName(t)+":free"
+	c, _ := newLockClient(t)
+	m := rlock.New(c, lock)
+	ctx := interlock.WithOwner(t.Context(), 7)
+	require.NoError(t, m.Lock(ctx))
+	require.NoError(t, m.Lock(ctx)) // re-entered: hold count 2
+	defer func() {
+		require.NoError(t, m.Unlock(ctx))
+		require.NoError(t, m.Unlock(ctx))
+	}()
+
+	res := runInProcess(t, "inspect", "--redis", redisURL(), "--json", lock, free)
+	require.Equal(t, 0, res.code, res.stderr)
+	lines := strings.Split(strings.TrimSpace(res.stdout), "\n")
+	require.Len(t, lines, 2, "one JSON object per lock")
+	var held, notHeld lockReport
+	require.NoError(t, json.Unmarshal([]byte(lines[0]), &held))
+	require.NoError(t, json.Unmarshal([]byte(lines[1]), &notHeld))
+
+	assert.Equal(t, lock, held.Name)
+	assert.Equal(t, kindReentrant, held.Kind)
+	assert.True(t, held.Locked)
+	assert.Positive(t, held.TTLms)
+	assert.LessOrEqual(t, held.TTLms, interlock.DefaultWatchdogTimeout.Milliseconds())
+	require.Len(t, held.Holders, 1)
+	assert.Equal(t, holder{Field: c.ID() + ":7", ClientID: c.ID(), OwnerID: 7, Holds: 2}, held.Holders[0])
+	assert.Empty(t, held.Notes)
+
+	assert.Equal(t, lockReport{Name: free, Kind: kindNone, Holders: []holder{}}, notHeld)
+
+	res = runInProcess(t, "inspect", "--redis", redisURL(), lock, free)
+	require.Equal(t, 0, res.code, res.stderr)
+	rows := strings.Split(strings.TrimSpace(res.stdout), "\n")
+	require.Len(t, rows, 3, res.stdout)
+	assert.Equal(t, []string{"LOCK", "KIND", "TTL", "CLIENT", "ID", "OWNER", "ID", "HOLDS"}, strings.Fields(rows[0]))
+	fields := strings.Fields(rows[1])
+	require.Len(t, fields, 6, rows[1])
+	assert.Equal(t, []string{lock, kindReentrant}, fields[:2])
+	ttl, err := time.ParseDuration(fields[2])
+	require.NoError(t, err)
+	assert.Positive(t, ttl)
+	assert.Equal(t, []string{c.ID(), "7", "2"}, fields[3:])
+	assert.Equal(t, []string{free, kindNone, "-", "not", "locked"}, strings.Fields(rows[2]))
+}
+
+// Locks of the kinds still to come are recognised by Redisson's keys.
+func TestInspectDetectsOtherKinds(t *testing.T) {
+	t.Parallel()
+	_, rc := newLockClient(t)
+	ctx := t.Context()
+	base := lockName(t)
+	fair, rw, fenced, str := base+":fair", base+":rw", base+":fenced", base+":string"
+	id := "8743c9c0-0795-4907-87fd-6c719a6b4586"
+	cmds := []string{
+		// A fair lock: holder hash plus waiter queue and deadlines.
+		"HSET " + fair + " " + id + ":1 1",
+		"PEXPIRE " + fair + " 30000",
+		"RPUSH " + keys.Prefix(prefixFairQueue, fair) + " " + id + ":2",
+		"ZADD " + keys.Prefix(prefixFairTimeouts, fair) + " 1 " + id + ":2",
+		// A read/write lock held for writing, re-entered for reading.
+		"HSET " + rw + " mode write " + id + ":3:write 2 " + id + ":3 1",
+		"PEXPIRE " + rw + " 30000",
+		// A fenced lock, not held now.
+		"SET " + keys.Prefix(prefixFenceToken, fenced) + " 5",
+		// Not a Redisson lock.
+		"SET " + str + " x",
+	}
+	for _, c := range cmds {
+		require.NoError(t, rc.Do(ctx, rc.B().Arbitrary(strings.Fields(c)...).Build()).Error(), c)
+	}
+	t.Cleanup(func() {
+		for _, k := range []string{fair, rw, str, keys.Prefix(prefixFairQueue, fair), keys.Prefix(prefixFairTimeouts, fair), keys.Prefix(prefixFenceToken, fenced)} {
+			rc.Do(ctx, rc.B().Del().Key(k).Build())
+		}
+	})
+
+	res := runInProcess(t, "inspect", "--redis", redisURL(), "--json", fair, rw, fenced, str)
+	require.Equal(t, 0, res.code, res.stderr)
+	var reports []lockReport
+	for line := range strings.Lines(res.stdout) {
+		var r lockReport
+		require.NoError(t, json.Unmarshal([]byte(line), &r), line)
+		reports = append(reports, r)
+	}
+	require.Len(t, reports, 4)
+
+	assert.Equal(t, kindFair, reports[0].Kind)
+	assert.Equal(t, []holder{{Field: id + ":1", ClientID: id, OwnerID: 1, Holds: 1}}, reports[0].Holders)
+
+	assert.Equal(t, kindReadWrite, reports[1].Kind)
+	assert.Equal(t, "write", reports[1].Mode)
+	assert.Equal(t, []holder{
+		{Field: id + ":3", ClientID: id, OwnerID: 3, Holds: 1},
+		{Field: id + ":3:write", ClientID: id, OwnerID: 3, Write: true, Holds: 2},
+	}, reports[1].Holders)
+
+	assert.Equal(t, kindFenced, reports[2].Kind)
+	assert.False(t, reports[2].Locked)
+	assert.Equal(t, "5", reports[2].FenceToken)
+
+	assert.Equal(t, kindUnknown, reports[3].Kind)
+	assert.Equal(t, "string", reports[3].KeyType)
+	assert.Equal(t, int64(-1), reports[3].TTLms, "no expiry")
+
+	res = runInProcess(t, "inspect", "--redis", redisURL(), rw, str)
+	require.Equal(t, 0, res.code, res.stderr)
+	assert.Contains(t, res.stdout, "read/write (write)")
+	assert.Contains(t, res.stdout, "3 (write)")
+	assert.Contains(t, res.stdout, "no expiry")
+	assert.Contains(t, res.stdout, "note: "+str+": the key is a string, not a hash")
+}
+
+func TestInspectErrors(t *testing.T) {
+	t.Parallel()
+	res := runInProcess(t, "inspect", "--redis", redisURL(), "ok", "a{b")
+	assert.Equal(t, exitUsage, res.code)
+	assert.Contains(t, res.stderr, `interlock: inspect: lock name "a{b"`)
+	assert.Empty(t, res.stdout, "nothing is inspected when a name is bad")
+
+	res = runInProcess(t, "inspect", "--redis", redisURL())
+	assert.Equal(t, exitUsage, res.code)
+
+	res = runInProcess(t, "inspect", "--redis", "redis://127.0.0.1:1", "x")
+	assert.Equal(t, exitUnavailable, res.code)
+}
+
+func TestParseHolder(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		field, value string
+		want         holder
+		err          string
+	}{
+		{"u-u-i-d:1", "1", holder{ClientID: "u-u-i-d", OwnerID: 1, Holds: 1}, ""},
+		{"u:42:write", "3", holder{ClientID: "u", OwnerID: 42, Write: true, Holds: 3}, ""},
+		{"u:-5", "1", holder{ClientID: "u", OwnerID: -5, Holds: 1}, ""},
+		{"no-colon", "1", holder{Holds: 1}, "not \"<client id>:<owner id>\""},
+		{"u:x", "1", holder{Holds: 1}, "owner id \"x\" is not an integer"},
+		{"u:1", "lots", holder{ClientID: "u", OwnerID: 1}, "hold count \"lots\" is not an integer"},
+	} {
+		h, err := parseHolder(tc.field, tc.value)
+		tc.want.Field = tc.field
+		assert.Equal(t, tc.want, h, tc.field)
+		if tc.err == "" {
+			assert.NoError(t, err, tc.field)
+		} else {
+			assert.EqualError(t, err, tc.err, tc.field)
+		}
+	}
+}
+
+func TestDecodeKeepsUnparsedFields(t *testing.T) {
+	t.Parallel()
+	r := decode(&facts{name: "n", keyType: "hash", pttl: 1500, fields: map[string]string{"junk": "x", "u:1": "1"}})
+	assert.Equal(t, kindReentrant, r.Kind)
+	assert.Equal(t, int64(1500), r.TTLms)
+	require.Len(t, r.Holders, 2)
+	assert.Equal(t, "junk", r.Holders[0].Field)
+	assert.Equal(t, []string{`field "junk": not "<client id>:<owner id>"`}, r.Notes)
+
+	// The key vanished between TYPE and PTTL.
+	r = decode(&facts{name: "n", keyType: "hash", pttl: -2})
+	assert.Equal(t, int64(0), r.TTLms)
+}

@@ -1,0 +1,103 @@
+package main
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/redis/rueidis"
+
+	"github.com/interlock-go/interlock"
+)
+
+// redisOptions turns --redis URLs into rueidis options. A URL without a
+// scheme is taken as redis://. Several URLs name nodes of one cluster:
+// their addresses are all used to discover it, and they must agree on
+// everything else (TLS, credentials, database).
+func redisOptions(urls []string) (rueidis.ClientOption, error) {
+	var opt rueidis.ClientOption
+	for i, u := range urls {
+		if !strings.Contains(u, "://") {
+			u = "redis://" + u
+		}
+		o, err := rueidis.ParseURL(u)
+		if err != nil {
+			return opt, fmt.Errorf("--redis %s: %w", redactURL(u), err)
+		}
+		if i == 0 {
+			opt = o
+			continue
+		}
+		if o.DialCtxFn != nil || opt.DialCtxFn != nil {
+			return opt, fmt.Errorf("--redis %s: a unix socket cannot be combined with other addresses", redactURL(u))
+		}
+		if (o.TLSConfig == nil) != (opt.TLSConfig == nil) || o.Username != opt.Username ||
+			o.Password != opt.Password || o.SelectDB != opt.SelectDB {
+			return opt, fmt.Errorf("--redis %s: all URLs of a cluster must use the same scheme, credentials and database", redactURL(u))
+		}
+		for _, a := range o.InitAddress {
+			if !slices.Contains(opt.InitAddress, a) {
+				opt.InitAddress = append(opt.InitAddress, a)
+			}
+		}
+	}
+	if len(opt.InitAddress) == 0 {
+		return opt, fmt.Errorf("--redis: no address given")
+	}
+	return opt, nil
+}
+
+// redactURL hides the password of a URL given on the command line, so that
+// error messages never show it.
+func redactURL(u string) string {
+	scheme, rest, ok := strings.Cut(u, "://")
+	if !ok {
+		return u
+	}
+	at := strings.LastIndex(rest, "@")
+	if slash := strings.Index(rest, "/"); slash >= 0 && slash < at {
+		at = -1 // an "@" in the path, not in the authority
+	}
+	if at < 0 {
+		return u
+	}
+	user, _, hasPassword := strings.Cut(rest[:at], ":")
+	if !hasPassword {
+		return u
+	}
+	return scheme + "://" + user + ":xxxxx" + rest[at:]
+}
+
+// conn is an open connection to Redis: the rueidis client and the
+// interlock Client on top of it.
+type conn struct {
+	rc    rueidis.Client
+	lc    *interlock.Client
+	addrs []string
+}
+
+// connect opens rueidis and interlock clients for urls. A bad URL is a
+// usage error; a Redis that does not answer, or bad interlock options,
+// are reported with exitUnavailable and exitUsage respectively.
+func connect(urls []string, opts ...interlock.Option) (*conn, error) {
+	opt, err := redisOptions(urls)
+	if err != nil {
+		return nil, withCode(exitUsage, err)
+	}
+	rc, err := rueidis.NewClient(opt)
+	if err != nil {
+		return nil, failf(exitUnavailable, "cannot connect to Redis at %s: %w", strings.Join(opt.InitAddress, ","), err)
+	}
+	lc, err := interlock.New(rc, opts...)
+	if err != nil {
+		rc.Close()
+		return nil, withCode(exitUsage, err)
+	}
+	return &conn{rc: rc, lc: lc, addrs: opt.InitAddress}, nil
+}
+
+// Close stops the interlock client, then closes the rueidis client.
+func (c *conn) Close() {
+	c.lc.Close()
+	c.rc.Close()
+}

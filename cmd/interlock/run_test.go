@@ -1,0 +1,312 @@
+//go:build unix
+
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/interlock-go/interlock"
+	"github.com/interlock-go/interlock/rlock"
+)
+
+// Tolerances for timings on a loaded two-core machine.
+const (
+	// slack is added to every expected duration.
+	slack = 2 * time.Second
+)
+
+func TestRunPassesExitStatusThrough(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name   string
+		script string
+		want   int
+	}{
+		{"zero", "exit 0", 0},
+		{"three", "exit 3", 3},
+		{"SIGKILL", "kill -KILL $$", 128 + int(syscall.SIGKILL)},
+		{"SIGTERM", "kill -TERM $$", 128 + int(syscall.SIGTERM)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			res := runBinary(t, "", "run", "--redis", redisURL(), lockName(t), "--", "sh", "-c", tc.script)
+			assert.Equal(t, tc.want, res.code, "stderr: %s", res.stderr)
+			assert.Empty(t, res.stderr, "a status passed through prints nothing")
+		})
+	}
+}
+
+func TestRunPassesStdioAndEnvironment(t *testing.T) {
+	t.Parallel()
+	lock := lockName(t)
+	res := runBinary(t, "from stdin\n", "run", "--redis", redisURL(), lock, "--",
+		"sh", "-c", `echo "lock=$INTERLOCK_LOCK"; cat; echo oops >&2`)
+	require.Equal(t, 0, res.code, res.stderr)
+	assert.Equal(t, "lock="+lock+"\nfrom stdin\n", res.stdout)
+	assert.Equal(t, "oops\n", res.stderr)
+}
+
+// run holds the lock while CMD runs, with the watchdog and the pid as
+// owner id, and releases it afterwards. CMD itself inspects the lock.
+func TestRunHoldsTheLockWhileCMDRuns(t *testing.T) {
+	t.Parallel()
+	lock := lockName(t)
+	res := runBinary(t, "", "run", "--redis", redisURL(), lock, "--", bin, "inspect", "--json", "--redis", redisURL(), lock)
+	require.Equal(t, 0, res.code, res.stderr)
+	var r lockReport
+	require.NoError(t, json.Unmarshal([]byte(res.stdout), &r), res.stdout)
+	assert.Equal(t, kindReentrant, r.Kind)
+	assert.True(t, r.Locked)
+	require.Len(t, r.Holders, 1)
+	assert.Positive(t, r.Holders[0].OwnerID, "the owner id is the pid of interlock run")
+	assert.Equal(t, int64(1), r.Holders[0].Holds)
+	assert.InDelta(t, interlock.DefaultWatchdogTimeout.Milliseconds(), r.TTLms, float64(slack.Milliseconds()))
+
+	_, rc := newLockClient(t)
+	assert.False(t, exists(t, rc, lock), "run unlocks when CMD exits")
+}
+
+func TestRunBusy(t *testing.T) {
+	t.Parallel()
+	lock := lockName(t)
+	c, _ := newLockClient(t)
+	m := rlock.New(c, lock)
+	ctx := interlock.WithOwner(t.Context(), 1)
+	require.NoError(t, m.Lock(ctx))
+	defer func() { require.NoError(t, m.Unlock(ctx)) }()
+
+	res := runBinary(t, "", "run", "--redis", redisURL(), "--wait", "200ms", lock, "--", "sh", "-c", "echo must not run")
+	assert.Equal(t, exitBusy, res.code)
+	assert.Empty(t, res.stdout)
+	assert.Contains(t, res.stderr, "interlock: lock \""+lock+"\" is busy")
+	assert.GreaterOrEqual(t, res.took, 200*time.Millisecond)
+	assert.Less(t, res.took, 200*time.Millisecond+slack)
+
+	res = runBinary(t, "", "run", "--redis", redisURL(), "--wait", "0", lock, "--", "true")
+	assert.Equal(t, exitBusy, res.code, "--wait 0 makes one attempt")
+}
+
+// When the lock is lost, CMD gets SIGTERM and run exits with the lost
+// code within a renewal or two.
+func TestRunLockLost(t *testing.T) {
+	t.Parallel()
+	lock := lockName(t)
+	_, rc := newLockClient(t)
+	cmd, pid := startRun(t, "--watchdog-timeout", "300ms", lock, "--", "sh", "-c", "echo $$; exec sleep 30")
+
+	require.NoError(t, rc.Do(t.Context(), rc.B().Del().Key(lock).Build()).Error())
+	deleted := time.Now()
+	code, stderr := waitRun(t, cmd)
+	assert.Equal(t, exitLost, code, stderr)
+	assert.Less(t, time.Since(deleted), time.Second+slack)
+	assert.Contains(t, stderr, "lost while CMD ran")
+	assert.True(t, dead(pid), "CMD is gone")
+}
+
+// A CMD that ignores SIGTERM is killed, with its whole process group,
+// after --grace.
+func TestRunLockLostGrace(t *testing.T) {
+	t.Parallel()
+	lock := lockName(t)
+	_, rc := newLockClient(t)
+	cmd, pid := startRun(t, "--watchdog-timeout", "300ms", "--grace", "300ms", lock, "--",
+		"sh", "-c", `trap "" TERM; sleep 30 & echo $!; wait`)
+
+	require.NoError(t, rc.Do(t.Context(), rc.B().Del().Key(lock).Build()).Error())
+	deleted := time.Now()
+	code, stderr := waitRun(t, cmd)
+	assert.Equal(t, exitLost, code, stderr)
+	took := time.Since(deleted)
+	assert.GreaterOrEqual(t, took, 300*time.Millisecond, "SIGKILL waits for --grace")
+	assert.Less(t, took, 1300*time.Millisecond+slack)
+	assert.Contains(t, stderr, "sending SIGKILL")
+	// The sleep in the background was in CMD's group: killed too. It was
+	// sh's child; init reaps it in its own time.
+	assert.Eventually(t, func() bool { return dead(pid) }, slack, 10*time.Millisecond, "CMD's child is gone")
+}
+
+// With --lease, CMD is terminated when the lease ends before CMD does.
+func TestRunLeaseEnds(t *testing.T) {
+	t.Parallel()
+	res := runBinary(t, "", "run", "--redis", redisURL(), "--lease", "300ms", lockName(t), "--", "sleep", "30")
+	assert.Equal(t, exitLost, res.code, res.stderr)
+	assert.Less(t, res.took, 300*time.Millisecond+slack)
+}
+
+// SIGTERM sent to interlock is passed on to CMD, whose status is then
+// interlock's.
+func TestRunForwardsSignals(t *testing.T) {
+	t.Parallel()
+	cmd, _ := startRun(t, lockName(t), "--", "sh", "-c", `trap "exit 42" TERM; echo $$; sleep 30 & wait`)
+	require.NoError(t, cmd.Process.Signal(syscall.SIGTERM))
+	code, stderr := waitRun(t, cmd)
+	assert.Equal(t, 42, code, stderr)
+}
+
+// A signal while run waits for the lock ends it with 128+signal.
+func TestRunInterruptedWhileWaiting(t *testing.T) {
+	t.Parallel()
+	lock := lockName(t)
+	c, rc := newLockClient(t)
+	m := rlock.New(c, lock)
+	ctx := interlock.WithOwner(t.Context(), 1)
+	require.NoError(t, m.Lock(ctx))
+	defer func() { require.NoError(t, m.Unlock(ctx)) }()
+
+	cmd := interlockCmd("run", "--redis", redisURL(), lock, "--", "true")
+	var stderr syncBuffer
+	cmd.Stderr = &stderr
+	require.NoError(t, cmd.Start())
+	// Once run subscribed to the lock's channel it is waiting, with its
+	// signal handler installed.
+	channel := "redisson_lock__channel:{" + lock + "}"
+	require.Eventually(t, func() bool {
+		n, err := rc.Do(ctx, rc.B().PubsubNumsub().Channel(channel).Build()).AsIntMap()
+		return err == nil && n[channel] > 0
+	}, 10*time.Second, 10*time.Millisecond)
+	require.NoError(t, cmd.Process.Signal(syscall.SIGINT))
+	err := cmd.Wait()
+	var exitErr interface{ ExitCode() int }
+	require.ErrorAs(t, err, &exitErr)
+	assert.Equal(t, 128+int(syscall.SIGINT), exitErr.ExitCode(), stderr.String())
+	assert.Contains(t, stderr.String(), "while waiting for lock")
+}
+
+func TestRunCannotStartCMD(t *testing.T) {
+	t.Parallel()
+	res := runBinary(t, "", "run", "--redis", redisURL(), lockName(t), "--", "no-such-command-interlock")
+	assert.Equal(t, exitNotFound, res.code)
+	assert.Contains(t, res.stderr, "interlock: cannot run no-such-command-interlock")
+
+	script := filepath.Join(t.TempDir(), "not-executable")
+	require.NoError(t, os.WriteFile(script, []byte("#!/bin/sh\n"), 0o600))
+	res = runBinary(t, "", "run", "--redis", redisURL(), lockName(t), "--", script)
+	assert.Equal(t, exitCannotExec, res.code)
+}
+
+func TestRunRedisUnreachable(t *testing.T) {
+	t.Parallel()
+	res := runBinary(t, "", "run", "--redis", "redis://user:secret@127.0.0.1:1", lockName(t), "--", "true")
+	assert.Equal(t, exitUnavailable, res.code)
+	assert.Contains(t, res.stderr, "interlock: cannot connect to Redis at 127.0.0.1:1")
+	assert.NotContains(t, res.stderr, "secret")
+}
+
+func TestRunUsageErrors(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"kind fair", []string{"--kind", "fair", "L", "--", "true"}, "--kind fair is not supported yet"},
+		{"kind fenced", []string{"--kind=fenced", "L", "--", "true"}, "--kind fenced is not supported yet"},
+		{"kind unknown", []string{"--kind", "spin", "L", "--", "true"}, `unknown --kind "spin"`},
+		{"no separator", []string{"L", "true"}, `missing "--"`},
+		{"no CMD", []string{"L", "--"}, `no CMD after "--"`},
+		{"no LOCK", []string{"--", "true"}, "want exactly one LOCK"},
+		{"two LOCKs", []string{"L1", "L2", "--", "true"}, "want exactly one LOCK"},
+		{"bad name", []string{"a{b", "--", "true"}, "cluster slot"},
+		{"negative wait", []string{"--wait", "-1s", "L", "--", "true"}, "must not be negative"},
+		{"bad duration", []string{"--lease", "soon", "L", "--", "true"}, "not a duration"},
+		{"tiny watchdog", []string{"--watchdog-timeout", "1ms", "L", "--", "true"}, "the minimum is"},
+		{"unknown flag", []string{"--nope", "L", "--", "true"}, "flag provided but not defined"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			res := runInProcess(t, append([]string{"run", "--redis", redisURL()}, tc.args...)...)
+			assert.Equal(t, exitUsage, res.code)
+			assert.Contains(t, res.stderr, tc.want)
+			assert.True(t, strings.HasPrefix(res.stderr, "interlock: run: "), res.stderr)
+		})
+	}
+	// And once through the binary, as scripts see it.
+	res := runBinary(t, "", "run", "--kind", "fair", "--redis", redisURL(), lockName(t), "--", "true")
+	assert.Equal(t, exitUsage, res.code)
+	assert.Contains(t, res.stderr, "not supported yet")
+}
+
+// Flags may come after LOCK, before "--".
+func TestRunFlagsAfterLock(t *testing.T) {
+	t.Parallel()
+	res := runBinary(t, "", "run", lockName(t), "--redis", redisURL(), "--wait", "1s", "--", "sh", "-c", "exit 5")
+	assert.Equal(t, 5, res.code, res.stderr)
+}
+
+// startRun starts "interlock run" with args and returns once CMD printed
+// its first line, a pid, which it returns too.
+func startRun(t *testing.T, args ...string) (*runningCmd, int) {
+	t.Helper()
+	cmd := interlockCmd(append([]string{"run", "--redis", redisURL()}, args...)...)
+	stdout, err := cmd.StdoutPipe()
+	require.NoError(t, err)
+	r := &runningCmd{Cmd: cmd}
+	cmd.Stderr = &r.stderr
+	require.NoError(t, cmd.Start())
+	t.Cleanup(func() {
+		if cmd.ProcessState == nil {
+			_ = cmd.Process.Kill()
+			_ = cmd.Wait()
+		}
+	})
+	line, err := bufio.NewReader(stdout).ReadString('\n')
+	require.NoError(t, err, "stderr: %s", r.stderr.String())
+	pid, err := strconv.Atoi(strings.TrimSpace(line))
+	require.NoError(t, err)
+	return r, pid
+}
+
+// runningCmd is an interlock run started by startRun.
+type runningCmd struct {
+	*exec.Cmd
+	stderr syncBuffer
+}
+
+// waitRun waits, a minute at most, for run to exit and returns its exit
+// code and stderr.
+func waitRun(t *testing.T, r *runningCmd) (int, string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = r.Wait()
+	}()
+	select {
+	case <-done:
+	case <-ctx.Done():
+		_ = r.Process.Kill()
+		<-done
+		t.Fatalf("interlock run did not exit; stderr:\n%s", r.stderr.String())
+	}
+	return r.ProcessState.ExitCode(), r.stderr.String()
+}
+
+// dead reports whether process pid has exited: it no longer exists, or it
+// is a zombie waiting for its parent (init, for an orphan) to reap it.
+func dead(pid int) bool {
+	if errors.Is(syscall.Kill(pid, 0), syscall.ESRCH) {
+		return true
+	}
+	stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return false // no /proc: wait for the reaping
+	}
+	// "pid (comm) state ...": the state follows the last ')'.
+	i := strings.LastIndexByte(string(stat), ')')
+	return i >= 0 && i+2 < len(stat) && stat[i+2] == 'Z'
+}

@@ -1,0 +1,45 @@
+package main
+
+import (
+	"context"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+// interruptible returns a context cancelled by the first SIGINT or SIGTERM,
+// and a function that stops listening and reports the signal, if any. The
+// goroutine that listens ends when the context does.
+func interruptible(parent context.Context) (context.Context, func() os.Signal) {
+	ctx, cancel := context.WithCancel(parent)
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
+	var got os.Signal
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		select {
+		case got = <-sigs:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	stopped := false
+	return ctx, func() os.Signal {
+		if !stopped {
+			stopped = true
+			signal.Stop(sigs)
+			cancel()
+			<-done
+		}
+		return got
+	}
+}
+
+// signalExit returns the exit code for a death by sig: 128+N.
+func signalExit(sig os.Signal) int {
+	if s, ok := sig.(syscall.Signal); ok {
+		return exitSignalBase + int(s)
+	}
+	return exitFailure
+}

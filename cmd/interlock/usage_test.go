@@ -1,0 +1,109 @@
+//go:build unix
+
+package main
+
+import (
+	"flag"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestHelp(t *testing.T) {
+	t.Parallel()
+	for _, args := range [][]string{{"help"}, {"-h"}, {"--help"}} {
+		res := runInProcess(t, args...)
+		assert.Equal(t, 0, res.code, args)
+		assert.Equal(t, mainUsage, res.stdout, args)
+		assert.Empty(t, res.stderr, args)
+	}
+	for _, code := range []int{exitFailure, exitUsage, exitUnavailable, exitBusy, exitLost, exitCannotExec, exitNotFound} {
+		assert.Contains(t, mainUsage, "\n  "+strconv.Itoa(code)+" ", "the exit codes are documented")
+	}
+	for name, text := range commandUsage {
+		res := runInProcess(t, "help", name)
+		assert.Equal(t, 0, res.code, name)
+		assert.Equal(t, text, res.stdout, name)
+	}
+	res := runInProcess(t, "run", "-h")
+	assert.Equal(t, 0, res.code)
+	assert.Equal(t, runUsage, res.stdout)
+	res = runInProcess(t, "inspect", "--help")
+	assert.Equal(t, 0, res.code)
+	assert.Equal(t, inspectUsage, res.stdout)
+}
+
+func TestUsageErrors(t *testing.T) {
+	t.Parallel()
+	res := runInProcess(t)
+	assert.Equal(t, exitUsage, res.code)
+	assert.Equal(t, mainUsage, res.stderr)
+
+	res = runInProcess(t, "frobnicate")
+	assert.Equal(t, exitUsage, res.code)
+	assert.Equal(t, "interlock: unknown command \"frobnicate\" (see 'interlock help')\n", res.stderr)
+
+	res = runInProcess(t, "help", "frobnicate")
+	assert.Equal(t, exitUsage, res.code)
+
+	res = runInProcess(t, "demo", "extra")
+	assert.Equal(t, exitUsage, res.code)
+	assert.Contains(t, res.stderr, "interlock: demo: unexpected argument")
+}
+
+// Every flag of every command is documented in its help.
+func TestUsageDocumentsEveryFlag(t *testing.T) {
+	t.Parallel()
+	getenv := func(string) string { return "" }
+	sets := map[string]*flag.FlagSet{}
+	for _, name := range []string{"run", "inspect", "unlock", "demo"} {
+		fs := newFlagSet(name)
+		addRedisFlag(fs, getenv)
+		sets[name] = fs
+	}
+	// The flags each command defines besides --redis.
+	sets["run"].String("kind", "", "")
+	sets["run"].String("wait", "", "")
+	sets["run"].String("lease", "", "")
+	sets["run"].String("watchdog-timeout", "", "")
+	sets["run"].String("grace", "", "")
+	sets["inspect"].Bool("json", false, "")
+	sets["unlock"].Bool("force", false, "")
+	for name, fs := range sets {
+		fs.VisitAll(func(f *flag.Flag) {
+			assert.Contains(t, commandUsage[name], "--"+f.Name+" ", "%s --%s", name, f.Name)
+		})
+	}
+	// And the real flag sets define no others: unknown flags are refused.
+	for _, bad := range []string{"run --nope L -- true", "inspect --nope L", "unlock --nope L", "demo --nope"} {
+		res := runInProcess(t, strings.Fields(bad)...)
+		require.Equal(t, exitUsage, res.code, bad)
+		assert.Contains(t, res.stderr, "flag provided but not defined: -nope", bad)
+	}
+}
+
+func TestExitCode(t *testing.T) {
+	t.Parallel()
+	assert.Equal(t, 0, exitCode(nil))
+	assert.Equal(t, exitFailure, exitCode(assert.AnError))
+	assert.Equal(t, exitBusy, exitCode(failf(exitBusy, "busy")))
+	assert.Equal(t, 0, exitCode(errHelp))
+	assert.Empty(t, message(errHelp))
+	assert.Empty(t, message(exitStatus(3)))
+	assert.Equal(t, 3, exitCode(exitStatus(3)))
+	assert.NoError(t, exitStatus(0))
+	assert.NoError(t, withCode(exitUsage, nil))
+}
+
+func TestParseFlagsInterleaved(t *testing.T) {
+	t.Parallel()
+	fs := newFlagSet("inspect")
+	j := fs.Bool("json", false, "")
+	pos, err := parseFlags(fs, stdio{}, []string{"a", "--json", "b", "--", "--json"})
+	require.NoError(t, err)
+	assert.True(t, *j)
+	assert.Equal(t, []string{"a", "b", "--json"}, pos)
+}
