@@ -2,7 +2,6 @@ package rlock_test
 
 import (
 	"context"
-	"fmt"
 	"slices"
 	"strconv"
 	"sync"
@@ -18,10 +17,10 @@ import (
 
 // Run with:
 //
-//	go test -run '^$' -bench . -benchtime 3s ./rlock
+//	go test -run '^$' -bench . -count 5 ./rlock
 //
-// Each benchmark has a floor measured on the same rueidis client: two
-// PINGs for one lock+unlock pair.
+// The floors are measured on the same rueidis client, interleaved with the
+// locks so that both see the same load: two PINGs for one lock+unlock pair.
 
 func benchClient(b *testing.B) (*interlock.Client, *counter) {
 	rc, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{addr}})
@@ -55,45 +54,69 @@ func (c *counter) DoMulti(ctx context.Context, cmds ...rueidis.Completed) []ruei
 
 func benchName(b *testing.B) string { return "rlock-bench:" + b.Name() }
 
-// BenchmarkUncontended is one goroutine locking and unlocking one lock.
+// BenchmarkUncontended is one goroutine locking and unlocking one lock,
+// each pair followed by two PINGs on the same client, so that both see the
+// same load; it reports the medians and their ratio.
 func BenchmarkUncontended(b *testing.B) {
 	c, _ := benchClient(b)
 	ctx := context.Background()
-	b.Run("lock+unlock", func(b *testing.B) {
-		m := rlock.New(c, benchName(b))
-		for b.Loop() {
-			if err := m.Lock(ctx); err != nil {
-				b.Fatal(err)
-			}
-			if err := m.Unlock(ctx); err != nil {
+	rc := c.Redis()
+	m := rlock.New(c, benchName(b))
+	var pairs, pings []time.Duration
+	for b.Loop() {
+		start := time.Now()
+		if err := m.Lock(ctx); err != nil {
+			b.Fatal(err)
+		}
+		if err := m.Unlock(ctx); err != nil {
+			b.Fatal(err)
+		}
+		mid := time.Now()
+		for range 2 {
+			if err := rc.Do(ctx, rc.B().Ping().Build()).Error(); err != nil {
 				b.Fatal(err)
 			}
 		}
-	})
-	b.Run("floor=2xPING", func(b *testing.B) {
-		rc := c.Redis()
-		for b.Loop() {
-			for range 2 {
-				if err := rc.Do(ctx, rc.B().Ping().Build()).Error(); err != nil {
-					b.Fatal(err)
-				}
-			}
-		}
-	})
+		pairs = append(pairs, mid.Sub(start))
+		pings = append(pings, time.Since(mid))
+	}
+	pair, ping := median(pairs), median(pings)
+	b.ReportMetric(float64(pair.Microseconds()), "pair-p50-µs")
+	b.ReportMetric(float64(ping.Microseconds()), "2xPING-p50-µs")
+	b.ReportMetric(float64(pair)/float64(ping), "ratio")
 }
 
-// BenchmarkDistinctKeys64 is 64 goroutines, each on its own lock.
+// BenchmarkDistinctKeys64 is 64 goroutines, each on its own lock, in
+// rounds that alternate with rounds of PING pairs; it reports the median
+// rate of each and the median of the per-round ratios.
 func BenchmarkDistinctKeys64(b *testing.B) {
+	const workers, rounds = 64, 5
 	c, _ := benchClient(b)
 	ctx := context.Background()
-	parallel := func(b *testing.B, pair func(i int) error) {
-		const workers = 64
+	rc := c.Redis()
+	locks := make([]*rlock.Mutex, workers)
+	for i := range locks {
+		locks[i] = rlock.New(c, benchName(b)+":"+strconv.Itoa(i))
+	}
+	lockPair := func(i int) error {
+		if err := locks[i].Lock(ctx); err != nil {
+			return err
+		}
+		return locks[i].Unlock(ctx)
+	}
+	pingPair := func(int) error {
+		if err := rc.Do(ctx, rc.B().Ping().Build()).Error(); err != nil {
+			return err
+		}
+		return rc.Do(ctx, rc.B().Ping().Build()).Error()
+	}
+	rate := func(n int, pair func(int) error) float64 {
 		var next atomic.Int64
 		var wg sync.WaitGroup
-		b.ResetTimer()
+		start := time.Now()
 		for w := range workers {
 			wg.Go(func() {
-				for next.Add(1) <= int64(b.N) {
+				for next.Add(1) <= int64(n) {
 					if err := pair(w); err != nil {
 						b.Error(err)
 						return
@@ -102,29 +125,30 @@ func BenchmarkDistinctKeys64(b *testing.B) {
 			})
 		}
 		wg.Wait()
-		b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "pairs/s")
+		return float64(n) / time.Since(start).Seconds()
 	}
-	b.Run("lock+unlock", func(b *testing.B) {
-		locks := make([]*rlock.Mutex, 64)
-		for i := range locks {
-			locks[i] = rlock.New(c, benchName(b)+":"+strconv.Itoa(i))
+	var lockRates, pingRates, ratios []float64
+	for b.Loop() {
+		lockRates, pingRates, ratios = nil, nil, nil
+		for range rounds {
+			l := rate(2000, lockPair)
+			p := rate(2000, pingPair)
+			lockRates, pingRates, ratios = append(lockRates, l), append(pingRates, p), append(ratios, l/p)
 		}
-		parallel(b, func(i int) error {
-			if err := locks[i].Lock(ctx); err != nil {
-				return err
-			}
-			return locks[i].Unlock(ctx)
-		})
-	})
-	b.Run("floor=2xPING", func(b *testing.B) {
-		rc := c.Redis()
-		parallel(b, func(int) error {
-			if err := rc.Do(ctx, rc.B().Ping().Build()).Error(); err != nil {
-				return err
-			}
-			return rc.Do(ctx, rc.B().Ping().Build()).Error()
-		})
-	})
+	}
+	b.ReportMetric(medianOf(lockRates), "pairs/s")
+	b.ReportMetric(medianOf(pingRates), "PINGpairs/s")
+	b.ReportMetric(medianOf(ratios), "ratio")
+}
+
+func median(d []time.Duration) time.Duration {
+	slices.Sort(d)
+	return d[len(d)/2]
+}
+
+func medianOf(v []float64) float64 {
+	slices.Sort(v)
+	return v[len(v)/2]
 }
 
 // BenchmarkContended16 is 16 goroutines on one lock: acquisitions per
@@ -165,5 +189,4 @@ func BenchmarkContended16(b *testing.B) {
 	b.ReportMetric(q(0.99), "p99-wait-µs")
 	b.ReportMetric(float64(all[len(all)-1].Microseconds()), "max-wait-µs")
 	b.ReportMetric(float64(cnt.n.Load()-sent)/float64(b.N), "cmds/acq")
-	_ = fmt.Sprint()
 }
