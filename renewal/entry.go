@@ -41,11 +41,12 @@ const (
 	NotHeld
 )
 
-// Holds returns how many holds the entry records (0 once it ended).
+// Holds returns how many holds the entry records: 0 once it ended, or
+// once every hold had a lease and the leases have run out.
 func (e *Entry) Holds() int {
 	e.s.mu.Lock()
 	defer e.s.mu.Unlock()
-	if e.ended {
+	if e.ended || (e.watchdog == 0 && !time.Now().Before(e.leaseUntil)) {
 		return 0
 	}
 	return len(e.holds)

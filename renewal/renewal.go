@@ -137,6 +137,12 @@ func (s *Scheduler) Hold(key, owner string, task *Task, lease time.Duration, sen
 	}
 	k := entryKey{key, owner}
 	e := s.entries[k]
+	if e != nil && e.watchdog == 0 && !sentAt.Before(e.leaseUntil) {
+		// Every hold of e had a lease, and they have all run out: the key
+		// expired on the server, and this acquisition starts afresh.
+		s.forget(e, e.task.Lost)
+		e = nil
+	}
 	if e == nil {
 		e = &Entry{Key: key, Owner: owner, task: task, s: s}
 		if s.cfg.Cluster {

@@ -181,6 +181,24 @@ func TestLeaseHoldsAreForgottenAfterTheirLease(t *testing.T) {
 	require.Eventually(t, func() bool { return s.Len() == 0 }, 2*time.Second, 10*time.Millisecond)
 }
 
+func TestExpiredLeaseHoldsDoNotCount(t *testing.T) {
+	rc := redistest.NewClient(t, addr)
+	s := newScheduler(t, rc, renewal.Config{Lease: 30 * time.Second, BatchSize: 100})
+	key := "renew:expired:" + t.Name()
+	old, err := s.Hold(key, "me:1", task, 50*time.Millisecond, time.Now())
+	require.NoError(t, err)
+	g := old.Guard(context.Background())
+	time.Sleep(60 * time.Millisecond)
+	assert.Zero(t, old.Holds(), "the lease ran out")
+
+	e, err := s.Hold(key, "me:1", task, time.Second, time.Now())
+	require.NoError(t, err)
+	assert.NotSame(t, old, e, "a new acquisition after the lease starts a new entry")
+	assert.Equal(t, 1, e.Holds())
+	<-g.Done()
+	assert.ErrorIs(t, context.Cause(g), errLost)
+}
+
 func TestFallsBackToEvalAfterScriptFlush(t *testing.T) {
 	rc := redistest.NewClient(t, addr)
 	const lease = 300 * time.Millisecond

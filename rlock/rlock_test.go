@@ -3,6 +3,7 @@ package rlock_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -446,4 +447,15 @@ func TestCloseWakesWaiters(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("a waiter hangs after Close")
 	}
+}
+
+func TestErrorsAreWrappedOnce(t *testing.T) {
+	c, rc := newClient(t)
+	ctx := testCtx(t)
+	m := rlock.New(c, lockName(t))
+	require.NoError(t, rc.Do(ctx, rc.B().Set().Key(m.Name()).Value("not a hash").Build()).Error())
+	err := m.Lock(ctx)
+	require.Error(t, err)
+	assert.Equal(t, 1, strings.Count(err.Error(), "rlock: acquire"), err.Error())
+	assert.Contains(t, err.Error(), "WRONGTYPE")
 }

@@ -76,16 +76,29 @@ func (l *Lock) Ready() error {
 }
 
 // OpErr wraps err from operation op: context errors and ErrClosed are
-// returned as they are, anything else with the kind, operation and name.
+// returned as they are, anything else with the kind, operation and name,
+// once: an error OpErr already wrapped is returned as it is.
 func (l *Lock) OpErr(op string, err error) error {
+	var wrapped *opError
 	switch {
 	case errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded):
 		return err
 	case errors.Is(err, pubsub.ErrClosed) || errors.Is(err, renewal.ErrClosed):
 		return interlock.ErrClosed
+	case errors.As(err, &wrapped):
+		return err
 	}
-	return fmt.Errorf("%s: %s %s: %w", l.Kind.Name, op, l.Name, err)
+	return &opError{context: fmt.Sprintf("%s: %s %s", l.Kind.Name, op, l.Name), err: err}
 }
+
+// opError is an error with the operation and lock it came from.
+type opError struct {
+	context string
+	err     error
+}
+
+func (e *opError) Error() string { return e.context + ": " + e.err.Error() }
+func (e *opError) Unwrap() error { return e.err }
 
 // Holds returns how many holds holder has on the lock in this Client's
 // records.
