@@ -1,0 +1,736 @@
+package fairlock_test
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/rueidis"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/interlock-go/interlock"
+	"github.com/interlock-go/interlock/fairlock"
+	"github.com/interlock-go/interlock/internal/redistest"
+	"github.com/interlock-go/interlock/lua"
+)
+
+func TestLockUnlockLeavesNothing(t *testing.T) {
+	c, rc := newClient(t)
+	ctx := testCtx(t)
+	m := fairlock.New(c, lockName(t))
+	assert.Equal(t, lockName(t), m.Name())
+
+	require.NoError(t, m.Lock(ctx))
+	locked, err := m.IsLocked(ctx)
+	require.NoError(t, err)
+	assert.True(t, locked)
+	held, err := m.IsHeld(ctx)
+	require.NoError(t, err)
+	assert.True(t, held)
+	ttl, err := m.TTL(ctx)
+	require.NoError(t, err)
+	assert.InDelta(t, float64(interlock.DefaultWatchdogTimeout), float64(ttl), float64(2*time.Second))
+	owner, err := c.Owner(ctx)
+	require.NoError(t, err)
+	fields, err := rc.Do(ctx, rc.B().Hgetall().Key(m.Name()).Build()).AsStrMap()
+	require.NoError(t, err)
+	assert.Equal(t, map[string]string{owner: "1"}, fields)
+	assert.Equal(t, []string{m.Name()}, leftOver(t, rc, m.Name()), "an uncontended lock queues nothing")
+
+	require.NoError(t, m.Unlock(ctx))
+	locked, err = m.IsLocked(ctx)
+	require.NoError(t, err)
+	assert.False(t, locked)
+	nothingLeft(t, c, rc, m.Name())
+	assert.Zero(t, c.Renewal().Len())
+	assert.ErrorIs(t, m.Unlock(ctx), fairlock.ErrNotHeld)
+	ttl, err = m.TTL(ctx)
+	require.NoError(t, err)
+	assert.Zero(t, ttl)
+}
+
+func TestReentrancy(t *testing.T) {
+	c, rc := newClient(t)
+	ctx := testCtx(t)
+	m := fairlock.New(c, lockName(t))
+	other := interlock.WithOwner(ctx, 1<<40)
+
+	count := func() int {
+		n, err := m.HoldCount(ctx)
+		require.NoError(t, err)
+		return n
+	}
+	excluded := func() bool {
+		ok, err := m.TryLock(other, 0, 0)
+		require.NoError(t, err)
+		return !ok
+	}
+
+	require.NoError(t, m.Lock(ctx))
+	require.NoError(t, m.LockLease(ctx, 10*time.Second))
+	assert.Equal(t, 2, count())
+	ttl, err := m.TTL(ctx)
+	require.NoError(t, err)
+	assert.LessOrEqual(t, ttl, 10*time.Second, "a re-entry resets the TTL to its lease")
+	assert.True(t, excluded())
+
+	// A queued waiter does not stop the holder re-entering.
+	waiter := interlock.WithOwner(ctx, 1<<41)
+	done := make(chan error, 1)
+	go func() { done <- m.Lock(waiter) }()
+	waitQueued(t, rc, m.Name(), 1)
+	ok, err := m.TryLock(ctx, 0, 0)
+	require.NoError(t, err)
+	assert.True(t, ok)
+	assert.Equal(t, 3, count())
+
+	require.NoError(t, m.Unlock(ctx))
+	require.NoError(t, m.Unlock(ctx))
+	assert.Equal(t, 1, count())
+	assert.True(t, excluded())
+	require.NoError(t, m.Unlock(ctx))
+	assert.Equal(t, 0, count())
+	require.NoError(t, <-done, "the waiter acquires after the last unlock")
+	require.NoError(t, m.Unlock(waiter))
+	nothingLeft(t, c, rc, m.Name())
+}
+
+func TestExplicitOwnerCrossesGoroutines(t *testing.T) {
+	c, _ := newClient(t)
+	ctx := interlock.WithOwner(testCtx(t), 7)
+	m := fairlock.New(c, lockName(t))
+	require.NoError(t, m.Lock(ctx))
+
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		assert.ErrorIs(t, m.Unlock(context.Background()), fairlock.ErrNotHeld, "a goroutine without the owner")
+		assert.NoError(t, m.Unlock(ctx), "a goroutine carrying the owner")
+	})
+	wg.Wait()
+	locked, err := m.IsLocked(ctx)
+	require.NoError(t, err)
+	assert.False(t, locked)
+}
+
+// TestSingleAttemptNeverQueues: TryLock with no wait neither queues nor
+// takes a free lock whose turn belongs to a queued waiter (Redisson's
+// testLockAcquiredBooleanTimeoutDrift_Descrete, in spirit).
+func TestSingleAttemptNeverQueues(t *testing.T) {
+	c, rc := newClient(t)
+	ctx := testCtx(t)
+	m := fairlock.New(c, lockName(t))
+	holder := interlock.WithOwner(ctx, 1)
+	require.NoError(t, m.LockLease(holder, 300*time.Millisecond))
+	locked := time.Now()
+
+	for id := int64(2); id <= 3; id++ {
+		ok, err := m.TryLock(interlock.WithOwner(ctx, id), 0, 0)
+		require.NoError(t, err)
+		assert.False(t, ok)
+	}
+	assert.Empty(t, queue(t, rc, m.Name()), "a single attempt queued")
+
+	// Owner 4 queues with a 1s wait, and then, say, dies: its deadline is
+	// about 1.3s from now. The holder's lease runs out after 300ms.
+	owner4, err := c.Owner(interlock.WithOwner(ctx, 4))
+	require.NoError(t, err)
+	told := enqueue(t, rc, m.Name(), owner4, time.Now().UnixMilli(), time.Second)
+	assert.True(t, told > 0 && told <= 300, "a new waiter is told the holder's PTTL, got %d", told)
+	time.Sleep(time.Until(locked.Add(500 * time.Millisecond)))
+	ok, err := m.TryLock(interlock.WithOwner(ctx, 5), 0, 0)
+	require.NoError(t, err)
+	assert.False(t, ok, "took a free lock out of turn")
+	// Once that waiter's deadline has passed it is dropped, and anyone may
+	// take the lock.
+	time.Sleep(time.Until(locked.Add(1500 * time.Millisecond)))
+	ok, err = m.TryLock(interlock.WithOwner(ctx, 5), 0, 0)
+	require.NoError(t, err)
+	assert.True(t, ok)
+	assert.Empty(t, queue(t, rc, m.Name()))
+	require.NoError(t, m.Unlock(interlock.WithOwner(ctx, 5)))
+	assert.ErrorIs(t, m.Unlock(holder), fairlock.ErrNotHeld)
+	nothingLeft(t, c, rc, m.Name())
+}
+
+// enqueue queues owner directly with the waiting acquire script, as a
+// waiter that then dies would, and returns the script's reply.
+func enqueue(t *testing.T, rc rueidis.Client, name, owner string, now int64, wait time.Duration) int64 {
+	t.Helper()
+	n, err := lua.FairAcquire.Exec(context.Background(), rc, []string{name, queueOf(name), timeoutsOf(name)},
+		[]string{"30000", owner, strconv.FormatInt(wait.Milliseconds(), 10), strconv.FormatInt(now, 10)}).AsInt64()
+	require.NoError(t, err)
+	return n
+}
+
+// TestFIFOAcrossLeaseExpiry is Redisson's testLeaseTimeout: eight owners,
+// started 100ms apart, each TryLock(10s, 1s) and never unlock. Each lease
+// runs out by itself, which publishes nothing; the next waiter in line
+// takes the lock on its retry timer. They must acquire in the order they
+// queued, all within 11s.
+func TestFIFOAcrossLeaseExpiry(t *testing.T) {
+	if testing.Short() {
+		t.Skip("takes 8s")
+	}
+	const n = 8
+	c, rc := newClient(t)
+	ctx := testCtx(t)
+	name := lockName(t)
+	var (
+		mu    sync.Mutex
+		order []int
+		wg    sync.WaitGroup
+	)
+	start := time.Now()
+	for i := range n {
+		wg.Go(func() {
+			m := fairlock.New(c, name)
+			ok, err := m.TryLock(interlock.WithOwner(ctx, int64(100+i)), 10*time.Second, time.Second)
+			assert.NoError(t, err)
+			if ok {
+				mu.Lock()
+				order = append(order, i)
+				mu.Unlock()
+			}
+		})
+		time.Sleep(100 * time.Millisecond)
+	}
+	wg.Wait()
+	took := time.Since(start)
+	t.Logf("%d owners acquired in %v: %v", n, took.Round(time.Millisecond), order)
+	assert.Equal(t, []int{0, 1, 2, 3, 4, 5, 6, 7}, order)
+	assert.Less(t, took, 11*time.Second)
+	assert.Empty(t, queue(t, rc, name))
+	assert.Zero(t, c.PubSub().Channels())
+}
+
+// TestQueueArithmetic is Redisson's testAcquireFailedTimeoutDrift_Descrete
+// and testLockAcquiredTimeoutDrift_Descrete with real waiters: a holder
+// with a 30s lease, waiters queueing with a 5s wait. Each new waiter is
+// told the holder's TTL plus 5s per waiter ahead of it, and its deadline
+// is the previous one plus 5s; a waiter that gives up, and the head taking
+// the lock, move every deadline behind them 5s earlier.
+func TestQueueArithmetic(t *testing.T) {
+	const (
+		lease = 30 * time.Second
+		grace = 5 * time.Second
+		slack = 300 * time.Millisecond // a loaded, race-enabled two-core machine
+	)
+	f := &faulty{Client: redistest.NewClient(t, addr)}
+	c := wrap(t, f)
+	rc := f.Client
+	ctx := testCtx(t)
+	name := lockName(t)
+
+	// The first reply of the waiting acquire script to each owner.
+	var mu sync.Mutex
+	told := map[string]int64{}
+	f.set(func(ctx context.Context, cmd rueidis.Completed, next func() rueidis.RedisResult) rueidis.RedisResult {
+		argv, ok := runs(cmd, lua.FairAcquire)
+		res := next()
+		if n, err := res.AsInt64(); ok && err == nil {
+			mu.Lock()
+			if _, seen := told[argv[1]]; !seen {
+				told[argv[1]] = n
+			}
+			mu.Unlock()
+		}
+		return res
+	})
+
+	m := fairlock.New(c, name, fairlock.WithWaitTimeout(grace))
+	holder := interlock.WithOwner(ctx, 1)
+	require.NoError(t, m.LockLease(holder, lease))
+	locked := time.Now()
+
+	type waiter struct {
+		owner  string
+		cancel context.CancelFunc
+		done   chan error
+	}
+	waiters := make([]waiter, 5)
+	for i := 1; i <= 4; i++ {
+		wctx, cancel := context.WithCancel(interlock.WithOwner(ctx, int64(i+1)))
+		owner, err := c.Owner(wctx)
+		require.NoError(t, err)
+		w := waiter{owner, cancel, make(chan error, 1)}
+		waiters[i] = w
+		go func() { w.done <- m.Lock(wctx) }()
+		waitQueued(t, rc, name, i)
+	}
+	t.Cleanup(func() {
+		for _, w := range waiters[1:] {
+			w.cancel()
+		}
+	})
+
+	q := queue(t, rc, name)
+	require.Equal(t, []string{waiters[1].owner, waiters[2].owner, waiters[3].owner, waiters[4].owner}, q)
+	d := deadlines(t, rc, name)
+	first := d[waiters[1].owner]
+	want := locked.Add(lease + grace).UnixMilli()
+	assert.InDelta(t, want, first, float64(slack.Milliseconds()), "first deadline = lock time + lease + wait")
+	for i := 2; i <= 4; i++ {
+		assert.Equal(t, first+int64(i-1)*grace.Milliseconds(), d[waiters[i].owner], "deadline of waiter %d", i)
+	}
+	mu.Lock()
+	for i := 1; i <= 4; i++ {
+		wantTold := lease + time.Duration(i-1)*grace
+		got := time.Duration(told[waiters[i].owner]) * time.Millisecond
+		assert.True(t, got <= wantTold && got > wantTold-slack-time.Since(locked),
+			"waiter %d was told %v, want the holder's TTL + %d x %v (about %v)", i, got, i-1, grace, wantTold)
+	}
+	mu.Unlock()
+
+	// Waiter 2 gives up: 3 and 4 move up by the wait.
+	waiters[2].cancel()
+	assert.ErrorIs(t, <-waiters[2].done, context.Canceled)
+	d = deadlines(t, rc, name)
+	assert.Equal(t, []string{waiters[1].owner, waiters[3].owner, waiters[4].owner}, queue(t, rc, name))
+	assert.Equal(t, map[string]int64{
+		waiters[1].owner: first,
+		waiters[3].owner: first + grace.Milliseconds(),
+		waiters[4].owner: first + 2*grace.Milliseconds(),
+	}, d)
+
+	// The holder releases; waiter 1, at the head, is woken and acquires;
+	// 3 and 4 move up again.
+	released := time.Now()
+	require.NoError(t, m.Unlock(holder))
+	require.NoError(t, <-waiters[1].done)
+	t.Logf("hand-off to the head: %v", time.Since(released).Round(time.Microsecond))
+	assert.Less(t, time.Since(released), time.Second, "woken by its message, not its 30s timer")
+	assert.Equal(t, []string{waiters[3].owner, waiters[4].owner}, queue(t, rc, name))
+	assert.Equal(t, map[string]int64{
+		waiters[3].owner: first,
+		waiters[4].owner: first + grace.Milliseconds(),
+	}, deadlines(t, rc, name))
+
+	// The rest in order.
+	w1 := interlock.WithOwner(ctx, 2)
+	require.NoError(t, m.Unlock(w1))
+	require.NoError(t, <-waiters[3].done)
+	require.NoError(t, m.Unlock(interlock.WithOwner(ctx, 4)))
+	require.NoError(t, <-waiters[4].done)
+	require.NoError(t, m.Unlock(interlock.WithOwner(ctx, 5)))
+	nothingLeft(t, c, rc, name)
+}
+
+// TestTimedOutWaiterLeavesQueue is Redisson's testTryLockNonDelayed: a
+// waiter whose wait runs out leaves the queue, so it never blocks the
+// callers after it.
+func TestTimedOutWaiterLeavesQueue(t *testing.T) {
+	c, rc := newClient(t)
+	ctx := testCtx(t)
+	m := fairlock.New(c, lockName(t))
+	a, b := interlock.WithOwner(ctx, 1), interlock.WithOwner(ctx, 2)
+
+	ok, err := m.TryLock(a, 0, 0)
+	require.NoError(t, err)
+	require.True(t, ok)
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		time.Sleep(200 * time.Millisecond)
+		start := time.Now()
+		ok, err := m.TryLock(b, 200*time.Millisecond, 0)
+		assert.NoError(t, err)
+		assert.False(t, ok)
+		took := time.Since(start)
+		assert.GreaterOrEqual(t, took, 200*time.Millisecond)
+		assert.Less(t, took, time.Second)
+		assert.Empty(t, queue(t, rc, m.Name()), "the timed-out waiter is still queued")
+	})
+	time.Sleep(time.Second)
+	require.NoError(t, m.Unlock(a))
+	wg.Wait()
+
+	ok, err = m.TryLock(ctx, 0, 0)
+	require.NoError(t, err)
+	assert.True(t, ok, "a ghost waiter blocks the lock")
+	require.NoError(t, m.Unlock(ctx))
+	nothingLeft(t, c, rc, m.Name())
+}
+
+// TestTryLockWaitHonoured: a lock held by a client that went away is
+// waited for exactly as long as asked.
+func TestTryLockWaitHonoured(t *testing.T) {
+	c, rc := newClient(t)
+	ctx := testCtx(t)
+	name := lockName(t)
+	gone, _ := newClient(t)
+	require.NoError(t, fairlock.New(gone, name).LockLease(ctx, 30*time.Second))
+	require.NoError(t, gone.Close())
+
+	m := fairlock.New(c, name)
+	start := time.Now()
+	ok, err := m.TryLock(ctx, time.Second, 0)
+	took := time.Since(start)
+	require.NoError(t, err)
+	assert.False(t, ok)
+	assert.GreaterOrEqual(t, took, 990*time.Millisecond)
+	assert.Less(t, took, 1500*time.Millisecond)
+	assert.Empty(t, queue(t, rc, name))
+	rc.Do(ctx, rc.B().Del().Key(name).Build())
+}
+
+// TestCancelledWaiterLeavesQueueAndPassesTurn: waiters whose context ends
+// leave the queue. When the one that leaves was the head and the lock is
+// free (here: the holder's key vanished silently, so nobody was told), the
+// next waiter is woken at once instead of sleeping out its 30s timer.
+func TestCancelledWaiterLeavesQueueAndPassesTurn(t *testing.T) {
+	c, rc := newClient(t)
+	ctx := testCtx(t)
+	m := fairlock.New(c, lockName(t))
+	holder := interlock.WithOwner(ctx, 1)
+	require.NoError(t, m.Lock(holder))
+
+	actx, cancelA := context.WithCancel(interlock.WithOwner(ctx, 2))
+	defer cancelA()
+	aDone := make(chan error, 1)
+	go func() { aDone <- m.Lock(actx) }()
+	waitQueued(t, rc, m.Name(), 1)
+	bctx, cancelB := context.WithTimeout(interlock.WithOwner(ctx, 3), 20*time.Second)
+	defer cancelB()
+	bDone := make(chan error, 1)
+	go func() { bDone <- m.Lock(bctx) }()
+	waitQueued(t, rc, m.Name(), 2)
+	// A third waiter gives up through its deadline.
+	dctx, cancelD := context.WithTimeout(interlock.WithOwner(ctx, 4), 300*time.Millisecond)
+	defer cancelD()
+	assert.ErrorIs(t, m.Lock(dctx), context.DeadlineExceeded)
+	assert.Len(t, queue(t, rc, m.Name()), 2, "the timed-out waiter is still queued")
+
+	// The holder's hold vanishes without a message; both waiters sleep on
+	// a timer of about 30s.
+	require.NoError(t, rc.Do(ctx, rc.B().Del().Key(m.Name()).Build()).Error())
+	time.Sleep(100 * time.Millisecond)
+	cancelA()
+	left := time.Now()
+	assert.ErrorIs(t, <-aDone, context.Canceled)
+	select {
+	case err := <-bDone:
+		require.NoError(t, err)
+		t.Logf("next waiter acquired %v after the head left", time.Since(left).Round(time.Microsecond))
+		assert.Less(t, time.Since(left), 2*time.Second)
+	case <-time.After(10 * time.Second):
+		t.Fatal("the next waiter was not woken when the head left")
+	}
+	require.NoError(t, m.Unlock(interlock.WithOwner(ctx, 3)))
+	nothingLeft(t, c, rc, m.Name())
+}
+
+// TestDeadWaiterIsPurged: a waiter that died while queued (it never left)
+// keeps its turn until its deadline, then the next attempt drops it and
+// the waiter behind it acquires (Redisson's testAbandonedTimeoutDrift).
+// Meanwhile the live waiter checks again at growing intervals, at most a
+// second apart.
+func TestDeadWaiterIsPurged(t *testing.T) {
+	c, rc := newClient(t)
+	ctx := testCtx(t)
+	m := fairlock.New(c, lockName(t))
+	holder := interlock.WithOwner(ctx, 1)
+	require.NoError(t, m.LockLease(holder, 500*time.Millisecond))
+
+	dead, err := c.Owner(interlock.WithOwner(ctx, 99))
+	require.NoError(t, err)
+	enqueue(t, rc, m.Name(), dead, time.Now().UnixMilli(), 10*time.Second)
+	live := interlock.WithOwner(ctx, 2)
+	done := make(chan time.Time, 1)
+	go func() {
+		assert.NoError(t, m.Lock(live))
+		done <- time.Now()
+	}()
+	waitQueued(t, rc, m.Name(), 2)
+
+	// The holder's lease runs out; the dead head's deadline (about 10.5s
+	// after it queued) is still ahead, so it keeps the free lock from the
+	// live waiter.
+	select {
+	case <-done:
+		t.Fatal("the live waiter overtook a waiter that was not yet stale")
+	case <-time.After(1500 * time.Millisecond):
+	}
+	locked, err := m.IsLocked(ctx)
+	require.NoError(t, err)
+	require.False(t, locked)
+	// Bring the dead waiter's deadline forward rather than wait 9s more.
+	due := time.Now().Add(200 * time.Millisecond)
+	require.NoError(t, rc.Do(ctx, rc.B().Zadd().Key(timeoutsOf(m.Name())).ScoreMember().ScoreMember(float64(due.UnixMilli()), dead).Build()).Error())
+	select {
+	case at := <-done:
+		late := at.Sub(due)
+		t.Logf("live waiter acquired %v after the dead one's deadline", late.Round(time.Millisecond))
+		assert.Greater(t, late, time.Duration(0))
+		assert.Less(t, late, 2*time.Second, "polls at most a second apart while a dead head blocks")
+	case <-time.After(10 * time.Second):
+		t.Fatal("the live waiter never acquired")
+	}
+	assert.Empty(t, queue(t, rc, m.Name()))
+	assert.Empty(t, deadlines(t, rc, m.Name()))
+	require.NoError(t, m.Unlock(live))
+	assert.ErrorIs(t, m.Unlock(holder), fairlock.ErrNotHeld)
+	nothingLeft(t, c, rc, m.Name())
+}
+
+// TestUnlockExpiredLock: Redisson reports success when a fair lock that
+// already expired is unlocked (testExpire); interlock reports ErrNotHeld,
+// and the guard has the loss. The waiter that took over is unaffected.
+func TestUnlockExpiredLock(t *testing.T) {
+	c, rc := newClient(t)
+	ctx := testCtx(t)
+	m := fairlock.New(c, lockName(t))
+	a := interlock.WithOwner(ctx, 1)
+	require.NoError(t, m.LockLease(a, 300*time.Millisecond))
+	guard := m.Guard(a)
+
+	b := interlock.WithOwner(ctx, 2)
+	start := time.Now()
+	require.NoError(t, m.Lock(b))
+	took := time.Since(start)
+	assert.Greater(t, took, 200*time.Millisecond)
+	assert.Less(t, took, time.Second)
+	require.NoError(t, m.Unlock(b))
+
+	<-guard.Done()
+	assert.ErrorIs(t, context.Cause(guard), fairlock.ErrLockLost)
+	assert.ErrorIs(t, m.Unlock(a), fairlock.ErrNotHeld)
+	// Also for an owner that never held it.
+	assert.ErrorIs(t, m.Unlock(interlock.WithOwner(ctx, 3)), fairlock.ErrNotHeld)
+	nothingLeft(t, c, rc, m.Name())
+}
+
+func TestForceUnlockWakesHeadAndLosesHolds(t *testing.T) {
+	c, rc := newClient(t)
+	ctx := testCtx(t)
+	m := fairlock.New(c, lockName(t))
+	holder := interlock.WithOwner(ctx, 1)
+	require.NoError(t, m.Lock(holder))
+	require.NoError(t, m.Lock(holder))
+	guard := m.Guard(holder)
+
+	acquired := make(chan time.Time, 1)
+	go func() {
+		assert.NoError(t, m.Lock(ctx))
+		acquired <- time.Now()
+	}()
+	waitQueued(t, rc, m.Name(), 1)
+	eventually(t, 2*time.Second, func() bool { return c.PubSub().Channels() == 1 }, "waiter not subscribed")
+	forced := time.Now()
+	ok, err := fairlock.New(c, m.Name()).ForceUnlock(ctx)
+	require.NoError(t, err)
+	assert.True(t, ok)
+	assert.ErrorIs(t, context.Cause(guard), fairlock.ErrLockLost)
+	select {
+	case at := <-acquired:
+		assert.Less(t, at.Sub(forced), 500*time.Millisecond)
+	case <-time.After(5 * time.Second):
+		t.Fatal("waiter not woken")
+	}
+	ok, err = m.ForceUnlock(ctx)
+	require.NoError(t, err)
+	assert.True(t, ok)
+	ok, err = m.ForceUnlock(ctx)
+	require.NoError(t, err)
+	assert.False(t, ok)
+	nothingLeft(t, c, rc, m.Name())
+}
+
+func TestBadInputSendsNothing(t *testing.T) {
+	var sent int
+	counting := &faulty{Client: redistest.NewClient(t, addr)}
+	counting.set(func(ctx context.Context, cmd rueidis.Completed, next func() rueidis.RedisResult) rueidis.RedisResult {
+		sent++
+		return next()
+	})
+	c := wrap(t, counting)
+	ctx := testCtx(t)
+
+	for _, name := range []string{"", "a{b", "{}x", "x}y"} {
+		m := fairlock.New(c, name)
+		assert.ErrorIs(t, m.Lock(ctx), interlock.ErrInvalid, name)
+		assert.ErrorIs(t, m.LockLease(ctx, time.Second), interlock.ErrInvalid, name)
+		_, err := m.TryLock(ctx, time.Second, 0)
+		assert.ErrorIs(t, err, interlock.ErrInvalid, name)
+		assert.ErrorIs(t, m.Unlock(ctx), interlock.ErrInvalid, name)
+		_, err = m.ForceUnlock(ctx)
+		assert.ErrorIs(t, err, interlock.ErrInvalid, name)
+		_, err = m.IsLocked(ctx)
+		assert.ErrorIs(t, err, interlock.ErrInvalid, name)
+		_, err = m.IsHeld(ctx)
+		assert.ErrorIs(t, err, interlock.ErrInvalid, name)
+		_, err = m.TTL(ctx)
+		assert.ErrorIs(t, err, interlock.ErrInvalid, name)
+		assert.ErrorIs(t, context.Cause(m.Guard(ctx)), interlock.ErrInvalid, name)
+	}
+	m := fairlock.New(c, "fine")
+	for _, d := range [][2]time.Duration{{-time.Second, 0}, {0, -time.Second}, {0, time.Microsecond}, {time.Microsecond, 0}} {
+		_, err := m.TryLock(ctx, d[0], d[1])
+		assert.ErrorIs(t, err, interlock.ErrInvalid, "TryLock(%v, %v)", d[0], d[1])
+	}
+	assert.ErrorIs(t, m.LockLease(ctx, 0), interlock.ErrInvalid)
+	assert.ErrorIs(t, m.Lock(interlock.WithOwner(ctx, -3)), interlock.ErrInvalid)
+	for _, d := range []time.Duration{0, -time.Second, time.Microsecond} {
+		bad := fairlock.New(c, "fine", fairlock.WithWaitTimeout(d))
+		err := bad.Lock(ctx)
+		assert.ErrorIs(t, err, interlock.ErrInvalid, "WithWaitTimeout(%v)", d)
+		assert.ErrorContains(t, err, "fairlock: wait timeout")
+		assert.ErrorIs(t, bad.Unlock(ctx), interlock.ErrInvalid)
+	}
+	nilClient := fairlock.New(nil, "x")
+	assert.ErrorIs(t, nilClient.Lock(ctx), interlock.ErrInvalid)
+	assert.ErrorIs(t, nilClient.Unlock(ctx), interlock.ErrInvalid)
+	assert.ErrorIs(t, context.Cause(nilClient.Guard(ctx)), interlock.ErrInvalid)
+	_, err := nilClient.HoldCount(ctx)
+	assert.ErrorIs(t, err, interlock.ErrInvalid)
+	_, err = nilClient.ForceUnlock(ctx)
+	assert.ErrorIs(t, err, interlock.ErrInvalid)
+	assert.Zero(t, sent, "commands sent for bad input")
+}
+
+// TestLostAcquireReplyIsTakenBack: when an acquire's reply is lost to the
+// deadline, whatever the script did is undone: a hold it took is released
+// (a re-entry only by the hold it added), and a place it took in the queue
+// is given up.
+func TestLostAcquireReplyIsTakenBack(t *testing.T) {
+	ctx := testCtx(t)
+	f := &faulty{Client: redistest.NewClient(t, addr)}
+	c := wrap(t, f)
+	rc := f.Client
+	m := fairlock.New(c, lockName(t))
+	lose := func(on bool) {
+		if !on {
+			f.set(nil)
+			return
+		}
+		f.set(func(cctx context.Context, cmd rueidis.Completed, next func() rueidis.RedisResult) rueidis.RedisResult {
+			_, acq := runs(cmd, lua.FairAcquire)
+			_, try := runs(cmd, lua.FairTryAcquire)
+			if !acq && !try {
+				return next()
+			}
+			next() // the script runs on the server ...
+			<-cctx.Done()
+			return rueidis.NewErrorResult(cctx.Err()) // ... and its reply is lost to the deadline
+		})
+	}
+	lockLost := func(do func(ctx context.Context) error) {
+		t.Helper()
+		lose(true)
+		lctx, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
+		defer cancel()
+		assert.ErrorIs(t, do(lctx), context.DeadlineExceeded)
+		lose(false)
+	}
+
+	// A lost first acquisition, waiting and single-attempt.
+	lockLost(m.Lock)
+	lockLost(func(ctx context.Context) error { _, err := m.TryLock(ctx, 0, 0); return err })
+	locked, err := m.IsLocked(ctx)
+	require.NoError(t, err)
+	assert.False(t, locked, "a lost first acquisition is released")
+
+	// A lost re-entry takes back only the hold it added.
+	require.NoError(t, m.Lock(ctx))
+	lockLost(m.Lock)
+	n, err := m.HoldCount(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, 1, n)
+
+	// A lost acquisition that queued the owner leaves the queue.
+	other := interlock.WithOwner(ctx, 1<<40)
+	lockLost(func(ctx context.Context) error { return m.Lock(interlock.WithOwner(ctx, 1<<40)) })
+	assert.Empty(t, queue(t, rc, m.Name()))
+	held, err := m.IsHeld(other)
+	require.NoError(t, err)
+	assert.False(t, held)
+
+	require.NoError(t, m.Unlock(ctx))
+	nothingLeft(t, c, rc, m.Name())
+}
+
+func TestLostUnlockReplyIsRetriedOnce(t *testing.T) {
+	ctx := testCtx(t)
+	lost := 0
+	f := &faulty{Client: redistest.NewClient(t, addr)}
+	f.set(func(cctx context.Context, cmd rueidis.Completed, next func() rueidis.RedisResult) rueidis.RedisResult {
+		if _, ok := runs(cmd, lua.FairUnlock); lost > 0 || !ok {
+			return next()
+		}
+		lost++
+		next()
+		return rueidis.NewErrorResult(errors.New("connection reset (test)"))
+	})
+	c := wrap(t, f)
+	m := fairlock.New(c, lockName(t))
+	require.NoError(t, m.Lock(ctx))
+	require.NoError(t, m.Lock(ctx))
+
+	require.NoError(t, m.Unlock(ctx), "the resent unlock finds the latch")
+	assert.Equal(t, 1, lost)
+	n, err := m.HoldCount(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, 1, n, "one logical unlock released one hold")
+	require.NoError(t, m.Unlock(ctx))
+	nothingLeft(t, c, f.Client, m.Name())
+}
+
+func TestWatchdogKeepsTheLockNotTheQueue(t *testing.T) {
+	const watchdog = 600 * time.Millisecond
+	c, rc := newClient(t, interlock.WithWatchdogTimeout(watchdog))
+	ctx := testCtx(t)
+	m := fairlock.New(c, lockName(t))
+	require.NoError(t, m.Lock(ctx))
+	guard := m.Guard(ctx)
+	waiter := interlock.WithOwner(ctx, 1<<40)
+	done := make(chan error, 1)
+	go func() { done <- m.Lock(waiter) }()
+	waitQueued(t, rc, m.Name(), 1)
+
+	end := time.Now().Add(3 * watchdog)
+	for time.Now().Before(end) {
+		pttl, err := rc.Do(ctx, rc.B().Pttl().Key(m.Name()).Build()).AsInt64()
+		require.NoError(t, err)
+		require.Greater(t, pttl, int64(0), "the lock expired while held")
+		require.LessOrEqual(t, pttl, watchdog.Milliseconds())
+		for _, k := range []string{queueOf(m.Name()), timeoutsOf(m.Name())} {
+			pttl, err := rc.Do(ctx, rc.B().Pttl().Key(k).Build()).AsInt64()
+			require.NoError(t, err)
+			require.Equal(t, int64(-1), pttl, "%s got a TTL", k)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	require.NoError(t, guard.Err())
+	require.NoError(t, m.Unlock(ctx))
+	require.NoError(t, <-done)
+	require.NoError(t, m.Unlock(waiter))
+	nothingLeft(t, c, rc, m.Name())
+}
+
+func TestClosedClient(t *testing.T) {
+	c, rc := newClient(t)
+	ctx := testCtx(t)
+	m := fairlock.New(c, lockName(t))
+	holder := interlock.WithOwner(ctx, interlock.NewOwnerID())
+	require.NoError(t, m.Lock(holder))
+	guard := m.Guard(holder)
+
+	done := make(chan error, 1)
+	go func() { done <- m.Lock(ctx) }()
+	waitQueued(t, rc, m.Name(), 1)
+	eventually(t, 2*time.Second, func() bool { return c.PubSub().Channels() == 1 }, "waiter not subscribed")
+	require.NoError(t, c.Close())
+	select {
+	case err := <-done:
+		assert.ErrorIs(t, err, fairlock.ErrClosed)
+	case <-time.After(5 * time.Second):
+		t.Fatal("a waiter hangs after Close")
+	}
+	assert.Empty(t, queue(t, rc, m.Name()), "a waiter woken by Close left its place")
+	assert.ErrorIs(t, context.Cause(guard), interlock.ErrClosed)
+	assert.ErrorIs(t, m.Lock(ctx), fairlock.ErrClosed)
+	assert.ErrorIs(t, m.Unlock(ctx), fairlock.ErrClosed)
+	rc.Do(ctx, rc.B().Del().Key(m.Name()).Build())
+}
