@@ -5,7 +5,7 @@ package lua
 var (
 	Acquire     = load("acquire", false)
 	Unlock      = load("unlock", false)
-	ForceUnlock = load("force_unlock", true)
+	ForceUnlock = load("force_unlock", false)
 	UndoAcquire = load("undo_acquire", false)
 	Renew       = load("renew", true)
 )
