@@ -33,11 +33,13 @@
 // waiter (the one parked longest) or, when none is parked, is stored as a
 // permit for the next Wait; any other payload (Redisson sends "1" when a
 // write lock is released, so that every reader can enter) wakes every waiter
-// parked at that moment. A waiter that leaves because its ctx ended
-// passes a "0" wake-up it was handed on. Permits belong to the channel's
-// local entry: they are capped at one per open Subscription and die with the
-// entry when its last Subscription closes. Payloads are only compared with
-// "0"; no payload can make the hub panic.
+// parked at that moment, and makes the next Wait of every other open
+// Subscription of the channel return at once, so that no waiter that was
+// busy re-checking the lock sleeps through it. A waiter that leaves because
+// its ctx ended passes a "0" wake-up it was handed on. Permits belong to the
+// channel's local entry: they are capped at one per open Subscription and
+// die with the entry when its last Subscription closes. Payloads are only
+// compared with "0"; no payload can make the hub panic.
 //
 // Pub/sub is a hint, never the only wake-up: messages published while a
 // connection is down are lost. When the connection that carries a channel

@@ -419,6 +419,20 @@ func (h *Hub) dispatch(key chanKey, payload string) {
 	}
 }
 
+// WakeAll wakes every waiter of channel in this process, as a message
+// other than "0" would, and sends nothing to Redis. A lock calls it when it
+// made itself available to more waiters in a way that publishes nothing,
+// such as a read/write lock's downgrade from write to read. It does nothing
+// when the channel has no Subscription.
+func (h *Hub) WakeAll(channel string, sharded bool) {
+	h.mu.Lock()
+	e := h.entries[chanKey{name: channel, sharded: sharded}]
+	h.mu.Unlock()
+	if e != nil {
+		e.wakeAll(wakeMessage)
+	}
+}
+
 // unlockMessage is Redisson's UNLOCK_MESSAGE: wake one waiter.
 const unlockMessage = "0"
 

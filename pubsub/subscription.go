@@ -67,6 +67,9 @@ type entry struct {
 	// lastUntil is when the waiter parked most recently stops waiting by
 	// itself (zero: it waits for a message with no limit); see Hub.Join.
 	lastUntil time.Time
+	// wakeAlls counts the wake-ups of every waiter (wakeAll), so that a
+	// Subscription that was between two Waits when one happened sees it.
+	wakeAlls uint64
 }
 
 func newEntry(key chanKey, slot uint16) *entry {
@@ -144,9 +147,12 @@ func (e *entry) releaseOne() {
 	e.mu.Unlock()
 }
 
-// wakeAll wakes every waiter parked at this moment. It stores no permit.
+// wakeAll wakes every waiter parked at this moment. It stores no permit,
+// but the next Wait of each Subscription that was not parked returns at
+// once (see Subscription.Wait).
 func (e *entry) wakeAll(reason wakeReason) {
 	e.mu.Lock()
+	e.wakeAlls++
 	for e.head != nil {
 		e.signal(e.head, reason)
 	}
@@ -204,10 +210,17 @@ type Subscription struct {
 	w      waiter
 	timer  *time.Timer // reused by every Wait with a positive duration
 	closed bool        // guarded by e.mu
+	// seen is the entry's wakeAlls when this Subscription was made or last
+	// returned from Wait; guarded by e.mu.
+	seen uint64
 }
 
 func newSubscription(h *Hub, e *entry) *Subscription {
-	return &Subscription{h: h, e: e, w: waiter{ch: make(chan struct{}, 1)}}
+	s := &Subscription{h: h, e: e, w: waiter{ch: make(chan struct{}, 1)}}
+	e.mu.Lock()
+	s.seen = e.wakeAlls
+	e.mu.Unlock()
+	return s
 }
 
 // Channel returns the name of the subscribed channel.
@@ -224,7 +237,12 @@ func (s *Subscription) Sharded() bool { return s.e.key.sharded }
 //     stored as a permit, and the next Wait consumes it and returns at once.
 //     The hub stores at most one permit per open Subscription of the channel.
 //   - Any other payload (Redisson's "1", sent when a write lock is
-//     released) wakes every waiter parked at that moment and stores nothing.
+//     released) wakes every waiter parked at that moment and stores no
+//     permit. A Subscription that was not parked then (its owner was busy
+//     re-checking the lock between two Waits, or had just subscribed or
+//     joined) has missed nothing: its next Wait returns at once. Without
+//     that, a reader that had just found a write lock held could sleep
+//     through the release meant for every reader.
 //   - After the connection carrying the channel was lost, every waiter is
 //     woken when the channel has been subscribed again, because messages
 //     published meanwhile were lost.
@@ -250,6 +268,11 @@ func (s *Subscription) Wait(ctx context.Context, d time.Duration) error {
 		return ErrClosed
 	case e.permits > 0:
 		e.permits--
+		e.mu.Unlock()
+		return nil
+	case e.wakeAlls != s.seen:
+		// Everyone was woken since this Subscription last looked.
+		s.seen = e.wakeAlls
 		e.mu.Unlock()
 		return nil
 	case d == 0:
@@ -297,6 +320,7 @@ func (s *Subscription) Wait(ctx context.Context, d time.Duration) error {
 		reason = w.reason
 	}
 	w.reason = wakeNone
+	s.seen = e.wakeAlls
 	if err := ctx.Err(); err != nil {
 		if reason == wakeOne {
 			// We are leaving: pass the single wake-up on.

@@ -182,16 +182,17 @@ func (l *Lock) Unlock(ctx context.Context, holder string,
 			break
 		}
 	}
+	// The script may have written the latch whatever it answered: some of
+	// Redisson's unlock scripts write one even for "not held".
+	l.C.DeleteLater(latch)
 	n, err := res.AsInt64()
 	switch {
 	case rueidis.IsRedisNil(err):
 		outcome = renewal.NotHeld
 		return 0, fmt.Errorf("%w: %s", l.Kind.NotHeld, l.Name)
 	case err != nil:
-		l.C.DeleteLater(latch)
 		return 0, l.OpErr("unlock", err)
 	}
-	l.C.DeleteLater(latch)
 	if n == 1 {
 		outcome = renewal.Released
 	} else {

@@ -1,0 +1,619 @@
+package rwlock_test
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/rueidis"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/interlock-go/interlock"
+	"github.com/interlock-go/interlock/internal/redistest"
+	"github.com/interlock-go/interlock/lua"
+	"github.com/interlock-go/interlock/rwlock"
+)
+
+func TestReadLockUnlockLeavesNothing(t *testing.T) {
+	c, rc := newClient(t)
+	ctx := testCtx(t)
+	rw := rwlock.New(c, lockName(t))
+	r := rw.Read()
+
+	require.NoError(t, r.Lock(ctx))
+	o, err := c.Owner(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, map[string]string{"mode": "read", o: "1"}, hash(t, rc, rw.Name()))
+	timeout := "{" + rw.Name() + "}:" + o + ":rwlock_timeout:1"
+	assert.InDelta(t, 30000, pttl(t, rc, timeout), 2000)
+	assert.True(t, must[bool](t)(r.IsLocked(ctx)))
+	assert.True(t, must[bool](t)(r.IsHeld(ctx)))
+	assert.False(t, must[bool](t)(rw.Write().IsLocked(ctx)))
+	assert.False(t, must[bool](t)(rw.Write().IsHeld(ctx)))
+	assert.InDelta(t, float64(interlock.DefaultWatchdogTimeout), float64(must[time.Duration](t)(r.TTL(ctx))), float64(2*time.Second))
+
+	require.NoError(t, r.Unlock(ctx))
+	assert.False(t, must[bool](t)(r.IsLocked(ctx)))
+	eventually(t, 2*time.Second, func() bool { return len(keysLike(t, rc, rw.Name())) == 0 }, "keys left behind after unlock")
+	assert.Zero(t, c.Renewal().Len())
+	assert.ErrorIs(t, r.Unlock(ctx), rwlock.ErrNotHeld)
+	assert.Zero(t, must[time.Duration](t)(r.TTL(ctx)))
+}
+
+func TestWriteLockUnlockLeavesNothing(t *testing.T) {
+	c, rc := newClient(t)
+	ctx := testCtx(t)
+	rw := rwlock.New(c, lockName(t))
+	w := rw.Write()
+
+	require.NoError(t, w.Lock(ctx))
+	o, err := c.Owner(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, map[string]string{"mode": "write", o + ":write": "1"}, hash(t, rc, rw.Name()))
+	assert.True(t, must[bool](t)(w.IsLocked(ctx)))
+	assert.True(t, must[bool](t)(w.IsHeld(ctx)))
+	assert.False(t, must[bool](t)(rw.Read().IsLocked(ctx)), "only a writer: the read lock is not locked")
+	assert.InDelta(t, float64(interlock.DefaultWatchdogTimeout), float64(must[time.Duration](t)(w.TTL(ctx))), float64(2*time.Second))
+
+	require.NoError(t, w.Unlock(ctx))
+	assert.False(t, must[bool](t)(w.IsLocked(ctx)))
+	eventually(t, 2*time.Second, func() bool { return len(keysLike(t, rc, rw.Name())) == 0 }, "keys left behind after unlock")
+	assert.Zero(t, c.Renewal().Len())
+	assert.ErrorIs(t, w.Unlock(ctx), rwlock.ErrNotHeld)
+}
+
+// TestCompatibilityMatrix is Redisson's: with the left side held, the
+// attempt on the right succeeds or not.
+func TestCompatibilityMatrix(t *testing.T) {
+	c, _ := newClient(t)
+	ctx := testCtx(t)
+	rw := rwlock.New(c, lockName(t))
+	a, b := owner(ctx), owner(ctx)
+	try := func(ctx context.Context, l half) bool {
+		t.Helper()
+		return must[bool](t)(l.TryLock(ctx, 0, 0))
+	}
+
+	// R(A) held.
+	require.NoError(t, rw.Read().Lock(a))
+	assert.True(t, try(b, rw.Read()), "R(A) held: R(B)")
+	require.NoError(t, rw.Read().Unlock(b))
+	assert.False(t, try(b, rw.Write()), "R(A) held: W(B)")
+	_, err := rw.Write().TryLock(a, 0, 0)
+	assert.ErrorIs(t, err, rwlock.ErrUpgrade, "R(A) held: W(A)")
+	require.NoError(t, rw.Read().Unlock(a))
+
+	// W(A) held.
+	require.NoError(t, rw.Write().Lock(a))
+	assert.False(t, try(b, rw.Read()), "W(A) held: R(B)")
+	assert.False(t, try(b, rw.Write()), "W(A) held: W(B)")
+	assert.True(t, try(a, rw.Write()), "W(A) held: W(A) re-enters")
+	assert.True(t, try(a, rw.Read()), "W(A) held: R(A)")
+	assert.True(t, try(a, rw.Write()), "W(A) and R(A) held: W(A) re-enters")
+	assert.False(t, try(b, rw.Read()), "W(A) and R(A) held: R(B)")
+	for range 3 {
+		require.NoError(t, rw.Write().Unlock(a))
+	}
+	require.NoError(t, rw.Read().Unlock(a))
+	assert.False(t, must[bool](t)(rw.Read().IsLocked(ctx)))
+}
+
+func TestDowngrade(t *testing.T) {
+	c, rc := newClient(t)
+	ctx := testCtx(t)
+	rw := rwlock.New(c, lockName(t))
+	a, b := owner(ctx), owner(ctx)
+	A, err := c.Owner(a)
+	require.NoError(t, err)
+
+	require.NoError(t, rw.Write().Lock(a))
+	wguard := rw.Write().Guard(a)
+	// B, a reader of this Client, waits for the writer.
+	acquired := make(chan time.Time, 1)
+	go func() {
+		assert.NoError(t, rw.Read().Lock(b))
+		acquired <- time.Now()
+	}()
+	eventually(t, 2*time.Second, func() bool { return c.PubSub().Channels() == 1 }, "reader not waiting")
+	time.Sleep(50 * time.Millisecond)
+
+	require.NoError(t, rw.Read().Lock(a))
+	assert.Equal(t, map[string]string{"mode": "write", A + ":write": "1", A: "1"}, hash(t, rc, rw.Name()))
+	assert.True(t, must[bool](t)(rw.Read().IsLocked(ctx)), "the writer's read hold makes the read lock locked")
+	downgraded := time.Now()
+	require.NoError(t, rw.Write().Unlock(a))
+	h := hash(t, rc, rw.Name()) // B may be inside already
+	assert.Equal(t, "read", h["mode"])
+	assert.Equal(t, "1", h[A])
+	assert.NotContains(t, h, A+":write")
+	assert.ErrorIs(t, context.Cause(wguard), context.Canceled, "a downgrade releases the write hold")
+	assert.NoError(t, rw.Read().Guard(a).Err(), "and keeps the read hold")
+
+	// Nothing is published on a downgrade, but this Client's waiting
+	// readers are woken at once (their TTL bound is 30s).
+	select {
+	case at := <-acquired:
+		assert.Less(t, at.Sub(downgraded), time.Second)
+	case <-time.After(5 * time.Second):
+		t.Fatal("the waiting reader was not woken by the downgrade")
+	}
+	assert.False(t, must[bool](t)(rw.Write().IsLocked(ctx)))
+	_, err = rw.Write().TryLock(a, 0, 0)
+	assert.ErrorIs(t, err, rwlock.ErrUpgrade)
+	require.NoError(t, rw.Read().Unlock(a))
+	assert.False(t, must[bool](t)(rw.Write().TryLock(a, 0, 0)), "B still reads")
+	require.NoError(t, rw.Read().Unlock(b))
+	assert.True(t, must[bool](t)(rw.Write().TryLock(a, 0, 0)))
+	require.NoError(t, rw.Write().Unlock(a))
+}
+
+// TestUpgradeRefusedAtOnce: an owner holding only the read lock gets
+// ErrUpgrade from every write acquisition, at once, with nothing sent.
+func TestUpgradeRefusedAtOnce(t *testing.T) {
+	f := &faulty{Client: redistest.NewClient(t, addr)}
+	c := wrap(t, f)
+	ctx := testCtx(t)
+	rw := rwlock.New(c, lockName(t))
+	require.NoError(t, rw.Read().Lock(ctx))
+
+	sent := f.sent.Load()
+	start := time.Now()
+	err := rw.Write().Lock(context.Background()) // no deadline: must not hang
+	assert.ErrorIs(t, err, rwlock.ErrUpgrade)
+	assert.EqualError(t, err, "rwlock: cannot upgrade a read lock to a write lock: "+rw.Name())
+	assert.ErrorIs(t, rw.Write().LockLease(ctx, time.Second), rwlock.ErrUpgrade)
+	ok, err := rw.Write().TryLock(ctx, 10*time.Second, 0)
+	assert.False(t, ok)
+	assert.ErrorIs(t, err, rwlock.ErrUpgrade)
+	assert.Less(t, time.Since(start), 100*time.Millisecond)
+	assert.Equal(t, sent, f.sent.Load(), "an upgrade attempt sent commands")
+
+	// After the read holds are gone, the same owner may write.
+	require.NoError(t, rw.Read().Unlock(ctx))
+	require.NoError(t, rw.Write().Lock(ctx))
+	require.NoError(t, rw.Write().Unlock(ctx))
+}
+
+// TestExpiredReadLeaseIsNoUpgrade: a read hold whose lease ran out (and
+// that was never unlocked) does not make a later write an upgrade.
+func TestExpiredReadLeaseIsNoUpgrade(t *testing.T) {
+	c, _ := newClient(t)
+	ctx := testCtx(t)
+	rw := rwlock.New(c, lockName(t))
+	require.NoError(t, rw.Read().LockLease(ctx, 100*time.Millisecond))
+	time.Sleep(150 * time.Millisecond)
+	ok, err := rw.Write().TryLock(ctx, time.Second, 0)
+	require.NoError(t, err)
+	assert.True(t, ok)
+	require.NoError(t, rw.Write().Unlock(ctx))
+}
+
+// TestUpgradeWhileWaiting: an owner waits for the write lock; meanwhile
+// another goroutine acting for the same owner takes the read lock. The
+// writer must not wait for itself: it is woken and fails with ErrUpgrade.
+func TestUpgradeWhileWaiting(t *testing.T) {
+	c, _ := newClient(t)
+	ctx := testCtx(t)
+	rw := rwlock.New(c, lockName(t))
+	x, y := owner(ctx), owner(ctx)
+	require.NoError(t, rw.Read().Lock(y))
+
+	done := make(chan error, 1)
+	go func() { done <- rw.Write().Lock(x) }()
+	eventually(t, 2*time.Second, func() bool { return c.PubSub().Channels() == 1 }, "writer not waiting")
+	time.Sleep(100 * time.Millisecond)    // let it park, bound by the reader's 30s TTL
+	require.NoError(t, rw.Read().Lock(x)) // read mode: it gets in
+	require.NoError(t, rw.Read().Unlock(y))
+	select {
+	case err := <-done:
+		assert.ErrorIs(t, err, rwlock.ErrUpgrade)
+	case <-time.After(5 * time.Second):
+		t.Fatal("the writer waits for its own read hold")
+	}
+	require.NoError(t, rw.Read().Unlock(x))
+}
+
+func TestWriterWaitsForLastReader(t *testing.T) {
+	c, _ := newClient(t)
+	ctx := testCtx(t)
+	rw := rwlock.New(c, lockName(t))
+	r1, r2, w := owner(ctx), owner(ctx), owner(ctx)
+	require.NoError(t, rw.Read().Lock(r1))
+	require.NoError(t, rw.Read().Lock(r2))
+
+	acquired := make(chan time.Time, 1)
+	go func() {
+		assert.NoError(t, rw.Write().Lock(w))
+		acquired <- time.Now()
+	}()
+	eventually(t, 2*time.Second, func() bool { return c.PubSub().Channels() == 1 }, "writer not waiting")
+	require.NoError(t, rw.Read().Unlock(r2))
+	select {
+	case <-acquired:
+		t.Fatal("the writer got in while a reader held the lock")
+	case <-time.After(300 * time.Millisecond):
+	}
+	released := time.Now()
+	require.NoError(t, rw.Read().Unlock(r1))
+	select {
+	case at := <-acquired:
+		assert.Less(t, at.Sub(released), time.Second, "woken by the last reader's release")
+	case <-time.After(5 * time.Second):
+		t.Fatal("the writer was not woken by the last reader")
+	}
+	require.NoError(t, rw.Write().Unlock(w))
+}
+
+// TestReaderUnlockRecomputesTTL: when one reader leaves, the lock lives as
+// long as the longest remaining read hold, not as long as the one that
+// left; a writer then gets in when that hold's lease ends.
+func TestReaderUnlockRecomputesTTL(t *testing.T) {
+	c, rc := newClient(t)
+	ctx := testCtx(t)
+	rw := rwlock.New(c, lockName(t))
+	a, b := owner(ctx), owner(ctx)
+	require.NoError(t, rw.Read().LockLease(a, 1500*time.Millisecond))
+	start := time.Now()
+	require.NoError(t, rw.Read().LockLease(b, 20*time.Second))
+	assert.InDelta(t, 20000, pttl(t, rc, rw.Name()), 2000, "a read acquisition extends the TTL")
+	require.NoError(t, rw.Read().Unlock(b))
+	left := pttl(t, rc, rw.Name())
+	assert.True(t, left > 0 && left <= 1500, "PTTL after B left: %d, want A's remaining lease", left)
+
+	ok, err := rw.Write().TryLock(owner(ctx), 5*time.Second, 0)
+	require.NoError(t, err)
+	assert.True(t, ok)
+	took := time.Since(start)
+	assert.Greater(t, took, time.Second, "the writer got in before A's lease ended")
+	assert.Less(t, took, 3500*time.Millisecond, "the writer waited for B's lease")
+}
+
+// TestReentrantReadPartialUnlockRestoresTTL: releasing a long inner read
+// hold brings the TTL back to the outer hold's remaining lease.
+func TestReentrantReadPartialUnlockRestoresTTL(t *testing.T) {
+	c, rc := newClient(t)
+	ctx := testCtx(t)
+	rw := rwlock.New(c, lockName(t))
+	require.NoError(t, rw.Read().LockLease(ctx, 2*time.Second))
+	require.NoError(t, rw.Read().LockLease(ctx, 10*time.Second))
+	assert.Equal(t, 2, must[int](t)(rw.Read().HoldCount(ctx)))
+	assert.InDelta(t, 10000, pttl(t, rc, rw.Name()), 2000)
+	require.NoError(t, rw.Read().Unlock(ctx))
+	left := pttl(t, rc, rw.Name())
+	assert.True(t, left > 0 && left <= 2000, "PTTL after the partial unlock: %d", left)
+	require.NoError(t, rw.Read().Unlock(ctx))
+}
+
+// TestReentrantWriteLeaseAdditive: a write re-entry adds its lease to the
+// remaining TTL (Redisson), and the lock stays exclusive.
+func TestReentrantWriteLeaseAdditive(t *testing.T) {
+	c, rc := newClient(t)
+	ctx := testCtx(t)
+	rw := rwlock.New(c, lockName(t))
+	require.NoError(t, rw.Write().LockLease(ctx, 10*time.Second))
+	require.NoError(t, rw.Write().LockLease(ctx, time.Second))
+	assert.InDelta(t, 11000, pttl(t, rc, rw.Name()), 1500)
+	assert.False(t, must[bool](t)(rw.Write().TryLock(owner(ctx), 200*time.Millisecond, time.Second)))
+	require.NoError(t, rw.Write().Unlock(ctx))
+	require.NoError(t, rw.Write().Unlock(ctx))
+}
+
+func TestIsLockedAndForceUnlockAreModeSpecific(t *testing.T) {
+	c, _ := newClient(t)
+	ctx := testCtx(t)
+	rw := rwlock.New(c, lockName(t))
+	a := owner(ctx)
+	r, w := rw.Read(), rw.Write()
+
+	assert.False(t, must[bool](t)(r.ForceUnlock(ctx)), "free lock")
+	assert.False(t, must[bool](t)(w.ForceUnlock(ctx)), "free lock")
+
+	require.NoError(t, r.Lock(a))
+	guard := r.Guard(a)
+	assert.True(t, must[bool](t)(r.IsLocked(ctx)))
+	assert.False(t, must[bool](t)(w.IsLocked(ctx)))
+	assert.False(t, must[bool](t)(w.ForceUnlock(ctx)), "W.forceUnlock leaves a read lock")
+	require.NoError(t, guard.Err())
+	assert.True(t, must[bool](t)(r.ForceUnlock(ctx)))
+	assert.ErrorIs(t, context.Cause(guard), rwlock.ErrLockLost)
+	assert.False(t, must[bool](t)(r.IsLocked(ctx)))
+
+	require.NoError(t, w.Lock(a))
+	guard = w.Guard(a)
+	assert.False(t, must[bool](t)(r.IsLocked(ctx)))
+	assert.True(t, must[bool](t)(w.IsLocked(ctx)))
+	assert.False(t, must[bool](t)(r.ForceUnlock(ctx)), "R.forceUnlock leaves a write lock")
+	require.NoError(t, guard.Err())
+	assert.True(t, must[bool](t)(w.ForceUnlock(ctx)))
+	assert.ErrorIs(t, context.Cause(guard), rwlock.ErrLockLost)
+	assert.False(t, must[bool](t)(rwlock.New(c, rw.Name()).Write().IsLocked(ctx)))
+	assert.Zero(t, c.Renewal().Len())
+}
+
+func TestHoldCounts(t *testing.T) {
+	c, _ := newClient(t)
+	ctx := testCtx(t)
+	rw := rwlock.New(c, lockName(t))
+	for _, l := range []half{rw.Read(), rw.Write()} {
+		count := func() int { return must[int](t)(l.HoldCount(ctx)) }
+		assert.Equal(t, 0, count())
+		require.NoError(t, l.Lock(ctx))
+		assert.Equal(t, 1, count())
+		require.NoError(t, l.Unlock(ctx))
+		assert.Equal(t, 0, count())
+		require.NoError(t, l.Lock(ctx))
+		require.NoError(t, l.Lock(ctx))
+		assert.Equal(t, 2, count())
+		require.NoError(t, l.Unlock(ctx))
+		assert.Equal(t, 1, count())
+		require.NoError(t, l.Unlock(ctx))
+		assert.Equal(t, 0, count())
+	}
+}
+
+func TestUnlockByNonOwnerFails(t *testing.T) {
+	c, rc := newClient(t)
+	ctx := testCtx(t)
+	rw := rwlock.New(c, lockName(t))
+	b := owner(ctx)
+	require.NoError(t, rw.Read().Lock(b))
+	assert.ErrorIs(t, rw.Read().Unlock(ctx), rwlock.ErrNotHeld)
+	assert.ErrorIs(t, rw.Write().Unlock(ctx), rwlock.ErrNotHeld)
+	assert.ErrorIs(t, rw.Write().Unlock(b), rwlock.ErrNotHeld, "B reads, it does not write")
+	B, err := c.Owner(b)
+	require.NoError(t, err)
+	assert.Equal(t, map[string]string{"mode": "read", B: "1"}, hash(t, rc, rw.Name()))
+	require.NoError(t, rw.Read().Unlock(b))
+}
+
+// TestWriteLeaseExpiry: a writer with a lease is replaced when it ends
+// (woken by its TTL: an expiry publishes nothing), and can then no longer
+// unlock.
+func TestWriteLeaseExpiry(t *testing.T) {
+	c, _ := newClient(t)
+	ctx := testCtx(t)
+	rw := rwlock.New(c, lockName(t))
+	a := owner(ctx)
+	require.NoError(t, rw.Write().LockLease(a, 400*time.Millisecond))
+	start := time.Now()
+	require.NoError(t, rw.Write().Lock(ctx))
+	took := time.Since(start)
+	assert.Greater(t, took, 250*time.Millisecond)
+	assert.Less(t, took, 1500*time.Millisecond)
+	assert.ErrorIs(t, rw.Write().Unlock(a), rwlock.ErrNotHeld)
+	require.NoError(t, rw.Write().Unlock(ctx))
+}
+
+// TestReadersWaitForWriteLeaseExpiry: readers blocked by a writer that
+// never unlocks get in when its lease ends.
+func TestReadersWaitForWriteLeaseExpiry(t *testing.T) {
+	c, _ := newClient(t)
+	ctx := testCtx(t)
+	rw := rwlock.New(c, lockName(t))
+	require.NoError(t, rw.Write().LockLease(owner(ctx), 500*time.Millisecond))
+	start := time.Now()
+	var wg sync.WaitGroup
+	for range 2 {
+		wg.Go(func() {
+			r := owner(ctx)
+			assert.NoError(t, rw.Read().Lock(r))
+			assert.Less(t, time.Since(start), 2*time.Second)
+			assert.NoError(t, rw.Read().Unlock(r))
+		})
+	}
+	wg.Wait()
+}
+
+// TestNameWithHashTagAndColons: the timeout keys of a name that has its
+// own hash tag are name:<owner>:rwlock_timeout:k.
+func TestNameWithHashTagAndColons(t *testing.T) {
+	c, rc := newClient(t)
+	ctx := testCtx(t)
+	name := "{" + lockName(t) + "}:abc:key"
+	rw := rwlock.New(c, name)
+	require.NoError(t, rw.Read().Lock(ctx))
+	o, err := c.Owner(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, int64(1), must[int64](t)(rc.Do(ctx, rc.B().Exists().Key(name+":"+o+":rwlock_timeout:1").Build()).AsInt64()))
+	require.NoError(t, rw.Read().Unlock(ctx))
+
+	var wg sync.WaitGroup
+	for range 10 {
+		wg.Go(func() {
+			for range 10 {
+				if !assert.NoError(t, rw.Read().Lock(ctx)) {
+					return
+				}
+				assert.NoError(t, rw.Read().Unlock(ctx))
+			}
+		})
+	}
+	wg.Wait()
+	eventually(t, 2*time.Second, func() bool { return len(keysLike(t, rc, lockName(t))) == 0 }, "keys left behind")
+}
+
+func TestCancelWhileWaitingLeavesNothing(t *testing.T) {
+	c, rc := newClient(t)
+	ctx := testCtx(t)
+	rw := rwlock.New(c, lockName(t))
+	holder := owner(ctx)
+	require.NoError(t, rw.Write().Lock(holder))
+
+	wctx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
+	defer cancel()
+	assert.ErrorIs(t, rw.Read().Lock(wctx), context.DeadlineExceeded)
+	assert.ErrorIs(t, rw.Write().Lock(wctx), context.DeadlineExceeded)
+	ok, err := rw.Read().TryLock(ctx, 100*time.Millisecond, 0)
+	assert.False(t, ok)
+	assert.NoError(t, err, "a wait that runs out is (false, nil)")
+
+	require.NoError(t, rw.Write().Unlock(holder))
+	eventually(t, 2*time.Second, func() bool {
+		chans, err := rc.Do(ctx, rc.B().PubsubChannels().Pattern("*"+rw.Name()+"*").Build()).AsStrSlice()
+		return err == nil && len(chans) == 0 && c.PubSub().Channels() == 0
+	}, "subscriptions left behind")
+	eventually(t, 2*time.Second, func() bool { return len(keysLike(t, rc, rw.Name())) == 0 }, "keys left behind")
+	assert.Zero(t, c.Renewal().Len())
+}
+
+func TestBadInputSendsNothing(t *testing.T) {
+	f := &faulty{Client: redistest.NewClient(t, addr)}
+	c := wrap(t, f)
+	ctx := testCtx(t)
+
+	for _, name := range []string{"", "a{b", "{}x", "x}y"} {
+		rw := rwlock.New(c, name)
+		for _, l := range []half{rw.Read(), rw.Write()} {
+			assert.ErrorIs(t, l.Lock(ctx), interlock.ErrInvalid, name)
+			assert.ErrorIs(t, l.LockLease(ctx, time.Second), interlock.ErrInvalid, name)
+			_, err := l.TryLock(ctx, 0, 0)
+			assert.ErrorIs(t, err, interlock.ErrInvalid, name)
+			assert.ErrorIs(t, l.Unlock(ctx), interlock.ErrInvalid, name)
+			_, err = l.ForceUnlock(ctx)
+			assert.ErrorIs(t, err, interlock.ErrInvalid, name)
+			_, err = l.IsLocked(ctx)
+			assert.ErrorIs(t, err, interlock.ErrInvalid, name)
+			_, err = l.IsHeld(ctx)
+			assert.ErrorIs(t, err, interlock.ErrInvalid, name)
+			_, err = l.HoldCount(ctx)
+			assert.ErrorIs(t, err, interlock.ErrInvalid, name)
+			_, err = l.TTL(ctx)
+			assert.ErrorIs(t, err, interlock.ErrInvalid, name)
+			assert.ErrorIs(t, context.Cause(l.Guard(ctx)), interlock.ErrInvalid, name)
+		}
+	}
+	rw := rwlock.New(c, "fine")
+	for _, l := range []half{rw.Read(), rw.Write()} {
+		_, err := l.TryLock(ctx, -time.Second, 0)
+		assert.ErrorIs(t, err, interlock.ErrInvalid)
+		_, err = l.TryLock(ctx, 0, -time.Second)
+		assert.ErrorIs(t, err, interlock.ErrInvalid)
+		_, err = l.TryLock(ctx, 0, time.Microsecond)
+		assert.ErrorIs(t, err, interlock.ErrInvalid)
+		assert.ErrorIs(t, l.LockLease(ctx, 0), interlock.ErrInvalid)
+		assert.ErrorIs(t, l.LockLease(ctx, -time.Second), interlock.ErrInvalid)
+		assert.ErrorIs(t, l.Lock(interlock.WithOwner(ctx, -3)), interlock.ErrInvalid)
+	}
+	nilClient := rwlock.New(nil, "x")
+	assert.ErrorIs(t, nilClient.Read().Lock(ctx), interlock.ErrInvalid)
+	assert.ErrorIs(t, nilClient.Write().Unlock(ctx), interlock.ErrInvalid)
+	_, err := nilClient.Write().ForceUnlock(ctx)
+	assert.ErrorIs(t, err, interlock.ErrInvalid)
+	assert.ErrorIs(t, context.Cause(nilClient.Read().Guard(ctx)), interlock.ErrInvalid)
+	assert.Zero(t, f.sent.Load(), "commands sent for bad input")
+}
+
+func TestLostAcquireReplyIsTakenBack(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		script *lua.Script
+		half   func(*rwlock.Mutex) half
+	}{
+		{"read", lua.RWReadAcquire, func(m *rwlock.Mutex) half {
+			return m.Read()
+		}},
+		{"write", lua.RWWriteAcquire, func(m *rwlock.Mutex) half {
+			return m.Write()
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := testCtx(t)
+			var lose bool
+			f := &faulty{do: func(cctx context.Context, cmd rueidis.Completed, next func() rueidis.RedisResult) rueidis.RedisResult {
+				if !lose || !runs(cmd, tc.script) {
+					return next()
+				}
+				next() // the script runs on the server ...
+				<-cctx.Done()
+				return rueidis.NewErrorResult(cctx.Err()) // ... and its reply is lost to the deadline
+			}}
+			f.Client = redistest.NewClient(t, addr)
+			c := wrap(t, f)
+			rw := rwlock.New(c, lockName(t))
+			l := tc.half(rw)
+
+			lose = true
+			lctx, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
+			assert.ErrorIs(t, l.Lock(lctx), context.DeadlineExceeded)
+			cancel()
+			lose = false
+			eventually(t, 2*time.Second, func() bool {
+				return len(keysLike(t, f.Client, rw.Name())) == 0
+			}, "a lost first acquisition is released, timeout key included")
+
+			// A lost re-entry takes back only the hold it added.
+			require.NoError(t, l.Lock(ctx))
+			lose = true
+			lctx, cancel = context.WithTimeout(ctx, 50*time.Millisecond)
+			assert.ErrorIs(t, l.Lock(lctx), context.DeadlineExceeded)
+			cancel()
+			lose = false
+			assert.Equal(t, 1, must[int](t)(l.HoldCount(ctx)))
+			require.NoError(t, l.Unlock(ctx))
+			eventually(t, 2*time.Second, func() bool {
+				return len(keysLike(t, f.Client, rw.Name())) == 0
+			}, "keys left behind")
+		})
+	}
+}
+
+func TestLostUnlockReplyIsRetriedOnce(t *testing.T) {
+	ctx := testCtx(t)
+	lost := 0
+	f := &faulty{do: func(cctx context.Context, cmd rueidis.Completed, next func() rueidis.RedisResult) rueidis.RedisResult {
+		if lost > 0 || !runs(cmd, lua.RWReadUnlock) {
+			return next()
+		}
+		lost++
+		next()
+		return rueidis.NewErrorResult(errors.New("connection reset (test)"))
+	}}
+	f.Client = redistest.NewClient(t, addr)
+	c := wrap(t, f)
+	rw := rwlock.New(c, lockName(t))
+	require.NoError(t, rw.Read().Lock(ctx))
+	require.NoError(t, rw.Read().Lock(ctx))
+	require.NoError(t, rw.Read().Unlock(ctx), "the resent unlock finds the latch")
+	assert.Equal(t, 1, lost)
+	assert.Equal(t, 1, must[int](t)(rw.Read().HoldCount(ctx)), "one logical unlock released one hold")
+	require.NoError(t, rw.Read().Unlock(ctx))
+}
+
+func TestClosedClient(t *testing.T) {
+	c, _ := newClient(t)
+	ctx := testCtx(t)
+	rw := rwlock.New(c, lockName(t))
+	require.NoError(t, rw.Read().Lock(ctx))
+	guard := rw.Read().Guard(ctx)
+	require.NoError(t, c.Close())
+	assert.ErrorIs(t, context.Cause(guard), interlock.ErrClosed)
+	assert.ErrorIs(t, rw.Read().Lock(ctx), rwlock.ErrClosed)
+	assert.ErrorIs(t, rw.Write().Lock(ctx), rwlock.ErrClosed)
+	assert.ErrorIs(t, rw.Read().Unlock(ctx), rwlock.ErrClosed)
+	_, err := rw.Write().ForceUnlock(ctx)
+	assert.ErrorIs(t, err, rwlock.ErrClosed)
+}
+
+func TestCloseWakesWaiters(t *testing.T) {
+	c, _ := newClient(t)
+	ctx := testCtx(t)
+	rw := rwlock.New(c, lockName(t))
+	require.NoError(t, rw.Write().Lock(owner(ctx)))
+	done := make(chan error, 2)
+	go func() { done <- rw.Read().Lock(ctx) }()
+	go func() { done <- rw.Write().Lock(owner(ctx)) }()
+	eventually(t, 2*time.Second, func() bool { return c.PubSub().Channels() == 1 }, "waiters not subscribed")
+	time.Sleep(50 * time.Millisecond)
+	require.NoError(t, c.Close())
+	for range 2 {
+		select {
+		case err := <-done:
+			assert.ErrorIs(t, err, rwlock.ErrClosed)
+		case <-time.After(5 * time.Second):
+			t.Fatal("a waiter hangs after Close")
+		}
+	}
+}
