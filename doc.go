@@ -6,6 +6,9 @@
 // and wake each other up. The lock kinds live in their own packages:
 //
 //	rlock     reentrant lock (Redisson RLock)
+//	fairlock  fair FIFO lock (Redisson RFairLock)
+//	rwlock    read/write lock (Redisson RReadWriteLock)
+//	fenced    fenced lock with monotonic tokens (Redisson RFencedLock)
 //
 // A Client wraps a rueidis.Client that the caller creates and closes:
 //

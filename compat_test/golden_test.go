@@ -30,7 +30,7 @@ import (
 // them; on a loaded two-core machine with -race that can take a while.
 const (
 	ttlSlack       = 3000 * time.Millisecond // how far below its lease a fresh PTTL may be
-	latchGone      = time.Second             // how soon the deleter must remove a latch
+	latchGone      = 3 * time.Second         // how soon the deleter must remove a latch (loaded CI)
 	markerTimeout  = 10 * time.Second        // how long a tap may take to see a marker
 	classicSettle  = 300 * time.Millisecond  // how long a tap that must see nothing is given
 	watchdogMillis = "30000"

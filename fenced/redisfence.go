@@ -1,0 +1,195 @@
+package fenced
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+
+	"github.com/redis/rueidis"
+
+	"github.com/interlock-go/interlock/internal/keys"
+	"github.com/interlock-go/interlock/lua"
+)
+
+// RedisFence is the resource side of fencing for data kept in Redis: the
+// caller's own keys, on any Redis the caller's rueidis client reaches (the
+// lock's or another). A fence key holds the highest token admitted for the
+// resource; every write through the RedisFence runs in one script
+// (lua/fence_write.lua) that compares the token with it, records the token
+// and performs the write, or refuses and changes nothing. No other command
+// can run between the check and the write.
+//
+// What it guarantees: once a write with token t has been admitted, no write
+// with a token below t is ever applied through this fence key. A holder
+// whose lock expired while it was paused, and that writes after a newer
+// holder did, is refused, however late its write arrives.
+//
+// What it does not: it protects only writes that go through it. Code that
+// writes the data keys directly, or through another fence key, is not
+// checked; the resource must be the one that checks, and a check the
+// writer makes itself before writing has the same race the lock has.
+// Tokens equal to the highest pass (the same holder writing again). An old
+// holder can still write as long as no newer token has been admitted: a
+// new holder that reads before it writes should call Admit first. Feed one
+// fence key the tokens of one lock name only.
+//
+// The fence key never expires and must not be written by anything else.
+// On a cluster the fence key and every data key must be in one slot (give
+// them one hash tag, such as "{ledger}:fence" and "{ledger}:balance");
+// keys in another slot are refused before anything is sent.
+//
+// A RedisFence is safe for concurrent use. Its methods return an error
+// wrapping interlock.ErrInvalid for a nil client, an empty fence key,
+// token 0 or a malformed write, before sending anything.
+type RedisFence struct {
+	rc  rueidis.Client
+	key string
+	err error
+}
+
+// NewRedisFence returns the fence that keeps its highest admitted token in
+// the key fenceKey, reached through rc. Errors in the arguments are
+// reported by every method.
+func NewRedisFence(rc rueidis.Client, fenceKey string) *RedisFence {
+	f := &RedisFence{rc: rc, key: fenceKey}
+	switch {
+	case rc == nil:
+		f.err = invalid("nil rueidis client")
+	case fenceKey == "":
+		f.err = invalid("empty fence key")
+	}
+	return f
+}
+
+// Key returns the fence key.
+func (f *RedisFence) Key() string { return f.key }
+
+// Write is one command that a RedisFence runs after admitting a token:
+// Cmd Key Args..., for any command whose first argument is its only key,
+// such as SET, HSET, DEL, INCRBY, RPUSH, XADD or PEXPIRE.
+type Write struct {
+	Cmd  string
+	Key  string
+	Args []string
+}
+
+// Exec admits token and runs writes in order, atomically, and reports
+// whether the token was admitted; a refused token is (false, nil) and
+// nothing is written. With no writes it is Admit.
+//
+// If a write fails on the server (say, WRONGTYPE), the error is returned:
+// the token and the writes before it have been applied, as with
+// MULTI/EXEC. If the reply is lost (ctx ends, the connection breaks), the
+// writes may or may not have been applied; Exec is not resent
+// automatically, because a write such as INCRBY must not run twice.
+func (f *RedisFence) Exec(ctx context.Context, token uint64, writes ...Write) (bool, error) {
+	if err := f.check(token); err != nil {
+		return false, err
+	}
+	cluster := f.rc.Mode() == rueidis.ClientModeCluster
+	slot := keys.Slot(f.key)
+	ks := []string{f.key}
+	index := map[string]int{}
+	argv := []string{strconv.FormatUint(token, 10)}
+	for i, w := range writes {
+		switch {
+		case w.Cmd == "":
+			return false, invalid("write %d has no command", i)
+		case w.Key == "":
+			return false, invalid("write %d (%s) has no key", i, w.Cmd)
+		case w.Key == f.key:
+			return false, invalid("write %d (%s) is to the fence key itself", i, w.Cmd)
+		case cluster && keys.Slot(w.Key) != slot:
+			return false, invalid("write %d (%s): key %q is in cluster slot %d, the fence key %q in slot %d (give them one hash tag)",
+				i, w.Cmd, w.Key, keys.Slot(w.Key), f.key, slot)
+		}
+		k, ok := index[w.Key]
+		if !ok {
+			ks = append(ks, w.Key)
+			k = len(ks) // KEYS is 1-based in Lua
+			index[w.Key] = k
+		}
+		argv = append(argv, strconv.Itoa(k), strconv.Itoa(len(w.Args)), w.Cmd)
+		argv = append(argv, w.Args...)
+	}
+	reply, err := lua.FenceWrite.Exec(ctx, f.rc, ks, argv).ToArray()
+	if err != nil {
+		return false, f.opErr(err)
+	}
+	if len(reply) != 2 {
+		return false, f.opErr(fmt.Errorf("fence script answered %d values, want 2", len(reply)))
+	}
+	admitted, err := reply[0].AsInt64()
+	if err != nil {
+		return false, f.opErr(err)
+	}
+	return admitted == 1, nil
+}
+
+// Admit admits token without writing anything, and reports whether it was
+// admitted. A new holder that calls it as soon as it has its token shuts
+// every older holder out from then on, before it reads the resource.
+func (f *RedisFence) Admit(ctx context.Context, token uint64) (bool, error) {
+	return f.Exec(ctx, token)
+}
+
+// Set is Exec with SET key value.
+func (f *RedisFence) Set(ctx context.Context, token uint64, key, value string) (bool, error) {
+	return f.Exec(ctx, token, Write{Cmd: "SET", Key: key, Args: []string{value}})
+}
+
+// HSet is Exec with HSET key field value [field value ...].
+func (f *RedisFence) HSet(ctx context.Context, token uint64, key string, fieldValues ...string) (bool, error) {
+	if len(fieldValues) == 0 || len(fieldValues)%2 != 0 {
+		return false, invalid("HSET takes field value pairs, got %d arguments", len(fieldValues))
+	}
+	return f.Exec(ctx, token, Write{Cmd: "HSET", Key: key, Args: fieldValues})
+}
+
+// Del is Exec with DEL of each key.
+func (f *RedisFence) Del(ctx context.Context, token uint64, dataKeys ...string) (bool, error) {
+	writes := make([]Write, len(dataKeys))
+	for i, k := range dataKeys {
+		writes[i] = Write{Cmd: "DEL", Key: k}
+	}
+	return f.Exec(ctx, token, writes...)
+}
+
+// Highest returns the highest token admitted so far (0: none).
+func (f *RedisFence) Highest(ctx context.Context) (uint64, error) {
+	if f.err != nil {
+		return 0, f.err
+	}
+	s, err := f.rc.Do(ctx, f.rc.B().Get().Key(f.key).Build()).ToString()
+	switch {
+	case rueidis.IsRedisNil(err):
+		return 0, nil
+	case err != nil:
+		return 0, f.opErr(err)
+	}
+	t, err := strconv.ParseUint(s, 10, 64)
+	if err != nil || t == 0 {
+		return 0, f.opErr(fmt.Errorf("the fence key holds %q, not a token", s))
+	}
+	return t, nil
+}
+
+func (f *RedisFence) check(token uint64) error {
+	switch {
+	case f.err != nil:
+		return f.err
+	case token == 0:
+		return invalid("token 0 is not a fencing token")
+	}
+	return nil
+}
+
+// opErr wraps a failure with the fence key; context errors are returned as
+// they are.
+func (f *RedisFence) opErr(err error) error {
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return err
+	}
+	return fmt.Errorf("fenced: fence %s: %w", f.key, err)
+}
