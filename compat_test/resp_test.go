@@ -4,13 +4,14 @@ import (
 	"bufio"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/interlock-go/interlock/internal/redisproc"
 )
 
 // The golden tests watch Redis through plain RESP2 connections of their own:
@@ -22,79 +23,7 @@ import (
 // ioTimeout bounds every synchronous read or write on a test connection.
 const ioTimeout = 10 * time.Second
 
-// respErr is an error reply ("-ERR ...").
-type respErr string
-
-func (e respErr) Error() string { return string(e) }
-
-var errMalformed = errors.New("compat: malformed RESP reply")
-
-// readValue reads one RESP2 value: a string (simple or bulk), an int64, a
-// []any, nil, or a respErr (returned as the value when nested in an array,
-// as the error otherwise).
-func readValue(r *bufio.Reader) (any, error) {
-	line, err := r.ReadString('\n')
-	if err != nil {
-		return nil, err
-	}
-	if len(line) < 3 || line[len(line)-2] != '\r' {
-		return nil, errMalformed
-	}
-	body := line[1 : len(line)-2]
-	switch line[0] {
-	case '+':
-		return body, nil
-	case '-':
-		return nil, respErr(body)
-	case ':':
-		return strconv.ParseInt(body, 10, 64)
-	case '$':
-		n, err := strconv.Atoi(body)
-		if err != nil {
-			return nil, errMalformed
-		}
-		if n < 0 {
-			return nil, nil
-		}
-		buf := make([]byte, n+2)
-		if _, err := io.ReadFull(r, buf); err != nil {
-			return nil, err
-		}
-		return string(buf[:n]), nil
-	case '*':
-		n, err := strconv.Atoi(body)
-		if err != nil {
-			return nil, errMalformed
-		}
-		if n < 0 {
-			return nil, nil
-		}
-		vals := make([]any, n)
-		for i := range vals {
-			v, err := readValue(r)
-			var re respErr
-			if errors.As(err, &re) {
-				v, err = re, nil
-			}
-			if err != nil {
-				return nil, err
-			}
-			vals[i] = v
-		}
-		return vals, nil
-	}
-	return nil, errMalformed
-}
-
-// encodeCommand renders args as a RESP2 array of bulk strings.
-func encodeCommand(args []string) []byte {
-	b := fmt.Appendf(nil, "*%d\r\n", len(args))
-	for _, a := range args {
-		b = fmt.Appendf(b, "$%d\r\n%s\r\n", len(a), a)
-	}
-	return b
-}
-
+// redisproc.ReplyError is an error reply ("-ERR ...").
 // conn is a request/response connection to one node.
 type conn struct {
 	t    testing.TB
@@ -119,10 +48,10 @@ func (c *conn) try(args ...string) (any, error) {
 	if err := c.nc.SetDeadline(time.Now().Add(ioTimeout)); err != nil {
 		return nil, err
 	}
-	if _, err := c.nc.Write(encodeCommand(args)); err != nil {
+	if _, err := c.nc.Write(redisproc.EncodeCommand(args)); err != nil {
 		return nil, err
 	}
-	return readValue(c.r)
+	return redisproc.ReadReply(c.r)
 }
 
 // do sends one command and fails the test on any error, including an
@@ -243,11 +172,11 @@ func openStream(t testing.TB, addr string, acks int, cmd ...string) *stream {
 	if err := nc.SetDeadline(time.Now().Add(ioTimeout)); err != nil {
 		fail(err)
 	}
-	if _, err := nc.Write(encodeCommand(cmd)); err != nil {
+	if _, err := nc.Write(redisproc.EncodeCommand(cmd)); err != nil {
 		fail(err)
 	}
 	for range acks {
-		if _, err := readValue(r); err != nil {
+		if _, err := redisproc.ReadReply(r); err != nil {
 			fail(err)
 		}
 	}
@@ -263,8 +192,8 @@ func openStream(t testing.TB, addr string, acks int, cmd ...string) *stream {
 func (s *stream) read(r *bufio.Reader) {
 	defer close(s.done)
 	for {
-		v, err := readValue(r)
-		var re respErr
+		v, err := redisproc.ReadReply(r)
+		var re redisproc.ReplyError
 		if errors.As(err, &re) {
 			v, err = re, nil
 		}
@@ -415,7 +344,7 @@ func unquoteRepr(s string) (string, int, error) {
 			b.WriteByte('\b')
 		case 'x':
 			if i+2 >= len(s) {
-				return "", 0, errMalformed
+				return "", 0, redisproc.ErrProtocol
 			}
 			v, err := strconv.ParseUint(s[i+1:i+3], 16, 8)
 			if err != nil {

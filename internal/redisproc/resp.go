@@ -55,11 +55,7 @@ func (c *Conn) Close() error { return c.conn.Close() }
 // Do sends one command and reads its reply: a string (simple or bulk), an
 // int64, a []any, or nil. An error reply is returned as a ReplyError.
 func (c *Conn) Do(args ...string) (any, error) {
-	b := fmt.Appendf(nil, "*%d\r\n", len(args))
-	for _, a := range args {
-		b = fmt.Appendf(b, "$%d\r\n%s\r\n", len(a), a)
-	}
-	if _, err := c.conn.Write(b); err != nil {
+	if _, err := c.conn.Write(EncodeCommand(args)); err != nil {
 		return nil, err
 	}
 	return ReadReply(c.r)
@@ -76,6 +72,16 @@ func (c *Conn) DoString(args ...string) (string, error) {
 		return "", fmt.Errorf("%s: unexpected reply %v", strings.Join(args, " "), v)
 	}
 	return s, nil
+}
+
+// EncodeCommand renders args as a RESP2 array of bulk strings, the form of
+// a command on the wire.
+func EncodeCommand(args []string) []byte {
+	b := fmt.Appendf(nil, "*%d\r\n", len(args))
+	for _, a := range args {
+		b = fmt.Appendf(b, "$%d\r\n%s\r\n", len(a), a)
+	}
+	return b
 }
 
 // Command dials addr, runs one command and hangs up.
