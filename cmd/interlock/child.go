@@ -9,12 +9,9 @@ import (
 	"os/exec"
 	"syscall"
 	"time"
-
-	"github.com/interlock-go/interlock/rlock"
 )
 
 // envLock names the variable that tells CMD which lock it runs under.
-// (INTERLOCK_FENCE_TOKEN is reserved for the fenced kind.)
 const envLock = "INTERLOCK_LOCK"
 
 // child is CMD, running.
@@ -29,11 +26,11 @@ type child struct {
 }
 
 // startChild starts CMD with interlock's stdio and environment plus
-// INTERLOCK_LOCK.
-func startChild(io stdio, cfg *runConfig) (*child, error) {
+// INTERLOCK_LOCK and env (the lock kind's own variables).
+func startChild(io stdio, cfg *runConfig, env []string) (*child, error) {
 	cmd := exec.Command(cfg.argv[0], cfg.argv[1:]...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = io.in, io.out, io.err
-	cmd.Env = append(os.Environ(), envLock+"="+cfg.lock)
+	cmd.Env = append(append(os.Environ(), envLock+"="+cfg.lock), env...)
 	ownGroup := !inTerminalForeground()
 	cmd.SysProcAttr = childAttr(ownGroup)
 	if err := cmd.Start(); err != nil {
@@ -89,9 +86,9 @@ func (c *child) status() error {
 // CMD, and if the lock is lost it terminates CMD (SIGTERM, then SIGKILL
 // after cfg.grace). It returns once CMD exited, with CMD's status, or
 // with lost set and exitLost when the lock was lost.
-func supervise(ctx context.Context, io stdio, m *rlock.Mutex, cfg *runConfig, sigs <-chan os.Signal) (lost bool, status error) {
-	guard := m.Guard(ctx)
-	c, err := startChild(io, cfg)
+func supervise(ctx context.Context, io stdio, l locker, cfg *runConfig, sigs <-chan os.Signal) (lost bool, status error) {
+	guard := l.guard(ctx)
+	c, err := startChild(io, cfg, l.env())
 	if err != nil {
 		return false, err
 	}

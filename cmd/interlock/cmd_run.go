@@ -7,11 +7,11 @@ import (
 	"os"
 	"os/signal"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/interlock-go/interlock"
 	"github.com/interlock-go/interlock/internal/keys"
-	"github.com/interlock-go/interlock/rlock"
 )
 
 // Defaults of run's flags.
@@ -21,15 +21,6 @@ const (
 	// lock acquired just as a signal arrived.
 	unlockTimeout = 5 * time.Second
 )
-
-// Lock kinds --kind knows. Only kindReentrant is implemented; the others
-// are reserved so that scripts written now keep working.
-const (
-	kindReentrant = "reentrant"
-)
-
-// reservedKinds are the kinds --kind accepts in the future.
-var reservedKinds = []string{"fair", "read", "write", "fenced"}
 
 // runConfig is what "interlock run" was asked to do.
 type runConfig struct {
@@ -90,16 +81,12 @@ func parseRunArgs(io stdio, args []string) (*runConfig, error) {
 	return cfg, nil
 }
 
-// checkKind accepts reentrant and refuses the reserved kinds with a clear
-// "not supported yet".
+// checkKind accepts the lock kinds run knows.
 func checkKind(kind string) error {
-	switch {
-	case kind == kindReentrant:
+	if slices.Contains(lockKinds, kind) {
 		return nil
-	case slices.Contains(reservedKinds, kind):
-		return usageErrorf("run", "--kind %s is not supported yet; only --kind reentrant is", kind)
 	}
-	return usageErrorf("run", "unknown --kind %q (want reentrant)", kind)
+	return usageErrorf("run", "unknown --kind %q (want %s)", kind, strings.Join(lockKinds, ", "))
 }
 
 // runCmd is "interlock run": lock, run CMD under the lock, unlock.
@@ -122,18 +109,21 @@ func runCmd(ctx context.Context, io stdio, args []string) error {
 	// The owner id is the pid, so that "interlock inspect" tells which
 	// process on the client's host holds the lock.
 	ctx = interlock.WithOwner(ctx, int64(os.Getpid()))
-	m := rlock.New(c.lc, cfg.lock)
-	if err := acquire(ctx, io, m, cfg, sigs); err != nil {
+	l, err := newLocker(c.lc, cfg.kind, cfg.lock)
+	if err != nil {
+		return withCode(exitUsage, err)
+	}
+	if err := acquire(ctx, l, cfg, sigs); err != nil {
 		return err
 	}
-	lost, status := supervise(ctx, io, m, cfg, sigs)
-	return release(ctx, io, m, cfg, lost, status)
+	lost, status := supervise(ctx, io, l, cfg, sigs)
+	return release(ctx, io, l, cfg, lost, status)
 }
 
 // acquire takes the lock as cfg says. A signal from sigs abandons the wait
 // and ends interlock with 128+signal; should the lock have been taken at
 // that moment, it is released first.
-func acquire(ctx context.Context, io stdio, m *rlock.Mutex, cfg *runConfig, sigs <-chan os.Signal) error {
+func acquire(ctx context.Context, l locker, cfg *runConfig, sigs <-chan os.Signal) error {
 	actx, cancel := context.WithCancel(ctx)
 	var got os.Signal
 	done := make(chan struct{})
@@ -145,46 +135,43 @@ func acquire(ctx context.Context, io stdio, m *rlock.Mutex, cfg *runConfig, sigs
 		case <-actx.Done():
 		}
 	}()
-	ok, err := lockOnce(actx, m, cfg)
+	ok, err := l.acquire(actx, cfg.wait, cfg.lease)
 	cancel()
 	<-done
 	if got != nil {
 		if ok {
-			unlockQuietly(ctx, m)
+			unlockQuietly(ctx, l.unlock)
 		}
-		return failf(signalExit(got), "%v while waiting for lock %q", got, cfg.lock)
+		return failf(signalExit(got), "%v while waiting for %s", got, cfg.describeLock())
 	}
 	switch {
 	case err != nil:
-		return failf(exitUnavailable, "cannot lock %q: %w", cfg.lock, err)
+		return failf(exitUnavailable, "cannot take %s: %w", cfg.describeLock(), err)
 	case !ok:
-		return failf(exitBusy, "lock %q is busy: another owner still held it after --wait %v", cfg.lock, cfg.wait.d)
+		return failf(exitBusy, "%s is busy: another owner still held it after --wait %v", cfg.describeLock(), cfg.wait.d)
 	}
 	return nil
 }
 
-// lockOnce calls the rlock method that matches --wait and --lease.
-func lockOnce(ctx context.Context, m *rlock.Mutex, cfg *runConfig) (bool, error) {
-	switch {
-	case cfg.wait.set:
-		return m.TryLock(ctx, cfg.wait.d, cfg.lease)
-	case cfg.lease > 0:
-		return true, m.LockLease(ctx, cfg.lease)
-	default:
-		return true, m.Lock(ctx)
+// describeLock names the lock for messages: `lock "L"`, or with the kind
+// when it is not the default, as in `write lock "L"`.
+func (cfg *runConfig) describeLock() string {
+	if cfg.kind == kindReentrant {
+		return fmt.Sprintf("lock %q", cfg.lock)
 	}
+	return fmt.Sprintf("%s lock %q", cfg.kind, cfg.lock)
 }
 
 // release unlocks after CMD exited and decides the exit: CMD's status, or
 // exitLost when the lock was lost while CMD ran, or found gone at unlock.
-func release(ctx context.Context, io stdio, m *rlock.Mutex, cfg *runConfig, lost bool, status error) error {
+func release(ctx context.Context, io stdio, l locker, cfg *runConfig, lost bool, status error) error {
 	uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), unlockTimeout)
 	defer cancel()
-	err := m.Unlock(uctx)
+	err := l.unlock(uctx)
 	switch {
 	case lost:
 		return status // already exitLost
-	case errors.Is(err, rlock.ErrNotHeld):
+	case errors.Is(err, l.notHeld()):
 		return failf(exitLost, "lock %q was gone when CMD exited: it expired or was force-unlocked while CMD ran", cfg.lock)
 	case err != nil:
 		fmt.Fprintf(io.err, "interlock: warning: cannot unlock %q: %v; it expires by itself within %v\n", cfg.lock, err, holdLease(cfg))
@@ -194,10 +181,10 @@ func release(ctx context.Context, io stdio, m *rlock.Mutex, cfg *runConfig, lost
 
 // unlockQuietly releases a hold nobody will use, ignoring errors: the
 // lock then expires by itself.
-func unlockQuietly(ctx context.Context, m *rlock.Mutex) {
+func unlockQuietly(ctx context.Context, unlock func(context.Context) error) {
 	uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), unlockTimeout)
 	defer cancel()
-	_ = m.Unlock(uctx)
+	_ = unlock(uctx)
 }
 
 // holdLease is the longest a hold of cfg survives without renewal.

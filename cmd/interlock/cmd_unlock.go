@@ -3,16 +3,24 @@ package main
 import (
 	"context"
 	"fmt"
+	"slices"
+	"strings"
 
+	"github.com/interlock-go/interlock"
+	"github.com/interlock-go/interlock/fairlock"
+	"github.com/interlock-go/interlock/fenced"
 	"github.com/interlock-go/interlock/internal/keys"
 	"github.com/interlock-go/interlock/rlock"
+	"github.com/interlock-go/interlock/rwlock"
 )
 
-// unlockCmd is "interlock unlock --force LOCK": rlock's ForceUnlock.
+// unlockCmd is "interlock unlock --force [--kind KIND] LOCK": the
+// ForceUnlock of the lock's kind, as found in Redis or as --kind says.
 func unlockCmd(ctx context.Context, io stdio, args []string) error {
 	fs := newFlagSet("unlock")
 	redis := addRedisFlag(fs, io.getenv)
 	force := fs.Bool("force", false, "confirm breaking the lock")
+	asked := fs.String("kind", "", "lock kind")
 	names, err := parseFlags(fs, io, args)
 	if err != nil {
 		return err
@@ -23,6 +31,9 @@ func unlockCmd(ctx context.Context, io stdio, args []string) error {
 	name := names[0]
 	if err := keys.Check(name); err != nil {
 		return usageErrorf("unlock", "%v", err)
+	}
+	if *asked != "" && !slices.Contains(lockKinds, *asked) {
+		return usageErrorf("unlock", "unknown --kind %q (want %s)", *asked, strings.Join(lockKinds, ", "))
 	}
 	if !*force {
 		return failf(exitUsage, "unlock: refusing to unlock %q without --force: unlocking deletes the lock whoever holds it, "+
@@ -38,21 +49,88 @@ func unlockCmd(ctx context.Context, io stdio, args []string) error {
 	if err != nil {
 		return failf(exitUnavailable, "unlock %q: %w", name, err)
 	}
-	switch kind := detectKind(f); kind {
-	case kindReentrant, kindFenced, kindNone:
-		// A fenced lock is released like a reentrant one (Redisson's
-		// RedissonFencedLock inherits forceUnlock); its token stays.
-	default:
-		return failf(exitUsage, "unlock: %q is a %s lock; unlocking it is not supported yet", name, kind)
+	kind, err := unlockKind(f, *asked)
+	if err != nil {
+		return err
 	}
-	deleted, err := rlock.New(c.lc, name).ForceUnlock(ctx)
+	deleted, err := forceUnlock(ctx, c.lc, kind, name)
 	if err != nil {
 		return failf(exitUnavailable, "unlock %q: %w", name, err)
 	}
 	if deleted {
-		fmt.Fprintf(io.out, "%s: unlocked (forced)\n", name)
-	} else {
-		fmt.Fprintf(io.out, "%s: was not locked\n", name)
+		fmt.Fprintf(io.out, "%s: unlocked (forced, %s)\n", name, kind)
+		return nil
 	}
+	// Nothing deleted: the lock was free, or it is not locked as kind
+	// (a read/write lock in the other mode).
+	n, err := c.rc.Do(ctx, c.rc.B().Exists().Key(name).Build()).AsInt64()
+	if err != nil {
+		return failf(exitUnavailable, "unlock %q: %w", name, err)
+	}
+	if n == 1 {
+		return failf(exitFailure, "unlock: %q is still locked: it is not locked as a %s lock (see 'interlock inspect %s'); nothing was deleted",
+			name, kind, name)
+	}
+	fmt.Fprintf(io.out, "%s: was not locked\n", name)
 	return nil
+}
+
+// unlockKind chooses the ForceUnlock for the lock the facts show: the
+// kind asked for with --kind, unless it contradicts what Redis holds, or
+// else the kind found there (a read/write lock's mode tells read from
+// write). A lock that is no Redisson lock is refused.
+func unlockKind(f *facts, asked string) (string, error) {
+	detected := detectKind(f)
+	refuse := func(want string) error {
+		return failf(exitUsage, "unlock: %q is a %s lock, not a %s lock; use %s", f.name, detected, asked, want)
+	}
+	switch detected {
+	case kindUnknown:
+		return "", failf(exitUsage, "unlock: %q is a %s key, not a Redisson lock; it was not deleted", f.name, f.keyType)
+	case kindReadWrite:
+		switch mode := f.fields["mode"]; {
+		case asked == kindRead || asked == kindWrite:
+			return asked, nil
+		case asked != "":
+			return "", refuse("--kind read or --kind write")
+		case mode == "read" || mode == "write":
+			return mode, nil
+		default:
+			return "", failf(exitUsage, "unlock: %q is a read/write lock in mode %q; say --kind read or --kind write", f.name, mode)
+		}
+	case kindFair:
+		// The other kinds' unlock would not wake the head of the queue.
+		if asked != "" && asked != kindFair {
+			return "", refuse("--kind fair, or no --kind")
+		}
+		return kindFair, nil
+	case kindFenced, kindReentrant:
+		if asked == kindRead || asked == kindWrite {
+			return "", refuse("--kind " + detected + ", or no --kind")
+		}
+	}
+	switch {
+	case asked != "":
+		return asked, nil
+	case detected == kindNone:
+		return kindReentrant, nil
+	}
+	return detected, nil
+}
+
+// forceUnlock deletes lock name with the ForceUnlock of kind (one of
+// lockKinds) and reports whether there was a lock to delete.
+func forceUnlock(ctx context.Context, c *interlock.Client, kind, name string) (bool, error) {
+	switch kind {
+	case kindFair:
+		return fairlock.New(c, name).ForceUnlock(ctx)
+	case kindRead:
+		return rwlock.New(c, name).Read().ForceUnlock(ctx)
+	case kindWrite:
+		return rwlock.New(c, name).Write().ForceUnlock(ctx)
+	case kindFenced:
+		return fenced.New(c, name).ForceUnlock(ctx)
+	default:
+		return rlock.New(c, name).ForceUnlock(ctx)
+	}
 }

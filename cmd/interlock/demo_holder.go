@@ -79,7 +79,7 @@ func holderCmd(ctx context.Context, io stdio, args []string) error {
 		case line, ok := <-lines:
 			if !ok {
 				if guard.Err() == nil {
-					unlockQuietly(ctx, m)
+					unlockQuietly(ctx, m.Unlock)
 				}
 				return nil
 			}

@@ -1,13 +1,14 @@
 // Command interlock uses Redisson-compatible distributed locks from the
 // shell: its locks are the ones a Java application gets from
-// RedissonClient.getLock(name), so the two exclude each other.
+// RedissonClient.getLock(name), getFairLock, getReadWriteLock and
+// getFencedLock, so the two exclude each other.
 //
 // Usage:
 //
-//	interlock run     [--redis URL] [--kind reentrant] [--wait D] [--lease D]
+//	interlock run     [--redis URL] [--kind KIND] [--wait D] [--lease D]
 //	                  [--watchdog-timeout D] [--grace D] LOCK -- CMD [ARGS...]
 //	interlock inspect [--redis URL] [--json] LOCK...
-//	interlock unlock  [--redis URL] --force LOCK
+//	interlock unlock  [--redis URL] [--kind KIND] --force LOCK
 //	interlock demo    [--redis URL]
 //	interlock help    [COMMAND]
 //
@@ -16,16 +17,26 @@
 // INTERLOCK_LOCK=LOCK in its environment, and unlocks when CMD exits. The
 // watchdog keeps the lock alive while CMD runs, or --lease gives it a fixed
 // lease. If the lock is lost while CMD runs, CMD gets SIGTERM (to its
-// process group), SIGKILL after --grace, and run exits 79. The --kind
-// values fair, read, write and fenced are reserved: they are refused with
-// a usage error until those lock kinds are implemented, when fenced will
-// also export INTERLOCK_FENCE_TOKEN.
+// process group), SIGKILL after --grace, and run exits 79.
 //
-// inspect decodes what Redis holds for a lock, whoever wrote it: its kind,
-// holders (client id, owner id, ":write", hold count) and TTL, as a table or
-// as JSON (one object per line). unlock --force deletes a lock whoever
-// holds it. demo tells, with real timings, why locks need a watchdog; with
-// no Redis at hand it starts a throwaway redis-server from PATH.
+// KIND is reentrant (the default; Redisson's RLock), fair (RFairLock:
+// waiters are served in the order they queued; --wait is also the
+// waiter's grace in the queue, 5m without it), read or write (the two
+// halves of RReadWriteLock) or fenced (RFencedLock: CMD also gets
+// INTERLOCK_FENCE_TOKEN, the acquisition's fencing token, larger than every
+// token handed out for the lock before).
+//
+// inspect decodes what Redis holds for a lock, whoever wrote it (Go or
+// Java): its kind and TTL; its holders (client id, owner id, hold count),
+// for a read/write lock its mode, readers with the TTL of each read hold
+// and the writer; for a fair lock the queue in order, each waiter with its
+// deadline as an absolute time and as the time left, stale waiters marked;
+// for a fenced lock the current token. It prints a table or JSON (one
+// object per line); what does not look like a lock becomes a note, never
+// a failure. unlock --force deletes a lock whoever holds it, with the
+// forceUnlock of its kind (found in Redis, or given with --kind). demo
+// tells, with real timings, why locks need a watchdog; with no Redis at
+// hand it starts a throwaway redis-server from PATH.
 //
 // --redis takes redis://, rediss:// and unix:// URLs (or host:port);
 // several, repeated or comma-separated, name the nodes of a cluster. The
@@ -36,9 +47,10 @@
 // The codes are stable; scripts may rely on them.
 //
 //	0-125  run: CMD's exit status; other commands: 0 on success
-//	1      another failure (a demo scene that did not go as told)
+//	1      another failure (a demo scene that did not go as told, a lock
+//	       unlock left because it is not locked as --kind said)
 //	64     usage error: bad flags or arguments, an unusable lock name,
-//	       a --kind not supported yet, unlock without --force
+//	       unlock without --force or of a key that is no lock of that kind
 //	69     Redis unreachable or failing, or another failure before CMD started
 //	75     run: the lock was still busy when --wait ran out
 //	79     run: the lock was lost while CMD ran (CMD was terminated), or

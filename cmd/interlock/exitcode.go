@@ -11,10 +11,12 @@ const (
 	// exitOK: success (for run: CMD exited 0).
 	exitOK = 0
 	// exitFailure: a failure that has no code of its own, such as a demo
-	// scene that did not turn out as it should.
+	// scene that did not turn out as it should, or an unlock that left the
+	// lock because it is not locked as --kind said.
 	exitFailure = 1
 	// exitUsage: bad flags or arguments, a lock name Redisson's key rules
-	// refuse, a lock kind that is not supported yet (sysexits EX_USAGE).
+	// refuse, unlock of a key that is no lock of the kind asked for
+	// (sysexits EX_USAGE).
 	exitUsage = 64
 	// exitUnavailable: Redis is unreachable or failed, or something else
 	// went wrong before CMD started (sysexits EX_UNAVAILABLE).

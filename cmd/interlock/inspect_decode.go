@@ -3,35 +3,32 @@ package main
 import (
 	"fmt"
 	"maps"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/interlock-go/interlock/internal/keys"
 )
 
-// Lock kinds as inspect names them.
+// Lock kinds as inspect names them, besides kindReentrant, kindFair and
+// kindFenced (locker.go).
 const (
 	kindNone      = "none"       // nothing in Redis under this name
-	kindFair      = "fair"       // RedissonFairLock
 	kindReadWrite = "read/write" // RedissonReadWriteLock
-	kindFenced    = "fenced"     // RedissonFencedLock
 	kindUnknown   = "unknown"    // a key that is no Redisson lock
 )
 
-// facts is what Redis holds for one lock name, read in one round trip (see
-// probe). Decoding the facts is separate from reading them so that it can
-// be tested without Redis and extended kind by kind.
-type facts struct {
-	name       string
-	keyType    string            // TYPE of the lock key: "none", "hash", ...
-	pttl       int64             // PTTL of the lock key: -2 absent, -1 no expiry
-	fields     map[string]string // the lock hash, when it is one
-	fairQueue  bool              // redisson_lock_queue:{name} exists
-	fairTimes  bool              // redisson_lock_timeout:{name} exists
-	fenceToken string            // redisson_lock_token:{name}, "" when absent
-}
+// Roles of the rows of a report: who holds the lock, who waits for it.
+const (
+	roleHolder = "holder" // of a reentrant, fair or fenced lock
+	roleReader = "reader" // a read/write lock's reader
+	roleWriter = "writer" // a read/write lock's writer
+	roleWaiter = "waiter" // a fair lock's queued waiter
+)
 
-// lockReport is inspect's answer for one lock, printed as a table row or
+// lockReport is inspect's answer for one lock, printed as table rows or
 // as one JSON object.
 type lockReport struct {
 	Name   string `json:"name"`
@@ -43,9 +40,12 @@ type lockReport struct {
 	// Mode is a read/write lock's "mode" field: "read" or "write".
 	Mode    string   `json:"mode,omitempty"`
 	Holders []holder `json:"holders"`
+	// Queue is a fair lock's waiters, first in line first.
+	Queue []waiter `json:"queue,omitempty"`
 	// KeyType is the Redis type of a lock key that is not a hash.
 	KeyType string `json:"key_type,omitempty"`
-	// FenceToken is the last fencing token a fenced lock handed out.
+	// FenceToken is the last fencing token a fenced lock handed out: the
+	// holder's, while it is locked.
 	FenceToken string `json:"fence_token,omitempty"`
 	// Notes say what was found but is not decoded, or looks wrong.
 	Notes []string `json:"notes,omitempty"`
@@ -66,6 +66,35 @@ type holder struct {
 	Write bool `json:"write,omitempty"`
 	// Holds is the hold count: how often the owner (re-)entered the lock.
 	Holds int64 `json:"holds"`
+	// ReadHoldTTLms are a reader's read holds' remaining times to live in
+	// milliseconds, hold 1 first: the PTTLs of the keys
+	// {LOCK}:<field>:rwlock_timeout:<k>. -2: the key is gone (that hold
+	// is dead), -1: it has no expiry.
+	ReadHoldTTLms []int64 `json:"read_hold_ttl_ms,omitempty"`
+	// Stale marks a reader all of whose read holds' keys are gone: a
+	// reader that died without unlocking.
+	Stale bool `json:"stale,omitempty"`
+}
+
+// waiter is one entry of a fair lock's queue.
+type waiter struct {
+	// Position is the place in the queue, 1 for the head.
+	Position int `json:"position"`
+	// Owner is the entry as stored, "<client id>:<owner id>".
+	Owner    string `json:"owner"`
+	ClientID string `json:"client_id"`
+	OwnerID  int64  `json:"owner_id"`
+	// DeadlineMs is the waiter's deadline in redisson_lock_timeout:{LOCK},
+	// in epoch milliseconds of its client's clock; 0 when it has none.
+	DeadlineMs int64 `json:"deadline_ms,omitempty"`
+	// Deadline is DeadlineMs as an RFC 3339 time on inspect's clock.
+	Deadline string `json:"deadline,omitempty"`
+	// RemainingMs is the time left until the deadline on inspect's clock
+	// (negative once it passed); 0 when there is no deadline.
+	RemainingMs int64 `json:"remaining_ms"`
+	// Stale marks a waiter whose deadline has passed: taken for dead, it
+	// is dropped once it is at the head of the queue.
+	Stale bool `json:"stale,omitempty"`
 }
 
 // ttl returns the report's TTL as a duration (-1 for none).
@@ -77,21 +106,37 @@ func (r *lockReport) ttl() time.Duration {
 }
 
 // kindRule recognises one lock kind from the facts. Rules are tried in
-// order and the first match names the kind; the next lock kinds add a
-// rule here, and their own decoding in decode.
+// order and the first match names the kind; decode then decodes whatever
+// the facts hold, whatever the kind.
 type kindRule struct {
 	kind  string
 	match func(f *facts) bool
 }
 
-// kindRules lists the rules, most specific first: a fenced or fair lock
-// is also a plain hash, so those are checked before "reentrant".
+// kindRules lists the rules, most specific first: a read/write lock says
+// so in its hash; fenced and fair locks are plain hashes with keys beside
+// them (which outlive the hash: a fenced lock's token forever, a fair
+// lock's queue while anyone waits), so they come before "reentrant". A
+// fair lock that nobody waits for is indistinguishable from a reentrant
+// one, and shows as such.
 var kindRules = []kindRule{
-	{kindFenced, func(f *facts) bool { return f.fenceToken != "" }},
-	{kindFair, func(f *facts) bool { return f.fairQueue || f.fairTimes }},
-	{kindReadWrite, func(f *facts) bool { _, ok := f.fields["mode"]; return f.keyType == "hash" && ok }},
+	{kindReadWrite, hasMode},
+	{kindFenced, func(f *facts) bool { return f.tokenType != "none" && f.tokenType != "" }},
+	{kindFair, hasQueue},
 	{kindReentrant, func(f *facts) bool { return f.keyType == "hash" }},
 	{kindNone, func(f *facts) bool { return f.keyType == "none" }},
+}
+
+// hasMode reports whether the lock is a hash with a "mode" field: a
+// read/write lock.
+func hasMode(f *facts) bool {
+	_, ok := f.fields["mode"]
+	return f.keyType == "hash" && ok
+}
+
+// hasQueue reports whether a fair lock's queue or deadlines exist.
+func hasQueue(f *facts) bool {
+	return (f.queueType != "none" && f.queueType != "") || (f.timesType != "none" && f.timesType != "")
 }
 
 // detectKind names the kind of lock the facts show.
@@ -104,16 +149,16 @@ func detectKind(f *facts) string {
 	return kindUnknown
 }
 
-// decode turns the facts about one lock into a report.
+// decode turns the facts about one lock into a report. It never fails:
+// whatever does not look like a Redisson lock becomes a note.
 func decode(f *facts) lockReport {
 	r := lockReport{Name: f.name, Kind: detectKind(f), Holders: []holder{}}
 	switch f.keyType {
-	case "none":
+	case "none", "":
 	case "hash":
 		r.Locked = true
 		r.TTLms = f.pttl
-		r.Mode = f.fields["mode"]
-		r.Holders, r.Notes = decodeHolders(f.fields, r.Kind == kindReadWrite)
+		r.Holders, r.Notes = decodeHolders(f.fields, hasMode(f))
 	default:
 		r.Locked = true
 		r.TTLms = f.pttl
@@ -123,14 +168,16 @@ func decode(f *facts) lockReport {
 	if r.TTLms < -1 {
 		r.TTLms = 0 // the key vanished between TYPE and PTTL
 	}
-	switch r.Kind {
-	case kindFair:
-		r.Notes = append(r.Notes, "fair lock: the waiter queue is not decoded yet")
-	case kindFenced:
-		r.FenceToken = f.fenceToken
-		r.Notes = append(r.Notes, "fenced lock: decoded as reentrant; the token is the last one handed out")
-	case kindReadWrite:
-		r.Notes = append(r.Notes, "read/write lock: reader timeouts are not decoded yet")
+	if hasMode(f) {
+		r.Notes = append(r.Notes, decodeReadWrite(f, &r)...)
+	}
+	if hasQueue(f) {
+		r.Notes = append(r.Notes, decodeQueue(f, &r)...)
+	}
+	r.Notes = append(r.Notes, decodeToken(f, &r)...)
+	r.Notes = append(r.Notes, mixedKinds(f, r.Kind)...)
+	for _, e := range f.replyErrors {
+		r.Notes = append(r.Notes, "Redis replied with an error (did the lock change meanwhile?): "+e)
 	}
 	return r
 }
@@ -164,17 +211,168 @@ func parseHolder(field, value string) (holder, error) {
 	}
 	holds, countErr := strconv.ParseInt(value, 10, 64)
 	h.Holds = holds
-	i := strings.LastIndexByte(rest, ':')
-	if i <= 0 {
-		return h, fmt.Errorf("not \"<client id>:<owner id>\"")
-	}
-	id, err := strconv.ParseInt(rest[i+1:], 10, 64)
+	client, id, err := parseOwner(rest)
 	if err != nil {
-		return h, fmt.Errorf("owner id %q is not an integer", rest[i+1:])
+		return h, err
 	}
-	h.ClientID, h.OwnerID = rest[:i], id
-	if countErr != nil {
+	h.ClientID, h.OwnerID = client, id
+	switch {
+	case countErr != nil:
 		return h, fmt.Errorf("hold count %q is not an integer", value)
+	case holds <= 0:
+		return h, fmt.Errorf("hold count %d is not positive", holds)
 	}
 	return h, nil
 }
+
+// parseOwner splits an owner string "<client id>:<owner id>".
+func parseOwner(owner string) (client string, id int64, err error) {
+	i := strings.LastIndexByte(owner, ':')
+	if i <= 0 {
+		return "", 0, fmt.Errorf("not \"<client id>:<owner id>\"")
+	}
+	id, err = strconv.ParseInt(owner[i+1:], 10, 64)
+	if err != nil {
+		return "", 0, fmt.Errorf("owner id %q is not an integer", owner[i+1:])
+	}
+	return owner[:i], id, nil
+}
+
+// decodeReadWrite fills in a read/write lock's mode and its readers' read
+// hold TTLs, and returns notes on what looks wrong.
+func decodeReadWrite(f *facts, r *lockReport) []string {
+	var notes []string
+	r.Mode = f.fields["mode"]
+	writers := 0
+	for _, h := range r.Holders {
+		if h.Write {
+			writers++
+		}
+	}
+	switch {
+	case r.Mode == "write" && writers == 0:
+		notes = append(notes, `mode is "write" but no field names a writer ("<client id>:<owner id>:write")`)
+	case r.Mode == "read" && writers > 0:
+		notes = append(notes, `mode is "read" but a field names a writer`)
+	case r.Mode != "read" && r.Mode != "write":
+		notes = append(notes, fmt.Sprintf(`mode %q is neither "read" nor "write"`, r.Mode))
+	}
+	if writers > 1 {
+		notes = append(notes, fmt.Sprintf("%d fields name a writer; a read/write lock has one", writers))
+	}
+	byField := map[string]readerKeys{}
+	for _, rk := range holdKeys(f) {
+		byField[rk.field] = rk
+	}
+	for i := range r.Holders {
+		h := &r.Holders[i]
+		if h.Write {
+			continue
+		}
+		rk, ok := byField[h.Field]
+		if !ok {
+			continue // a hold count that does not parse: noted already
+		}
+		live := false
+		for _, k := range rk.keys {
+			ttl, read := f.holdTTLs[k]
+			if !read {
+				ttl = -2 // probed nothing: the key's PTTL failed
+			}
+			h.ReadHoldTTLms = append(h.ReadHoldTTLms, ttl)
+			live = live || ttl > 0 || ttl == -1
+		}
+		if int64(len(rk.keys)) < rk.holds {
+			notes = append(notes, fmt.Sprintf("reader %s: %d read holds; the timeout keys of holds past the first %d were not read",
+				h.Field, rk.holds, len(rk.keys)))
+			continue
+		}
+		if !live {
+			h.Stale = true
+			notes = append(notes, fmt.Sprintf("reader %s: the timeout keys of all its read holds are gone: it died without unlocking "+
+				"(the next read unlock drops the whole lock if no live reader remains)", h.Field))
+		}
+	}
+	return notes
+}
+
+// decodeQueue fills in a fair lock's queue and returns notes on it.
+func decodeQueue(f *facts, r *lockReport) []string {
+	var notes []string
+	queueKey := keys.Prefix(prefixFairQueue, f.name)
+	timesKey := keys.Prefix(prefixFairTimeouts, f.name)
+	if f.queueType != "none" && f.queueType != "list" {
+		notes = append(notes, fmt.Sprintf("%s is a %s, not a list", queueKey, f.queueType))
+	}
+	if f.timesType != "none" && f.timesType != "zset" {
+		notes = append(notes, fmt.Sprintf("%s is a %s, not a sorted set", timesKey, f.timesType))
+	}
+	withDeadline := map[string]bool{}
+	seen := map[string]int{}
+	for i, owner := range f.queue {
+		if seen[owner]++; seen[owner] == 2 {
+			notes = append(notes, fmt.Sprintf("%s is queued more than once", owner))
+		}
+		w := waiter{Position: i + 1, Owner: owner}
+		var err error
+		if w.ClientID, w.OwnerID, err = parseOwner(owner); err != nil {
+			notes = append(notes, fmt.Sprintf("waiter %d %q: %v", i+1, owner, err))
+		}
+		if d, ok := f.deadlines[owner]; ok && !math.IsNaN(d) && !math.IsInf(d, 0) && math.Abs(d) < 1e15 {
+			withDeadline[owner] = true
+			w.DeadlineMs = int64(d)
+			deadline := time.UnixMilli(w.DeadlineMs)
+			w.Deadline = deadline.Format(jsonTime)
+			w.RemainingMs = deadline.Sub(f.now).Milliseconds()
+			// Redisson drops the head when deadline <= now.
+			w.Stale = w.DeadlineMs <= f.now.UnixMilli()
+		} else {
+			notes = append(notes, fmt.Sprintf("waiter %d %s has no usable deadline in %s: Redisson never drops it", i+1, owner, timesKey))
+		}
+		r.Queue = append(r.Queue, w)
+	}
+	if n := int64(len(f.queue)); f.queueLen > n {
+		notes = append(notes, fmt.Sprintf("%d waiters are queued; the first %d are shown", f.queueLen, n))
+	}
+	if extra := f.timesLen - int64(len(withDeadline)); extra > 0 && f.queueLen <= int64(len(f.queue)) {
+		notes = append(notes, fmt.Sprintf("%s holds %d deadline(s) of owners that are not queued", timesKey, extra))
+	}
+	if len(r.Queue) > 0 && !r.Locked {
+		notes = append(notes, "the lock is free but waiters are queued: only the head of the queue may take it "+
+			"(a waiter that died blocks the queue until its deadline)")
+	}
+	return notes
+}
+
+// decodeToken fills in a fenced lock's token and returns notes on it.
+func decodeToken(f *facts, r *lockReport) []string {
+	switch f.tokenType {
+	case "", "none":
+		return nil
+	case "string":
+		r.FenceToken = f.token
+		if n, err := strconv.ParseInt(f.token, 10, 64); err != nil || n < 0 {
+			return []string{fmt.Sprintf("fencing token %q is not a non-negative integer", f.token)}
+		}
+		return nil
+	}
+	return []string{fmt.Sprintf("%s is a %s, not a string", keys.Prefix(prefixFenceToken, f.name), f.tokenType)}
+}
+
+// mixedKinds notes keys of other lock kinds than the one detected under
+// the same name: leftovers of another use of the name, or of a mix-up.
+func mixedKinds(f *facts, kind string) []string {
+	var notes []string
+	for _, rule := range kindRules {
+		switch rule.kind {
+		case kindReadWrite, kindFenced, kindFair:
+			if rule.kind != kind && rule.match(f) {
+				notes = append(notes, fmt.Sprintf("Redis also holds keys of a %s lock under this name", rule.kind))
+			}
+		}
+	}
+	return notes
+}
+
+// jsonTime is how deadlines are shown: RFC 3339 to the millisecond.
+const jsonTime = "2006-01-02T15:04:05.000Z07:00"

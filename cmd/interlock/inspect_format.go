@@ -1,10 +1,12 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
 	"strconv"
+	"strings"
 	"text/tabwriter"
 	"time"
 )
@@ -20,42 +22,73 @@ func writeJSON(w io.Writer, reports []lockReport) error {
 	return nil
 }
 
-// writeTable prints the reports as a table with one row per holder (a row
-// saying "not locked" for a free lock), followed by the notes.
+// tableTime is how the table shows a fair waiter's deadline.
+const tableTime = "2006-01-02 15:04:05.000 MST"
+
+// writeTable prints the reports as a table with one row per holder and per
+// fair-lock waiter (a row saying "not locked" for a free lock), followed
+// by the notes.
 func writeTable(w io.Writer, reports []lockReport) error {
-	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
-	fmt.Fprintln(tw, "LOCK\tKIND\tTTL\tCLIENT ID\tOWNER ID\tHOLDS")
+	var buf bytes.Buffer
+	tw := tabwriter.NewWriter(&buf, 0, 8, 2, ' ', 0)
+	row := func(cells ...string) { fmt.Fprintln(tw, strings.Join(cells, "\t")) }
+	row("LOCK", "KIND", "TTL", "ROLE", "CLIENT ID", "OWNER ID", "HOLDS", "DETAIL")
 	var notes []string
 	for _, r := range reports {
 		kind := r.Kind
 		if r.Mode != "" {
 			kind += " (" + r.Mode + ")"
 		}
+		ttl := "-"
+		if r.Locked {
+			ttl = formatTTL(r.ttl())
+		}
+		var token string
+		if r.FenceToken != "" {
+			token = "fencing token " + r.FenceToken
+			if !r.Locked {
+				token = "last " + token
+			}
+		}
 		switch {
 		case !r.Locked:
-			fmt.Fprintf(tw, "%s\t%s\t-\tnot locked\t\t\n", r.Name, kind)
+			row(r.Name, kind, ttl, "-", "not locked", "", "", token)
 		case len(r.Holders) == 0:
-			fmt.Fprintf(tw, "%s\t%s\t%s\t-\t-\t-\n", r.Name, kind, formatTTL(r.ttl()))
+			row(r.Name, kind, ttl, "-", "-", "-", "-", token)
 		}
 		for _, h := range r.Holders {
 			client, owner := h.ClientID, strconv.FormatInt(h.OwnerID, 10)
 			if client == "" { // unparsed field: show it whole
 				client, owner = h.Field, "?"
 			}
-			if h.Write {
-				owner += " (write)"
+			role, detail := roleHolder, token
+			switch {
+			case h.Write:
+				role = roleWriter
+			case r.Mode != "":
+				role, detail = roleReader, readHoldsDetail(h)
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\n", r.Name, kind, formatTTL(r.ttl()), client, owner, h.Holds)
+			row(r.Name, kind, ttl, role, client, owner, strconv.FormatInt(h.Holds, 10), detail)
+		}
+		for _, q := range r.Queue {
+			client, owner := q.ClientID, strconv.FormatInt(q.OwnerID, 10)
+			if client == "" {
+				client, owner = q.Owner, "?"
+			}
+			row(r.Name, kind, ttl, roleWaiter, client, owner, "-", waiterDetail(q))
 		}
 		for _, n := range r.Notes {
 			notes = append(notes, r.Name+": "+n)
 		}
-		if r.FenceToken != "" {
-			notes = append(notes, r.Name+": last fencing token "+r.FenceToken)
-		}
 	}
 	if err := tw.Flush(); err != nil {
 		return err
+	}
+	// The last column is ragged: drop the padding after short cells.
+	for line := range strings.Lines(buf.String()) {
+		if _, err := fmt.Fprintln(w, strings.TrimRight(line, " \n")); err != nil {
+			return err
+		}
 	}
 	for _, n := range notes {
 		if _, err := fmt.Fprintln(w, "note: "+n); err != nil {
@@ -63,6 +96,43 @@ func writeTable(w io.Writer, reports []lockReport) error {
 		}
 	}
 	return nil
+}
+
+// readHoldsDetail describes a reader's read holds: the time each has left.
+func readHoldsDetail(h holder) string {
+	if len(h.ReadHoldTTLms) == 0 {
+		return ""
+	}
+	ttls := make([]string, len(h.ReadHoldTTLms))
+	for i, ms := range h.ReadHoldTTLms {
+		switch {
+		case ms == -2:
+			ttls[i] = "gone"
+		case ms < 0:
+			ttls[i] = "no expiry"
+		default:
+			ttls[i] = formatTTL(time.Duration(ms) * time.Millisecond)
+		}
+	}
+	s := "read hold TTLs: " + strings.Join(ttls, ", ")
+	if h.Stale {
+		s += "; STALE: a dead reader"
+	}
+	return s
+}
+
+// waiterDetail describes a fair-lock waiter: its place and its deadline.
+func waiterDetail(q waiter) string {
+	s := "#" + strconv.Itoa(q.Position)
+	if q.Deadline == "" {
+		return s + ", no deadline"
+	}
+	deadline := time.UnixMilli(q.DeadlineMs).Format(tableTime)
+	left := time.Duration(q.RemainingMs) * time.Millisecond
+	if q.Stale {
+		return fmt.Sprintf("%s, deadline %s, passed %s ago; STALE: dropped when at the head", s, deadline, formatTTL(-left))
+	}
+	return fmt.Sprintf("%s, deadline %s, in %s", s, deadline, formatTTL(left))
 }
 
 // formatTTL shows a TTL to the millisecond, or "no expiry".

@@ -85,7 +85,9 @@ type result struct {
 func interlockCmd(args ...string) *exec.Cmd {
 	cmd := exec.Command(bin, args...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
-	cmd.Env = append(os.Environ(), envRedis+"=")
+	// A -race binary sleeps a second at exit unless told otherwise.
+	gorace := strings.TrimSpace(os.Getenv("GORACE") + " atexit_sleep_ms=0")
+	cmd.Env = append(os.Environ(), envRedis+"=", "GORACE="+gorace)
 	return cmd
 }
 

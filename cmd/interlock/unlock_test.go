@@ -11,8 +11,11 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/interlock-go/interlock"
+	"github.com/interlock-go/interlock/fairlock"
+	"github.com/interlock-go/interlock/fenced"
 	"github.com/interlock-go/interlock/internal/keys"
 	"github.com/interlock-go/interlock/rlock"
+	"github.com/interlock-go/interlock/rwlock"
 )
 
 func TestUnlockNeedsForce(t *testing.T) {
@@ -33,7 +36,7 @@ func TestUnlockNeedsForce(t *testing.T) {
 
 	res = runInProcess(t, "unlock", "--redis", redisURL(), "--force", lock)
 	require.Equal(t, 0, res.code, res.stderr)
-	assert.Equal(t, lock+": unlocked (forced)\n", res.stdout)
+	assert.Equal(t, lock+": unlocked (forced, reentrant)\n", res.stdout)
 	assert.False(t, exists(t, rc, lock))
 	// The holder learns of it at its next renewal.
 	<-guard.Done()
@@ -44,25 +47,156 @@ func TestUnlockNeedsForce(t *testing.T) {
 	assert.Equal(t, lock+": was not locked\n", res.stdout)
 }
 
-func TestUnlockRefusesKindsNotSupportedYet(t *testing.T) {
-	t.Parallel()
-	lock := lockName(t)
-	_, rc := newLockClient(t)
-	ctx := t.Context()
-	queue := keys.Prefix(prefixFairQueue, lock)
-	require.NoError(t, rc.Do(ctx, rc.B().Hset().Key(lock).FieldValue().FieldValue("u:1", "1").Build()).Error())
-	require.NoError(t, rc.Do(ctx, rc.B().Rpush().Key(queue).Element("u:2").Build()).Error())
-	t.Cleanup(func() { rc.Do(context.Background(), rc.B().Del().Key(lock, queue).Build()) })
-
-	res := runInProcess(t, "unlock", "--redis", redisURL(), "--force", lock)
-	assert.Equal(t, exitUsage, res.code)
-	assert.Contains(t, res.stderr, "is a fair lock; unlocking it is not supported yet")
-	assert.True(t, exists(t, rc, lock))
-}
-
 func TestUnlockUsage(t *testing.T) {
 	t.Parallel()
 	assert.Equal(t, exitUsage, runInProcess(t, "unlock", "--force").code)
 	assert.Equal(t, exitUsage, runInProcess(t, "unlock", "--force", "a", "b").code)
 	assert.Equal(t, exitUsage, runInProcess(t, "unlock", "--force", "x}y").code)
+	res := runInProcess(t, "unlock", "--force", "--kind", "spin", "x")
+	assert.Equal(t, exitUsage, res.code)
+	assert.Contains(t, res.stderr, `unknown --kind "spin"`)
+}
+
+// unlock --force uses the force-unlock of the kind it finds: the holders
+// learn of it, and the waiters are woken.
+func TestUnlockEveryKind(t *testing.T) {
+	t.Parallel()
+	c, rc := newLockClient(t, interlock.WithWatchdogTimeout(300*time.Millisecond))
+
+	t.Run("fair", func(t *testing.T) {
+		t.Parallel()
+		lock := lockName(t)
+		// The default watchdog: the lease (30s) is far longer than the
+		// wait for the waiter below, which must be woken by the message.
+		c, _ := newLockClient(t)
+		m := fairlock.New(c, lock)
+		holder := interlock.WithOwner(t.Context(), 1)
+		require.NoError(t, m.Lock(holder))
+		queue := keys.Prefix(prefixFairQueue, lock)
+		waiter := interlock.WithOwner(t.Context(), 2)
+		acquired := make(chan error, 1)
+		go func() { acquired <- m.Lock(waiter) }()
+		require.Eventually(t, func() bool { return exists(t, rc, queue) }, 10*time.Second, 5*time.Millisecond)
+
+		res := runInProcess(t, "unlock", "--redis", redisURL(), "--force", lock)
+		require.Equal(t, 0, res.code, res.stderr)
+		assert.Equal(t, lock+": unlocked (forced, fair)\n", res.stdout)
+		// The head of the queue is woken at once.
+		select {
+		case err := <-acquired:
+			require.NoError(t, err)
+		case <-time.After(slack):
+			t.Fatal("the waiter was not woken")
+		}
+		require.NoError(t, m.Unlock(waiter))
+		assert.False(t, exists(t, rc, queue))
+	})
+
+	t.Run("read", func(t *testing.T) {
+		t.Parallel()
+		lock := lockName(t)
+		rw := rwlock.New(c, lock)
+		one, two := interlock.WithOwner(t.Context(), 1), interlock.WithOwner(t.Context(), 2)
+		require.NoError(t, rw.Read().Lock(one))
+		require.NoError(t, rw.Read().Lock(two))
+		guard := rw.Read().Guard(one)
+
+		res := runInProcess(t, "unlock", "--redis", redisURL(), "--force", lock)
+		require.Equal(t, 0, res.code, res.stderr)
+		assert.Equal(t, lock+": unlocked (forced, read)\n", res.stdout)
+		assert.False(t, exists(t, rc, lock))
+		<-guard.Done()
+		assert.ErrorIs(t, context.Cause(guard), rwlock.ErrLockLost)
+		// A writer gets in now.
+		ok, err := rw.Write().TryLock(one, 0, time.Second)
+		require.NoError(t, err)
+		assert.True(t, ok)
+	})
+
+	t.Run("write", func(t *testing.T) {
+		t.Parallel()
+		lock := lockName(t)
+		rw := rwlock.New(c, lock)
+		one := interlock.WithOwner(t.Context(), 1)
+		require.NoError(t, rw.Write().Lock(one))
+		guard := rw.Write().Guard(one)
+
+		// Asked to unlock it as a read lock, unlock leaves it.
+		res := runInProcess(t, "unlock", "--redis", redisURL(), "--force", "--kind", "read", lock)
+		assert.Equal(t, exitFailure, res.code)
+		assert.Contains(t, res.stderr, "is still locked: it is not locked as a read lock")
+		assert.True(t, exists(t, rc, lock))
+
+		res = runInProcess(t, "unlock", "--redis", redisURL(), "--force", lock)
+		require.Equal(t, 0, res.code, res.stderr)
+		assert.Equal(t, lock+": unlocked (forced, write)\n", res.stdout)
+		assert.False(t, exists(t, rc, lock))
+		<-guard.Done()
+		assert.ErrorIs(t, context.Cause(guard), rwlock.ErrLockLost)
+	})
+
+	t.Run("fenced", func(t *testing.T) {
+		t.Parallel()
+		lock := lockName(t)
+		m := fenced.New(c, lock)
+		ctx := interlock.WithOwner(t.Context(), 1)
+		token, err := m.LockToken(ctx)
+		require.NoError(t, err)
+		guard := m.Guard(ctx)
+
+		res := runInProcess(t, "unlock", "--redis", redisURL(), "--force", lock)
+		require.Equal(t, 0, res.code, res.stderr)
+		assert.Equal(t, lock+": unlocked (forced, fenced)\n", res.stdout)
+		assert.False(t, exists(t, rc, lock))
+		<-guard.Done()
+		assert.ErrorIs(t, context.Cause(guard), fenced.ErrLockLost)
+		got, err := m.Token(ctx)
+		require.NoError(t, err)
+		assert.Equal(t, token, got, "the token counter stays")
+	})
+
+	t.Run("kind given", func(t *testing.T) {
+		t.Parallel()
+		lock := lockName(t)
+		m := fairlock.New(c, lock)
+		ctx := interlock.WithOwner(t.Context(), 1)
+		require.NoError(t, m.Lock(ctx))
+		res := runInProcess(t, "unlock", "--redis", redisURL(), "--force", "--kind", "fair", lock)
+		require.Equal(t, 0, res.code, res.stderr)
+		assert.Equal(t, lock+": unlocked (forced, fair)\n", res.stdout)
+	})
+}
+
+// unlock refuses a --kind that contradicts what Redis holds, and keys
+// that are no locks.
+func TestUnlockRefusesOtherKinds(t *testing.T) {
+	t.Parallel()
+	_, rc := newLockClient(t)
+	base := lockName(t)
+	fair, rw, str := base+":fair", base+":rw", base+":str"
+	queue := keys.Prefix(prefixFairQueue, fair)
+	redisDo(t, rc, []string{
+		"HSET " + fair + " u:1 1", "RPUSH " + queue + " u:2",
+		"HSET " + rw + " mode read u:1 1",
+		"SET " + str + " x",
+	}, fair, queue, rw, str)
+	for _, tc := range []struct {
+		lock, kind, want string
+	}{
+		{fair, "reentrant", "is a fair lock, not a reentrant lock; use --kind fair, or no --kind"},
+		{rw, "fenced", "is a read/write lock, not a fenced lock; use --kind read or --kind write"},
+		{fair, "read", "is a fair lock, not a read lock"},
+		{str, "", "is a string key, not a Redisson lock; it was not deleted"},
+	} {
+		args := []string{"unlock", "--redis", redisURL(), "--force", tc.lock}
+		if tc.kind != "" {
+			args = append(args, "--kind", tc.kind)
+		}
+		res := runInProcess(t, args...)
+		assert.Equal(t, exitUsage, res.code, tc)
+		assert.Contains(t, res.stderr, tc.want, tc)
+	}
+	for _, k := range []string{fair, rw, str} {
+		assert.True(t, exists(t, rc, k), "%s is still there", k)
+	}
 }

@@ -13,9 +13,10 @@ const redisHelp = `  --redis URL        Redis to use: redis://[user:password@]ho
 // exitHelp lists the exit codes (see exitcode.go).
 const exitHelp = `Exit status:
   0-125   run: CMD's own exit status; other commands: 0 on success
-  1       another failure (for example a demo scene that went wrong)
+  1       another failure (for example a demo scene that went wrong, or a
+          lock unlock left because it is not locked as --kind said)
   64      usage error: bad flags or arguments, an unusable lock name,
-          a --kind that is not supported yet, unlock without --force
+          unlock without --force or of a key that is no lock of that kind
   69      Redis unreachable or failing, or another failure before CMD started
   75      run: the lock was still busy when --wait ran out
   79      run: the lock was lost while CMD ran (CMD was terminated), or was
@@ -33,17 +34,25 @@ starting with "interlock: " on stderr.
 const mainUsage = `interlock: Redisson-compatible distributed locks for the shell.
 
 Usage:
-  interlock run     [--redis URL] [--kind reentrant] [--wait D] [--lease D]
+  interlock run     [--redis URL] [--kind KIND] [--wait D] [--lease D]
                     [--watchdog-timeout D] [--grace D] LOCK -- CMD [ARGS...]
   interlock inspect [--redis URL] [--json] LOCK...
-  interlock unlock  [--redis URL] --force LOCK
+  interlock unlock  [--redis URL] [--kind KIND] --force LOCK
   interlock demo    [--redis URL]
   interlock help    [COMMAND]
 
   run      hold LOCK while CMD runs, like flock(1) across machines
-  inspect  show who holds LOCK, whoever wrote it (Go or Java Redisson)
+  inspect  show who holds and who waits for LOCK, whoever wrote it (Go or
+           Java Redisson)
   unlock   delete LOCK whoever holds it (needs --force)
   demo     show with real Redis why locks need a watchdog
+
+KIND is the kind of lock, the same as Redisson's of that name:
+  reentrant  RLock (getLock), the default
+  fair       RFairLock (getFairLock): waiters served in arrival order
+  read       RReadWriteLock's readLock(): shared with other readers
+  write      RReadWriteLock's writeLock(): exclusive
+  fenced     RFencedLock (getFencedLock): each acquisition gets a larger token
 
 Flags may be written -flag or --flag. Durations look like 500ms, 10s, 2m.
 
@@ -53,10 +62,14 @@ Flags may be written -flag or --flag. Durations look like 500ms, 10s, 2m.
 // runUsage is the help of "interlock run".
 const runUsage = `Usage: interlock run [flags] LOCK -- CMD [ARGS...]
 
-Acquires the reentrant lock LOCK (the same lock as Redisson's
-RedissonClient.getLock(LOCK)), runs CMD with stdin, stdout and stderr passed
-through and INTERLOCK_LOCK=LOCK added to its environment, then unlocks. The
-exit status is CMD's: its exit code, or 128+N when a signal N killed it.
+Acquires LOCK, by default the reentrant lock that Redisson's
+RedissonClient.getLock(LOCK) returns (--kind chooses another kind), runs CMD
+with stdin, stdout and stderr passed through and INTERLOCK_LOCK=LOCK added to
+its environment, then unlocks. The exit status is CMD's: its exit code, or
+128+N when a signal N killed it. With --kind fenced, CMD also gets
+INTERLOCK_FENCE_TOKEN, the fencing token of this acquisition: larger than
+every token handed out for LOCK before, so that a resource can refuse the
+writes of an older holder.
 
 While CMD runs the lock is kept alive by the watchdog (renewed every third of
 --watchdog-timeout) or, with --lease, holds for that long only. If the lock is
@@ -74,11 +87,23 @@ directly, SIGTERM is passed on, and a lost lock signals CMD alone. If
 interlock itself dies, the kernel sends CMD SIGTERM (Linux).
 
 Flags:
-` + redisHelp + `  --kind KIND        lock kind: reentrant (default). fair, read, write and
-                     fenced are reserved and not supported yet.
+` + redisHelp + `  --kind KIND        the kind of lock (Redisson's of the same name):
+                     reentrant  RLock, getLock(LOCK) (the default)
+                     fair       RFairLock, getFairLock(LOCK): waiters take
+                                the lock in the order they queued
+                     read       getReadWriteLock(LOCK).readLock(): held by
+                                any number of readers at once, no writer
+                     write      getReadWriteLock(LOCK).writeLock(): one
+                                writer, no readers
+                     fenced     RFencedLock, getFencedLock(LOCK): exports
+                                INTERLOCK_FENCE_TOKEN to CMD
   --wait D           give up when the lock is still busy after D and exit 75;
                      0 makes a single attempt. Default: wait until the lock
-                     is free or interlock gets SIGINT or SIGTERM.
+                     is free or interlock gets SIGINT or SIGTERM. For a fair
+                     lock D is also how long the waiter keeps its place in
+                     the queue after the waiter ahead of it was due (with no
+                     --wait: 5m, Redisson's default); a waiter that gives up
+                     leaves the queue.
   --lease D          hold the lock for at most D, with no watchdog; CMD is
                      terminated when the lease ends before it does.
                      Default 0: the watchdog keeps the lock while CMD runs.
@@ -96,17 +121,37 @@ Flags:
 const inspectUsage = `Usage: interlock inspect [flags] LOCK...
 
 Decodes what Redis holds for each LOCK, whoever wrote it (interlock or Java
-Redisson): the kind of lock, its holders (client id, owner or thread id,
-":write" for a write holder, hold count) and its TTL, or "not locked".
-Kinds are detected by Redisson's keys: "fair" when redisson_lock_queue:{LOCK}
-or redisson_lock_timeout:{LOCK} exists, "read/write" when the hash has a
-"mode" field, "fenced" when redisson_lock_token:{LOCK} exists; anything else
-that is a hash is "reentrant". A fenced lock's last token is shown; the fair
-queue and the read/write reader timeouts are not decoded yet.
+Redisson): the kind of lock, its TTL, and one row per holder (client id,
+owner or thread id, hold count) and per waiter, or "not locked".
+
+Kinds are detected by Redisson's keys:
+  read/write  the hash has a "mode" field: "read" or "write". Each reader's
+              row shows the TTL of each of its read holds (the keys
+              {LOCK}:<client id>:<owner id>:rwlock_timeout:<k>); a reader
+              whose holds' keys are all gone died without unlocking and is
+              marked STALE. The writer's field ends in ":write".
+  fenced      redisson_lock_token:{LOCK} exists; the detail shows the token
+              (the holder's, while the lock is held).
+  fair        redisson_lock_queue:{LOCK} or redisson_lock_timeout:{LOCK}
+              exists; the waiters are shown in queue order with their
+              deadlines, as an absolute time and as the time left. A waiter
+              whose deadline passed is marked STALE: it is taken for dead
+              and dropped when it reaches the head of the queue. Deadlines
+              are the waiting clients' clocks; the time left is this host's.
+  reentrant   any other hash. (A fair lock nobody waits for looks the same.)
+What does not look like a Redisson lock (another key type, fields that do
+not parse, keys of several kinds) is shown as far as it goes and explained
+in notes below the table.
 
 Flags:
 ` + redisHelp + `  --json             print one JSON object per lock, one per line, instead of
-                     a table.
+                     a table: name, kind, locked, ttl_ms, mode, holders
+                     (field, client_id, owner_id, write, holds,
+                     read_hold_ttl_ms, stale), queue (position, owner,
+                     client_id, owner_id, deadline_ms, deadline,
+                     remaining_ms, stale), fence_token, key_type, notes.
+                     TTLs are milliseconds: -1 no expiry, -2 (read holds)
+                     gone.
 
 Exit status: 0 when every lock was inspected (locked or not), 64 for an
 unusable lock name, 69 when Redis fails.
@@ -115,18 +160,28 @@ unusable lock name, 69 when Redis fails.
 // unlockUsage is the help of "interlock unlock".
 const unlockUsage = `Usage: interlock unlock [flags] --force LOCK
 
-Deletes the reentrant lock LOCK whoever holds it and wakes its waiters, like
-Redisson's RLock.forceUnlock(). This breaks someone else's lock: its holder
-keeps working, believing it holds the lock, while the next waiter takes it.
-Use it only when the holder is known to be dead and the lock must not wait
-for its TTL; "interlock inspect LOCK" shows who holds it.
+Deletes the lock LOCK whoever holds it and wakes its waiters, like the
+forceUnlock() of Redisson's lock of that kind. This breaks someone else's
+lock: its holder keeps working, believing it holds the lock, while the next
+waiter takes it. Use it only when the holder is known to be dead and the lock
+must not wait for its TTL; "interlock inspect LOCK" shows who holds it.
+
+The kind is the one inspect finds: a read/write lock is unlocked as a read
+lock or as a write lock by its mode; a fair lock wakes the head of its queue,
+which stays; a fenced lock keeps its token counter. A fair lock that nobody
+waits for looks like a reentrant one, and is unlocked as one, which comes to
+the same; --kind fair makes sure a waiter that queued meanwhile is woken.
 
 Flags:
 ` + redisHelp + `  --force            required: confirms that breaking the lock is intended.
+  --kind KIND        unlock LOCK as this kind of lock (reentrant, fair,
+                     read, write, fenced) instead of the kind found; refused
+                     when Redis plainly holds another kind.
 
-Exit status: 0 when the lock is gone (whether or not it was locked), 64
-without --force or for a lock kind that cannot be unlocked yet, 69 when
-Redis fails.
+Exit status: 0 when the lock is gone (whether or not it was locked), 1 when
+it is still there because it is not locked as --kind says (a read/write lock
+in the other mode), 64 without --force, for a bad --kind or for a key that is
+no lock of that kind, 69 when Redis fails.
 `
 
 // demoUsage is the help of "interlock demo".

@@ -72,6 +72,7 @@ func TestUsageDocumentsEveryFlag(t *testing.T) {
 	sets["run"].String("grace", "", "")
 	sets["inspect"].Bool("json", false, "")
 	sets["unlock"].Bool("force", false, "")
+	sets["unlock"].String("kind", "", "")
 	for name, fs := range sets {
 		fs.VisitAll(func(f *flag.Flag) {
 			assert.Contains(t, commandUsage[name], "--"+f.Name+" ", "%s --%s", name, f.Name)

@@ -1,0 +1,138 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"time"
+
+	"github.com/interlock-go/interlock"
+	"github.com/interlock-go/interlock/fairlock"
+	"github.com/interlock-go/interlock/fenced"
+	"github.com/interlock-go/interlock/rlock"
+	"github.com/interlock-go/interlock/rwlock"
+)
+
+// Lock kinds, as --kind names them.
+const (
+	kindReentrant = "reentrant" // rlock: Redisson's RLock
+	kindFair      = "fair"      // fairlock: RFairLock
+	kindRead      = "read"      // rwlock's read half: RReadWriteLock.readLock()
+	kindWrite     = "write"     // rwlock's write half: RReadWriteLock.writeLock()
+	kindFenced    = "fenced"    // fenced: RFencedLock
+)
+
+// lockKinds are the values of --kind, in the order the help lists them.
+var lockKinds = []string{kindReentrant, kindFair, kindRead, kindWrite, kindFenced}
+
+// envFenceToken names the variable that gives CMD the fencing token of
+// run's acquisition (--kind fenced).
+const envFenceToken = "INTERLOCK_FENCE_TOKEN"
+
+// locker is one kind of lock as run uses it: one code path (acquire,
+// supervise, release) drives every kind through it.
+type locker interface {
+	// acquire takes the lock as --wait and --lease say: with wait not
+	// set, until it is acquired or ctx ends; with wait set, for up to
+	// wait.d (0: one attempt), reporting false when it is still busy.
+	// A lease of 0 is a watchdog hold.
+	acquire(ctx context.Context, wait durationFlag, lease time.Duration) (bool, error)
+	// unlock releases the hold acquire took. An error matching notHeld
+	// means the hold was gone already.
+	unlock(ctx context.Context) error
+	// notHeld is the kind's ErrNotHeld.
+	notHeld() error
+	// guard returns a context cancelled when the hold is lost.
+	guard(ctx context.Context) context.Context
+	// env is what CMD gets in its environment besides INTERLOCK_LOCK.
+	env() []string
+}
+
+// mutex is the method set every lock package shares (rlock.Mutex,
+// fairlock.Mutex, rwlock.ReadLock, rwlock.WriteLock, fenced.Mutex).
+type mutex interface {
+	Lock(ctx context.Context) error
+	LockLease(ctx context.Context, lease time.Duration) error
+	TryLock(ctx context.Context, wait, lease time.Duration) (bool, error)
+	Unlock(ctx context.Context) error
+	Guard(ctx context.Context) context.Context
+}
+
+// newLocker returns the locker of kind (one of lockKinds) for the lock
+// called name.
+func newLocker(c *interlock.Client, kind, name string) (locker, error) {
+	switch kind {
+	case kindReentrant:
+		return &mutexLocker{m: rlock.New(c, name), errNotHeld: rlock.ErrNotHeld}, nil
+	case kindFair:
+		// TryLock's wait is also the grace of the waiter in the queue;
+		// Lock and LockLease queue with the default, Redisson's 5 minutes.
+		return &mutexLocker{m: fairlock.New(c, name), errNotHeld: fairlock.ErrNotHeld}, nil
+	case kindRead:
+		return &mutexLocker{m: rwlock.New(c, name).Read(), errNotHeld: rwlock.ErrNotHeld}, nil
+	case kindWrite:
+		return &mutexLocker{m: rwlock.New(c, name).Write(), errNotHeld: rwlock.ErrNotHeld}, nil
+	case kindFenced:
+		m := fenced.New(c, name)
+		return &fencedLocker{mutexLocker: mutexLocker{m: m, errNotHeld: fenced.ErrNotHeld}, f: m}, nil
+	}
+	return nil, errors.New("unknown lock kind " + strconv.Quote(kind))
+}
+
+// mutexLocker is the locker of every kind whose package has the mutex
+// methods.
+type mutexLocker struct {
+	m          mutex
+	errNotHeld error
+}
+
+func (l *mutexLocker) acquire(ctx context.Context, wait durationFlag, lease time.Duration) (bool, error) {
+	switch {
+	case wait.set:
+		return l.m.TryLock(ctx, wait.d, lease)
+	case lease > 0:
+		err := l.m.LockLease(ctx, lease)
+		return err == nil, err
+	default:
+		err := l.m.Lock(ctx)
+		return err == nil, err
+	}
+}
+
+func (l *mutexLocker) unlock(ctx context.Context) error          { return l.m.Unlock(ctx) }
+func (l *mutexLocker) notHeld() error                            { return l.errNotHeld }
+func (l *mutexLocker) guard(ctx context.Context) context.Context { return l.m.Guard(ctx) }
+func (l *mutexLocker) env() []string                             { return nil }
+
+// fencedLocker is the fenced lock's locker: it acquires with the methods
+// that return the fencing token, and gives the token to CMD.
+type fencedLocker struct {
+	mutexLocker
+	f     *fenced.Mutex
+	token uint64 // the token of the acquisition; 0 before
+}
+
+func (l *fencedLocker) acquire(ctx context.Context, wait durationFlag, lease time.Duration) (bool, error) {
+	var (
+		token uint64
+		ok    = true
+		err   error
+	)
+	switch {
+	case wait.set:
+		token, ok, err = l.f.TryLockToken(ctx, wait.d, lease)
+	case lease > 0:
+		token, err = l.f.LockLeaseToken(ctx, lease)
+	default:
+		token, err = l.f.LockToken(ctx)
+	}
+	if err != nil {
+		return false, err
+	}
+	l.token = token
+	return ok, nil
+}
+
+func (l *fencedLocker) env() []string {
+	return []string{envFenceToken + "=" + strconv.FormatUint(l.token, 10)}
+}

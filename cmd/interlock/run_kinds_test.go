@@ -1,0 +1,201 @@
+//go:build unix
+
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/interlock-go/interlock"
+	"github.com/interlock-go/interlock/fairlock"
+	"github.com/interlock-go/interlock/internal/keys"
+)
+
+// run takes the lock of each kind with the matching package while CMD
+// runs (CMD inspects it), and releases it when CMD exits.
+func TestRunEveryKind(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		kind  string
+		shows string // the kind inspect reports
+		mode  string
+	}{
+		{kindReentrant, kindReentrant, ""},
+		{kindFair, kindReentrant, ""}, // a fair lock nobody waits for looks reentrant
+		{kindRead, kindReadWrite, "read"},
+		{kindWrite, kindReadWrite, "write"},
+		{kindFenced, kindFenced, ""},
+	} {
+		t.Run(tc.kind, func(t *testing.T) {
+			t.Parallel()
+			lock := lockName(t)
+			res := runBinary(t, "", "run", "--redis", redisURL(), "--kind", tc.kind, lock, "--",
+				bin, "inspect", "--json", "--redis", redisURL(), lock)
+			require.Equal(t, 0, res.code, res.stderr)
+			var r lockReport
+			require.NoError(t, json.Unmarshal([]byte(res.stdout), &r), res.stdout)
+			assert.Equal(t, tc.shows, r.Kind)
+			assert.Equal(t, tc.mode, r.Mode)
+			require.Len(t, r.Holders, 1)
+			h := r.Holders[0]
+			assert.Positive(t, h.OwnerID, "the owner id is the pid of interlock run")
+			assert.Equal(t, int64(1), h.Holds)
+			assert.Equal(t, tc.kind == kindWrite, h.Write)
+			if tc.kind == kindRead {
+				require.Len(t, h.ReadHoldTTLms, 1)
+				assert.Positive(t, h.ReadHoldTTLms[0])
+			}
+			assert.InDelta(t, interlock.DefaultWatchdogTimeout.Milliseconds(), r.TTLms, float64(slack.Milliseconds()))
+			assert.Empty(t, r.Notes)
+
+			_, rc := newLockClient(t)
+			assert.False(t, exists(t, rc, lock), "run unlocks when CMD exits")
+			if tc.kind == kindFenced {
+				rc.Do(t.Context(), rc.B().Del().Key(keys.Prefix(prefixFenceToken, lock)).Build())
+			}
+		})
+	}
+}
+
+// --kind fenced gives CMD the acquisition's token, larger on every run.
+func TestRunFencedExportsToken(t *testing.T) {
+	t.Parallel()
+	lock := lockName(t)
+	_, rc := newLockClient(t)
+	t.Cleanup(func() { rc.Do(t.Context(), rc.B().Del().Key(keys.Prefix(prefixFenceToken, lock)).Build()) })
+	var tokens []uint64
+	for range 2 {
+		res := runBinary(t, "", "run", "--redis", redisURL(), "--kind", "fenced", "--lease", "10s", lock, "--",
+			"sh", "-c", `echo "$INTERLOCK_FENCE_TOKEN"`)
+		require.Equal(t, 0, res.code, res.stderr)
+		token, err := strconv.ParseUint(strings.TrimSpace(res.stdout), 10, 64)
+		require.NoError(t, err, "INTERLOCK_FENCE_TOKEN=%q", res.stdout)
+		tokens = append(tokens, token)
+	}
+	assert.Positive(t, tokens[0])
+	assert.Greater(t, tokens[1], tokens[0])
+
+	res := runBinary(t, "", "run", "--redis", redisURL(), lock, "--", "sh", "-c", `echo "${INTERLOCK_FENCE_TOKEN-unset}"`)
+	require.Equal(t, 0, res.code, res.stderr)
+	assert.Equal(t, "unset\n", res.stdout, "only --kind fenced exports a token")
+}
+
+// Readers share the lock: two "run --kind read" hold it at once, while a
+// writer finds it busy. Once they are done, the writer gets in.
+func TestRunReadersShareWritersWait(t *testing.T) {
+	t.Parallel()
+	lock := lockName(t)
+	done := filepath.Join(t.TempDir(), "done")
+	// CMD prints its pid, then holds the lock until the file exists.
+	hold := []string{"sh", "-c", `echo $$; while [ ! -e "$1" ]; do sleep 0.02; done`, "sh", done}
+	first, _ := startRun(t, append([]string{"--kind", "read", lock, "--"}, hold...)...)
+	second, _ := startRun(t, append([]string{"--kind", "read", "--wait", "5s", lock, "--"}, hold...)...)
+	// Both CMDs are running now, each under its own read hold.
+	r := inspectJSON(t, lock)[0]
+	assert.Equal(t, "read", r.Mode)
+	assert.Len(t, r.Holders, 2)
+
+	res := runBinary(t, "", "run", "--redis", redisURL(), "--kind", "write", "--wait", "200ms", lock, "--", "echo", "must not run")
+	assert.Equal(t, exitBusy, res.code, res.stderr)
+	assert.Empty(t, res.stdout)
+	assert.Contains(t, res.stderr, "interlock: write lock \""+lock+"\" is busy")
+	assert.GreaterOrEqual(t, res.took, 200*time.Millisecond)
+	assert.Less(t, res.took, 200*time.Millisecond+slack)
+
+	require.NoError(t, os.WriteFile(done, nil, 0o600))
+	for _, r := range []*runningCmd{first, second} {
+		code, stderr := waitRun(t, r)
+		assert.Equal(t, 0, code, stderr)
+	}
+	res = runBinary(t, "", "run", "--redis", redisURL(), "--kind", "write", "--wait", "5s", lock, "--", "echo", "wrote")
+	assert.Equal(t, 0, res.code, res.stderr)
+	assert.Equal(t, "wrote\n", res.stdout)
+}
+
+// "run --kind fair" waiters queue, and are served in the order they
+// queued.
+func TestRunFairServesWaitersInOrder(t *testing.T) {
+	t.Parallel()
+	lock := lockName(t)
+	c, rc := newLockClient(t)
+	m := fairlock.New(c, lock)
+	ctx := interlock.WithOwner(t.Context(), 1)
+	require.NoError(t, m.Lock(ctx))
+	queue := keys.Prefix(prefixFairQueue, lock)
+	served := filepath.Join(t.TempDir(), "served")
+
+	var waiters []*runningCmd
+	for i, name := range []string{"first", "second"} {
+		cmd := interlockCmd("run", "--redis", redisURL(), "--kind", "fair", lock, "--",
+			"sh", "-c", `echo "$1" >>"$2"`, "sh", name, served)
+		r := &runningCmd{Cmd: cmd}
+		cmd.Stderr = &r.stderr
+		require.NoError(t, cmd.Start())
+		t.Cleanup(func() {
+			if cmd.ProcessState == nil {
+				_ = cmd.Process.Kill()
+				_ = cmd.Wait()
+			}
+		})
+		waiters = append(waiters, r)
+		require.Eventually(t, func() bool {
+			n, err := rc.Do(ctx, rc.B().Llen().Key(queue).Build()).AsInt64()
+			return err == nil && n == int64(i+1)
+		}, 10*time.Second, 5*time.Millisecond, "%s waiter queues", name)
+	}
+	r := inspectJSON(t, lock)[0]
+	assert.Equal(t, kindFair, r.Kind)
+	require.Len(t, r.Queue, 2)
+	for i, w := range r.Queue {
+		assert.Equal(t, int64(waiters[i].Process.Pid), w.OwnerID, "the owner id is the pid of interlock run")
+		assert.False(t, w.Stale)
+	}
+	assert.Equal(t, fairlock.DefaultWaitTimeout.Milliseconds(), r.Queue[1].DeadlineMs-r.Queue[0].DeadlineMs)
+
+	require.NoError(t, m.Unlock(ctx))
+	for _, w := range waiters {
+		code, stderr := waitRun(t, w)
+		assert.Equal(t, 0, code, stderr)
+	}
+	got, err := os.ReadFile(served)
+	require.NoError(t, err)
+	assert.Equal(t, "first\nsecond\n", string(got))
+	assert.False(t, exists(t, rc, queue))
+}
+
+// A fair waiter that gives up after --wait leaves the queue.
+func TestRunFairBusyLeavesQueue(t *testing.T) {
+	t.Parallel()
+	lock := lockName(t)
+	c, rc := newLockClient(t)
+	m := fairlock.New(c, lock)
+	ctx := interlock.WithOwner(t.Context(), 1)
+	require.NoError(t, m.Lock(ctx))
+	defer func() { require.NoError(t, m.Unlock(ctx)) }()
+
+	res := runBinary(t, "", "run", "--redis", redisURL(), "--kind", "fair", "--wait", "200ms", lock, "--", "true")
+	assert.Equal(t, exitBusy, res.code, res.stderr)
+	assert.False(t, exists(t, rc, keys.Prefix(prefixFairQueue, lock)), "the waiter left the queue")
+	assert.False(t, exists(t, rc, keys.Prefix(prefixFairTimeouts, lock)))
+}
+
+// Losing a read lock terminates CMD, as for the other kinds.
+func TestRunReadLockLost(t *testing.T) {
+	t.Parallel()
+	lock := lockName(t)
+	_, rc := newLockClient(t)
+	cmd, pid := startRun(t, "--kind", "read", "--watchdog-timeout", "300ms", lock, "--", "sh", "-c", "echo $$; exec sleep 30")
+	require.NoError(t, rc.Do(t.Context(), rc.B().Del().Key(lock).Build()).Error())
+	code, stderr := waitRun(t, cmd)
+	assert.Equal(t, exitLost, code, stderr)
+	assert.Contains(t, stderr, "lost while CMD ran")
+	assert.True(t, dead(pid), "CMD is gone")
+}
