@@ -117,7 +117,9 @@ func TestQueueJoinsParkedWaiters(t *testing.T) {
 	h, rc := setup(t)
 	ch := "wait:" + t.Name()
 	first := &lock{retry: time.Minute}
-	go func() { _, _ = wait.Acquire(t.Context(), wait.Spec{Hub: h, Channel: ch, Forever: true, Try: first.try}) }()
+	go func() {
+		_, _ = wait.Acquire(t.Context(), wait.Spec{Hub: h, Channel: ch, Forever: true, Try: first.try})
+	}()
 	require.Eventually(t, func() bool { return first.tries.Load() == 2 }, 5*time.Second, time.Millisecond)
 	time.Sleep(20 * time.Millisecond) // let it park
 
