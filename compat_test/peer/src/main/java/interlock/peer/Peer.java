@@ -1,0 +1,686 @@
+package interlock.peer;
+
+import java.io.BufferedReader;
+import java.io.FileDescriptor;
+import java.io.FileOutputStream;
+import java.io.InputStream;
+import java.io.InputStreamReader;
+import java.io.PrintStream;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Properties;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.TimeUnit;
+import java.util.jar.Manifest;
+
+import org.redisson.Redisson;
+import org.redisson.api.RFencedLock;
+import org.redisson.api.RLock;
+import org.redisson.api.RedissonClient;
+import org.redisson.config.ClusterServersConfig;
+import org.redisson.config.Config;
+
+/**
+ * The Java side of interlock's live interop tests: one RedissonClient, driven
+ * by JSON lines.
+ *
+ * <pre>
+ * java -jar interlock-peer-V.jar (--redis redis://HOST:PORT | --cluster HOST:PORT,HOST:PORT,...) [--watchdog-ms N]
+ * </pre>
+ *
+ * On start it prints {"ready":true,"clientId":ID,"redisson":VERSION}. Then every
+ * stdin line is a command
+ * {"id":N,"thread":T,"op":OP,"kind":K,"name":NAME,"waitMs":W,"leaseMs":L}
+ * and gets one stdout line back, {"id":N,"ok":true,"result":R,"threadId":J,"elapsedMs":E}
+ * or {"id":N,"ok":false,"error":"Class: message","threadId":J,"elapsedMs":E}.
+ * Each logical thread T is one dedicated Java thread, created on first use, so
+ * that ownership and reentrancy are those of a Java application; commands for
+ * different threads run concurrently and their replies may come in any order.
+ * The "quit" command, and the end of stdin, shut the client down; the process
+ * then exits 0. stdout carries nothing but protocol lines; logs go to stderr.
+ */
+public final class Peer {
+    private static final PrintStream OUT =
+            new PrintStream(new FileOutputStream(FileDescriptor.out), false, StandardCharsets.UTF_8);
+
+    private final RedissonClient redisson;
+    private final Map<Integer, ExecutorService> threads = new ConcurrentHashMap<>();
+    // One Java lock object per kind and name, shared by every thread, as an
+    // application that keeps its RLock in a field does. (Redisson keeps the
+    // lease of the last explicit-lease acquisition in the object, and uses
+    // it on a partial unlock: see redisson-protocol.md §3.3.)
+    private final Map<String, RLock> locks = new ConcurrentHashMap<>();
+
+    private Peer(RedissonClient redisson) {
+        this.redisson = redisson;
+    }
+
+    public static void main(String[] args) {
+        // Before the first logger is created: slf4j-simple on stderr, at WARN.
+        System.setProperty("org.slf4j.simpleLogger.defaultLogLevel", "warn");
+        System.setProperty("org.slf4j.simpleLogger.logFile", "System.err");
+        // Nothing but protocol lines may reach the real stdout.
+        System.setOut(System.err);
+
+        Config config;
+        try {
+            config = parseArgs(args);
+        } catch (IllegalArgumentException e) {
+            System.err.println("interlock-peer: " + e.getMessage());
+            System.err.println("usage: java -jar interlock-peer.jar (--redis redis://HOST:PORT | "
+                    + "--cluster HOST:PORT,...) [--watchdog-ms N]");
+            System.exit(2);
+            return;
+        }
+        RedissonClient redisson;
+        try {
+            redisson = Redisson.create(config);
+        } catch (Throwable e) {
+            System.err.println("interlock-peer: cannot start Redisson: " + e);
+            e.printStackTrace(System.err);
+            System.exit(1);
+            return;
+        }
+        Peer peer = new Peer(redisson);
+        Map<String, Object> ready = new LinkedHashMap<>();
+        ready.put("ready", true);
+        ready.put("clientId", redisson.getId());
+        ready.put("redisson", redissonVersion());
+        write(ready);
+        int status = peer.serve();
+        peer.shutdown();
+        System.exit(status);
+    }
+
+    private static Config parseArgs(String[] args) {
+        String single = null;
+        String cluster = null;
+        Long watchdog = null;
+        for (int i = 0; i < args.length; i++) {
+            String a = args[i];
+            if (i + 1 >= args.length) {
+                throw new IllegalArgumentException("missing value after " + a);
+            }
+            String v = args[++i];
+            switch (a) {
+                case "--redis":
+                    single = v;
+                    break;
+                case "--cluster":
+                    cluster = v;
+                    break;
+                case "--watchdog-ms":
+                    try {
+                        watchdog = Long.parseLong(v);
+                    } catch (NumberFormatException e) {
+                        throw new IllegalArgumentException("bad --watchdog-ms " + v);
+                    }
+                    break;
+                default:
+                    throw new IllegalArgumentException("unknown argument " + a);
+            }
+        }
+        if ((single == null) == (cluster == null)) {
+            throw new IllegalArgumentException("give exactly one of --redis and --cluster");
+        }
+        Config config = new Config();
+        if (watchdog != null) {
+            config.setLockWatchdogTimeout(watchdog);
+        }
+        if (single != null) {
+            config.useSingleServer().setAddress(withScheme(single));
+        } else {
+            // Redisson's defaults otherwise, shardedSubscriptionMode AUTO included.
+            ClusterServersConfig cc = config.useClusterServers();
+            for (String addr : cluster.split(",")) {
+                if (!addr.isBlank()) {
+                    cc.addNodeAddress(withScheme(addr.trim()));
+                }
+            }
+        }
+        return config;
+    }
+
+    private static String withScheme(String addr) {
+        return addr.contains("://") ? addr : "redis://" + addr;
+    }
+
+    /** The version of the Redisson on the class path, from its Maven metadata or our manifest. */
+    private static String redissonVersion() {
+        try (InputStream in = Redisson.class.getResourceAsStream(
+                "/META-INF/maven/org.redisson/redisson/pom.properties")) {
+            if (in != null) {
+                Properties p = new Properties();
+                p.load(in);
+                String v = p.getProperty("version");
+                if (v != null) {
+                    return v;
+                }
+            }
+        } catch (Exception ignored) {
+            // fall through to the manifest
+        }
+        try (InputStream in = Peer.class.getResourceAsStream("/META-INF/MANIFEST.MF")) {
+            if (in != null) {
+                String v = new Manifest(in).getMainAttributes().getValue("Redisson-Version");
+                if (v != null) {
+                    return v;
+                }
+            }
+        } catch (Exception ignored) {
+            // unknown
+        }
+        return "unknown";
+    }
+
+    /** Reads commands until "quit" or the end of stdin; returns the exit status. */
+    private int serve() {
+        BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
+        while (true) {
+            String line;
+            try {
+                line = in.readLine();
+            } catch (Exception e) {
+                System.err.println("interlock-peer: reading stdin: " + e);
+                return 0;
+            }
+            if (line == null) {
+                return 0; // EOF: the test is gone
+            }
+            if (line.isBlank()) {
+                continue;
+            }
+            Map<String, Object> cmd;
+            try {
+                Object v = new Json(line).parse();
+                if (!(v instanceof Map)) {
+                    throw new IllegalArgumentException("a command must be a JSON object");
+                }
+                @SuppressWarnings("unchecked")
+                Map<String, Object> m = (Map<String, Object>) v;
+                cmd = m;
+            } catch (RuntimeException e) {
+                writeError(null, e, null, 0);
+                continue;
+            }
+            Object id = cmd.get("id");
+            if ("quit".equals(cmd.get("op"))) {
+                Map<String, Object> r = new LinkedHashMap<>();
+                r.put("id", id);
+                r.put("ok", true);
+                r.put("result", null);
+                r.put("threadId", Thread.currentThread().getId());
+                r.put("elapsedMs", 0);
+                write(r);
+                return 0;
+            }
+            int thread;
+            try {
+                thread = (int) number(cmd, "thread", 0);
+            } catch (RuntimeException e) {
+                writeError(id, e, null, 0);
+                continue;
+            }
+            ExecutorService ex = threads.computeIfAbsent(thread, t -> Executors.newSingleThreadExecutor(r -> {
+                Thread th = new Thread(r, "peer-thread-" + t);
+                th.setDaemon(true); // a lock() blocked forever must not keep the JVM alive
+                return th;
+            }));
+            ex.execute(() -> run(id, cmd));
+        }
+    }
+
+    /** Runs one command on the calling (dedicated) thread and writes its reply. */
+    private void run(Object id, Map<String, Object> cmd) {
+        long tid = Thread.currentThread().getId();
+        long start = System.nanoTime();
+        try {
+            Object result = execute(cmd);
+            Map<String, Object> r = new LinkedHashMap<>();
+            r.put("id", id);
+            r.put("ok", true);
+            r.put("result", result);
+            r.put("threadId", tid);
+            r.put("elapsedMs", millisSince(start));
+            write(r);
+        } catch (Throwable e) {
+            writeError(id, e, tid, millisSince(start));
+        }
+    }
+
+    private static double millisSince(long start) {
+        return Math.round((System.nanoTime() - start) / 1000.0) / 1000.0;
+    }
+
+    private Object execute(Map<String, Object> cmd) throws InterruptedException {
+        String op = string(cmd, "op");
+        if (op == null) {
+            throw new IllegalArgumentException("missing op");
+        }
+        if (op.equals("threadId")) {
+            return Thread.currentThread().getId();
+        }
+        long waitMs = number(cmd, "waitMs", 0);
+        long leaseMs = number(cmd, "leaseMs", 0);
+        long lease = leaseMs > 0 ? leaseMs : -1; // -1: watchdog
+        RLock lock = lock(cmd);
+        switch (op) {
+            case "lock":
+                if (leaseMs > 0) {
+                    lock.lock(leaseMs, TimeUnit.MILLISECONDS);
+                } else {
+                    lock.lock();
+                }
+                return null;
+            case "tryLock":
+                return lock.tryLock(waitMs, lease, TimeUnit.MILLISECONDS);
+            case "tryLockNoWait":
+                return lock.tryLock();
+            case "unlock":
+                lock.unlock();
+                return null;
+            case "forceUnlock":
+                return lock.forceUnlock();
+            case "isLocked":
+                return lock.isLocked();
+            case "isHeldByThread":
+                return lock.isHeldByCurrentThread();
+            case "holdCount":
+                return lock.getHoldCount();
+            case "remainTimeToLive":
+                return lock.remainTimeToLive();
+            case "lockToken":
+                return leaseMs > 0
+                        ? fenced(lock, op).lockAndGetToken(leaseMs, TimeUnit.MILLISECONDS)
+                        : fenced(lock, op).lockAndGetToken();
+            case "tryLockToken":
+                return fenced(lock, op).tryLockAndGetToken(waitMs, lease, TimeUnit.MILLISECONDS);
+            case "getToken":
+                return fenced(lock, op).getToken();
+            default:
+                throw new IllegalArgumentException("unknown op " + op);
+        }
+    }
+
+    private RLock lock(Map<String, Object> cmd) {
+        String kind = string(cmd, "kind");
+        String name = string(cmd, "name");
+        if (kind == null || name == null || name.isEmpty()) {
+            throw new IllegalArgumentException("kind and name are required");
+        }
+        switch (kind) {
+            case "reentrant":
+            case "fair":
+            case "read":
+            case "write":
+            case "fenced":
+                break;
+            default:
+                throw new IllegalArgumentException("unknown kind " + kind);
+        }
+        return locks.computeIfAbsent(kind + "\u0000" + name, k -> {
+            switch (kind) {
+                case "reentrant":
+                    return redisson.getLock(name);
+                case "fair":
+                    return redisson.getFairLock(name);
+                case "read":
+                    return redisson.getReadWriteLock(name).readLock();
+                case "write":
+                    return redisson.getReadWriteLock(name).writeLock();
+                default:
+                    return redisson.getFencedLock(name);
+            }
+        });
+    }
+
+    private static RFencedLock fenced(RLock lock, String op) {
+        if (!(lock instanceof RFencedLock)) {
+            throw new IllegalArgumentException(op + " needs kind fenced");
+        }
+        return (RFencedLock) lock;
+    }
+
+    private static String string(Map<String, Object> cmd, String key) {
+        Object v = cmd.get(key);
+        if (v == null) {
+            return null;
+        }
+        if (!(v instanceof String)) {
+            throw new IllegalArgumentException(key + " must be a string");
+        }
+        return (String) v;
+    }
+
+    private static long number(Map<String, Object> cmd, String key, long dflt) {
+        Object v = cmd.get(key);
+        if (v == null) {
+            return dflt;
+        }
+        if (!(v instanceof Number)) {
+            throw new IllegalArgumentException(key + " must be a number");
+        }
+        return ((Number) v).longValue();
+    }
+
+    private void shutdown() {
+        try {
+            redisson.shutdown();
+        } catch (Throwable e) {
+            System.err.println("interlock-peer: shutdown: " + e);
+        }
+        for (ExecutorService ex : threads.values()) {
+            ex.shutdownNow();
+        }
+        OUT.flush();
+    }
+
+    private static void writeError(Object id, Throwable e, Long threadId, double elapsedMs) {
+        Map<String, Object> r = new LinkedHashMap<>();
+        r.put("id", id);
+        r.put("ok", false);
+        String msg = e.getMessage();
+        r.put("error", e.getClass().getSimpleName() + (msg == null ? "" : ": " + msg));
+        r.put("threadId", threadId);
+        r.put("elapsedMs", elapsedMs);
+        write(r);
+    }
+
+    private static void write(Map<String, Object> m) {
+        StringBuilder sb = new StringBuilder();
+        encode(sb, m);
+        synchronized (OUT) {
+            OUT.print(sb);
+            OUT.print('\n');
+            OUT.flush();
+        }
+    }
+
+    private static void encode(StringBuilder sb, Object v) {
+        if (v == null) {
+            sb.append("null");
+        } else if (v instanceof Map) {
+            sb.append('{');
+            boolean first = true;
+            for (Map.Entry<?, ?> e : ((Map<?, ?>) v).entrySet()) {
+                if (!first) {
+                    sb.append(',');
+                }
+                first = false;
+                encode(sb, String.valueOf(e.getKey()));
+                sb.append(':');
+                encode(sb, e.getValue());
+            }
+            sb.append('}');
+        } else if (v instanceof List) {
+            sb.append('[');
+            boolean first = true;
+            for (Object o : (List<?>) v) {
+                if (!first) {
+                    sb.append(',');
+                }
+                first = false;
+                encode(sb, o);
+            }
+            sb.append(']');
+        } else if (v instanceof Boolean || v instanceof Long || v instanceof Integer) {
+            sb.append(v);
+        } else if (v instanceof Double) {
+            double d = (Double) v;
+            if (d == Math.rint(d) && Math.abs(d) < 1e15) {
+                sb.append((long) d);
+            } else if (Double.isFinite(d)) {
+                sb.append(d);
+            } else {
+                sb.append("null");
+            }
+        } else if (v instanceof Number) {
+            sb.append(v);
+        } else {
+            String s = v.toString();
+            sb.append('"');
+            for (int i = 0; i < s.length(); i++) {
+                char c = s.charAt(i);
+                switch (c) {
+                    case '"':
+                        sb.append("\\\"");
+                        break;
+                    case '\\':
+                        sb.append("\\\\");
+                        break;
+                    case '\n':
+                        sb.append("\\n");
+                        break;
+                    case '\r':
+                        sb.append("\\r");
+                        break;
+                    case '\t':
+                        sb.append("\\t");
+                        break;
+                    default:
+                        if (c < 0x20) {
+                            sb.append(String.format("\\u%04x", (int) c));
+                        } else {
+                            sb.append(c);
+                        }
+                }
+            }
+            sb.append('"');
+        }
+    }
+
+    /**
+     * A small JSON reader: objects become LinkedHashMaps, arrays ArrayLists,
+     * integers Longs, other numbers Doubles. Errors are IllegalArgumentExceptions.
+     */
+    static final class Json {
+        private final String s;
+        private int i;
+
+        Json(String s) {
+            this.s = s;
+        }
+
+        Object parse() {
+            Object v = value();
+            skipSpace();
+            if (i != s.length()) {
+                throw error("trailing data");
+            }
+            return v;
+        }
+
+        private IllegalArgumentException error(String what) {
+            return new IllegalArgumentException("bad JSON at offset " + i + ": " + what);
+        }
+
+        private void skipSpace() {
+            while (i < s.length() && Character.isWhitespace(s.charAt(i))) {
+                i++;
+            }
+        }
+
+        private Object value() {
+            skipSpace();
+            if (i >= s.length()) {
+                throw error("unexpected end");
+            }
+            char c = s.charAt(i);
+            switch (c) {
+                case '{':
+                    return object();
+                case '[':
+                    return array();
+                case '"':
+                    return string();
+                case 't':
+                    return literal("true", Boolean.TRUE);
+                case 'f':
+                    return literal("false", Boolean.FALSE);
+                case 'n':
+                    return literal("null", null);
+                default:
+                    if (c == '-' || (c >= '0' && c <= '9')) {
+                        return number();
+                    }
+                    throw error("unexpected '" + c + "'");
+            }
+        }
+
+        private Object literal(String word, Object v) {
+            if (!s.startsWith(word, i)) {
+                throw error("expected " + word);
+            }
+            i += word.length();
+            return v;
+        }
+
+        private Map<String, Object> object() {
+            Map<String, Object> m = new LinkedHashMap<>();
+            i++; // {
+            skipSpace();
+            if (i < s.length() && s.charAt(i) == '}') {
+                i++;
+                return m;
+            }
+            while (true) {
+                skipSpace();
+                if (i >= s.length() || s.charAt(i) != '"') {
+                    throw error("expected a key");
+                }
+                String k = string();
+                skipSpace();
+                if (i >= s.length() || s.charAt(i) != ':') {
+                    throw error("expected ':'");
+                }
+                i++;
+                m.put(k, value());
+                skipSpace();
+                if (i >= s.length()) {
+                    throw error("unexpected end");
+                }
+                char c = s.charAt(i++);
+                if (c == '}') {
+                    return m;
+                }
+                if (c != ',') {
+                    throw error("expected ',' or '}'");
+                }
+            }
+        }
+
+        private List<Object> array() {
+            List<Object> l = new ArrayList<>();
+            i++; // [
+            skipSpace();
+            if (i < s.length() && s.charAt(i) == ']') {
+                i++;
+                return l;
+            }
+            while (true) {
+                l.add(value());
+                skipSpace();
+                if (i >= s.length()) {
+                    throw error("unexpected end");
+                }
+                char c = s.charAt(i++);
+                if (c == ']') {
+                    return l;
+                }
+                if (c != ',') {
+                    throw error("expected ',' or ']'");
+                }
+            }
+        }
+
+        private String string() {
+            StringBuilder sb = new StringBuilder();
+            i++; // "
+            while (true) {
+                if (i >= s.length()) {
+                    throw error("unterminated string");
+                }
+                char c = s.charAt(i++);
+                if (c == '"') {
+                    return sb.toString();
+                }
+                if (c != '\\') {
+                    sb.append(c);
+                    continue;
+                }
+                if (i >= s.length()) {
+                    throw error("unterminated escape");
+                }
+                char e = s.charAt(i++);
+                switch (e) {
+                    case '"':
+                    case '\\':
+                    case '/':
+                        sb.append(e);
+                        break;
+                    case 'b':
+                        sb.append('\b');
+                        break;
+                    case 'f':
+                        sb.append('\f');
+                        break;
+                    case 'n':
+                        sb.append('\n');
+                        break;
+                    case 'r':
+                        sb.append('\r');
+                        break;
+                    case 't':
+                        sb.append('\t');
+                        break;
+                    case 'u':
+                        if (i + 4 > s.length()) {
+                            throw error("short \\u escape");
+                        }
+                        try {
+                            sb.append((char) Integer.parseInt(s.substring(i, i + 4), 16));
+                        } catch (NumberFormatException ex) {
+                            throw error("bad \\u escape");
+                        }
+                        i += 4;
+                        break;
+                    default:
+                        throw error("bad escape \\" + e);
+                }
+            }
+        }
+
+        private Number number() {
+            int start = i;
+            if (s.charAt(i) == '-') {
+                i++;
+            }
+            boolean integer = true;
+            while (i < s.length()) {
+                char c = s.charAt(i);
+                if (c >= '0' && c <= '9') {
+                    i++;
+                } else if (c == '.' || c == 'e' || c == 'E' || c == '+' || c == '-') {
+                    integer = false;
+                    i++;
+                } else {
+                    break;
+                }
+            }
+            String t = s.substring(start, i);
+            try {
+                if (integer) {
+                    return Long.parseLong(t);
+                }
+                return Double.parseDouble(t);
+            } catch (NumberFormatException ex) {
+                throw error("bad number " + t);
+            }
+        }
+    }
+}
