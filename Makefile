@@ -11,6 +11,7 @@ demo:
 
 test: check
 	@scripts/ensure-redis
+	@scripts/ensure-java
 	$(GO) test -race -count=1 ./...
 
 # Formatting and vet, run before the tests.

@@ -13,12 +13,17 @@
 //   - the SHA1 of every embedded script, as SCRIPT LOAD computes it;
 //   - mutual exclusion across operating-system processes (the test binary
 //     re-executes itself as workers), standalone and cluster;
-//   - expiry of a watchdog lock whose holder was killed with SIGKILL.
+//   - expiry of a watchdog lock whose holder was killed with SIGKILL;
+//   - live interop with Java: a small Redisson program (peer/, a Maven
+//     project built by the tests for Redisson 4.7.0 and 3.52.0) takes
+//     commands on stdin, one Java thread per logical thread, and the tests
+//     interleave Go and Java operations on the same locks of every kind.
 //
 // Run them with
 //
 //	go test -race -count=1 ./compat_test/
 //
-// They need redis-server and redis-cli on PATH; without them they skip,
-// except with CI=true, where they fail.
+// They need redis-server and redis-cli on PATH, and java and mvn for the
+// interop tests; without them they skip, except with CI=true, where they
+// fail.
 package compat
