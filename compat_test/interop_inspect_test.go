@@ -1,0 +1,67 @@
+package compat_test
+
+import (
+	"encoding/json"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// TestInteropInspectShowsJavaHolders runs the interlock CLI's inspect on
+// locks that Redisson threads hold: it must show Java's client id and
+// thread id, for every kind.
+func TestInteropInspectShowsJavaHolders(t *testing.T) {
+	bin := filepath.Join(t.TempDir(), "interlock")
+	build := exec.Command("go", "build", "-o", bin, "github.com/interlock-go/interlock/cmd/interlock")
+	out, err := build.CombinedOutput()
+	require.NoError(t, err, "building the CLI: %s", out)
+
+	for _, version := range peerVersions {
+		t.Run(version, func(t *testing.T) {
+			p := startJavaPeer(t, version, []string{standaloneAddr})
+			for i, kind := range []string{"reentrant", "fair", "write", "read", "fenced"} {
+				name := "inspect-java:" + strings.ReplaceAll(t.Name(), "/", ":") + ":" + kind
+				thread := i + 1
+				r := p.Do(t, peerReq{Thread: thread, Op: "lock", Kind: kind, Name: name})
+				require.True(t, r.OK, "%s lock: %s", kind, r.Err)
+
+				cmd := exec.Command(bin, "inspect", "--json", "--redis", "redis://"+standaloneAddr, name)
+				out, err := cmd.Output()
+				require.NoError(t, err, "inspect %s", name)
+				var got struct {
+					Kind    string `json:"kind"`
+					Locked  bool   `json:"locked"`
+					Holders []struct {
+						Field    string `json:"field"`
+						ClientID string `json:"client_id"`
+						OwnerID  int64  `json:"owner_id"`
+						Write    bool   `json:"write"`
+						Holds    int    `json:"holds"`
+					} `json:"holders"`
+				}
+				require.NoError(t, json.Unmarshal(out, &got), "%s", out)
+				assert.True(t, got.Locked, kind)
+				require.Len(t, got.Holders, 1, "%s: %s", kind, out)
+				h := got.Holders[0]
+				assert.Equal(t, p.ClientID(), h.ClientID, kind)
+				assert.Equal(t, r.ThreadID, h.OwnerID, kind)
+				assert.Equal(t, 1, h.Holds, kind)
+				assert.Equal(t, kind == "write", h.Write, kind)
+				owner := p.Owner(t, thread)
+				if kind == "write" {
+					owner += ":write"
+				}
+				assert.Equal(t, owner, h.Field, kind)
+				t.Logf("%s (%s): inspect shows %s, owner id %s", kind, got.Kind, h.ClientID, strconv.FormatInt(h.OwnerID, 10))
+
+				r = p.Do(t, peerReq{Thread: thread, Op: "unlock", Kind: kind, Name: name})
+				require.True(t, r.OK, "%s unlock: %s", kind, r.Err)
+			}
+		})
+	}
+}
