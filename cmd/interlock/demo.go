@@ -15,6 +15,7 @@ import (
 	"github.com/redis/rueidis"
 
 	"github.com/interlock-go/interlock"
+	"github.com/interlock-go/interlock/internal/keys"
 	"github.com/interlock-go/interlock/internal/redisproc"
 )
 
@@ -163,6 +164,18 @@ func (d *demo) names(scene string) (lock, ledger string) {
 	ledger = d.prefix + ":" + scene + ":ledger"
 	d.keys = append(d.keys, lock, ledger)
 	return lock, ledger
+}
+
+// fencedNames returns the keys of a scene with the fenced lock: the lock,
+// the ledger and the ledger's fence key, and records them for the clean-up
+// with the lock's token counter. The ledger and its fence share a hash
+// tag, as a RedisFence on a cluster needs.
+func (d *demo) fencedNames(scene string) (lock, ledger, fence string) {
+	lock = d.prefix + ":" + scene + ":" + demoOrder
+	ledger = "{" + d.prefix + ":" + scene + ":ledger}"
+	fence = ledger + ":fence"
+	d.keys = append(d.keys, lock, ledger, fence, keys.Prefix(prefixFenceToken, lock))
+	return lock, ledger, fence
 }
 
 // cleanup kills the holder processes that are left and deletes the demo's

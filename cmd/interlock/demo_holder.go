@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/interlock-go/interlock"
+	"github.com/interlock-go/interlock/fenced"
 	"github.com/interlock-go/interlock/rlock"
 )
 
@@ -15,31 +16,36 @@ const holderCmdName = "demo-holder"
 
 // The holder's protocol, one line each way. On stdout it says:
 //
-//	locked            it holds the lock (with the watchdog)
+//	locked [<token>]  it holds the lock (with the watchdog); with --fence,
+//	                  the fenced lock, and this is its fencing token
 //	lost <cause>      its guard was cancelled: the lock is lost
 //	wrote             it wrote its result to the ledger
-//	refused <cause>   it was told to write, but its guard says the lock
-//	                  is lost, so it did not
+//	rejected <token>  it wrote through the fence, which refused its token:
+//	                  it had admitted <token>, a newer one; nothing was written
 //
-// On stdin it reads "write" (the job is done: record it in the ledger).
-// At the end of stdin it unlocks, if it still holds the lock, and exits.
+// On stdin it reads "write-unchecked": the job is done, record it in the
+// ledger without checking the guard first, as a careless holder would. At
+// the end of stdin it unlocks, if it still holds the lock, and exits.
 const (
-	holderLocked  = "locked"
-	holderLost    = "lost"
-	holderWrote   = "wrote"
-	holderRefused = "refused"
-	holderWrite   = "write"
+	holderLocked         = "locked"
+	holderLost           = "lost"
+	holderWrote          = "wrote"
+	holderRejected       = "rejected"
+	holderWriteUnchecked = "write-unchecked"
 )
 
 // holderCmd is "interlock demo-holder [--redis URL] [--watchdog-timeout D]
-// --ledger KEY LOCK": a worker in a process of its own (worker C of the
-// demo). It locks LOCK, then follows the protocol above.
+// --ledger KEY [--fence KEY] LOCK": a worker in a process of its own
+// (worker C of the demo). It locks LOCK, then follows the protocol above.
+// With --fence it takes the fenced lock, and writes to the ledger through
+// a RedisFence on that fence key with its token.
 func holderCmd(ctx context.Context, io stdio, args []string) error {
 	fs := newFlagSet(holderCmdName)
 	redis := addRedisFlag(fs, io.getenv)
 	watchdog := &durationFlag{d: demoWatchdog}
 	fs.Var(watchdog, "watchdog-timeout", "watchdog lease")
 	ledger := fs.String("ledger", "", "list to write to")
+	fenceKey := fs.String("fence", "", "fence key: take the fenced lock and write through this fence")
 	names, err := parseFlags(fs, io, args)
 	if err != nil {
 		return err
@@ -53,11 +59,26 @@ func holderCmd(ctx context.Context, io stdio, args []string) error {
 	}
 	defer c.Close()
 	ctx = interlock.WithOwner(ctx, 1)
-	m := rlock.New(c.lc, names[0])
-	if err := m.Lock(ctx); err != nil {
+	var (
+		m     mutex
+		token uint64
+	)
+	if *fenceKey == "" {
+		m = rlock.New(c.lc, names[0])
+		err = m.Lock(ctx)
+	} else {
+		fm := fenced.New(c.lc, names[0])
+		m = fm
+		token, err = fm.LockToken(ctx)
+	}
+	if err != nil {
 		return withCode(exitUnavailable, err)
 	}
-	fmt.Fprintln(io.out, holderLocked)
+	if *fenceKey == "" {
+		fmt.Fprintln(io.out, holderLocked)
+	} else {
+		fmt.Fprintf(io.out, "%s %d\n", holderLocked, token)
+	}
 	guard := m.Guard(ctx)
 
 	// The reader ends at the end of stdin, which is also the only way out
@@ -83,18 +104,32 @@ func holderCmd(ctx context.Context, io stdio, args []string) error {
 				}
 				return nil
 			}
-			if line != holderWrite {
+			if line != holderWriteUnchecked {
 				continue
 			}
-			// The check a careful worker makes before every write.
-			if guard.Err() != nil {
-				fmt.Fprintf(io.out, "%s %v\n", holderRefused, context.Cause(guard))
+			if *fenceKey == "" {
+				if err := c.rc.Do(ctx, c.rc.B().Rpush().Key(*ledger).Element("C").Build()).Error(); err != nil {
+					return withCode(exitUnavailable, err)
+				}
+				fmt.Fprintln(io.out, holderWrote)
 				continue
 			}
-			if err := c.rc.Do(ctx, c.rc.B().Rpush().Key(*ledger).Element("C").Build()).Error(); err != nil {
+			// The resource's check: the fence compares the token, records
+			// it and writes, in one script, or refuses and writes nothing.
+			fence := fenced.NewRedisFence(c.rc, *fenceKey)
+			written, err := fence.Exec(ctx, token, fenced.Write{Cmd: "RPUSH", Key: *ledger, Args: []string{"C"}})
+			if err != nil {
 				return withCode(exitUnavailable, err)
 			}
-			fmt.Fprintln(io.out, holderWrote)
+			if written {
+				fmt.Fprintln(io.out, holderWrote)
+				continue
+			}
+			highest, err := fence.Highest(ctx)
+			if err != nil {
+				return withCode(exitUnavailable, err)
+			}
+			fmt.Fprintf(io.out, "%s %d\n", holderRejected, highest)
 		}
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os/exec"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -25,15 +26,21 @@ type holderProc struct {
 	stdin io.WriteCloser
 	lines chan string // closed when the holder's stdout ends
 	done  bool        // stopped and waited for
+	token uint64      // the fencing token of a holder of the fenced lock
 }
 
 // startHolder starts "interlock demo-holder" on lock and waits until it
-// holds the lock.
-func (d *demo) startHolder(ctx context.Context, lock, ledger string) (*holderProc, error) {
-	cmd := exec.Command(d.exe, holderCmdName,
+// holds the lock. With a fence key, the holder takes the fenced lock and
+// writes through that fence; h.token is then its fencing token.
+func (d *demo) startHolder(ctx context.Context, lock, ledger, fence string) (*holderProc, error) {
+	args := []string{holderCmdName,
 		"--redis", strings.Join(d.urls, ","),
 		"--watchdog-timeout", demoWatchdog.String(),
-		"--ledger", ledger, lock)
+		"--ledger", ledger}
+	if fence != "" {
+		args = append(args, "--fence", fence)
+	}
+	cmd := exec.Command(d.exe, append(args, lock)...)
 	cmd.Stderr = d.stderr
 	cmd.SysProcAttr = holderAttr()
 	stdin, err := cmd.StdinPipe()
@@ -50,10 +57,27 @@ func (d *demo) startHolder(ctx context.Context, lock, ledger string) (*holderPro
 	h := &holderProc{cmd: cmd, stdin: stdin, lines: make(chan string, 16)}
 	d.holders = append(d.holders, h)
 	go h.read(stdout)
-	if _, err := h.expect(ctx, holderLocked); err != nil {
+	line, err := h.expect(ctx, holderLocked)
+	if err != nil {
 		return nil, err
 	}
+	if fence != "" {
+		if h.token, err = lineToken(line); err != nil {
+			return nil, fmt.Errorf("holder process %d: %w", h.pid(), err)
+		}
+	}
 	return h, nil
+}
+
+// lineToken returns the token that ends a holder's line, such as
+// "locked 5" or "rejected 6".
+func lineToken(line string) (uint64, error) {
+	_, word, _ := strings.Cut(line, " ")
+	t, err := strconv.ParseUint(word, 10, 64)
+	if err != nil || t == 0 {
+		return 0, fmt.Errorf("no fencing token in %q", line)
+	}
+	return t, nil
 }
 
 // read passes the holder's lines to h.lines until its stdout ends.

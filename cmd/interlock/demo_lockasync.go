@@ -1,10 +1,6 @@
 package main
 
-import (
-	"context"
-
-	"github.com/interlock-go/interlock/rlock"
-)
+import "context"
 
 // asyncLock is a Lock call running in a goroutine of its own, so that a
 // scene can go on telling what happens while a worker waits.
@@ -14,12 +10,14 @@ type asyncLock struct {
 	received bool
 }
 
-// lockAsync starts m.Lock(ctx) in a goroutine. The caller receives the
-// result from C, and must call stop before it returns.
-func lockAsync(ctx context.Context, m *rlock.Mutex) *asyncLock {
+// lockAsync starts lock(ctx), a lock's Lock method or a wrapper of one, in
+// a goroutine. The caller receives the result from C, and must call stop
+// before it returns. Whatever lock stores before it returns may be read
+// once its result has been received.
+func lockAsync(ctx context.Context, lock func(context.Context) error) *asyncLock {
 	ctx, cancel := context.WithCancel(ctx)
 	a := &asyncLock{done: make(chan error, 1), cancel: cancel}
-	go func() { a.done <- m.Lock(ctx) }()
+	go func() { a.done <- lock(ctx) }()
 	return a
 }
 

@@ -27,7 +27,7 @@ func (d *demo) sceneCrash(ctx context.Context) error {
 	ctxB := interlock.WithOwner(ctx, 1)
 	mb := rlock.New(d.b, lock)
 
-	h, err := d.startHolder(ctx, lock, ledger)
+	h, err := d.startHolder(ctx, lock, ledger, "")
 	if err != nil {
 		return err
 	}
@@ -53,7 +53,7 @@ func (d *demo) sceneCrash(ctx context.Context) error {
 	}
 	crashedAt := n.elapsed()
 	n.say("C", "killed with SIGKILL: a crash")
-	b := lockAsync(ctxB, mb)
+	b := lockAsync(ctxB, mb.Lock)
 	defer b.stop()
 	n.say("B", "waits for the lock")
 	select {

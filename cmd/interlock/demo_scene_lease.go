@@ -30,7 +30,7 @@ func (d *demo) sceneLease(ctx context.Context) error {
 	}
 	aJob := time.NewTimer(demoLongJob)
 	defer aJob.Stop()
-	b := lockAsync(ctxB, mb)
+	b := lockAsync(ctxB, mb.Lock)
 	defer b.stop()
 	n.say("B", "waits for the lock")
 

@@ -7,27 +7,32 @@ import (
 	"time"
 
 	"github.com/interlock-go/interlock"
-	"github.com/interlock-go/interlock/rlock"
+	"github.com/interlock-go/interlock/fenced"
 )
 
-// scenePause is scene 4: a holder process is paused (SIGSTOP) past its
-// lease. Its lock expires, B takes it and processes the order; when the
-// holder runs again its renewal fails, its guard is cancelled with
-// rlock.ErrLockLost, and it does not write.
+// scenePause is scene 4: a holder process of the fenced lock is paused
+// (SIGSTOP) past its lease. Its lock expires, B takes it with a newer
+// token and writes through the ledger's fence; when the holder runs again
+// its renewal fails and its guard is cancelled, but it writes anyway,
+// without checking, and the fence rejects its older token.
 func (d *demo) scenePause(ctx context.Context) error {
 	n := d.n
 	n.scene("4. A holder that is paused",
-		"Worker C holds the lock with the watchdog and is frozen mid-job (a long GC pause, a\n"+
-			"stalled VM): alive, but unable to renew. Before writing, C checks its lock's guard.")
-	lock, ledger := d.names("pause")
+		"Worker C holds the fenced lock with the watchdog and is frozen mid-job (a long GC pause, a\n"+
+			"stalled VM): alive, but unable to renew. Each acquisition of the fenced lock gets a fencing\n"+
+			"token larger than all before it, and the ledger is written through a fence that refuses a\n"+
+			"token older than one it has admitted.")
+	lock, ledger, fenceKey := d.fencedNames("pause")
 	ctxB := interlock.WithOwner(ctx, 1)
-	mb := rlock.New(d.b, lock)
+	mb := fenced.New(d.b, lock)
+	fence := fenced.NewRedisFence(d.rc, fenceKey)
 
-	h, err := d.startHolder(ctx, lock, ledger)
+	h, err := d.startHolder(ctx, lock, ledger, fenceKey)
 	if err != nil {
 		return err
 	}
-	n.say("C", "(pid %d) locked %s with the watchdog; the ledger has no entry: starts its job", h.pid(), demoOrder)
+	n.say("C", "(pid %d) locked %s with the watchdog, token %d; the ledger has no entry: starts its job",
+		h.pid(), demoOrder, h.token)
 	if err := sleepCtx(ctx, demoPauseAfter); err != nil {
 		return err
 	}
@@ -36,7 +41,11 @@ func (d *demo) scenePause(ctx context.Context) error {
 	}
 	pausedAt := n.elapsed()
 	n.say("C", "paused with SIGSTOP")
-	b := lockAsync(ctxB, mb)
+	var tokenB uint64
+	b := lockAsync(ctxB, func(ctx context.Context) (err error) {
+		tokenB, err = mb.LockToken(ctx)
+		return err
+	})
 	defer b.stop()
 	n.say("B", "waits for the lock")
 	select {
@@ -48,20 +57,27 @@ func (d *demo) scenePause(ctx context.Context) error {
 	case <-ctx.Done():
 		return ctx.Err()
 	}
-	n.say("B", "locked %s, %s into C's pause: C's lock expired", demoOrder, secs(n.elapsed()-pausedAt))
+	n.say("B", "locked %s with token %d, %s into C's pause: C's lock expired", demoOrder, tokenB, secs(n.elapsed()-pausedAt))
+	if tokenB <= h.token {
+		return storyf("scene 4: B's token %d is not larger than C's %d", tokenB, h.token)
+	}
 	if err := d.expectUnprocessed(ctxB, ledger, "B", demoShortJob); err != nil {
 		return err
 	}
 	if err := sleepCtx(ctx, demoShortJob); err != nil {
 		return err
 	}
-	if err := d.record(ctxB, ledger, "B"); err != nil {
+	written, err := fence.Exec(ctxB, tokenB, fenced.Write{Cmd: "RPUSH", Key: ledger, Args: []string{"B"}})
+	if err != nil {
 		return err
+	}
+	if !written {
+		return storyf("scene 4: the fence refused B's token %d", tokenB)
 	}
 	if err := mb.Unlock(ctxB); err != nil {
 		return err
 	}
-	n.say("B", "done: recorded in the ledger, unlocked")
+	n.say("B", "done: recorded in the ledger through the fence with token %d (admitted), unlocked", tokenB)
 
 	if err := h.signal(sigCont); err != nil {
 		return err
@@ -81,16 +97,31 @@ func (d *demo) scenePause(ctx context.Context) error {
 	if err := sleepCtx(ctx, time.Until(writeAt)); err != nil {
 		return err
 	}
-	if err := h.send(holderWrite); err != nil {
+	if err := h.send(holderWriteUnchecked); err != nil {
 		return err
 	}
-	if line, err = h.expect(ctx, holderRefused, holderWrote); err != nil {
-		return err
+	n.say("C", "writes anyway, without checking its guard, as a careless holder would: token %d, through the fence", h.token)
+	for {
+		if line, err = h.expect(ctx, holderLost, holderRejected, holderWrote); err != nil {
+			return err
+		}
+		if !strings.HasPrefix(line, holderLost+" ") {
+			break
+		}
+		// The guard heard of the loss only now; the write is on its way.
+		n.say("C", "its renewal fails; its guard is cancelled: %s", strings.TrimPrefix(line, holderLost+" "))
 	}
-	if strings.HasPrefix(line, holderWrote) {
-		return storyf("C wrote after its lock was lost: its guard had not heard of the loss %s after it resumed", secs(demoWriteAfter))
+	if line == holderWrote {
+		return storyf("scene 4: the fence accepted C's stale token %d after B's %d", h.token, tokenB)
 	}
-	n.say("C", "checks its guard before writing: the lock is lost, so it stops without writing")
+	highest, err := lineToken(line)
+	if err != nil {
+		return storyf("scene 4: C said %q: %v", line, err)
+	}
+	n.say("C", "the fence REJECTS token %d: it has admitted token %d (B's); nothing is written", h.token, highest)
+	if highest != tokenB {
+		return storyf("scene 4: the fence had admitted token %d, want B's %d", highest, tokenB)
+	}
 	h.stop(false)
 	done, err := d.ledger(ctx, ledger)
 	if err != nil {
@@ -99,8 +130,9 @@ func (d *demo) scenePause(ctx context.Context) error {
 	if !slices.Equal(done, []string{"B"}) {
 		return storyf("scene 4: ledger %v, want [B]", done)
 	}
-	n.verdict("C STOPPED IN TIME: it learned of the loss from its guard once it ran again, and did not write\n"+
-		"(ledger: %v). A holder that writes without checking would still write late; the fenced lock\n"+
-		"(--kind fenced, next release) will let the resource itself reject such stale writes by token.", done)
+	n.verdict("C STOPPED IN TIME: not by its guard, which it ignored, but by the resource: the fence\n"+
+		"rejected C's token %d once it had admitted B's %d (ledger: %v). With the fenced lock\n"+
+		"(--kind fenced) a stale write is refused by token, even one already on its way when its\n"+
+		"holder was paused, where no guard could have stopped it.", h.token, tokenB, done)
 	return nil
 }

@@ -32,7 +32,7 @@ func (d *demo) sceneWatchdog(ctx context.Context) error {
 	}
 	aJob := time.NewTimer(demoSafeJob)
 	defer aJob.Stop()
-	b := lockAsync(ctxB, mb)
+	b := lockAsync(ctxB, mb.Lock)
 	defer b.stop()
 	n.say("B", "waits for the lock")
 	sample := time.NewTicker(demoSample)

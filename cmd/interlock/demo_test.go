@@ -44,6 +44,17 @@ func TestDemo(t *testing.T) {
 	} {
 		assert.Contains(t, res.stdout, want)
 	}
+	// Scene 4: the paused holder's write carries an older token than B's,
+	// and the fence rejects it.
+	rejected := regexp.MustCompile(`C  the fence REJECTS token (\d+): it has admitted token (\d+) \(B's\)`)
+	if m := rejected.FindStringSubmatch(res.stdout); assert.NotNil(t, m, "the fence rejects C's write") {
+		stale, err := strconv.ParseUint(m[1], 10, 64)
+		require.NoError(t, err)
+		newer, err := strconv.ParseUint(m[2], 10, 64)
+		require.NoError(t, err)
+		assert.Less(t, stale, newer, "C's token is older than B's")
+	}
+	assert.Regexp(t, `B  locked order-42 with token \d+`, res.stdout)
 	assert.Empty(t, demoKeys(t), "the demo deletes its keys")
 }
 
