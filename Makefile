@@ -19,3 +19,11 @@ check:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
+
+# The side-by-side benchmark of interlock and its peers (bench/ is its own
+# module, outside ./...; see bench/README.md). ROUNDS=5 by default.
+ROUNDS ?= 5
+.PHONY: bench
+bench:
+	@scripts/ensure-redis
+	cd bench && $(GO) run . -rounds $(ROUNDS)

@@ -48,7 +48,7 @@ public final class Peer {
     private static final PrintStream OUT =
             new PrintStream(new FileOutputStream(FileDescriptor.out), false, StandardCharsets.UTF_8);
 
-    private final RedissonClient redisson;
+    final RedissonClient redisson;
     private final Map<Integer, ExecutorService> threads = new ConcurrentHashMap<>();
     // One Java lock object per kind and name, shared by every thread, as an
     // application that keeps its RLock in a field does. (Redisson keeps the
@@ -265,6 +265,16 @@ public final class Peer {
         if (op.equals("threadId")) {
             return Thread.currentThread().getId();
         }
+        switch (op) {
+            case "bench":
+                return Bench.run(this, cmd);
+            case "holdMany":
+                return Bench.holdMany(this, cmd);
+            case "releaseMany":
+                return Bench.releaseMany(this, cmd);
+            default:
+                break;
+        }
         long waitMs = number(cmd, "waitMs", 0);
         long leaseMs = number(cmd, "leaseMs", 0);
         long lease = leaseMs > 0 ? leaseMs : -1; // -1: watchdog
@@ -307,7 +317,7 @@ public final class Peer {
         }
     }
 
-    private RLock lock(Map<String, Object> cmd) {
+    RLock lock(Map<String, Object> cmd) {
         String kind = string(cmd, "kind");
         String name = string(cmd, "name");
         if (kind == null || name == null || name.isEmpty()) {
@@ -346,7 +356,7 @@ public final class Peer {
         return (RFencedLock) lock;
     }
 
-    private static String string(Map<String, Object> cmd, String key) {
+    static String string(Map<String, Object> cmd, String key) {
         Object v = cmd.get(key);
         if (v == null) {
             return null;
@@ -357,7 +367,7 @@ public final class Peer {
         return (String) v;
     }
 
-    private static long number(Map<String, Object> cmd, String key, long dflt) {
+    static long number(Map<String, Object> cmd, String key, long dflt) {
         Object v = cmd.get(key);
         if (v == null) {
             return dflt;
