@@ -56,19 +56,6 @@ const (
 // tortureKinds are the kinds of the three locks, by index.
 var tortureKinds = []string{"reentrant", "fair", "fenced"}
 
-// A re-executed test binary with envWorker=modeTorture is a torture worker:
-// TestMain (main_test.go) only knows the exclusion and hold modes, so the
-// worker is started from here, before TestMain runs.
-func init() {
-	if os.Getenv(envWorker) == modeTorture {
-		if err := tortureWorker(); err != nil {
-			fmt.Fprintf(os.Stderr, "torture worker (pid %d): %v\n", os.Getpid(), err)
-			os.Exit(1)
-		}
-		os.Exit(0)
-	}
-}
-
 func holderKey(name string) string { return keys.Prefix("compat_holder", name) }
 
 // holdRecord is one acquisition.

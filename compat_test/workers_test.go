@@ -50,7 +50,11 @@ func violationsKey(name string) string { return keys.Prefix("compat_violations",
 func countKey(name string) string      { return keys.Prefix("compat_count", name) }
 
 func runWorker(mode string) int {
-	if err := work(mode); err != nil {
+	run := work
+	if mode == modeTorture {
+		run = func(string) error { return tortureWorker() }
+	}
+	if err := run(mode); err != nil {
 		fmt.Fprintf(os.Stderr, "worker %s (pid %d): %v\n", mode, os.Getpid(), err)
 		return 1
 	}
