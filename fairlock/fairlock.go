@@ -3,7 +3,6 @@ package fairlock
 import (
 	"context"
 	"errors"
-	"fmt"
 	"strconv"
 	"time"
 
@@ -367,9 +366,6 @@ func (m *Mutex) ForceUnlock(ctx context.Context) (bool, error) {
 
 // IsLocked reports whether anyone holds the lock.
 func (m *Mutex) IsLocked(ctx context.Context) (bool, error) {
-	if m.l.Err != nil {
-		return false, m.l.Err
-	}
 	return m.l.Exists(ctx)
 }
 
@@ -382,23 +378,13 @@ func (m *Mutex) IsHeld(ctx context.Context) (bool, error) {
 // HoldCount returns how many holds the calling owner has on the lock, as
 // the server counts them (0 when it holds none).
 func (m *Mutex) HoldCount(ctx context.Context) (int, error) {
-	if m.l.Err != nil {
-		return 0, m.l.Err
-	}
-	owner, err := m.l.C.Owner(ctx)
-	if err != nil {
-		return 0, err
-	}
-	return m.l.HoldCount(ctx, owner)
+	return m.l.HoldCount(ctx, "")
 }
 
 // TTL returns how long the lock has left before it expires: 0 when it is
 // not locked, a negative duration when it is locked with no expiry (which
 // only a foreign writer can cause).
 func (m *Mutex) TTL(ctx context.Context) (time.Duration, error) {
-	if m.l.Err != nil {
-		return 0, m.l.Err
-	}
 	return m.l.TTL(ctx)
 }
 
@@ -414,20 +400,11 @@ func (m *Mutex) TTL(ctx context.Context) (time.Duration, error) {
 // of it only at the next renewal; protect writes with a fenced lock where
 // that matters.
 func (m *Mutex) Guard(ctx context.Context) context.Context {
-	if m.l.Err != nil {
-		return lockcore.Cancelled(ctx, m.l.Err)
-	}
-	owner, err := m.l.C.Owner(ctx)
-	if err != nil {
-		return lockcore.Cancelled(ctx, err)
-	}
-	return m.l.Guard(ctx, owner)
+	return m.l.Guard(ctx, "")
 }
 
 // nowMillis is this process's clock in epoch milliseconds, the "now" of
 // every fair-lock script: queue deadlines are client clocks, as in Redisson.
 func nowMillis() string { return strconv.FormatInt(time.Now().UnixMilli(), 10) }
 
-func invalid(format string, args ...any) error {
-	return fmt.Errorf("%w: fairlock: "+format, append([]any{interlock.ErrInvalid}, args...)...)
-}
+func invalid(format string, args ...any) error { return kind.Invalid(format, args...) }

@@ -304,9 +304,6 @@ func (m *Mutex) Token(ctx context.Context) (uint64, error) {
 
 // IsLocked reports whether anyone holds the lock.
 func (m *Mutex) IsLocked(ctx context.Context) (bool, error) {
-	if m.l.Err != nil {
-		return false, m.l.Err
-	}
 	return m.l.Exists(ctx)
 }
 
@@ -319,23 +316,13 @@ func (m *Mutex) IsHeld(ctx context.Context) (bool, error) {
 // HoldCount returns how many holds the calling owner has on the lock, as
 // the server counts them (0 when it holds none).
 func (m *Mutex) HoldCount(ctx context.Context) (int, error) {
-	if m.l.Err != nil {
-		return 0, m.l.Err
-	}
-	owner, err := m.l.C.Owner(ctx)
-	if err != nil {
-		return 0, err
-	}
-	return m.l.HoldCount(ctx, owner)
+	return m.l.HoldCount(ctx, "")
 }
 
 // TTL returns how long the lock has left before it expires: 0 when it is
 // not locked, a negative duration when it is locked with no expiry (which
 // only a foreign writer can cause).
 func (m *Mutex) TTL(ctx context.Context) (time.Duration, error) {
-	if m.l.Err != nil {
-		return 0, m.l.Err
-	}
 	return m.l.TTL(ctx)
 }
 
@@ -351,16 +338,7 @@ func (m *Mutex) TTL(ctx context.Context) (time.Duration, error) {
 // That is what the token is for: send it with the write and have the
 // resource refuse stale ones (Fence, RedisFence).
 func (m *Mutex) Guard(ctx context.Context) context.Context {
-	if m.l.Err != nil {
-		return lockcore.Cancelled(ctx, m.l.Err)
-	}
-	owner, err := m.l.C.Owner(ctx)
-	if err != nil {
-		return lockcore.Cancelled(ctx, err)
-	}
-	return m.l.Guard(ctx, owner)
+	return m.l.Guard(ctx, "")
 }
 
-func invalid(format string, args ...any) error {
-	return fmt.Errorf("%w: fenced: "+format, append([]any{interlock.ErrInvalid}, args...)...)
-}
+func invalid(format string, args ...any) error { return kind.Invalid(format, args...) }

@@ -267,23 +267,13 @@ func (r *ReadLock) IsHeld(ctx context.Context) (bool, error) {
 // HoldCount returns how many read holds the calling owner has, as the
 // server counts them (0 when it holds none).
 func (r *ReadLock) HoldCount(ctx context.Context) (int, error) {
-	if r.l.Err != nil {
-		return 0, r.l.Err
-	}
-	owner, err := r.l.C.Owner(ctx)
-	if err != nil {
-		return 0, err
-	}
-	return r.l.HoldCount(ctx, owner)
+	return r.l.HoldCount(ctx, "")
 }
 
 // TTL returns how long the lock (read or write: it is one key) has left
 // before it expires: 0 when it is not locked, a negative duration when it
 // has no expiry.
 func (r *ReadLock) TTL(ctx context.Context) (time.Duration, error) {
-	if r.l.Err != nil {
-		return 0, r.l.Err
-	}
 	return r.l.TTL(ctx)
 }
 
@@ -294,14 +284,7 @@ func (r *ReadLock) TTL(ctx context.Context) (time.Duration, error) {
 // cause wrapping ErrNotHeld. A hold can be lost at any moment; the guard
 // learns of it at the next renewal at the latest.
 func (r *ReadLock) Guard(ctx context.Context) context.Context {
-	if r.l.Err != nil {
-		return lockcore.Cancelled(ctx, r.l.Err)
-	}
-	owner, err := r.l.C.Owner(ctx)
-	if err != nil {
-		return lockcore.Cancelled(ctx, err)
-	}
-	return r.l.Guard(ctx, owner)
+	return r.l.Guard(ctx, "")
 }
 
 // ---- write lock ----
@@ -467,23 +450,13 @@ func (w *WriteLock) IsHeld(ctx context.Context) (bool, error) {
 // HoldCount returns how many write holds the calling owner has, as the
 // server counts them (0 when it holds none).
 func (w *WriteLock) HoldCount(ctx context.Context) (int, error) {
-	if w.l.Err != nil {
-		return 0, w.l.Err
-	}
-	owner, err := w.l.C.Owner(ctx)
-	if err != nil {
-		return 0, err
-	}
-	return w.l.HoldCount(ctx, owner+":write")
+	return w.l.HoldCount(ctx, ":write")
 }
 
 // TTL returns how long the lock (read or write: it is one key) has left
 // before it expires: 0 when it is not locked, a negative duration when it
 // has no expiry.
 func (w *WriteLock) TTL(ctx context.Context) (time.Duration, error) {
-	if w.l.Err != nil {
-		return 0, w.l.Err
-	}
 	return w.l.TTL(ctx)
 }
 
@@ -494,14 +467,7 @@ func (w *WriteLock) TTL(ctx context.Context) (time.Duration, error) {
 // already cancelled with a cause wrapping ErrNotHeld. A hold can be lost at
 // any moment; the guard learns of it at the next renewal at the latest.
 func (w *WriteLock) Guard(ctx context.Context) context.Context {
-	if w.l.Err != nil {
-		return lockcore.Cancelled(ctx, w.l.Err)
-	}
-	owner, err := w.l.C.Owner(ctx)
-	if err != nil {
-		return lockcore.Cancelled(ctx, err)
-	}
-	return w.l.Guard(ctx, owner+":write")
+	return w.l.Guard(ctx, ":write")
 }
 
 // ---- shared ----
@@ -609,6 +575,4 @@ func checkTry(wait, lease time.Duration) error {
 	return nil
 }
 
-func invalid(format string, args ...any) error {
-	return fmt.Errorf("%w: rwlock: "+format, append([]any{interlock.ErrInvalid}, args...)...)
-}
+func invalid(format string, args ...any) error { return readKind.Invalid(format, args...) }

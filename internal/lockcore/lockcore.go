@@ -42,6 +42,12 @@ type Kind struct {
 	Task *renewal.Task
 }
 
+// Invalid returns an error about a bad argument, wrapping
+// interlock.ErrInvalid and prefixed with the kind's name.
+func (k *Kind) Invalid(format string, args ...any) error {
+	return fmt.Errorf("%w: %s: "+format, append([]any{interlock.ErrInvalid, k.Name}, args...)...)
+}
+
 // Lock is one named lock of one kind on one Client.
 type Lock struct {
 	C    *interlock.Client
@@ -201,24 +207,39 @@ func (l *Lock) Unlock(ctx context.Context, holder string,
 	return n, nil
 }
 
-// Guard returns a context derived from ctx that ends with holder's hold
-// (see renewal.Entry.Guard), or one already cancelled with a cause
-// wrapping Kind.NotHeld when holder holds nothing.
-func (l *Lock) Guard(ctx context.Context, holder string) context.Context {
+// Guard returns a context derived from ctx that ends with the hold of the
+// caller's owner (see renewal.Entry.Guard); suffix is appended to the
+// owner string (":write" for a write lock). It is already cancelled, with
+// the argument error or with a cause wrapping Kind.NotHeld, when the lock
+// is unusable or the owner holds nothing.
+func (l *Lock) Guard(ctx context.Context, suffix string) context.Context {
 	if l.Err != nil {
 		return Cancelled(ctx, l.Err)
 	}
-	e := l.C.Renewal().Lookup(l.Name, holder)
+	owner, err := l.C.Owner(ctx)
+	if err != nil {
+		return Cancelled(ctx, err)
+	}
+	e := l.C.Renewal().Lookup(l.Name, owner+suffix)
 	if e == nil {
 		return Cancelled(ctx, fmt.Errorf("%w: %s", l.Kind.NotHeld, l.Name))
 	}
 	return e.Guard(ctx)
 }
 
-// HoldCount returns field's count in the lock hash (0 when absent).
-func (l *Lock) HoldCount(ctx context.Context, field string) (int, error) {
+// HoldCount returns the count of the caller's owner in the lock hash, as
+// the server keeps it (0 when absent); suffix is appended to the owner
+// string (":write" for a write lock).
+func (l *Lock) HoldCount(ctx context.Context, suffix string) (int, error) {
+	if l.Err != nil {
+		return 0, l.Err
+	}
+	owner, err := l.C.Owner(ctx)
+	if err != nil {
+		return 0, err
+	}
 	rc := l.C.Redis()
-	n, err := rc.Do(ctx, rc.B().Hget().Key(l.Name).Field(field).Build()).AsInt64()
+	n, err := rc.Do(ctx, rc.B().Hget().Key(l.Name).Field(owner+suffix).Build()).AsInt64()
 	switch {
 	case rueidis.IsRedisNil(err):
 		return 0, nil
@@ -230,6 +251,9 @@ func (l *Lock) HoldCount(ctx context.Context, field string) (int, error) {
 
 // Exists reports whether the lock's key exists.
 func (l *Lock) Exists(ctx context.Context) (bool, error) {
+	if l.Err != nil {
+		return false, l.Err
+	}
 	rc := l.C.Redis()
 	n, err := rc.Do(ctx, rc.B().Exists().Key(l.Name).Build()).AsInt64()
 	if err != nil {
@@ -241,6 +265,9 @@ func (l *Lock) Exists(ctx context.Context) (bool, error) {
 // TTL returns the lock key's remaining TTL: 0 when it does not exist, a
 // negative duration when it has no expiry.
 func (l *Lock) TTL(ctx context.Context) (time.Duration, error) {
+	if l.Err != nil {
+		return 0, l.Err
+	}
 	rc := l.C.Redis()
 	n, err := rc.Do(ctx, rc.B().Pttl().Key(l.Name).Build()).AsInt64()
 	switch {
