@@ -23,7 +23,14 @@ check:
 # The side-by-side benchmark of interlock and its peers (bench/ is its own
 # module, outside ./...; see bench/README.md). ROUNDS=5 by default.
 ROUNDS ?= 5
-.PHONY: bench
+.PHONY: bench nightly
 bench:
 	@scripts/ensure-redis
 	cd bench && $(GO) run . -rounds $(ROUNDS)
+
+# The nightly tier of the fault-injection suite (docs/reliability.md): every
+# test of reliability/ at full size, within an hour on two cores.
+nightly:
+	@scripts/ensure-redis
+	@scripts/ensure-faketime
+	bash -o pipefail -c '$(GO) test -count=1 -timeout 70m -v ./reliability -args -tier=nightly 2>&1 | tee reliability-nightly.log'
