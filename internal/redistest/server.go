@@ -10,13 +10,16 @@ import (
 	"github.com/interlock-go/interlock/internal/redisproc"
 )
 
-// An Option configures the servers that Start, StartCluster and
-// StartReplicated launch.
+// An Option configures the servers that the Start functions launch.
 type Option func(*options)
 
 // options is what the Options given to a Start function set.
 type options struct {
 	args []string
+	// replicas is set by WithReplicas; replicasSet tells it from the
+	// constructor's default.
+	replicas    int
+	replicasSet bool
 }
 
 // WithArgs appends command-line arguments to every redis-server started, for

@@ -1,0 +1,94 @@
+package redistest
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"net"
+	"strings"
+	"time"
+
+	"github.com/interlock-go/interlock/internal/redisproc"
+)
+
+// waitUntil calls check every interval until it returns nil or ctx ends. On
+// the end of ctx it returns an error wrapping ctx.Err() that says what was
+// awaited and what the last check found.
+func waitUntil(ctx context.Context, interval time.Duration, what string, check func(context.Context) error) error {
+	t := time.NewTimer(0)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%s: %w", what, ctx.Err())
+		case <-t.C:
+		}
+		err := check(ctx)
+		if err == nil {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%s: %w (last check: %v)", what, ctx.Err(), err)
+		default:
+		}
+		t.Reset(interval)
+	}
+}
+
+// logTails returns the last log lines of each server started by this
+// package, formatted to be appended to an error message.
+func logTails(servers ...*Server) string {
+	var b strings.Builder
+	for _, s := range servers {
+		if s != nil && s.proc != nil {
+			b.WriteString(s.proc.Log())
+		}
+	}
+	return b.String()
+}
+
+// nodeConn is one long-lived connection to a server, for operations that
+// send many commands (Reshard). Unlike redisproc.Conn its deadline is set per
+// command, from the command's context.
+type nodeConn struct {
+	addr string
+	conn net.Conn
+	r    *bufio.Reader
+}
+
+// dialNode connects to addr.
+func dialNode(ctx context.Context, addr string) (*nodeConn, error) {
+	var d net.Dialer
+	dctx, cancel := context.WithTimeout(ctx, redisproc.ProbeTimeout)
+	defer cancel()
+	conn, err := d.DialContext(dctx, "tcp", addr)
+	if err != nil {
+		return nil, err
+	}
+	return &nodeConn{addr: addr, conn: conn, r: bufio.NewReader(conn)}, nil
+}
+
+// do sends one command and reads its reply (see redisproc.ReadReply). It
+// gives up at ctx's deadline or after redisproc.ProbeTimeout, whichever
+// comes first; the connection is unusable after a timeout.
+func (c *nodeConn) do(ctx context.Context, args ...string) (any, error) {
+	deadline := time.Now().Add(redisproc.ProbeTimeout)
+	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
+		deadline = d
+	}
+	if err := c.conn.SetDeadline(deadline); err != nil {
+		return nil, err
+	}
+	if _, err := c.conn.Write(redisproc.EncodeCommand(args)); err != nil {
+		return nil, fmt.Errorf("%s: %s: %w", c.addr, args[0], err)
+	}
+	v, err := redisproc.ReadReply(c.r)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %s: %w", c.addr, strings.Join(args[:min(len(args), 4)], " "), err)
+	}
+	return v, nil
+}
+
+// close closes the connection.
+func (c *nodeConn) close() { _ = c.conn.Close() }
