@@ -22,6 +22,12 @@ var (
 	// unusable lock name, a negative duration, a nil client. Such errors are
 	// returned before anything is sent to Redis.
 	ErrInvalid = errors.New("interlock: invalid argument")
+	// ErrReplication is wrapped by the error of an acquisition or unlock
+	// that fewer replicas acknowledged than WithReplicaAcks asks for.
+	ErrReplication = errors.New("interlock: too few replicas acknowledged")
+	// ErrMaxHold is wrapped, together with the lock kind's ErrLockLost, by
+	// the cause of a guard that WithMaxHold ended.
+	ErrMaxHold = errors.New("interlock: lock held longer than the maximum hold time")
 )
 
 // Client is the process-side half of every lock: it carries the client id
@@ -61,11 +67,13 @@ func New(rc rueidis.Client, opts ...Option) (*Client, error) {
 	}
 	cluster := rc.Mode() == rueidis.ClientModeCluster
 	sched, err := renewal.New(rc, renewal.Config{
-		Lease:     cfg.watchdog,
-		BatchSize: cfg.batchSize,
-		Cluster:   cluster,
-		Observer:  cfg.observer,
-		Closed:    ErrClosed,
+		Lease:      cfg.watchdog,
+		BatchSize:  cfg.batchSize,
+		Cluster:    cluster,
+		Observer:   cfg.observer,
+		Closed:     ErrClosed,
+		MaxHold:    cfg.maxHold,
+		MaxHoldErr: ErrMaxHold,
 	})
 	if err != nil {
 		return nil, err
@@ -119,6 +127,15 @@ func (c *Client) Renewal() *renewal.Scheduler { return c.renewal }
 // WatchdogTimeout returns the lease of watchdog holds (renewed every third
 // of it).
 func (c *Client) WatchdogTimeout() time.Duration { return c.cfg.watchdog }
+
+// ReplicaAcks returns the replica acknowledgements WithReplicaAcks asks
+// for, and their timeout; n is 0 when safe mode is off.
+func (c *Client) ReplicaAcks() (n int, timeout time.Duration) {
+	return c.cfg.replicaAcks, c.cfg.replicaTimeout
+}
+
+// MaxHold returns the limit set by WithMaxHold, 0 for none.
+func (c *Client) MaxHold() time.Duration { return c.cfg.maxHold }
 
 // DeleteLater queues key for deletion by the Client's cleanup goroutine,
 // which deletes queued keys in batches. Unlocks use it for their latch keys

@@ -46,6 +46,11 @@ type config struct {
 	batchSize int
 	pubsub    PubSubMode
 	observer  Observer
+
+	replicaAcks    int // 0: safe mode off
+	replicaTimeout time.Duration
+	replicaSet     bool
+	maxHold        time.Duration
 }
 
 func defaultConfig() config {
@@ -62,6 +67,18 @@ func (c config) validate() error {
 	if c.pubsub < PubSubAuto || c.pubsub > PubSubSharded {
 		return fmt.Errorf("%w: unknown pub/sub mode %d", ErrInvalid, c.pubsub)
 	}
+	if c.replicaSet {
+		if c.replicaAcks < 1 {
+			return fmt.Errorf("%w: replica acknowledgements %d must be at least 1", ErrInvalid, c.replicaAcks)
+		}
+		if c.replicaTimeout < time.Millisecond {
+			// WAIT takes whole milliseconds, and WAIT n 0 blocks forever.
+			return fmt.Errorf("%w: replica acknowledgement timeout %v must be at least 1ms", ErrInvalid, c.replicaTimeout)
+		}
+	}
+	if c.maxHold < 0 {
+		return fmt.Errorf("%w: max hold %v must not be negative", ErrInvalid, c.maxHold)
+	}
 	return nil
 }
 
@@ -71,6 +88,50 @@ func (c config) validate() error {
 // Java fleet's lockWatchdogTimeout.
 func WithWatchdogTimeout(d time.Duration) Option {
 	return func(c *config) { c.watchdog = d }
+}
+
+// WithReplicaAcks turns on safe mode: every acquire and unlock script is
+// followed, on the same connection and in the same pipeline, by
+// WAIT n timeout, so the server reports how many replicas have the write.
+// (On a cluster both go to the node that owns the lock's slot.)
+//
+// An acquisition (a re-entry too) that fewer than n replicas acknowledged
+// within timeout is taken back at once, exactly as one whose reply was
+// lost, and the call returns an error wrapping ErrReplication that says
+// how many replicas did; a waiting Lock returns it rather than trying
+// again. An unlock that fewer than n acknowledged still counts (the hold
+// is gone on the master) and returns an error wrapping ErrReplication. A
+// server that refuses WAIT makes every acquisition fail the same way.
+// Renewals are not followed by WAIT: they only move an expiry that the
+// acquisition already replicated, and waiting in the one renewal goroutine
+// would delay every other lock's renewal.
+//
+// This narrows the window in which a failover loses a lock; it does not
+// close it. Replication stays asynchronous: the replica promoted after a
+// crash need not be one that acknowledged, and a write acknowledged by
+// some replicas can still be lost (the Redis WAIT documentation says as
+// much). It is Redisson's checkLockSyncedSlaves idea, with an explicit
+// count rather than "all known replicas, failing only when none
+// acknowledged". Protect writes with a fenced lock where it matters.
+//
+// n must be at least 1 and timeout at least 1ms. The default is off.
+func WithReplicaAcks(n int, timeout time.Duration) Option {
+	return func(c *config) {
+		c.replicaAcks, c.replicaTimeout, c.replicaSet = n, timeout, true
+	}
+}
+
+// WithMaxHold bounds how long the watchdog renews a hold: d after a lock
+// was acquired (its first watchdog hold, re-entries included), renewal of
+// it stops, its guards are cancelled with a cause that wraps both the lock
+// kind's ErrLockLost and ErrMaxHold, and the key expires on the server by
+// itself within one watchdog timeout. It protects the other waiters from a
+// hung worker that never unlocks. An Unlock after that returns an error
+// wrapping the kind's ErrLockLost and ErrMaxHold when the key is gone, and
+// releases normally when it is still there. Holds with an explicit lease
+// are not affected. The default, 0, is no limit, as in Redisson.
+func WithMaxHold(d time.Duration) Option {
+	return func(c *config) { c.maxHold = d }
 }
 
 // WithRenewalBatchSize sets the most locks one renewal script call extends.

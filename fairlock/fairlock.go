@@ -246,16 +246,15 @@ func (m *Mutex) try(ctx context.Context, owner string, lease, grace time.Duratio
 	if lease == 0 {
 		leaseArg = m.l.C.WatchdogTimeout()
 	}
-	rc := m.l.C.Redis()
 	ks := []string{m.l.Name, m.queue, m.timeouts}
 	return m.l.Attempt(ctx, owner, lease,
-		func(ctx context.Context) rueidis.RedisResult {
+		func(ctx context.Context, exec lockcore.Exec) rueidis.RedisResult {
 			now := nowMillis()
 			if queued == nil {
-				return lua.FairTryAcquire.Exec(ctx, rc, ks, []string{lockcore.MS(leaseArg), owner, now, lockcore.MS(grace)})
+				return exec(ctx, lua.FairTryAcquire, ks, []string{lockcore.MS(leaseArg), owner, now, lockcore.MS(grace)})
 			}
 			queued()
-			return lua.FairAcquire.Exec(ctx, rc, ks, []string{lockcore.MS(leaseArg), owner, lockcore.MS(grace), now})
+			return exec(ctx, lua.FairAcquire, ks, []string{lockcore.MS(leaseArg), owner, lockcore.MS(grace), now})
 		},
 		func(r rueidis.RedisResult) (bool, time.Duration, error) {
 			n, err := r.AsInt64()
@@ -325,9 +324,8 @@ func (m *Mutex) Unlock(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	rc := m.l.C.Redis()
-	_, err = m.l.Unlock(ctx, owner, func(ctx context.Context, latch string, lease time.Duration, pub string) rueidis.RedisResult {
-		res := lua.FairUnlock.Exec(ctx, rc,
+	_, err = m.l.Unlock(ctx, owner, func(ctx context.Context, exec lockcore.Exec, latch string, lease time.Duration, pub string) rueidis.RedisResult {
+		res := exec(ctx, lua.FairUnlock,
 			[]string{m.l.Name, m.queue, m.timeouts, m.channel, latch},
 			[]string{"0", lockcore.MS(lease), owner, nowMillis(), pub, lockcore.MS(lockcore.LatchTTL)})
 		if n, err := res.AsInt64(); err == nil && n == expiredReply {
@@ -401,6 +399,19 @@ func (m *Mutex) TTL(ctx context.Context) (time.Duration, error) {
 // that matters.
 func (m *Mutex) Guard(ctx context.Context) context.Context {
 	return m.l.Guard(ctx, "")
+}
+
+// Remaining returns how long the calling owner's hold on the lock is still
+// certainly valid: the lease set by the last successful acquisition or
+// renewal, counted from when that request was sent (on the monotonic
+// clock), minus the time since. It is 0 when the owner holds nothing here,
+// or its hold was lost, ended by the Client's max hold time, or expired.
+// It sends nothing and costs a map lookup, so call it before each step of
+// protected work: go on only while it exceeds what the step may take. It
+// says nothing about a pause that happens after it returns; fence writes
+// where that matters.
+func (m *Mutex) Remaining(ctx context.Context) time.Duration {
+	return m.l.Remaining(ctx, "")
 }
 
 // nowMillis is this process's clock in epoch milliseconds, the "now" of

@@ -22,6 +22,10 @@ type Entry struct {
 	releasing  int             // unlocks in flight; renewal waits for them
 	renewedAt  time.Time       // when the last successful renewal was sent
 	leaseUntil time.Time       // end of the longest explicit lease
+	validUntil time.Time       // last TTL this Client set, from the send time of the call that set it
+	releaseAt  time.Time       // when the latest BeginRelease ran
+	maxUntil   time.Time       // when MaxHold ends the watchdog holds; zero: no limit
+	heapIndex  int             // position in s.maxHolds, -1 when not in it
 	ended      bool
 	cause      error
 	guards     map[*context.CancelCauseFunc]struct{} // made by Guard, ended with the hold
@@ -60,6 +64,7 @@ func (e *Entry) BeginRelease() time.Duration {
 	e.s.mu.Lock()
 	defer e.s.mu.Unlock()
 	e.releasing++
+	e.releaseAt = time.Now()
 	n := len(e.holds)
 	if n == 0 {
 		return e.s.cfg.Lease
@@ -91,6 +96,10 @@ func (e *Entry) EndRelease(o Outcome) {
 		if e.watchdog > 0 {
 			// The unlock script set the TTL to the watchdog lease.
 			e.renewedAt = time.Now()
+			e.validUntil = e.releaseAt.Add(s.cfg.Lease)
+		} else if n := len(e.holds); n > 0 {
+			// It set the TTL to the innermost remaining hold's lease.
+			e.validUntil = e.releaseAt.Add(e.holds[n-1])
 		}
 		if len(e.holds) == 0 {
 			s.forget(e, nil)
@@ -139,6 +148,20 @@ func (e *Entry) Guard(parent context.Context) context.Context {
 	d, cancelDeadline := context.WithDeadlineCause(g, deadline, e.task.Lost)
 	context.AfterFunc(g, cancelDeadline)
 	return d
+}
+
+// Remaining returns how long the hold is still certainly valid on the
+// server: the TTL set by the last successful acquisition, renewal or
+// partial release, counted from when that request was sent (the monotonic
+// clock), minus the time since. It is 0 once the entry ended (released,
+// lost, past MaxHold) or its validity ran out. It sends nothing.
+func (e *Entry) Remaining() time.Duration {
+	e.s.mu.Lock()
+	defer e.s.mu.Unlock()
+	if e.ended {
+		return 0
+	}
+	return max(time.Until(e.validUntil), 0)
 }
 
 // end marks e ended with cause (nil: released). s.mu must be held.

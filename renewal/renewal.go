@@ -48,11 +48,26 @@ type Config struct {
 	// Closed is the cause given to the entries still held when the
 	// Scheduler is closed. The default is ErrClosed.
 	Closed error
+	// MaxHold, when positive, bounds how long watchdog holds are renewed:
+	// MaxHold after an entry's first watchdog hold was acquired, the entry
+	// ends as lost and renewal stops, so the key expires within one lease.
+	// 0, the default, renews for as long as the holds last.
+	MaxHold time.Duration
+	// MaxHoldErr is wrapped, with the Task's Lost, by the cause of entries
+	// ended by MaxHold. The default is ErrMaxHold.
+	MaxHoldErr error
 }
 
 // ErrClosed is returned by Hold once the Scheduler is closed, and is the
 // default cause of the entries it ends then.
 var ErrClosed = errors.New("renewal: scheduler closed")
+
+// ErrMaxHold is the default Config.MaxHoldErr.
+var ErrMaxHold = errors.New("renewal: held longer than the maximum hold time")
+
+// maxHeldMemory is how long the Scheduler remembers that MaxHold ended an
+// entry, for the owner's late Unlock (MaxHeld).
+const maxHeldMemory = 10 * time.Minute
 
 type entryKey struct{ key, owner string }
 
@@ -62,12 +77,21 @@ type Scheduler struct {
 	rc  rueidis.Client
 	cfg Config
 
-	mu      sync.Mutex
-	entries map[entryKey]*Entry
-	closed  bool
+	mu       sync.Mutex
+	entries  map[entryKey]*Entry
+	maxHolds deadlines             // entries with a MaxHold deadline, earliest first
+	maxHeld  map[entryKey]maxEnded // entries MaxHold ended, until their owner unlocks
+	closed   bool
 
+	wake   chan struct{}      // tells run that the earliest MaxHold deadline moved
 	cancel context.CancelFunc // stops run
 	done   chan struct{}      // closed when run returned
+}
+
+// maxEnded records an entry that MaxHold ended.
+type maxEnded struct {
+	at    time.Time
+	cause error
 }
 
 // New starts a Scheduler and its goroutine. Close stops it.
@@ -84,10 +108,18 @@ func New(rc rueidis.Client, cfg Config) (*Scheduler, error) {
 	if cfg.Closed == nil {
 		cfg.Closed = ErrClosed
 	}
+	if cfg.MaxHold < 0 {
+		return nil, errors.New("renewal: max hold must not be negative")
+	}
+	if cfg.MaxHoldErr == nil {
+		cfg.MaxHoldErr = ErrMaxHold
+	}
 	s := &Scheduler{
 		rc:      rc,
 		cfg:     cfg,
 		entries: make(map[entryKey]*Entry),
+		maxHeld: make(map[entryKey]maxEnded),
+		wake:    make(chan struct{}, 1),
 		done:    make(chan struct{}),
 	}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -114,6 +146,8 @@ func (s *Scheduler) Close() {
 		delete(s.entries, k)
 		e.end(s.cfg.Closed)
 	}
+	s.maxHolds = nil
+	clear(s.maxHeld)
 	s.mu.Unlock()
 	s.cancel()
 	<-s.done
@@ -136,6 +170,7 @@ func (s *Scheduler) Hold(key, owner string, task *Task, lease time.Duration, sen
 		return nil, s.cfg.Closed
 	}
 	k := entryKey{key, owner}
+	delete(s.maxHeld, k)
 	e := s.entries[k]
 	if e != nil && e.watchdog == 0 && !sentAt.Before(e.leaseUntil) {
 		// Every hold of e had a lease, and they have all run out: the key
@@ -144,7 +179,7 @@ func (s *Scheduler) Hold(key, owner string, task *Task, lease time.Duration, sen
 		e = nil
 	}
 	if e == nil {
-		e = &Entry{Key: key, Owner: owner, task: task, s: s}
+		e = &Entry{Key: key, Owner: owner, task: task, s: s, heapIndex: -1}
 		if s.cfg.Cluster {
 			e.slot = keys.Slot(key)
 		}
@@ -154,10 +189,41 @@ func (s *Scheduler) Hold(key, owner string, task *Task, lease time.Duration, sen
 	if lease == 0 {
 		e.watchdog++
 		e.renewedAt = sentAt
-	} else if until := sentAt.Add(lease); until.After(e.leaseUntil) {
-		e.leaseUntil = until
+		e.validUntil = sentAt.Add(s.cfg.Lease)
+		if s.cfg.MaxHold > 0 && e.maxUntil.IsZero() {
+			e.maxUntil = sentAt.Add(s.cfg.MaxHold)
+			s.maxHolds.push(e)
+			if e.heapIndex == 0 {
+				select {
+				case s.wake <- struct{}{}:
+				default:
+				}
+			}
+		}
+	} else {
+		// The acquire script set the TTL to this lease.
+		e.validUntil = sentAt.Add(lease)
+		if until := sentAt.Add(lease); until.After(e.leaseUntil) {
+			e.leaseUntil = until
+		}
 	}
 	return e, nil
+}
+
+// MaxHeld reports whether MaxHold ended owner's holds on key, and if so
+// returns the cause the entry ended with, forgetting the record: the
+// owner's Unlock calls it once. The record is kept until then, until the
+// owner acquires key again, or for ten minutes.
+func (s *Scheduler) MaxHeld(key, owner string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	k := entryKey{key, owner}
+	m, ok := s.maxHeld[k]
+	if !ok {
+		return nil
+	}
+	delete(s.maxHeld, k)
+	return m.cause
 }
 
 // Lookup returns the entry of key and owner, or nil when this Client holds
@@ -185,6 +251,7 @@ func (s *Scheduler) forget(e *Entry, cause error) {
 	k := entryKey{e.Key, e.Owner}
 	if s.entries[k] == e {
 		delete(s.entries, k)
+		s.maxHolds.remove(e)
 		e.end(cause)
 	}
 }

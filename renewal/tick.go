@@ -11,17 +11,30 @@ import (
 )
 
 // run is the Scheduler's one goroutine: a tick every Interval until Close
-// cancels ctx, which also aborts a tick in flight.
+// cancels ctx, which also aborts a tick in flight; and, with MaxHold, one
+// timer set to the earliest MaxHold deadline, which ends the entries that
+// reached theirs. Hold signals wake when it adds an earlier deadline.
 func (s *Scheduler) run(ctx context.Context) {
 	defer close(s.done)
 	t := time.NewTicker(s.Interval())
 	defer t.Stop()
+	maxHold := time.NewTimer(time.Hour)
+	maxHold.Stop()
+	defer maxHold.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
 			s.tick(ctx)
+		case <-maxHold.C:
+			s.expireMaxHolds(time.Now())
+		case <-s.wake:
+		}
+		if next, ok := s.nextMaxHold(); ok {
+			maxHold.Reset(time.Until(next))
+		} else {
+			maxHold.Stop()
 		}
 	}
 }
@@ -41,6 +54,7 @@ type lostEntry struct {
 // DoMulti, and forgets entries whose lease ran out.
 func (s *Scheduler) tick(ctx context.Context) {
 	now := time.Now()
+	s.expireMaxHolds(now)
 	var lost []lostEntry
 	groups := make(map[group][]*Entry)
 	s.mu.Lock()
@@ -119,6 +133,7 @@ func (s *Scheduler) apply(chunk []*Entry, r rueidis.RedisResult, sent time.Time)
 		switch {
 		case err == nil && renewed[i] == 1:
 			e.renewedAt = sent
+			e.validUntil = sent.Add(s.cfg.Lease)
 		case err == nil:
 			s.forget(e, e.task.Lost)
 			lost = append(lost, lostEntry{e.Key, e.task.Lost})

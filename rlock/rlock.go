@@ -126,8 +126,8 @@ func (m *Mutex) try(ctx context.Context, owner string, lease time.Duration) (boo
 		leaseArg = m.l.C.WatchdogTimeout()
 	}
 	return m.l.Attempt(ctx, owner, lease,
-		func(ctx context.Context) rueidis.RedisResult {
-			return lua.Acquire.Exec(ctx, m.l.C.Redis(), []string{m.l.Name}, []string{lockcore.MS(leaseArg), owner})
+		func(ctx context.Context, exec lockcore.Exec) rueidis.RedisResult {
+			return exec(ctx, lua.Acquire, []string{m.l.Name}, []string{lockcore.MS(leaseArg), owner})
 		},
 		func(r rueidis.RedisResult) (bool, time.Duration, error) {
 			ttl, err := r.AsInt64()
@@ -164,8 +164,8 @@ func (m *Mutex) Unlock(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	_, err = m.l.Unlock(ctx, owner, func(ctx context.Context, latch string, lease time.Duration, pub string) rueidis.RedisResult {
-		return lua.Unlock.Exec(ctx, m.l.C.Redis(),
+	_, err = m.l.Unlock(ctx, owner, func(ctx context.Context, exec lockcore.Exec, latch string, lease time.Duration, pub string) rueidis.RedisResult {
+		return exec(ctx, lua.Unlock,
 			[]string{m.l.Name, m.channel, latch},
 			[]string{"0", lockcore.MS(lease), owner, pub, lockcore.MS(lockcore.LatchTTL)})
 	})
@@ -228,6 +228,19 @@ func (m *Mutex) TTL(ctx context.Context) (time.Duration, error) {
 // that matters.
 func (m *Mutex) Guard(ctx context.Context) context.Context {
 	return m.l.Guard(ctx, "")
+}
+
+// Remaining returns how long the calling owner's hold on the lock is still
+// certainly valid: the lease set by the last successful acquisition or
+// renewal, counted from when that request was sent (on the monotonic
+// clock), minus the time since. It is 0 when the owner holds nothing here,
+// or its hold was lost, ended by the Client's max hold time, or expired.
+// It sends nothing and costs a map lookup, so call it before each step of
+// protected work: go on only while it exceeds what the step may take. It
+// says nothing about a pause that happens after it returns; fence writes
+// where that matters.
+func (m *Mutex) Remaining(ctx context.Context) time.Duration {
+	return m.l.Remaining(ctx, "")
 }
 
 func invalid(format string, args ...any) error { return kind.Invalid(format, args...) }

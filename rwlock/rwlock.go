@@ -187,8 +187,8 @@ func (r *ReadLock) try(ctx context.Context, owner string, lease time.Duration) (
 	leaseArg := leaseOrWatchdog(&r.l, lease)
 	timeouts := r.n.timeouts(owner)
 	ok, retryIn, err := r.l.Attempt(ctx, owner, lease,
-		func(ctx context.Context) rueidis.RedisResult {
-			return lua.RWReadAcquire.Exec(ctx, r.l.C.Redis(), []string{r.n.name, timeouts},
+		func(ctx context.Context, exec lockcore.Exec) rueidis.RedisResult {
+			return exec(ctx, lua.RWReadAcquire, []string{r.n.name, timeouts},
 				[]string{lockcore.MS(leaseArg), owner, owner + ":write"})
 		},
 		parseAcquire,
@@ -229,8 +229,8 @@ func (r *ReadLock) Unlock(ctx context.Context) error {
 		return err
 	}
 	timeouts := r.n.timeouts(owner)
-	_, err = r.l.Unlock(ctx, owner, func(ctx context.Context, latch string, _ time.Duration, pub string) rueidis.RedisResult {
-		return lua.RWReadUnlock.Exec(ctx, r.l.C.Redis(),
+	_, err = r.l.Unlock(ctx, owner, func(ctx context.Context, exec lockcore.Exec, latch string, _ time.Duration, pub string) rueidis.RedisResult {
+		return exec(ctx, lua.RWReadUnlock,
 			[]string{r.n.name, r.n.channel, timeouts, r.n.prefix, latch},
 			[]string{"0", owner, pub, lockcore.MS(lockcore.LatchTTL)})
 	})
@@ -285,6 +285,19 @@ func (r *ReadLock) TTL(ctx context.Context) (time.Duration, error) {
 // learns of it at the next renewal at the latest.
 func (r *ReadLock) Guard(ctx context.Context) context.Context {
 	return r.l.Guard(ctx, "")
+}
+
+// Remaining returns how long the calling owner's read holds is still
+// certainly valid: the lease set by the last successful acquisition or
+// renewal, counted from when that request was sent (on the monotonic
+// clock), minus the time since. It is 0 when the owner holds nothing here,
+// or its hold was lost, ended by the Client's max hold time, or expired.
+// It sends nothing and costs a map lookup, so call it before each step of
+// protected work: go on only while it exceeds what the step may take. It
+// says nothing about a pause that happens after it returns; fence writes
+// where that matters.
+func (r *ReadLock) Remaining(ctx context.Context) time.Duration {
+	return r.l.Remaining(ctx, "")
 }
 
 // ---- write lock ----
@@ -368,8 +381,8 @@ func (w *WriteLock) upgrade(owner, writer string) error {
 func (w *WriteLock) try(ctx context.Context, writer string, lease time.Duration) (bool, time.Duration, error) {
 	leaseArg := leaseOrWatchdog(&w.l, lease)
 	return w.l.Attempt(ctx, writer, lease,
-		func(ctx context.Context) rueidis.RedisResult {
-			return lua.RWWriteAcquire.Exec(ctx, w.l.C.Redis(), []string{w.n.name}, []string{lockcore.MS(leaseArg), writer})
+		func(ctx context.Context, exec lockcore.Exec) rueidis.RedisResult {
+			return exec(ctx, lua.RWWriteAcquire, []string{w.n.name}, []string{lockcore.MS(leaseArg), writer})
 		},
 		parseAcquire,
 		func(ctx context.Context, expected int) {
@@ -401,12 +414,12 @@ func (w *WriteLock) Unlock(ctx context.Context) error {
 		return err
 	}
 	writer := owner + ":write"
-	n, err := w.l.Unlock(ctx, writer, func(ctx context.Context, latch string, lease time.Duration, pub string) rueidis.RedisResult {
-		return lua.RWWriteUnlock.Exec(ctx, w.l.C.Redis(),
+	n, err := w.l.Unlock(ctx, writer, func(ctx context.Context, exec lockcore.Exec, latch string, lease time.Duration, pub string) rueidis.RedisResult {
+		return exec(ctx, lua.RWWriteUnlock,
 			[]string{w.n.name, w.n.channel, latch},
 			[]string{"1", lockcore.MS(lease), writer, pub, lockcore.MS(lockcore.LatchTTL)})
 	})
-	if err == nil && n == 1 && w.l.Holds(owner) > 0 {
+	if (err == nil || errors.Is(err, interlock.ErrReplication)) && n == 1 && w.l.Holds(owner) > 0 {
 		// A downgrade: readers may enter now, and nothing was published.
 		if sharded, err := w.l.C.Sharded(ctx); err == nil {
 			w.l.C.PubSub().WakeAll(w.n.channel, sharded)
@@ -468,6 +481,19 @@ func (w *WriteLock) TTL(ctx context.Context) (time.Duration, error) {
 // any moment; the guard learns of it at the next renewal at the latest.
 func (w *WriteLock) Guard(ctx context.Context) context.Context {
 	return w.l.Guard(ctx, ":write")
+}
+
+// Remaining returns how long the calling owner's write holds is still
+// certainly valid: the lease set by the last successful acquisition or
+// renewal, counted from when that request was sent (on the monotonic
+// clock), minus the time since. It is 0 when the owner holds nothing here,
+// or its hold was lost, ended by the Client's max hold time, or expired.
+// It sends nothing and costs a map lookup, so call it before each step of
+// protected work: go on only while it exceeds what the step may take. It
+// says nothing about a pause that happens after it returns; fence writes
+// where that matters.
+func (w *WriteLock) Remaining(ctx context.Context) time.Duration {
+	return w.l.Remaining(ctx, ":write")
 }
 
 // ---- shared ----

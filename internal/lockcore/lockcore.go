@@ -16,6 +16,7 @@ import (
 
 	"github.com/interlock-go/interlock"
 	"github.com/interlock-go/interlock/internal/keys"
+	"github.com/interlock-go/interlock/lua"
 	"github.com/interlock-go/interlock/pubsub"
 	"github.com/interlock-go/interlock/renewal"
 )
@@ -115,27 +116,88 @@ func (l *Lock) Holds(holder string) int {
 	return 0
 }
 
-// Attempt runs one acquire script for holder: run sends it and parse reads
-// its reply as acquired, or busy with a bound for the next wait. An
-// acquisition is recorded with lease (0: a watchdog hold). When the reply
-// is lost (the context ended, or the connection broke after the write), the
-// script may have run: undo is called, on a fresh short context, with the
-// hold count that acquisition would have made, before the error returns.
+// Exec runs one acquire or unlock script: EVALSHA, then EVAL after
+// NOSCRIPT. In safe mode (interlock.WithReplicaAcks) each is pipelined
+// with WAIT on the same connection; the Attempt or Unlock that handed out
+// the Exec reads the WAIT's answer.
+type Exec func(ctx context.Context, s *lua.Script, keys, args []string) rueidis.RedisResult
+
+// acks is the WAIT answer of the last script one Exec ran.
+type acks struct {
+	want    int
+	timeout time.Duration
+	ran     bool
+	got     int64
+	err     error
+}
+
+// exec returns an Exec that records its WAIT answers in a.
+func (l *Lock) exec(a *acks) Exec {
+	a.want, a.timeout = l.C.ReplicaAcks()
+	return func(ctx context.Context, s *lua.Script, keys, args []string) rueidis.RedisResult {
+		rc := l.C.Redis()
+		if a.want == 0 {
+			return s.Exec(ctx, rc, keys, args)
+		}
+		// rueidis sends a DoMulti that holds a blocking command (WAIT is
+		// one) on one dedicated connection, and a cluster client sends the
+		// keyless WAIT to the node of the script's slot: the WAIT counts
+		// the replicas that have this script's writes.
+		res := rc.DoMulti(ctx, s.EvalSHA(rc, keys, args), l.waitCmd(a))
+		if lua.IsNoScript(res[0].Error()) {
+			res = rc.DoMulti(ctx, s.Eval(rc, keys, args), l.waitCmd(a))
+		}
+		a.ran = true
+		a.got, a.err = res[1].AsInt64()
+		return res[0]
+	}
+}
+
+func (l *Lock) waitCmd(a *acks) rueidis.Completed {
+	rc := l.C.Redis()
+	return rc.B().Wait().Numreplicas(int64(a.want)).Timeout(a.timeout.Milliseconds()).Build()
+}
+
+// check returns an error wrapping interlock.ErrReplication when the last
+// script ran in safe mode and fewer replicas than wanted acknowledged it,
+// or the WAIT failed; a context error is returned as it is.
+func (a *acks) check() error {
+	switch {
+	case a.want == 0 || !a.ran:
+		return nil
+	case errors.Is(a.err, context.Canceled) || errors.Is(a.err, context.DeadlineExceeded):
+		return a.err
+	case a.err != nil:
+		return fmt.Errorf("%w: WAIT %d %d failed: %w", interlock.ErrReplication, a.want, a.timeout.Milliseconds(), a.err)
+	case a.got < int64(a.want):
+		return fmt.Errorf("%w: %d of %d replicas acknowledged within %v", interlock.ErrReplication, a.got, a.want, a.timeout)
+	}
+	return nil
+}
+
+// Attempt runs one acquire script for holder: run sends it with exec and
+// parse reads its reply as acquired, or busy with a bound for the next
+// wait. An acquisition is recorded with lease (0: a watchdog hold). When
+// the reply is lost (the context ended, or the connection broke after the
+// write), the script may have run: undo is called, on a fresh short
+// context, with the hold count that acquisition would have made, before
+// the error returns. In safe mode an acquisition that too few replicas
+// acknowledged is taken back the same way, and the error wraps
+// interlock.ErrReplication.
 func (l *Lock) Attempt(ctx context.Context, holder string, lease time.Duration,
-	run func(context.Context) rueidis.RedisResult,
+	run func(ctx context.Context, exec Exec) rueidis.RedisResult,
 	parse func(rueidis.RedisResult) (acquired bool, retryIn time.Duration, err error),
 	undo func(ctx context.Context, expected int),
 ) (bool, time.Duration, error) {
 	if l.C.Closed() {
 		return false, 0, interlock.ErrClosed
 	}
+	var a acks
 	sent := time.Now()
-	res := run(ctx)
+	res := run(ctx, l.exec(&a))
 	if err := res.Error(); err != nil && !rueidis.IsRedisNil(err) {
 		if _, isRedisErr := rueidis.IsRedisErr(err); !isRedisErr {
-			uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), undoTimeout)
-			undo(uctx, l.Holds(holder)+1)
-			cancel()
+			l.undo(ctx, undo, l.Holds(holder)+1)
 		}
 		return false, 0, l.OpErr("acquire", err)
 	}
@@ -143,22 +205,34 @@ func (l *Lock) Attempt(ctx context.Context, holder string, lease time.Duration,
 	if err != nil || !ok {
 		return false, retryIn, err
 	}
+	if err := a.check(); err != nil {
+		l.undo(ctx, undo, l.Holds(holder)+1)
+		return false, 0, l.OpErr("acquire", err)
+	}
 	if _, err := l.C.Renewal().Hold(l.Name, holder, l.Kind.Task, lease, sent); err != nil {
-		uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), undoTimeout)
-		undo(uctx, 1)
-		cancel()
+		l.undo(ctx, undo, 1)
 		return false, 0, interlock.ErrClosed
 	}
 	return true, retryIn, nil
 }
 
+// undo runs an Attempt's undo on a fresh short context.
+func (l *Lock) undo(ctx context.Context, undo func(context.Context, int), expected int) {
+	uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), undoTimeout)
+	defer cancel()
+	undo(uctx, expected)
+}
+
 // Unlock releases one hold of holder. send runs the kind's unlock script
-// with a latch key (the same one on every resend), the lease the remaining
-// holds should keep, and the publish command. The script answers nil (not
-// held: an error wrapping Kind.NotHeld), 0 (a hold released, others
-// remain) or 1 (released); Unlock returns that answer.
+// with exec, a latch key (the same one on every resend), the lease the
+// remaining holds should keep, and the publish command. The script answers
+// nil (not held: an error wrapping Kind.NotHeld, and also Kind.Lost and
+// interlock.ErrMaxHold when WithMaxHold ended the hold), 0 (a hold
+// released, others remain) or 1 (released); Unlock returns that answer. In
+// safe mode a release that too few replicas acknowledged still counts, and
+// the error returned with the answer wraps interlock.ErrReplication.
 func (l *Lock) Unlock(ctx context.Context, holder string,
-	send func(ctx context.Context, latch string, lease time.Duration, publish string) rueidis.RedisResult,
+	send func(ctx context.Context, exec Exec, latch string, lease time.Duration, publish string) rueidis.RedisResult,
 ) (int64, error) {
 	if err := l.Ready(); err != nil {
 		return 0, err
@@ -169,14 +243,19 @@ func (l *Lock) Unlock(ctx context.Context, holder string,
 	}
 	lease := l.C.WatchdogTimeout()
 	outcome := renewal.Unknown
-	if e := l.C.Renewal().Lookup(l.Name, holder); e != nil {
+	e := l.C.Renewal().Lookup(l.Name, holder)
+	if e != nil {
 		lease = e.BeginRelease()
 		defer func() { e.EndRelease(outcome) }()
 	}
 	latch := keys.UnlockLatch(l.Name, keys.RequestID())
-	var res rueidis.RedisResult
+	var (
+		a    acks
+		exec = l.exec(&a)
+		res  rueidis.RedisResult
+	)
 	for attempt := 1; ; attempt++ {
-		res = send(ctx, latch, lease, pub)
+		res = send(ctx, exec, latch, lease, pub)
 		// Any reply from the server ends the loop, a nil one ("not held")
 		// included: rueidis.IsRedisErr is false for rueidis.Nil.
 		_, isRedisErr := rueidis.IsRedisErr(res.Error())
@@ -192,7 +271,14 @@ func (l *Lock) Unlock(ctx context.Context, holder string,
 	// Redisson's unlock scripts write one even for "not held".
 	l.C.DeleteLater(latch)
 	n, err := res.AsInt64()
+	var maxHeld error
+	if e == nil && (err == nil || rueidis.IsRedisNil(err)) {
+		maxHeld = l.C.Renewal().MaxHeld(l.Name, holder)
+	}
 	switch {
+	case rueidis.IsRedisNil(err) && maxHeld != nil:
+		outcome = renewal.NotHeld
+		return 0, fmt.Errorf("%w: %s: %w", l.Kind.NotHeld, l.Name, maxHeld)
 	case rueidis.IsRedisNil(err):
 		outcome = renewal.NotHeld
 		return 0, fmt.Errorf("%w: %s", l.Kind.NotHeld, l.Name)
@@ -203,6 +289,9 @@ func (l *Lock) Unlock(ctx context.Context, holder string,
 		outcome = renewal.Released
 	} else {
 		outcome = renewal.Decremented
+	}
+	if err := a.check(); err != nil {
+		return n, l.OpErr("unlock", err)
 	}
 	return n, nil
 }
@@ -225,6 +314,25 @@ func (l *Lock) Guard(ctx context.Context, suffix string) context.Context {
 		return Cancelled(ctx, fmt.Errorf("%w: %s", l.Kind.NotHeld, l.Name))
 	}
 	return e.Guard(ctx)
+}
+
+// Remaining returns how long the hold of the caller's owner is still
+// certainly valid (renewal.Entry.Remaining): 0 when this Client records no
+// hold of it, or the hold was lost or has expired. suffix is appended to
+// the owner string (":write" for a write lock). It sends nothing.
+func (l *Lock) Remaining(ctx context.Context, suffix string) time.Duration {
+	if l.Err != nil {
+		return 0
+	}
+	owner, err := l.C.Owner(ctx)
+	if err != nil {
+		return 0
+	}
+	e := l.C.Renewal().Lookup(l.Name, owner+suffix)
+	if e == nil {
+		return 0
+	}
+	return e.Remaining()
 }
 
 // HoldCount returns the count of the caller's owner in the lock hash, as
