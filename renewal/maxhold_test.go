@@ -1,0 +1,124 @@
+package renewal_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/interlock-go/interlock/internal/redistest"
+	"github.com/interlock-go/interlock/renewal"
+)
+
+var errMaxHold = errors.New("test: max hold")
+
+func TestMaxHoldEndsWatchdogHold(t *testing.T) {
+	rc := redistest.NewClient(t, addr)
+	const (
+		lease   = 300 * time.Millisecond
+		maxHold = time.Second
+	)
+	var lost atomic.Int64
+	s := newScheduler(t, rc, renewal.Config{
+		Lease: lease, BatchSize: 100, MaxHold: maxHold, MaxHoldErr: errMaxHold,
+		Observer: observer{lost: &lost},
+	})
+	key := "renew:maxhold:" + t.Name()
+	hold(t, rc, key, "me:1", lease)
+	acquired := time.Now()
+	e, err := s.Hold(key, "me:1", task, 0, acquired)
+	require.NoError(t, err)
+	g := e.Guard(context.Background())
+
+	<-g.Done()
+	at := time.Since(acquired)
+	assert.InDelta(t, float64(maxHold), float64(at), float64(50*time.Millisecond), "guard cancelled at %v", at)
+	assert.ErrorIs(t, context.Cause(g), errLost)
+	assert.ErrorIs(t, context.Cause(g), errMaxHold)
+	assert.Zero(t, e.Remaining())
+	assert.Zero(t, s.Len())
+	assert.Equal(t, int64(1), lost.Load())
+
+	// Renewal stopped: the key runs out within one lease.
+	require.Eventually(t, func() bool { return pttl(t, rc, key) == -2 },
+		maxHold+lease+200*time.Millisecond-time.Since(acquired), 5*time.Millisecond, "key still there")
+
+	// The owner's late unlock learns why, once.
+	assert.ErrorIs(t, s.MaxHeld(key, "me:1"), errMaxHold)
+	assert.NoError(t, s.MaxHeld(key, "me:1"))
+}
+
+func TestMaxHoldIsPerEntryAndDropsReleased(t *testing.T) {
+	rc := redistest.NewClient(t, addr)
+	const lease = 300 * time.Millisecond
+	s := newScheduler(t, rc, renewal.Config{Lease: lease, BatchSize: 100, MaxHold: 600 * time.Millisecond})
+	now := time.Now()
+	var guards []context.Context
+	for i := range 50 {
+		key := fmt.Sprintf("renew:maxhold:many:%d:%s", i, t.Name())
+		hold(t, rc, key, "me:1", lease)
+		// Deadlines out of order: the earliest must still fire first.
+		e, err := s.Hold(key, "me:1", task, 0, now.Add(-time.Duration(i%7)*50*time.Millisecond))
+		require.NoError(t, err)
+		guards = append(guards, e.Guard(context.Background()))
+		if i%10 == 0 {
+			// Released entries leave the deadline heap.
+			e.BeginRelease()
+			e.EndRelease(renewal.Released)
+		}
+	}
+	// A re-entry does not extend the deadline.
+	e := s.Lookup(fmt.Sprintf("renew:maxhold:many:1:%s", t.Name()), "me:1")
+	_, err := s.Hold(e.Key, e.Owner, task, 0, time.Now())
+	require.NoError(t, err)
+
+	// Lease-only entries have no max hold.
+	leaseKey := "renew:maxhold:lease:" + t.Name()
+	hold(t, rc, leaseKey, "me:1", 2*time.Second)
+	le, err := s.Hold(leaseKey, "me:1", task, 2*time.Second, time.Now())
+	require.NoError(t, err)
+
+	for i, g := range guards {
+		select {
+		case <-g.Done():
+		case <-time.After(2 * time.Second):
+			t.Fatalf("guard %d not cancelled", i)
+		}
+		if i%10 == 0 {
+			assert.ErrorIs(t, context.Cause(g), context.Canceled, "released %d", i)
+		} else {
+			assert.ErrorIs(t, context.Cause(g), renewal.ErrMaxHold, "guard %d", i)
+		}
+	}
+	assert.Equal(t, 1, s.Len(), "only the lease hold is left")
+	assert.Positive(t, le.Remaining())
+}
+
+func TestRemainingFollowsRenewals(t *testing.T) {
+	rc := redistest.NewClient(t, addr)
+	const lease = 300 * time.Millisecond
+	s := newScheduler(t, rc, renewal.Config{Lease: lease, BatchSize: 100})
+	key := "renew:remaining:" + t.Name()
+	hold(t, rc, key, "me:1", lease)
+	e, err := s.Hold(key, "me:1", task, 0, time.Now())
+	require.NoError(t, err)
+	// Across several renewals the hold never gets close to running out:
+	// a renewal every lease/3 keeps it above 2/3 of the lease, less the
+	// scheduling slack of a loaded machine.
+	end := time.Now().Add(4 * lease)
+	low := lease
+	for time.Now().Before(end) {
+		low = min(low, e.Remaining())
+		time.Sleep(5 * time.Millisecond)
+	}
+	assert.Greater(t, low, lease/2, "lowest remaining %v", low)
+	assert.LessOrEqual(t, e.Remaining(), lease)
+
+	require.NoError(t, rc.Do(context.Background(), rc.B().Del().Key(key).Build()).Error())
+	require.Eventually(t, func() bool { return e.Remaining() == 0 }, 2*lease, 5*time.Millisecond)
+}
