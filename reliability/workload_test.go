@@ -527,3 +527,184 @@ func names(prefix string, n int) []string {
 	}
 	return slices.Clip(out)
 }
+
+// The worker "locker" takes and releases locks one command at a time, for
+// tests that script who holds what (a holder to kill or pause, a waiter
+// to time). Its configuration is a lockerConfig. It prints "ready", then
+// runs each command in order:
+//
+//	lock {lockCmd}     prints "locking" {name, t} just before Lock,
+//	                   "acquired" {holdMsg} after; with Section set, runs
+//	                   one oracle section: Enter, Read, prints "read"
+//	                   {name, value, t}, sleeps Pause, Write c+1, prints
+//	                   "wrote" {name, ok, t}, checks the hold as a
+//	                   workload step would and prints "checked"
+//	                   {checkMsg}, Exit, prints "exited" {name}; with
+//	                   Release set, unlocks and prints "released" {name,
+//	                   err}. Otherwise it keeps the hold.
+//	release {name}     unlocks a kept hold, prints "released" {name, err}.
+//
+// A failure prints "error" {error text} and ends the worker. EOF on stdin
+// ends it normally (holds it kept are then left to expire).
+type lockerConfig struct {
+	Lock       lockConfig `json:"lock"`
+	OracleAddr string     `json:"oracle"`
+	Fence      bool       `json:"fence"`
+}
+
+// lockCmd is the payload of the locker's "lock" command.
+type lockCmd struct {
+	Name    string        `json:"name"`
+	Section bool          `json:"section"`
+	Pause   time.Duration `json:"pause"`
+	Release bool          `json:"release"`
+}
+
+// holdMsg is the payload of "acquired".
+type holdMsg struct {
+	Name  string `json:"name"`
+	Owner string `json:"owner"`
+	Token uint64 `json:"token"`
+	T     int64  `json:"t"` // monoNow when Lock returned
+}
+
+// stepMsg is the payload of "locking", "read", "wrote", "exited" and
+// "released".
+type stepMsg struct {
+	Name  string `json:"name"`
+	T     int64  `json:"t"`
+	Value int64  `json:"value,omitempty"` // read: c
+	OK    bool   `json:"ok,omitempty"`    // wrote: accepted
+	Err   string `json:"err,omitempty"`   // released: Unlock's error
+}
+
+// checkMsg is the payload of "checked": the validity check after the
+// section's write, as a workload makes before its next step.
+type checkMsg struct {
+	Name      string        `json:"name"`
+	T         int64         `json:"t"`
+	Valid     bool          `json:"valid"`
+	Reason    string        `json:"reason"`
+	GuardDone bool          `json:"guard_done"`
+	Remaining time.Duration `json:"remaining"`
+	Source    string        `json:"source"`
+}
+
+func lockerWorker() error {
+	var cfg lockerConfig
+	if err := workerConfig(&cfg); err != nil {
+		return err
+	}
+	rc, c, err := dialLocks(cfg.Lock)
+	if err != nil {
+		return err
+	}
+	defer rc.Close()
+	defer c.Close()
+	o, err := dialOracle(cfg.OracleAddr, cfg.Fence)
+	if err != nil {
+		return err
+	}
+	defer o.Close()
+	budget := workload{Lock: cfg.Lock}.withDefaults().stepBudget()
+	ctx := context.Background()
+	held := map[string]*hold{}
+	release := func(name string) error {
+		h := held[name]
+		if h == nil {
+			return fmt.Errorf("release %s: not held here", name)
+		}
+		delete(held, name)
+		uctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		msg := stepMsg{Name: name}
+		if err := h.Unlock(uctx); err != nil {
+			msg.Err = err.Error()
+		}
+		msg.T = monoNow()
+		workerSay("released", msg)
+		return nil
+	}
+	cmds := workerCommands()
+	workerSay("ready", nil)
+	for m := range cmds {
+		var err error
+		switch m.Verb {
+		case "lock":
+			var cmd lockCmd
+			if err = m.Decode(&cmd); err == nil {
+				err = lockerLock(ctx, c, o, cfg.Lock, cmd, budget, held)
+			}
+			if err == nil && cmd.Release {
+				err = release(cmd.Name)
+			}
+		case "release":
+			var cmd lockCmd
+			if err = m.Decode(&cmd); err == nil {
+				err = release(cmd.Name)
+			}
+		default:
+			err = fmt.Errorf("unknown command %q", m.Verb)
+		}
+		if err != nil {
+			workerSay("error", err.Error())
+			return err
+		}
+	}
+	return nil
+}
+
+// lockerLock runs the locker's "lock" command up to the release.
+func lockerLock(ctx context.Context, c *interlock.Client, o *oracleClient, cfg lockConfig,
+	cmd lockCmd, budget time.Duration, held map[string]*hold,
+) error {
+	if held[cmd.Name] != nil {
+		return fmt.Errorf("lock %s: already held here", cmd.Name)
+	}
+	lk, err := newLocker(c, cfg, cmd.Name)
+	if err != nil {
+		return err
+	}
+	octx := interlock.WithOwner(ctx, interlock.NewOwnerID())
+	workerSay("locking", stepMsg{Name: cmd.Name, T: monoNow()})
+	actx, cancel := context.WithTimeout(octx, 5*time.Minute)
+	h, err := acquireHold(actx, c, lk, cmd.Name, cfg.lease())
+	cancel()
+	if err != nil {
+		return fmt.Errorf("lock %s: %w", cmd.Name, err)
+	}
+	held[cmd.Name] = h
+	workerSay("acquired", holdMsg{Name: h.Name, Owner: h.Owner, Token: h.Token, T: h.T})
+	if !cmd.Section {
+		return nil
+	}
+	sec := newSection(h, cmd.Name)
+	if _, err := o.Enter(ctx, sec); err != nil {
+		return err
+	}
+	v, err := o.Read(ctx, sec)
+	if err != nil {
+		return err
+	}
+	workerSay("read", stepMsg{Name: cmd.Name, T: monoNow(), Value: v})
+	if cmd.Pause > 0 {
+		t := time.NewTimer(cmd.Pause)
+		<-t.C
+	}
+	wt := monoNow()
+	ok, err := o.Write(ctx, sec, v+1)
+	if err != nil {
+		return err
+	}
+	workerSay("wrote", stepMsg{Name: cmd.Name, T: wt, OK: ok})
+	valid, why := h.Valid(budget)
+	workerSay("checked", checkMsg{Name: cmd.Name, T: monoNow(), Valid: valid, Reason: why,
+		GuardDone: h.Guard.Err() != nil, Remaining: h.Remaining(), Source: h.RemainingSource()})
+	if err := o.Exit(ctx, sec); err != nil {
+		return err
+	}
+	workerSay("exited", stepMsg{Name: cmd.Name, T: monoNow()})
+	return nil
+}
+
+var _ = register("locker", lockerWorker)
