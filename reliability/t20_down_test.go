@@ -224,4 +224,3 @@ func t20Goroutines(limit int) int {
 	}
 	return runtime.NumGoroutine()
 }
-
