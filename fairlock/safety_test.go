@@ -9,8 +9,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/interlock-go/interlock"
-	"github.com/interlock-go/interlock/internal/redistest"
 	"github.com/interlock-go/interlock/fairlock"
+	"github.com/interlock-go/interlock/internal/redistest"
 )
 
 // ackTimeout is the WAIT timeout of the safe-mode tests.
