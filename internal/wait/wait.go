@@ -77,9 +77,39 @@ func Acquire(ctx context.Context, s Spec) (bool, error) {
 	return loop(ctx, s, sub, d)
 }
 
+// Wake-ups are hints: anyone allowed to PUBLISH on a lock's channel can
+// send them. A waiter whose wake-ups lead nowhere is therefore paced.
+const (
+	// RetryInterval is how often, at most, a waiter tries again after
+	// wake-ups that led nowhere, once RetryBurst of them were spent.
+	RetryInterval = 60 * time.Millisecond
+	// RetryBurst is how many such tries a waiter makes at once before
+	// RetryInterval applies.
+	RetryBurst = 3
+	// handOffSlack is how much longer than the previous answer, less the
+	// time since, the holder's TTL must be for a failed try to count as a
+	// real hand-off: it absorbs millisecond rounding and reply jitter.
+	handOffSlack = 10 * time.Millisecond
+)
+
 // loop waits on sub for at most d, then tries, until acquired, out of
 // time, or ctx ends.
+//
+// A try that a message (not the retry bound) started and that failed is a
+// wasted wake-up unless the lock changed hands meanwhile, which the TTL in
+// the answer shows: a new holder's TTL starts afresh, an unchanged
+// holder's only runs down. Wasted wake-ups are limited to RetryBurst at
+// once and one per RetryInterval after that; while over the limit the
+// waiter does not park, so the messages that arrive meanwhile are kept by
+// the Subscription (a stored wake-up, or a passed-on one for another
+// waiter of the process) and the next Wait returns at once. Real releases
+// wake the waiter as fast as before, unless spoofed ones came just before.
 func loop(ctx context.Context, s Spec, sub *pubsub.Subscription, d time.Duration) (bool, error) {
+	var (
+		p       pacer
+		lastTTL = d
+		lastAt  = time.Now()
+	)
 	for {
 		if !s.Forever {
 			left := time.Until(s.Deadline)
@@ -90,13 +120,67 @@ func loop(ctx context.Context, s Spec, sub *pubsub.Subscription, d time.Duration
 				d = left
 			}
 		}
+		if hold := p.hold(time.Now()); hold > 0 {
+			if d >= 0 {
+				hold = min(hold, d)
+			}
+			if err := pause(ctx, hold); err != nil {
+				return false, err
+			}
+			if d >= 0 {
+				d -= hold // 0: Wait only takes a wake-up stored meanwhile
+			}
+		}
+		start := time.Now()
 		if err := sub.Wait(ctx, d); err != nil {
 			return false, err
 		}
+		woken := d < 0 || time.Since(start) < d
 		ok, next, err := s.Try(ctx)
 		if ok || err != nil {
 			return ok, err
 		}
-		d = next
+		now := time.Now()
+		if woken && !handedOff(lastTTL, next, now.Sub(lastAt)) {
+			p.spend(now)
+		}
+		lastTTL, lastAt, d = next, now, next
+	}
+}
+
+// handedOff reports whether a holder's TTL of next, seen elapsed after a
+// TTL of last, shows a new acquisition (or a renewal) in between. Unknown
+// TTLs (negative) show nothing.
+func handedOff(last, next, elapsed time.Duration) bool {
+	return last >= 0 && next >= 0 && next > last-elapsed+handOffSlack
+}
+
+// pacer limits wasted wake-ups to RetryBurst at once and one per
+// RetryInterval after that (a generic cell rate algorithm: tat is when the
+// bucket would be full again).
+type pacer struct{ tat time.Time }
+
+// hold returns how long to stay away before the next try may be wasted.
+func (p *pacer) hold(now time.Time) time.Duration {
+	return p.tat.Add(-(RetryBurst - 1) * RetryInterval).Sub(now)
+}
+
+// spend records a wasted try at now.
+func (p *pacer) spend(now time.Time) {
+	if p.tat.Before(now) {
+		p.tat = now
+	}
+	p.tat = p.tat.Add(RetryInterval)
+}
+
+// pause waits for d or until ctx ends.
+func pause(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
 	}
 }
