@@ -47,6 +47,19 @@
 // sentinels (rlock.ErrNotHeld, rlock.ErrLockLost). Remote state never
 // causes a panic.
 //
+// # Failover, hung workers and remaining validity
+//
+// Three Client options harden locks beyond Redisson's defaults; all are
+// off by default and change nothing on the wire when off.
+// WithReplicaAcks (safe mode) follows every acquire and unlock with WAIT
+// on the same connection and takes back an acquisition too few replicas
+// acknowledged (ErrReplication); it narrows, and does not close, the
+// window in which a failover loses a lock. WithMaxHold stops renewing a
+// watchdog hold a fixed time after it was acquired and cancels its guards
+// (ErrMaxHold), so a hung worker cannot keep a lock forever. Every lock
+// kind's Remaining reports how long the caller's hold is still certainly
+// valid, the check to make before each protected step.
+//
 // # Compatibility
 //
 // The protocol is that of Redisson 3.24 to 4.7 (unlock latch, PUBLISH or

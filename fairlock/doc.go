@@ -122,6 +122,12 @@
 // latest. Where a stale holder must never write, use a fenced lock and have
 // the resource check its token.
 //
+// Remaining tells the holder how long its hold is still certainly valid:
+// check it before each protected step. interlock.WithReplicaAcks narrows
+// the failover case (an acquisition too few replicas acknowledged is taken
+// back and fails), and interlock.WithMaxHold bounds how long a hung holder
+// keeps the lock.
+//
 // Bad arguments (an empty name, a name whose derived keys would land in
 // another cluster slot, negative durations, a wait timeout below 1ms, a nil
 // client) give an error wrapping interlock.ErrInvalid, and nothing is sent.

@@ -90,6 +90,12 @@
 // replica that had not received the latest increments does that, and a
 // fence cannot tell two holders with one token apart.
 //
+// Remaining tells the holder how long its hold is still certainly valid:
+// check it before each protected step. interlock.WithReplicaAcks narrows
+// the failover case (an acquisition too few replicas acknowledged is taken
+// back and fails), and interlock.WithMaxHold bounds how long a hung holder
+// keeps the lock.
+//
 // Bad arguments (an empty name, a name whose derived keys would land in
 // another cluster slot, negative durations, a nil client, token 0) give an
 // error wrapping interlock.ErrInvalid, and nothing is sent.

@@ -219,7 +219,11 @@ func (r *ReadLock) try(ctx context.Context, owner string, lease time.Duration) (
 // hold, including when it was lost.
 //
 // One Unlock is one logical unlock: when no reply comes back it resends
-// the same request, which the server applies at most once.
+// the same request, which the server applies at most once. With
+// interlock.WithReplicaAcks, a release too few replicas acknowledged still
+// counts, and the error wraps interlock.ErrReplication. After the Client's
+// max hold time (interlock.WithMaxHold) ended the hold, the error also
+// wraps ErrLockLost and interlock.ErrMaxHold when the key is gone.
 func (r *ReadLock) Unlock(ctx context.Context) error {
 	if err := r.l.Ready(); err != nil {
 		return err
@@ -404,7 +408,11 @@ func (w *WriteLock) try(ctx context.Context, writer string, lease time.Duration)
 // hold, including when it was lost.
 //
 // One Unlock is one logical unlock: when no reply comes back it resends
-// the same request, which the server applies at most once.
+// the same request, which the server applies at most once. With
+// interlock.WithReplicaAcks, a release too few replicas acknowledged still
+// counts, and the error wraps interlock.ErrReplication. After the Client's
+// max hold time (interlock.WithMaxHold) ended the hold, the error also
+// wraps ErrLockLost and interlock.ErrMaxHold when the key is gone.
 func (w *WriteLock) Unlock(ctx context.Context) error {
 	if err := w.l.Ready(); err != nil {
 		return err
