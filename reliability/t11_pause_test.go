@@ -3,6 +3,7 @@ package reliability
 import (
 	"context"
 	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -40,68 +41,123 @@ func TestT11Pause(t *testing.T) {
 		t.Run(v.name, func(t *testing.T) {
 			t.Parallel()
 			srv := redistest.Standalone(t)
-			oracle := startOracle(t)
-			cfg := lockerConfig{
-				Lock:       lockConfig{Addr: srv.Addr(), Kind: v.kind, Watchdog: lease, FairWait: 2 * time.Second},
-				OracleAddr: oracle.Addr(),
-				Fence:      v.fence,
-			}
 			ctx, cancel := context.WithTimeout(context.Background(), time.Duration(runs)*(2*lease+30*time.Second))
 			defer cancel()
-			a, b := startLocker(ctx, t, cfg), startLocker(ctx, t, cfg)
-			var during, violated, rejected, invalid, guardDone int
-			for run := range runs {
-				if err := oracle.Reset(ctx); err != nil {
-					t.Fatal(err)
+			// The runs are spread over pauseLanes independent pairs of
+			// processes, each with its own oracle, that run at once: a
+			// run is mostly a frozen process and a timer.
+			lanes := make([]*pauseLane, pauseLanes)
+			for i := range lanes {
+				oracle := startOracle(t)
+				cfg := lockerConfig{
+					Lock:       lockConfig{Addr: srv.Addr(), Kind: v.kind, Watchdog: lease, FairWait: 2 * time.Second},
+					OracleAddr: oracle.Addr(),
+					Fence:      v.fence,
 				}
-				holder, waiter := a, b
-				if run%2 == 1 {
-					holder, waiter = b, a
-				}
-				r, err := pauseRun(ctx, cfg, holder, waiter, fmt.Sprintf("t11-%s-%d", v.name, run), 2*lease)
-				if err != nil {
-					t.Fatalf("run %d: %v", run, err)
-				}
-				verdict, err := oracle.Verdict(ctx)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if r.acquiredDuring {
-					during++
-				} else {
-					t.Errorf("run %d: the waiter acquired at %v, not during the pause [%v, %v]", run,
-						time.Duration(r.waiterT), time.Duration(r.stopT), time.Duration(r.contT))
-				}
-				if r.check.Valid {
-					t.Errorf("run %d: the resumed holder's first check found its hold valid: %+v", run, r.check)
-				} else {
-					invalid++
-				}
-				if r.check.GuardDone {
-					guardDone++
-				}
-				if !r.wrote.OK {
-					rejected++
-				}
-				if verdict.Violations() > 0 {
-					violated++
-				}
-				if v.fence {
-					if r.wrote.OK {
-						t.Errorf("run %d: the resumed holder's stale write was accepted", run)
+				lanes[i] = &pauseLane{oracle: oracle, a: startLocker(ctx, t, cfg), b: startLocker(ctx, t, cfg)}
+			}
+			var wg sync.WaitGroup
+			for i, l := range lanes {
+				wg.Go(func() {
+					for run := i; run < runs; run += len(lanes) {
+						if err := l.run(ctx, t, run, fmt.Sprintf("t11-%s-%d", v.name, run), 2*lease, v.fence); err != nil {
+							t.Errorf("run %d: %v", run, err)
+							return
+						}
 					}
-					if verdict.Violations() != 0 {
-						t.Errorf("run %d: fenced run with violations: %v", run, verdict)
-					}
-				}
+				})
+			}
+			wg.Wait()
+			var sum pauseTally
+			for _, l := range lanes {
+				sum.add(l.tally)
 			}
 			t.Logf("T11 %s: %d runs, lease %v, pause %v: waiter acquired during the pause %d/%d, first check invalid %d/%d (guard already done %d), stale write rejected %d/%d, runs with violations %d/%d",
-				v.name, runs, lease, 2*lease, during, runs, invalid, runs, guardDone, rejected, runs, violated, runs)
-			if !v.fence && violated*100 < runs*95 {
-				t.Errorf("canary: violations in %d of %d runs, want >= 95%%: the oracle is blind", violated, runs)
+				v.name, sum.runs, lease, 2*lease, sum.during, sum.runs, sum.invalid, sum.runs, sum.guardDone,
+				sum.rejected, sum.runs, sum.violated, sum.runs)
+			if sum.runs != runs {
+				t.Errorf("%d of %d runs completed", sum.runs, runs)
+			}
+			if !v.fence && sum.violated*100 < runs*95 {
+				t.Errorf("canary: violations in %d of %d runs, want >= 95%%: the oracle is blind", sum.violated, runs)
 			}
 		})
 	}
+}
+
+// pauseLanes is how many pairs of processes a T11 variant runs at once.
+const pauseLanes = 2
+
+// pauseLane is a pair of locker processes and their oracle; the two take
+// turns as holder and waiter.
+type pauseLane struct {
+	oracle *Oracle
+	a, b   *workerProc
+	tally  pauseTally
+}
+
+// pauseTally counts T11 outcomes.
+type pauseTally struct {
+	runs, during, violated, rejected, invalid, guardDone int
+}
+
+func (p *pauseTally) add(o pauseTally) {
+	p.runs += o.runs
+	p.during += o.during
+	p.violated += o.violated
+	p.rejected += o.rejected
+	p.invalid += o.invalid
+	p.guardDone += o.guardDone
+}
+
+// run is one T11 run on the lane, checked against the acceptance; it
+// returns an error only when the run could not be carried out.
+func (l *pauseLane) run(ctx context.Context, t *testing.T, run int, name string, pause time.Duration, fence bool) error {
+	if err := l.oracle.Reset(ctx); err != nil {
+		return err
+	}
+	holder, waiter := l.a, l.b
+	if run/pauseLanes%2 == 1 {
+		holder, waiter = l.b, l.a
+	}
+	r, err := pauseRun(ctx, holder, waiter, name, pause)
+	if err != nil {
+		return err
+	}
+	verdict, err := l.oracle.Verdict(ctx)
+	if err != nil {
+		return err
+	}
+	l.tally.runs++
+	if r.acquiredDuring {
+		l.tally.during++
+	} else {
+		t.Errorf("run %d: the waiter acquired at %v, not during the pause [%v, %v]", run,
+			time.Duration(r.waiterT), time.Duration(r.stopT), time.Duration(r.contT))
+	}
+	if r.check.Valid {
+		t.Errorf("run %d: the resumed holder's first check found its hold valid: %+v", run, r.check)
+	} else {
+		l.tally.invalid++
+	}
+	if r.check.GuardDone {
+		l.tally.guardDone++
+	}
+	if !r.wrote.OK {
+		l.tally.rejected++
+	}
+	if verdict.Violations() > 0 {
+		l.tally.violated++
+	}
+	if fence {
+		if r.wrote.OK {
+			t.Errorf("run %d: the resumed holder's stale write was accepted", run)
+		}
+		if verdict.Violations() != 0 {
+			t.Errorf("run %d: fenced run with violations: %v", run, verdict)
+		}
+	}
+	return nil
 }
 
 // pauseOutcome is one T11 run as the processes reported it.
@@ -115,7 +171,7 @@ type pauseOutcome struct {
 // pauseRun: holder takes name and starts a section; waiter waits for
 // name; once holder has read, it is stopped for pause and resumed; then
 // both finish their sections and release.
-func pauseRun(ctx context.Context, cfg lockerConfig, holder, waiter *workerProc, name string, pause time.Duration) (pauseOutcome, error) {
+func pauseRun(ctx context.Context, holder, waiter *workerProc, name string, pause time.Duration) (pauseOutcome, error) {
 	var out pauseOutcome
 	// The holder sleeps 500 ms between read and write: the stop lands in
 	// that sleep, so the write is the first thing it does after resuming.
