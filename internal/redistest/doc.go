@@ -1,16 +1,48 @@
 // Package redistest starts real redis-server processes for tests: a standalone
-// server, a three-master cluster, a master with one replica, and the same
-// monitored by a Redis Sentinel.
+// server, a three-master cluster (with replicas if asked), a master with one
+// or more replicas, and a master monitored by one or several Redis Sentinels.
+// It also injects the faults of the reliability suite into them: crashes,
+// restarts, pauses, cut-off replication, promotions, failovers and reshards.
 //
 // Every server listens on a free port of 127.0.0.1 only, keeps no data on disk
 // (--save "" --appendonly no) and runs in its own temporary directory, which
-// also holds its log file (redis.log). When a server fails to start, the
-// returned error ends with the last lines of that log.
+// also holds its log file (redis.log). When a server fails to start, or an
+// operation on it times out, the returned error ends with the last lines of
+// that log.
+//
+// # Faults
+//
+// A Server can be killed (Kill: SIGKILL, as a crash), paused (Pause and
+// Resume: SIGSTOP and SIGCONT, connections stay open) and restarted
+// (Restart, or RestartAfter to stay down for a while first). A restarted
+// server listens on the same port, so clients reconnect to the same address,
+// and, since nothing is persisted, comes back empty; WithAOF makes it keep an
+// append-only file instead, fsynced on every write, for durability tests.
+//
+// ReplicaSet (Replicas, StartReplicas) is a master and n replicas.
+// PauseReplication cuts a replica off so that later writes never reach it,
+// and Promote makes it a master, as a manual failover after the master died.
+// WAIT counts acknowledgements of its own connection's writes: send it on the
+// connection that wrote, for example with rueidis's Dedicated or DoMulti,
+// since a rueidis client sends a lone WAIT, a blocking command, on a pooled
+// connection of its own.
+//
+// SentinelGroup (Sentinels, StartSentinels) is a master, its replicas and
+// several sentinels with a quorum and a fast failover (SentinelDownAfter,
+// SentinelFailoverTimeout). WaitFailover returns the new master once a quorum
+// of sentinels names it; WaitReplicaOfMaster waits until the sentinels have
+// turned the old master into a replica after it came back.
+//
+// ClusterWith(t, WithReplicas(1)) is a cluster of three masters with one
+// replica each. Failover runs CLUSTER FAILOVER on a replica and Reshard moves
+// slots with their keys; both wait until every node agrees, and NodeForSlot,
+// NodeForKey, Masters, Replicas and MasterOf follow. Refresh rereads the
+// cluster after a change it made on its own.
 //
 // # Per-test servers
 //
-// The functions that take a testing.TB (Standalone, Cluster, Replicated,
-// Sentinel) start servers for one test and stop them with t.Cleanup, even when
+// The functions that take a testing.TB (Standalone, Cluster, ClusterWith,
+// Replicated, Replicas, Sentinel, Sentinels) start servers for one test and stop them with t.Cleanup, even when
 // the test fails. They must be called from the test's own goroutine, because
 // they may call t.Skip or t.Fatal.
 //
@@ -22,8 +54,8 @@
 //
 // # One server for a whole package
 //
-// Start, StartCluster, StartReplicated and StartSentinel do the same without a
-// testing.TB and return an error instead. Main turns that error into the right
+// Start, StartCluster, StartReplicated, StartReplicas, StartSentinel and
+// StartSentinels do the same without a testing.TB and return an error instead. Main turns that error into the right
 // exit code and stops the servers before it checks for goroutine leaks with
 // goleak:
 //
@@ -45,7 +77,8 @@
 // the other tests lose theirs. Sharing matters most for clusters: a
 // standalone server is ready in tens of milliseconds, but a cluster takes two
 // to four seconds, because a new master waits two seconds before it reports
-// cluster_state:ok. A TestMain that starts several servers returns one
+// cluster_state:ok; a cluster with replicas takes five to eight, until every
+// node lists every replica. A TestMain that starts several servers returns one
 // teardown that stops them all, replicas before their masters.
 //
 // # Availability
@@ -61,8 +94,8 @@
 // paused or restarted: those methods return an error wrapping ErrExternal,
 // its Stop does nothing, and Standalone with extra arguments skips the test.
 // Tests that need process control call RequireProcess first, which skips them
-// when REDIS_ADDR is set. Cluster, Replicated and Sentinel ignore REDIS_ADDR
-// and always start their own processes.
+// when REDIS_ADDR is set. The other constructors ignore REDIS_ADDR and
+// always start their own processes.
 //
 // # Cleanup
 //
