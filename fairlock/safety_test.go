@@ -77,8 +77,10 @@ func TestSafeMode(t *testing.T) {
 }
 
 func TestMaxHold(t *testing.T) {
+	// A watchdog timeout of 600ms rather than 300ms: renewals every 200ms
+	// survive the scheduling delays of a loaded 2-core machine.
 	const (
-		lease   = 300 * time.Millisecond
+		lease   = 600 * time.Millisecond
 		maxHold = time.Second
 	)
 	c, rc := newClient(t, interlock.WithWatchdogTimeout(lease), interlock.WithMaxHold(maxHold))
