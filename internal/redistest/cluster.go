@@ -116,6 +116,7 @@ func StartCluster(opts ...Option) (*ClusterServers, error) {
 		return nil, err
 	}
 	if err := c.waitStable(ctx, nil); err != nil {
+		err = fmt.Errorf("%w%s", err, logTails(c.nodes...))
 		c.Stop()
 		return nil, err
 	}
@@ -385,7 +386,10 @@ func (c *ClusterServers) Refresh(ctx context.Context) error {
 	defer c.op.Unlock()
 	ctx, cancel := context.WithTimeout(ctx, clusterTimeout)
 	defer cancel()
-	return c.waitStable(ctx, nil)
+	if err := c.waitStable(ctx, nil); err != nil {
+		return fmt.Errorf("%w%s", err, logTails(c.nodes...))
+	}
+	return nil
 }
 
 // Failover makes replica take over its master's slots with CLUSTER

@@ -123,10 +123,28 @@ func TestClusterBadInput(t *testing.T) {
 	assert.ErrorContains(t, cl.Reshard(ctx, ms[0], ms[1], 0), "cannot move 0 of the 5461 slots")
 	assert.ErrorContains(t, cl.Reshard(ctx, ms[0], ms[1], 5461), "cannot move 5461")
 
-	// A small reshard without replicas, and Refresh agrees with it.
+	// A small reshard without replicas, of a slot with more keys than one
+	// MIGRATE takes; Refresh agrees with it.
+	tag := ""
+	for i := 0; tag == ""; i++ {
+		if s := fmt.Sprintf("{t%d}", i); keys.Slot(s) == 10925 {
+			tag = s
+		}
+	}
+	const nkeys = 250
+	c := cl.Client(t)
+	for i := range nkeys {
+		require.NoError(t, c.Do(ctx, c.B().Set().Key(fmt.Sprintf("%s:%d", tag, i)).Value("v").Build()).Error())
+	}
 	require.NoError(t, cl.Reshard(ctx, ms[2], ms[0], 10))
 	require.NoError(t, cl.Refresh(ctx))
 	assert.Same(t, ms[0], cl.NodeForSlot(10923))
 	assert.Same(t, ms[0], cl.NodeForSlot(10932))
 	assert.Same(t, ms[2], cl.NodeForSlot(10933))
+	for n, want := range map[*redistest.Server]int64{ms[0]: nkeys, ms[2]: 0} {
+		nc := n.Client(t)
+		got, err := nc.Do(ctx, nc.B().ClusterCountkeysinslot().Slot(10925).Build()).AsInt64()
+		require.NoError(t, err)
+		assert.Equal(t, want, got, "keys of slot 10925 on %s", n.Addr())
+	}
 }

@@ -3,6 +3,7 @@ package redistest
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"strings"
@@ -92,3 +93,40 @@ func (c *nodeConn) do(ctx context.Context, args ...string) (any, error) {
 
 // close closes the connection.
 func (c *nodeConn) close() { _ = c.conn.Close() }
+
+// pipeline sends cmds at once and reads their replies, in order. Error
+// replies are returned as redisproc.ReplyError values among the replies;
+// the error is for the connection. Like do, it gives up at ctx's deadline
+// or after redisproc.ProbeTimeout.
+func (c *nodeConn) pipeline(ctx context.Context, cmds [][]string) ([]any, error) {
+	if len(cmds) == 0 {
+		return nil, nil
+	}
+	deadline := time.Now().Add(redisproc.ProbeTimeout)
+	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
+		deadline = d
+	}
+	if err := c.conn.SetDeadline(deadline); err != nil {
+		return nil, err
+	}
+	var buf []byte
+	for _, args := range cmds {
+		buf = append(buf, redisproc.EncodeCommand(args)...)
+	}
+	if _, err := c.conn.Write(buf); err != nil {
+		return nil, fmt.Errorf("%s: %w", c.addr, err)
+	}
+	replies := make([]any, len(cmds))
+	for i := range replies {
+		v, err := redisproc.ReadReply(c.r)
+		var re redisproc.ReplyError
+		if errors.As(err, &re) {
+			v, err = fmt.Errorf("%s: %s: %w", c.addr, strings.Join(cmds[i][:min(len(cmds[i]), 4)], " "), re), nil
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", c.addr, err)
+		}
+		replies[i] = v
+	}
+	return replies, nil
+}

@@ -56,12 +56,10 @@ func (c *ClusterServers) Reshard(ctx context.Context, from, to *Server, slots in
 		return err
 	}
 	defer m.close()
-	for _, slot := range moving {
-		if err := m.moveSlot(ctx, slot, fi, ti); err != nil {
-			return fmt.Errorf("redistest: Reshard: slot %d from %s to %s: %w%s", slot, from.addr, to.addr, err, logTails(from, to))
-		}
+	if err := m.moveSlots(ctx, moving, fi, ti); err != nil {
+		return fmt.Errorf("redistest: Reshard: from %s to %s: %w%s", from.addr, to.addr, err, logTails(from, to))
 	}
-	return c.waitStable(ctx, func(t *topology) error {
+	err = c.waitStable(ctx, func(t *topology) error {
 		for _, slot := range moving {
 			if int(t.owner[slot]) != ti {
 				return fmt.Errorf("slot %d is still served by %s", slot, c.nodes[t.owner[slot]].addr)
@@ -69,6 +67,10 @@ func (c *ClusterServers) Reshard(ctx context.Context, from, to *Server, slots in
 		}
 		return nil
 	})
+	if err != nil {
+		return fmt.Errorf("%w%s", err, logTails(from, to))
+	}
+	return nil
 }
 
 // masterConns are connections to every master of a cluster, with their
@@ -105,43 +107,62 @@ func (c *ClusterServers) dialMasters(ctx context.Context, t topology) (*masterCo
 	return m, nil
 }
 
-// moveSlot moves one slot and its keys from master fi to master ti.
-func (m *masterConns) moveSlot(ctx context.Context, slot, fi, ti int) error {
-	s := strconv.Itoa(slot)
+// moveSlots moves slots and their keys from master fi to master ti. Each
+// step is pipelined over all the slots: all are marked importing on ti and
+// migrating on fi, their keys are moved until none are left, and then every
+// master is told the new owner, ti first, so that it serves the slots before
+// fi sends MOVED there.
+func (m *masterConns) moveSlots(ctx context.Context, slots []int, fi, ti int) error {
 	from, to := m.conns[fi], m.conns[ti]
-	if err := expectOK(to.do(ctx, "CLUSTER", "SETSLOT", s, "IMPORTING", m.ids[fi])); err != nil {
+	each := func(args ...string) [][]string {
+		cmds := make([][]string, len(slots))
+		for i, slot := range slots {
+			cmds[i] = slices.Concat([]string{"CLUSTER", "SETSLOT", strconv.Itoa(slot)}, args)
+		}
+		return cmds
+	}
+	if err := expectAllOK(to.pipeline(ctx, each("IMPORTING", m.ids[fi]))); err != nil {
 		return err
 	}
-	if err := expectOK(from.do(ctx, "CLUSTER", "SETSLOT", s, "MIGRATING", m.ids[ti])); err != nil {
+	if err := expectAllOK(from.pipeline(ctx, each("MIGRATING", m.ids[ti]))); err != nil {
 		return err
 	}
 	port := strconv.Itoa(m.c.nodes[ti].port)
-	for {
-		reply, err := from.do(ctx, "CLUSTER", "GETKEYSINSLOT", s, strconv.Itoa(reshardBatch))
+	for pending := slots; len(pending) > 0; {
+		cmds := make([][]string, len(pending))
+		for i, slot := range pending {
+			cmds[i] = []string{"CLUSTER", "GETKEYSINSLOT", strconv.Itoa(slot), strconv.Itoa(reshardBatch)}
+		}
+		replies, err := from.pipeline(ctx, cmds)
 		if err != nil {
 			return err
 		}
-		list, ok := reply.([]any)
-		if !ok {
-			return fmt.Errorf("%s: CLUSTER GETKEYSINSLOT answered %v", from.addr, reply)
-		}
-		if len(list) == 0 {
-			break
-		}
-		args := []string{"MIGRATE", "127.0.0.1", port, "", "0", "5000", "REPLACE", "KEYS"}
-		for _, k := range list {
-			key, ok := k.(string)
+		var migrate [][]string
+		var next []int
+		for i, reply := range replies {
+			list, ok := reply.([]any)
 			if !ok {
-				return fmt.Errorf("%s: CLUSTER GETKEYSINSLOT answered %v", from.addr, reply)
+				return fmt.Errorf("%s: CLUSTER GETKEYSINSLOT %d answered %v", from.addr, pending[i], reply)
 			}
-			args = append(args, key)
+			if len(list) == 0 {
+				continue
+			}
+			args := []string{"MIGRATE", "127.0.0.1", port, "", "0", "5000", "REPLACE", "KEYS"}
+			for _, k := range list {
+				key, ok := k.(string)
+				if !ok {
+					return fmt.Errorf("%s: CLUSTER GETKEYSINSLOT %d answered %v", from.addr, pending[i], reply)
+				}
+				args = append(args, key)
+			}
+			migrate = append(migrate, args)
+			next = append(next, pending[i])
 		}
-		if err := expectOK(from.do(ctx, args...)); err != nil {
+		if err := expectAllOK(from.pipeline(ctx, migrate)); err != nil {
 			return err
 		}
+		pending = next // look again: a slot may have had more keys than a batch
 	}
-	// The importing node first, so that it serves the slot before the
-	// source sends MOVED there; then the source; then everyone else.
 	order := []int{ti, fi}
 	for i := range m.conns {
 		if i != ti && i != fi {
@@ -149,20 +170,25 @@ func (m *masterConns) moveSlot(ctx context.Context, slot, fi, ti int) error {
 		}
 	}
 	for _, i := range order {
-		if err := expectOK(m.conns[i].do(ctx, "CLUSTER", "SETSLOT", s, "NODE", m.ids[ti])); err != nil {
+		if err := expectAllOK(m.conns[i].pipeline(ctx, each("NODE", m.ids[ti]))); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// expectOK turns a reply other than OK into an error.
-func expectOK(reply any, err error) error {
+// expectAllOK turns the first reply other than OK into an error.
+func expectAllOK(replies []any, err error) error {
 	if err != nil {
 		return err
 	}
-	if reply != "OK" {
-		return errors.New("unexpected reply " + fmt.Sprint(reply))
+	for _, r := range replies {
+		if err, ok := r.(error); ok {
+			return err
+		}
+		if r != "OK" {
+			return errors.New("unexpected reply " + fmt.Sprint(r))
+		}
 	}
 	return nil
 }
