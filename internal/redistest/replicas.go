@@ -28,6 +28,10 @@ var replicaArgs = []string{"--repl-diskless-sync-delay", "0"}
 
 // A ReplicaSet is a master and n replicas of it, each a redis-server
 // process started by this package. Its methods are safe for concurrent use.
+//
+// Restarting a server keeps its role: a restarted replica syncs again from
+// the master; a restarted master comes back empty (unless WithAOF) and its
+// replicas, on reconnecting, replace their data set with that empty one.
 type ReplicaSet struct {
 	master   *Server
 	replicas []*Server
