@@ -49,6 +49,10 @@ func logTails(servers ...*Server) string {
 	return b.String()
 }
 
+// nodeConnTimeout bounds one command or pipeline of a nodeConn. A pipeline
+// of hundreds of MIGRATEs takes seconds on a loaded machine.
+const nodeConnTimeout = 10 * time.Second
+
 // nodeConn is one long-lived connection to a server, for operations that
 // send many commands (Reshard). Unlike redisproc.Conn its deadline is set per
 // command, from the command's context.
@@ -71,10 +75,10 @@ func dialNode(ctx context.Context, addr string) (*nodeConn, error) {
 }
 
 // do sends one command and reads its reply (see redisproc.ReadReply). It
-// gives up at ctx's deadline or after redisproc.ProbeTimeout, whichever
-// comes first; the connection is unusable after a timeout.
+// gives up at ctx's deadline or after nodeConnTimeout, whichever comes
+// first; the connection is unusable after a timeout.
 func (c *nodeConn) do(ctx context.Context, args ...string) (any, error) {
-	deadline := time.Now().Add(redisproc.ProbeTimeout)
+	deadline := time.Now().Add(nodeConnTimeout)
 	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
 		deadline = d
 	}
@@ -97,12 +101,12 @@ func (c *nodeConn) close() { _ = c.conn.Close() }
 // pipeline sends cmds at once and reads their replies, in order. Error
 // replies are returned as redisproc.ReplyError values among the replies;
 // the error is for the connection. Like do, it gives up at ctx's deadline
-// or after redisproc.ProbeTimeout.
+// or after nodeConnTimeout.
 func (c *nodeConn) pipeline(ctx context.Context, cmds [][]string) ([]any, error) {
 	if len(cmds) == 0 {
 		return nil, nil
 	}
-	deadline := time.Now().Add(redisproc.ProbeTimeout)
+	deadline := time.Now().Add(nodeConnTimeout)
 	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
 		deadline = d
 	}
