@@ -12,10 +12,11 @@ import (
 const reshardBatch = 100
 
 // Reshard moves the lowest `slots` slots that from owns, with their keys,
-// to to, as redis-cli --cluster reshard does: for each slot, SETSLOT
-// IMPORTING on to and MIGRATING on from, MIGRATE of its keys in batches,
-// then SETSLOT NODE on to, from and the other masters. Clients see ASK and
-// then MOVED redirections meanwhile. It returns once every node agrees on
+// to to, with the commands redis-cli --cluster reshard uses, but each step
+// pipelined over all the slots at once: SETSLOT IMPORTING on to, SETSLOT
+// MIGRATING on from, MIGRATE of the keys in batches of 100, then SETSLOT
+// NODE on to, from and the other masters. Clients see ASK (and TRYAGAIN
+// for multi-key commands) and then MOVED redirections meanwhile. It returns once every node agrees on
 // the new owners and no slot is in migration (replicas learn of the change
 // by gossip, within a few seconds), and NodeForSlot follows. from and to
 // must be masters; from must keep at least one slot. It gives up with an
