@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"sort"
 	"strconv"
-	"strings"
 	"time"
 )
 
@@ -206,13 +205,4 @@ func checkIntervals(evs []Event) CheckReport {
 		}
 	}
 	return rep
-}
-
-// describeSections lists the sections of evs, for a failure message.
-func describeSections(evs []Event) string {
-	var b strings.Builder
-	for _, ev := range evs {
-		fmt.Fprintf(&b, "%d %s %s %s token=%d ok=%v v=%s\n", ev.T, ev.Res, ev.Section, ev.Op, ev.Token, ev.OK, ev.Value)
-	}
-	return b.String()
 }
