@@ -45,8 +45,16 @@ type netEnv struct {
 func netStart(t *testing.T, opts ...interlock.Option) *netEnv {
 	t.Helper()
 	redistest.RequireProcess(t)
-	e := &netEnv{srv: redistest.Standalone(t)}
-	e.direct = e.srv.Client(t)
+	srv := redistest.Standalone(t)
+	return netAttach(t, srv, srv.Client(t), opts...)
+}
+
+// netAttach is netStart on a running server: a proxy of its own in front
+// of srv and a Client through it; direct is the server's direct client.
+// Several envs on one server fault independently.
+func netAttach(t *testing.T, srv *redistest.Server, direct rueidis.Client, opts ...interlock.Option) *netEnv {
+	t.Helper()
+	e := &netEnv{srv: srv, direct: direct}
 	p, err := faultproxy.Start(e.srv.Addr())
 	require.NoError(t, err)
 	t.Cleanup(func() { assert.NoError(t, p.Close()) })
@@ -142,16 +150,21 @@ func netOwner(t *testing.T, c *interlock.Client, k netKind) (context.Context, st
 	return ctx, owner + k.suffix
 }
 
-// netCount returns field's count in the hash name, 0 when absent.
+// netCount returns field's count in the hash name, 0 when absent (-1
+// after reporting an error). Like every helper below, it may run on any
+// goroutine of the test.
 func netCount(t *testing.T, rc rueidis.Client, name, field string) int64 {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	n, err := rc.Do(ctx, rc.B().Hget().Key(name).Field(field).Build()).AsInt64()
-	if rueidis.IsRedisNil(err) {
+	switch {
+	case rueidis.IsRedisNil(err):
 		return 0
+	case err != nil:
+		t.Errorf("HGET %s: %v", name, err)
+		return -1
 	}
-	require.NoError(t, err)
 	return n
 }
 
@@ -171,7 +184,10 @@ func netKeysLeft(t *testing.T, rc rueidis.Client) []string {
 	var cursor uint64
 	for {
 		e, err := rc.Do(ctx, rc.B().Scan().Cursor(cursor).Count(1000).Build()).AsScanEntry()
-		require.NoError(t, err)
+		if err != nil {
+			t.Errorf("SCAN: %v", err)
+			return left
+		}
 		for _, k := range e.Elements {
 			if !strings.HasPrefix(k, "redisson_lock_token:") && !strings.HasPrefix(k, "redisson_unlock_latch:") {
 				left = append(left, k)
