@@ -44,7 +44,7 @@ func TestT03RedisPause(t *testing.T) {
 	})
 	var (
 		obs, late, noLoss, takenOver, newWorked int
-		lostLag, guardLag, takeover  []time.Duration
+		lostLag, guardLag, takeover             []time.Duration
 	)
 	start := time.Now()
 	for run := range pauses {
