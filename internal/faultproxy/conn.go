@@ -172,7 +172,6 @@ func (c *conn) admit(args []string) bool {
 		defer c.mu.Unlock()
 		return !c.ending && !c.p.modes.Load().blackhole
 	}
-	c.p.stats.commands.Add(1)
 	// Predicates are the caller's code: run them outside the lock.
 	dropMatch := m.dropRule != nil && m.dropRule.pred(args)
 	delayMatch := m.delayRule != nil && m.delayRule.pred(args)
@@ -180,6 +179,9 @@ func (c *conn) admit(args []string) bool {
 
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	// Counted under the lock, with the decision: a test that sees the
+	// count change knows the command's fate is settled.
+	c.p.stats.commands.Add(1)
 	now := c.p.modes.Load()
 	switch {
 	case c.ending:
