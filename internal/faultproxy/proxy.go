@@ -12,6 +12,17 @@ import (
 	"time"
 )
 
+// maxDelay bounds the delays Delay and DelayReplyTo accept.
+const maxDelay = 24 * time.Hour
+
+// checkDelay returns an error unless d and jitter are in [0, maxDelay].
+func checkDelay(op string, d, jitter time.Duration) error {
+	if d < 0 || jitter < 0 || d > maxDelay || jitter > maxDelay {
+		return fmt.Errorf("faultproxy: %s(%v, %v): durations must be between 0 and %v", op, d, jitter, maxDelay)
+	}
+	return nil
+}
+
 // dialTimeout bounds the dial of the target for one client connection.
 const dialTimeout = 5 * time.Second
 
@@ -306,10 +317,10 @@ func (p *Proxy) DropPushes(on bool) {
 // errors of Reject) for d ± jitter, drawn per frame, before writing it to
 // the client. Frames keep their order: one that is due earlier than the
 // frame before it waits for that one. Delay(0, 0) turns the delay off. A
-// negative d or jitter is an error.
+// negative d or jitter, or one above 24 hours, is an error.
 func (p *Proxy) Delay(d, jitter time.Duration) error {
-	if d < 0 || jitter < 0 {
-		return fmt.Errorf("faultproxy: Delay(%v, %v): durations must not be negative", d, jitter)
+	if err := checkDelay("Delay", d, jitter); err != nil {
+		return err
 	}
 	p.update(func(m *modes) { m.delay = jittered{d, jitter} })
 	return nil
@@ -320,10 +331,10 @@ func (p *Proxy) Delay(d, jitter time.Duration) error {
 // wait behind them. pred sees each command as sent (cmd[0] is its name)
 // when the proxy reads it; it must be safe for concurrent use and must not
 // keep cmd. A nil pred, or d and jitter both 0, removes the rule; a new
-// rule replaces the old one. A negative d or jitter is an error.
+// rule replaces the old one. Durations are checked as for Delay.
 func (p *Proxy) DelayReplyTo(pred func(cmd []string) bool, d, jitter time.Duration) error {
-	if d < 0 || jitter < 0 {
-		return fmt.Errorf("faultproxy: DelayReplyTo(%v, %v): durations must not be negative", d, jitter)
+	if err := checkDelay("DelayReplyTo", d, jitter); err != nil {
+		return err
 	}
 	var r *delayRule
 	if pred != nil && (d > 0 || jitter > 0) {

@@ -16,6 +16,7 @@ import (
 	"github.com/redis/rueidis"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
 
 	"github.com/interlock-go/interlock/internal/redisproc"
 	"github.com/interlock-go/interlock/internal/redistest"
@@ -307,48 +308,47 @@ func TestDropReplyToDeliversEarlierReplies(t *testing.T) {
 	assert.Equal(t, ":3\r\n", rc.next(t))
 }
 
-// receive subscribes c to ch with Receive in a goroutine, waits until the
-// server has the subscription and returns the messages channel and a
-// function that ends the subscription and returns Receive's error.
-func receive(t *testing.T, c rueidis.Client, ch string) (<-chan string, func() error) {
+// subscription is a rueidis Receive running in a goroutine.
+type subscription struct {
+	msgs     chan string   // messages received (the first 16)
+	finished chan struct{} // closed when Receive returned
+	err      error         // what Receive returned, once finished
+	stop     func() error  // cancels Receive and returns its error
+}
+
+// receive subscribes c to ch with Receive in a goroutine and waits until
+// the server has the subscription. The test's end stops it.
+func receive(t *testing.T, c rueidis.Client, ch string) *subscription {
 	t.Helper()
-	msgs := make(chan string, 16)
+	s := &subscription{msgs: make(chan string, 16), finished: make(chan struct{})}
 	ctx, cancel := context.WithCancel(t.Context())
-	done := make(chan error, 1)
 	go func() {
-		done <- c.Receive(ctx, c.B().Subscribe().Channel(ch).Build(), func(m rueidis.PubSubMessage) {
+		defer close(s.finished)
+		s.err = c.Receive(ctx, c.B().Subscribe().Channel(ch).Build(), func(m rueidis.PubSubMessage) {
 			select {
-			case msgs <- m.Message:
+			case s.msgs <- m.Message:
 			default:
 			}
 		})
 	}()
-	stop := sync.OnceValue(func() error {
+	s.stop = sync.OnceValue(func() error {
 		cancel()
-		return <-done
+		<-s.finished
+		return s.err
 	})
-	t.Cleanup(func() { _ = stop() })
-	deadline := time.Now().Add(3 * time.Second)
-	for {
-		v := direct(t, "PUBSUB", "NUMSUB", ch).([]any)
-		if v[1] == int64(1) {
-			break
-		}
-		if time.Now().After(deadline) {
-			_ = stop()
-			t.Fatalf("no subscription to %s after 3s", ch)
-		}
-		tick := time.NewTimer(5 * time.Millisecond)
-		<-tick.C
-	}
-	return msgs, stop
+	t.Cleanup(func() { _ = s.stop() })
+	waitFor(t, "the subscription", func() bool {
+		v, ok := direct(t, "PUBSUB", "NUMSUB", ch).([]any)
+		return ok && len(v) == 2 && v[1] == int64(1)
+	})
+	return s
 }
 
 func TestDropPushes(t *testing.T) {
 	p := start(t)
 	c := client(t, p)
 	ch := "faultproxy:" + t.Name()
-	msgs, _ := receive(t, c, ch)
+	msgs := receive(t, c, ch).msgs
 
 	p.DropPushes(true)
 	for i := range 3 {
@@ -400,17 +400,15 @@ func TestResetSubscribers(t *testing.T) {
 	k := key(t, "k")
 	ctx := ctxFor(t, 5*time.Second)
 	require.NoError(t, plain.Do(ctx, plain.B().Set().Key(k).Value("v").Build()).Error())
-	_, stop := receive(t, sub, "faultproxy:"+t.Name())
+	s := receive(t, sub, "faultproxy:"+t.Name())
 
 	assert.Equal(t, 1, p.ResetSubscribers())
-	errc := make(chan error, 1)
-	go func() { errc <- stop() }()
 	select {
-	case err := <-errc:
-		require.Error(t, err, "Receive ends with the connection's error")
-		assert.False(t, errors.Is(err, context.Canceled), "ended by the reset, not by stop: %v", err)
+	case <-s.finished:
+		require.Error(t, s.err, "Receive ends with the connection's error")
+		assert.NotErrorIs(t, s.err, context.Canceled)
 	case <-time.After(3 * time.Second):
-		t.Fatal("Receive still running after ResetSubscribers")
+		t.Fatal("Receive still running 3s after ResetSubscribers")
 	}
 	// The other client's connection is intact: no retry needed.
 	v, err := plain.Do(ctx, plain.B().Get().Key(k).Build()).ToString()
@@ -517,11 +515,11 @@ func TestBlackhole(t *testing.T) {
 	assert.Equal(t, "+PONG\r\n", lost.next(t))
 
 	p.Blackhole(true)
-	err := c.Do(ctxFor(t, 300*time.Millisecond), c.B().Set().Key(k).Value("v").Build()).Error()
-	require.ErrorIs(t, err, context.DeadlineExceeded)
 	seen := p.Stats().Commands
 	lost.send(t, cmd("SET", k, "raw"))
 	waitFor(t, "the SET to be swallowed", func() bool { return p.Stats().Commands > seen })
+	err := c.Do(ctxFor(t, 300*time.Millisecond), c.B().Set().Key(k).Value("v").Build()).Error()
+	require.ErrorIs(t, err, context.DeadlineExceeded)
 	assert.Nil(t, direct(t, "GET", k), "no command reached the server")
 	assert.GreaterOrEqual(t, p.Stats().Active, 2, "connections stay open")
 
@@ -593,7 +591,7 @@ func TestDelayReplyTo(t *testing.T) {
 	c := client(t, p)
 	k := key(t, "k")
 	ctx := ctxFor(t, 10*time.Second)
-	const d = 150 * time.Millisecond
+	const d = 250 * time.Millisecond
 	require.NoError(t, p.DelayReplyTo(Command("get"), d, 0))
 	t0 := time.Now()
 	require.NoError(t, c.Do(ctx, c.B().Ping().Build()).Error())
@@ -614,6 +612,7 @@ func TestDelayReplyTo(t *testing.T) {
 }
 
 func TestCloseIsIdempotentAndEndsConnections(t *testing.T) {
+	before := goleak.IgnoreCurrent()
 	p, err := Start(srv.Addr())
 	require.NoError(t, err)
 	rc := dialRaw(t, p.Addr())
@@ -622,6 +621,9 @@ func TestCloseIsIdempotentAndEndsConnections(t *testing.T) {
 	p.Blackhole(true)
 	rc.send(t, cmd("PING"))
 	require.NoError(t, p.Close())
+	// Close has joined every goroutine of the proxy (goleak allows them
+	// the instant between their deferred Done and their exit).
+	goleak.VerifyNone(t, before)
 	require.NoError(t, p.Close())
 	_, err = rc.fr.reply()
 	require.Error(t, err)
