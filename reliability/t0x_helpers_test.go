@@ -228,6 +228,7 @@ func netDump(rc rueidis.Client, keys []string) string {
 type netErrTally struct {
 	order []string
 	n     map[string]int
+	first map[string]string // the first full text of a class
 }
 
 // add counts err; connection errors count as one kind whatever their
@@ -237,11 +238,16 @@ func (e *netErrTally) add(err error) {
 		e.n = map[string]int{}
 	}
 	msg := err.Error()
+	full := msg
 	if netIsConnErr(err) {
 		msg = "connection error"
 	}
 	if e.n[msg] == 0 {
 		e.order = append(e.order, msg)
+		if e.first == nil {
+			e.first = map[string]string{}
+		}
+		e.first[msg] = full
 	}
 	e.n[msg]++
 }
@@ -260,6 +266,9 @@ func (e *netErrTally) String() string {
 			b.WriteString("; ")
 		}
 		fmt.Fprintf(&b, "%dx %q", e.n[m], m)
+		if f := e.first[m]; f != m {
+			fmt.Fprintf(&b, " (first: %q)", f)
+		}
 	}
 	return b.String()
 }
