@@ -25,7 +25,7 @@ type t18Observer struct {
 	failed, lost atomic.Int64
 }
 
-func (o *t18Observer) RenewalFailed(n int, err error)    { o.failed.Add(int64(n)) }
+func (o *t18Observer) RenewalFailed(n int, err error)   { o.failed.Add(int64(n)) }
 func (o *t18Observer) LockLost(key string, cause error) { o.lost.Add(1) }
 
 func TestT18Scale(t *testing.T) {
