@@ -23,7 +23,7 @@ import (
 // A run here is one holder observation: each kill catches 8 holders. The
 // nightly tier kills 25 times (200 observations), 5 of them with a
 // delayed restart; the PR gate runs a smoke version of 3 kills with short
-// downtimes (0-1 s) and one delayed restart, in about 15 s.
+// downtimes (0-1 s) and one delayed restart, in under 10 s.
 func TestT02RedisKill(t *testing.T) {
 	redistest.RequireProcess(t)
 	const perKind = 2
