@@ -41,6 +41,7 @@ type Client struct {
 	hub     *pubsub.Hub
 	renewal *renewal.Scheduler
 	latches *deleter
+	settle  *settler
 	closed  atomic.Bool
 
 	modeMu    sync.Mutex
@@ -90,6 +91,7 @@ func New(rc rueidis.Client, opts ...Option) (*Client, error) {
 		hub:     hub,
 		renewal: sched,
 		latches: newDeleter(rc, cluster),
+		settle:  newSettler(),
 	}, nil
 }
 
@@ -109,6 +111,7 @@ func (c *Client) Close() error {
 	c.renewal.Close()
 	c.hub.Close()
 	c.latches.close()
+	c.settle.close()
 	return nil
 }
 

@@ -269,39 +269,41 @@ func (m *Mutex) try(ctx context.Context, owner string, lease, grace time.Duratio
 			}
 			return false, lockcore.Millis(n), nil
 		},
-		func(ctx context.Context, expected int) { m.undo(ctx, owner, expected) })
+		func(ctx context.Context, expected int) error { return m.undo(ctx, owner, expected) })
 }
 
 // undo releases the hold a lost acquisition may have taken: if owner's
 // count on the server is exactly what that acquisition would have made it.
 // A lost acquisition that queued the owner instead is undone by giveUp.
-func (m *Mutex) undo(ctx context.Context, owner string, expected int) {
+func (m *Mutex) undo(ctx context.Context, owner string, expected int) error {
 	pub, err := m.l.C.PublishCommand(ctx)
 	if err != nil {
-		return
+		return err
 	}
-	lua.FairUndoAcquire.Exec(ctx, m.l.C.Redis(),
+	return lockcore.Done(lua.FairUndoAcquire.Exec(ctx, m.l.C.Redis(),
 		[]string{m.l.Name, m.queue, m.timeouts, m.channel},
-		[]string{"0", owner, strconv.Itoa(expected), pub, nowMillis()})
+		[]string{"0", owner, strconv.Itoa(expected), pub, nowMillis()}))
 }
 
 // giveUp takes owner out of the queue (Redisson's acquireFailed), moving
-// the deadlines of the waiters behind it grace earlier, on a context of its
-// own, so that it runs also when ctx has ended. It is sent whether or not
-// the owner is still queued: a lost reply may have queued it.
+// the deadlines of the waiters behind it grace earlier. It is sent whether
+// or not the owner is still queued: a lost reply may have queued it. The
+// Client's clean-up goroutine runs it, retrying until it succeeds; the
+// caller waits for it as AwaitCleanup says, so that it returns by its
+// deadline even when Redis does not answer. The
+// owner's next attempt on this lock waits for it.
 func (m *Mutex) giveUp(ctx context.Context, owner string, grace time.Duration) error {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
-	defer cancel()
-	pub, err := m.l.C.PublishCommand(ctx)
-	if err != nil {
-		return m.l.OpErr("leave queue", err)
+	leave := func(ctx context.Context) error {
+		pub, err := m.l.C.PublishCommand(ctx)
+		if err != nil {
+			return err
+		}
+		return lockcore.Done(lua.FairAcquireFailed.Exec(ctx, m.l.C.Redis(),
+			[]string{m.queue, m.timeouts, m.l.Name, m.channel},
+			[]string{owner, lockcore.MS(grace), "0", pub}))
 	}
-	err = lua.FairAcquireFailed.Exec(ctx, m.l.C.Redis(),
-		[]string{m.queue, m.timeouts, m.l.Name, m.channel},
-		[]string{owner, lockcore.MS(grace), "0", pub}).Error()
-	if err != nil && !rueidis.IsRedisNil(err) {
-		return m.l.OpErr("leave queue", err)
-	}
+	m.l.C.Cleanup(m.l.Name, owner, time.Now().Add(grace+m.l.C.WatchdogTimeout()), leave)
+	m.l.C.AwaitCleanup(ctx, m.l.Name, owner, cleanupTimeout)
 	return nil
 }
 

@@ -183,7 +183,10 @@ func (m *Mutex) try(ctx context.Context, owner string, lease time.Duration, toke
 		func(r rueidis.RedisResult) (bool, time.Duration, error) {
 			return m.parse(ctx, owner, r, token)
 		},
-		func(ctx context.Context, expected int) { _, _ = m.undo(ctx, owner, expected) })
+		func(ctx context.Context, expected int) error {
+			_, err := m.undo(ctx, owner, expected)
+			return err
+		})
 }
 
 // parse reads the acquire script's reply: {-1, token} acquired, {pttl, -1}
@@ -232,6 +235,9 @@ func (m *Mutex) undo(ctx context.Context, owner string, expected int) (bool, err
 	}
 	n, err := lua.UndoAcquire.Exec(ctx, m.l.C.Redis(), []string{m.l.Name, m.channel},
 		[]string{"0", owner, strconv.Itoa(expected), pub}).AsInt64()
+	if rueidis.IsRedisNil(err) {
+		return false, nil
+	}
 	return n == 1, err
 }
 

@@ -306,9 +306,9 @@ func TestCancelWhileWaiting(t *testing.T) {
 // it took is released, and its token stays used.
 func TestLostAcquireReply(t *testing.T) {
 	ctx := testCtx(t)
-	var lose bool
+	var lose atomic.Bool
 	f := &faulty{do: func(cctx context.Context, cmd rueidis.Completed, next func() rueidis.RedisResult) rueidis.RedisResult {
-		if !lose || !runs(cmd, lua.FencedAcquire) {
+		if !lose.Load() || !runs(cmd, lua.FencedAcquire) {
 			return next()
 		}
 		next() // the script runs on the server ...
@@ -320,11 +320,11 @@ func TestLostAcquireReply(t *testing.T) {
 	m := fenced.New(c, lockName(t))
 	lost := func() {
 		t.Helper()
-		lose = true
+		lose.Store(true)
 		lctx, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
 		defer cancel()
 		tok, err := m.LockToken(lctx)
-		lose = false
+		lose.Store(false)
 		assert.ErrorIs(t, err, context.DeadlineExceeded)
 		assert.Zero(t, tok)
 	}

@@ -136,17 +136,17 @@ func (m *Mutex) try(ctx context.Context, owner string, lease time.Duration) (boo
 			}
 			return false, lockcore.Millis(ttl), err
 		},
-		func(ctx context.Context, expected int) { m.undo(ctx, owner, expected) })
+		func(ctx context.Context, expected int) error { return m.undo(ctx, owner, expected) })
 }
 
 // undo releases the hold a lost acquisition may have taken: if owner's
 // count on the server is exactly what that acquisition would have made it.
-func (m *Mutex) undo(ctx context.Context, owner string, expected int) {
+func (m *Mutex) undo(ctx context.Context, owner string, expected int) error {
 	pub, err := m.l.C.PublishCommand(ctx)
 	if err != nil {
-		return
+		return err
 	}
-	lua.UndoAcquire.Exec(ctx, m.l.C.Redis(), []string{m.l.Name, m.channel}, []string{"0", owner, strconv.Itoa(expected), pub})
+	return lockcore.Done(lua.UndoAcquire.Exec(ctx, m.l.C.Redis(), []string{m.l.Name, m.channel}, []string{"0", owner, strconv.Itoa(expected), pub}))
 }
 
 // Unlock releases one hold of the calling owner. The lock is released, and

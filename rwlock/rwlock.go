@@ -192,13 +192,13 @@ func (r *ReadLock) try(ctx context.Context, owner string, lease time.Duration) (
 				[]string{lockcore.MS(leaseArg), owner, owner + ":write"})
 		},
 		parseAcquire,
-		func(ctx context.Context, expected int) {
+		func(ctx context.Context, expected int) error {
 			pub, err := r.l.C.PublishCommand(ctx)
 			if err != nil {
-				return
+				return err
 			}
-			lua.RWUndoRead.Exec(ctx, r.l.C.Redis(), []string{r.n.name, r.n.channel, timeouts, r.n.prefix},
-				[]string{"0", owner, strconv.Itoa(expected), pub})
+			return lockcore.Done(lua.RWUndoRead.Exec(ctx, r.l.C.Redis(), []string{r.n.name, r.n.channel, timeouts, r.n.prefix},
+				[]string{"0", owner, strconv.Itoa(expected), pub}))
 		})
 	if ok && waiting.has(writeWait{r.l.C, r.n.name, owner}) {
 		// Another goroutine of this owner waits for the write lock: it
@@ -389,13 +389,13 @@ func (w *WriteLock) try(ctx context.Context, writer string, lease time.Duration)
 			return exec(ctx, lua.RWWriteAcquire, []string{w.n.name}, []string{lockcore.MS(leaseArg), writer})
 		},
 		parseAcquire,
-		func(ctx context.Context, expected int) {
+		func(ctx context.Context, expected int) error {
 			pub, err := w.l.C.PublishCommand(ctx)
 			if err != nil {
-				return
+				return err
 			}
-			lua.RWUndoWrite.Exec(ctx, w.l.C.Redis(), []string{w.n.name, w.n.channel},
-				[]string{"1", writer, strconv.Itoa(expected), pub})
+			return lockcore.Done(lua.RWUndoWrite.Exec(ctx, w.l.C.Redis(), []string{w.n.name, w.n.channel},
+				[]string{"1", writer, strconv.Itoa(expected), pub}))
 		})
 }
 

@@ -179,25 +179,29 @@ func (a *acks) check() error {
 // parse reads its reply as acquired, or busy with a bound for the next
 // wait. An acquisition is recorded with lease (0: a watchdog hold). When
 // the reply is lost (the context ended, or the connection broke after the
-// write), the script may have run: undo is called, on a fresh short
-// context, with the hold count that acquisition would have made, before
-// the error returns. In safe mode an acquisition that too few replicas
+// write), the script may have run: undo is called with the hold count
+// that acquisition would have made, at once if ctx still allows, else by
+// the Client's clean-up goroutine, which the holder's next Attempt on this
+// lock waits for. Either way the error returns by ctx's end. In safe mode an acquisition that too few replicas
 // acknowledged is taken back the same way, and the error wraps
 // interlock.ErrReplication.
 func (l *Lock) Attempt(ctx context.Context, holder string, lease time.Duration,
 	run func(ctx context.Context, exec Exec) rueidis.RedisResult,
 	parse func(rueidis.RedisResult) (acquired bool, retryIn time.Duration, err error),
-	undo func(ctx context.Context, expected int),
+	undo func(ctx context.Context, expected int) error,
 ) (bool, time.Duration, error) {
 	if l.C.Closed() {
 		return false, 0, interlock.ErrClosed
+	}
+	if err := l.C.Settle(ctx, l.Name, holder); err != nil {
+		return false, 0, l.OpErr("acquire", fmt.Errorf("taking back an earlier attempt: %w", err))
 	}
 	var a acks
 	sent := time.Now()
 	res := run(ctx, l.exec(&a))
 	if err := res.Error(); err != nil && !rueidis.IsRedisNil(err) {
 		if _, isRedisErr := rueidis.IsRedisErr(err); !isRedisErr {
-			l.undo(ctx, undo, l.Holds(holder)+1)
+			l.undo(ctx, holder, lease, undo, l.Holds(holder)+1)
 		}
 		return false, 0, l.OpErr("acquire", err)
 	}
@@ -206,21 +210,39 @@ func (l *Lock) Attempt(ctx context.Context, holder string, lease time.Duration,
 		return false, retryIn, err
 	}
 	if err := a.check(); err != nil {
-		l.undo(ctx, undo, l.Holds(holder)+1)
+		l.undo(ctx, holder, lease, undo, l.Holds(holder)+1)
 		return false, 0, l.OpErr("acquire", err)
 	}
 	if _, err := l.C.Renewal().Hold(l.Name, holder, l.Kind.Task, lease, sent); err != nil {
-		l.undo(ctx, undo, 1)
+		l.undo(ctx, holder, lease, undo, 1)
 		return false, 0, interlock.ErrClosed
 	}
 	return true, retryIn, nil
 }
 
-// undo runs an Attempt's undo on a fresh short context.
-func (l *Lock) undo(ctx context.Context, undo func(context.Context, int), expected int) {
-	uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), undoTimeout)
-	defer cancel()
-	undo(uctx, expected)
+// undo takes back what an Attempt may have acquired for holder. The
+// Client's clean-up goroutine runs it, retrying until the hold would have
+// expired anyway; the caller waits for it as AwaitCleanup says, so that it
+// returns by its deadline (give or take a few milliseconds) even when
+// Redis does not answer (a rueidis call can outlive its context while a
+// connection is being set up). The holder's next Attempt on this lock waits for it
+// (interlock.Client.Settle), so it never lands on a newer hold.
+func (l *Lock) undo(ctx context.Context, holder string, lease time.Duration, undo func(context.Context, int) error, expected int) {
+	if lease <= 0 {
+		lease = l.C.WatchdogTimeout()
+	}
+	l.C.Cleanup(l.Name, holder, time.Now().Add(lease), func(ctx context.Context) error {
+		return undo(ctx, expected)
+	})
+	l.C.AwaitCleanup(ctx, l.Name, holder, undoTimeout)
+}
+
+// Done returns the error of a script's reply; a nil reply is no error.
+func Done(r rueidis.RedisResult) error {
+	if err := r.Error(); err != nil && !rueidis.IsRedisNil(err) {
+		return err
+	}
+	return nil
 }
 
 // Unlock releases one hold of holder. send runs the kind's unlock script

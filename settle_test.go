@@ -1,0 +1,99 @@
+package interlock_test
+
+import (
+	"context"
+	"errors"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestCleanupRetriesUntilDone(t *testing.T) {
+	c := newClient(t)
+	var tries atomic.Int32
+	c.Cleanup("k", "o", time.Now().Add(time.Minute), func(context.Context) error {
+		if tries.Add(1) < 3 {
+			return errors.New("not yet")
+		}
+		return nil
+	})
+	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+	defer cancel()
+	require.NoError(t, c.Settle(ctx, "k", "o"))
+	assert.EqualValues(t, 3, tries.Load())
+	// Nothing pending: Settle returns at once, even on an ended context.
+	done, cancelDone := context.WithCancel(t.Context())
+	cancelDone()
+	assert.NoError(t, c.Settle(done, "k", "o"))
+	assert.NoError(t, c.Settle(done, "other", "o"))
+}
+
+func TestCleanupRunsInOrderPerOwner(t *testing.T) {
+	c := newClient(t)
+	var order []int
+	block := make(chan struct{})
+	c.Cleanup("k", "o", time.Now().Add(time.Minute), func(ctx context.Context) error {
+		select {
+		case <-block:
+			order = append(order, 1)
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	})
+	c.Cleanup("k", "o", time.Now().Add(time.Minute), func(context.Context) error {
+		order = append(order, 2)
+		return nil
+	})
+	short, cancel := context.WithTimeout(t.Context(), 100*time.Millisecond)
+	defer cancel()
+	assert.ErrorIs(t, c.Settle(short, "k", "o"), context.DeadlineExceeded)
+	close(block)
+	ctx, cancel2 := context.WithTimeout(t.Context(), 5*time.Second)
+	defer cancel2()
+	require.NoError(t, c.Settle(ctx, "k", "o"))
+	assert.Equal(t, []int{1, 2}, order)
+}
+
+func TestCleanupGivesUpAtItsDeadline(t *testing.T) {
+	c := newClient(t)
+	var tries atomic.Int32
+	c.Cleanup("k", "o", time.Now().Add(300*time.Millisecond), func(context.Context) error {
+		tries.Add(1)
+		return errors.New("never")
+	})
+	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+	defer cancel()
+	start := time.Now()
+	require.NoError(t, c.Settle(ctx, "k", "o"))
+	assert.Less(t, time.Since(start), 3*time.Second)
+	assert.GreaterOrEqual(t, tries.Load(), int32(2))
+}
+
+func TestCloseFlushesCleanup(t *testing.T) {
+	c := newClient(t)
+	var tries atomic.Int32
+	c.Cleanup("k", "o", time.Now().Add(time.Minute), func(context.Context) error {
+		tries.Add(1)
+		return errors.New("never")
+	})
+	go func() {
+		time.Sleep(50 * time.Millisecond)
+		_ = c.Close()
+	}()
+	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+	defer cancel()
+	assert.NoError(t, c.Settle(ctx, "k", "o"), "Close ends every queue")
+	before := tries.Load()
+	assert.GreaterOrEqual(t, before, int32(2), "tried, then tried once more by Close")
+	// After Close a step gets one try at once.
+	c.Cleanup("k", "o", time.Now().Add(time.Minute), func(context.Context) error {
+		tries.Add(1)
+		return nil
+	})
+	assert.Equal(t, before+1, tries.Load())
+	assert.NoError(t, c.Settle(ctx, "k", "o"))
+}
