@@ -12,22 +12,26 @@ import (
 // TestT00Baseline is T0: no fault. 8 goroutines in each of 2 processes take
 // and release a lock, with one oracle read-modify-write inside, first all
 // on one name, then on 100 names. Acceptance: 0 overlaps, 0 lost updates,
-// 0 errors. Throughput is logged as "T0 <kind> <n>-name: <x> cycles/s".
+// 0 errors. Throughput is logged as "T0 <kind> <n>-name: <x> cycles/s"
+// and must not fall more than 20 % below the last green run's
+// (t00_trend_test.go).
 func TestT00Baseline(t *testing.T) {
 	// Cycles per kind, split evenly between the two name sets.
 	total := sized(2000, 10000)
+	trend := newT00Trend(t)
+	t.Cleanup(func() { trend.save(t) })
 	for _, kind := range allKinds {
 		t.Run(string(kind), func(t *testing.T) {
 			t.Parallel()
 			for _, n := range []int{1, 100} {
-				runBaseline(t, kind, n, total/2)
+				runBaseline(t, trend, kind, n, total/2)
 			}
 		})
 	}
 }
 
 // runBaseline runs one T0 workload of cycles acquisitions over n names.
-func runBaseline(t *testing.T, kind lockKind, n, cycles int) {
+func runBaseline(t *testing.T, trend *t00Trend, kind lockKind, n, cycles int) {
 	const procs, goroutines = 2, 8
 	srv := redistest.Standalone(t)
 	oracle := startOracle(t)
@@ -80,6 +84,7 @@ func runBaseline(t *testing.T, kind lockKind, n, cycles int) {
 	if sum.Writes != sum.Cycles {
 		t.Errorf("%d writes accepted for %d cycles", sum.Writes, sum.Cycles)
 	}
+	trend.record(n, sum.Cycles, sum.Elapsed.Seconds())
 	t.Logf("T0 %s %d-name: %.0f cycles/s (%d cycles, %d procs x %d goroutines, %v; remaining validity from %s; %v)",
 		kind, n, float64(sum.Cycles)/sum.Elapsed.Seconds(), sum.Cycles, procs, goroutines,
 		sum.Elapsed.Round(time.Millisecond), sum.Remaining, v)
