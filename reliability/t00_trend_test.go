@@ -23,13 +23,13 @@ import (
 const t00MaxDrop = 0.20
 
 type t00Trend struct {
-	mu     sync.Mutex
-	path   string
-	last   map[string]float64 // the last green run
-	now    map[string]float64 // this run
+	mu   sync.Mutex
+	path string
+	last map[string]float64 // the last green run
+	now  map[string]float64 // this run
 	// cycles and seconds summed over the kinds, per name set
 	cycles, seconds map[string]float64
-	failed bool
+	failed          bool
 }
 
 func newT00Trend(t *testing.T) *t00Trend {
