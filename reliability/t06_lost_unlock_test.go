@@ -6,7 +6,7 @@ package reliability
 // so the server applies it once and answers the first outcome again. For
 // every kind: the count goes 2 -> 1 -> 0 and never skips (0 double
 // decrements), each logical Unlock reports success exactly once, and a
-// third Unlock is refused as not held.
+// third Unlock, its reply lost as well, is refused as not held.
 
 import (
 	"context"
@@ -79,7 +79,7 @@ func t06Run(t *testing.T, k netKind, iters int) {
 			}
 		}
 	}
-	t.Logf("T06 %s: %d lost unlock replies at depth 2 in %v: %d Unlocks succeeded, %d failed, %d double decrements, %d wrong counts, %d extra successes, %d orphans, %d not dropped; errors: %v",
+	t.Logf("T06 %s: %d lost unlock replies at depth 2 (and one more on a third Unlock) in %v: %d Unlocks succeeded, %d failed, %d double decrements, %d wrong counts, %d extra successes, %d orphans, %d not dropped; errors: %v",
 		k.name, 2*iters, time.Since(start).Round(time.Millisecond), sum.successes, sum.failures, sum.doubleDecrements,
 		sum.wrongCounts, sum.extraSuccesses, sum.orphans, sum.notDropped, &sum.errs)
 	if sum.notDropped > 0 {
@@ -136,9 +136,18 @@ func t06Iteration(t *testing.T, e *netEnv, k netKind, i int, tl *t06Tally) bool 
 			t.Errorf("iteration %d: count %d after an Unlock from %d, want %d", i, got, want+1, want)
 		}
 	}
-	if err := lk.Unlock(ctx); !errors.Is(err, k.notHeld) {
+	// A third Unlock, its reply lost too, must still say "not held":
+	// the latch must remember that outcome, not a success (hazard H4).
+	dropped := e.proxy.Stats().RepliesDropped
+	e.proxy.DropReplyTo(netScripts(k.unlock), 1)
+	err = lk.Unlock(ctx)
+	e.proxy.DropReplyTo(nil, 0)
+	if e.proxy.Stats().RepliesDropped == dropped {
+		tl.notDropped++
+	}
+	if !errors.Is(err, k.notHeld) {
 		tl.extraSuccesses++
-		t.Errorf("iteration %d: a third Unlock returned %v, want %v", i, err, k.notHeld)
+		t.Errorf("iteration %d: a third Unlock, its reply lost, returned %v, want %v", i, err, k.notHeld)
 	}
 	if left := t06KeysOf(t, e, name); len(left) > 0 {
 		tl.orphans++
