@@ -51,6 +51,7 @@ type config struct {
 	replicaTimeout time.Duration
 	replicaSet     bool
 	maxHold        time.Duration
+	clock          *wallClock // WithWallClock, WithClockSkewLimit (clock.go)
 }
 
 func defaultConfig() config {
@@ -75,6 +76,9 @@ func (c config) validate() error {
 			// WAIT takes whole milliseconds, and WAIT n 0 blocks forever.
 			return fmt.Errorf("%w: replica acknowledgement timeout %v must be at least 1ms", ErrInvalid, c.replicaTimeout)
 		}
+	}
+	if c.clock != nil && c.clock.limit < 0 {
+		return fmt.Errorf("%w: clock skew limit %v must not be negative", ErrInvalid, c.clock.limit)
 	}
 	if c.maxHold < 0 {
 		return fmt.Errorf("%w: max hold %v must not be negative", ErrInvalid, c.maxHold)

@@ -189,6 +189,9 @@ func (m *Mutex) acquire(ctx context.Context, lease, maxWait time.Duration, forev
 	if !forever {
 		grace = maxWait // Redisson's tryLock(wait, ...) queues with its wait
 	}
+	if err := m.l.C.CheckClockSkew(ctx); err != nil {
+		return false, m.l.OpErr("acquire", err) // nothing queued yet
+	}
 	sharded, err := m.l.C.Sharded(ctx)
 	if err != nil {
 		return false, m.l.OpErr("acquire", err)
@@ -249,7 +252,7 @@ func (m *Mutex) try(ctx context.Context, owner string, lease, grace time.Duratio
 	ks := []string{m.l.Name, m.queue, m.timeouts}
 	return m.l.Attempt(ctx, owner, lease,
 		func(ctx context.Context, exec lockcore.Exec) rueidis.RedisResult {
-			now := nowMillis()
+			now := m.nowMillis()
 			if queued == nil {
 				return exec(ctx, lua.FairTryAcquire, ks, []string{lockcore.MS(leaseArg), owner, now, lockcore.MS(grace)})
 			}
@@ -282,7 +285,7 @@ func (m *Mutex) undo(ctx context.Context, owner string, expected int) error {
 	}
 	return lockcore.Done(lua.FairUndoAcquire.Exec(ctx, m.l.C.Redis(),
 		[]string{m.l.Name, m.queue, m.timeouts, m.channel},
-		[]string{"0", owner, strconv.Itoa(expected), pub, nowMillis()}))
+		[]string{"0", owner, strconv.Itoa(expected), pub, m.nowMillis()}))
 }
 
 // giveUp takes owner out of the queue (Redisson's acquireFailed), moving
@@ -333,7 +336,7 @@ func (m *Mutex) Unlock(ctx context.Context) error {
 	_, err = m.l.Unlock(ctx, owner, func(ctx context.Context, exec lockcore.Exec, latch string, lease time.Duration, pub string) rueidis.RedisResult {
 		res := exec(ctx, lua.FairUnlock,
 			[]string{m.l.Name, m.queue, m.timeouts, m.channel, latch},
-			[]string{"0", lockcore.MS(lease), owner, nowMillis(), pub, lockcore.MS(lockcore.LatchTTL)})
+			[]string{"0", lockcore.MS(lease), owner, m.nowMillis(), pub, lockcore.MS(lockcore.LatchTTL)})
 		if n, err := res.AsInt64(); err == nil && n == expiredReply {
 			// The server held nothing for owner: report it as not held
 			// (the core then forgets the hold as lost), and delete the
@@ -361,7 +364,7 @@ func (m *Mutex) ForceUnlock(ctx context.Context) (bool, error) {
 	m.l.C.Renewal().Drop(m.l.Name, ErrLockLost)
 	n, err := lua.FairForceUnlock.Exec(ctx, m.l.C.Redis(),
 		[]string{m.l.Name, m.queue, m.timeouts, m.channel},
-		[]string{"0", nowMillis(), pub}).AsInt64()
+		[]string{"0", m.nowMillis(), pub}).AsInt64()
 	if err != nil {
 		return false, m.l.OpErr("force unlock", err)
 	}
@@ -420,8 +423,9 @@ func (m *Mutex) Remaining(ctx context.Context) time.Duration {
 	return m.l.Remaining(ctx, "")
 }
 
-// nowMillis is this process's clock in epoch milliseconds, the "now" of
-// every fair-lock script: queue deadlines are client clocks, as in Redisson.
-func nowMillis() string { return strconv.FormatInt(time.Now().UnixMilli(), 10) }
+// nowMillis is the Client's wall clock (interlock.WithWallClock) in epoch
+// milliseconds, the "now" of every fair-lock script: queue deadlines are
+// client clocks, as in Redisson.
+func (m *Mutex) nowMillis() string { return strconv.FormatInt(m.l.C.WallNow().UnixMilli(), 10) }
 
 func invalid(format string, args ...any) error { return kind.Invalid(format, args...) }
