@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/interlock-go/interlock"
+	"github.com/interlock-go/interlock/fenced"
 	"github.com/interlock-go/interlock/internal/redistest"
 )
 
@@ -118,8 +119,8 @@ func TestT08SentinelFailover(t *testing.T) {
 	defer st.mu.Unlock()
 	t.Logf("T08 %d failovers in %v (plan: %d; budget %v): promotion after %s; old master a replica again after %s",
 		done, time.Since(start).Round(time.Second), failovers, t08Budget, procDurations(promoted), procDurations(rejoined))
-	t.Logf("T08 acquisitions: %d ok, %d failed %v; acquire latency ok: %s; all attempts: %s",
-		len(st.okLatency), st.failed, st.errs, procDurations(st.okLatency), procDurations(st.allLatency))
+	t.Logf("T08 acquisitions: %d ok, %d failed %v; acquire latency ok: %s; all attempts: %s; unlocks sent again %d",
+		len(st.okLatency), st.failed, st.errs, procDurations(st.okLatency), procDurations(st.allLatency), st.unlockRetries)
 	t.Logf("T08 failed acquisitions: %d left no hold, %d left one that was gone within the lease (after %s), %d left one for longer, %d unchecked (server unreachable); token regressions %d; sections %d, writes %d; oracle %v",
 		st.noKey, len(st.goneLate), procDurations(st.goneLate), st.keyLeft, st.unchecked, st.regressions, st.sections, st.writes, v)
 	if st.regressions != 0 {
@@ -149,6 +150,7 @@ type t08State struct {
 	firstKeyLeft              string
 	goneLate                  []time.Duration // holds a failed acquisition left, until they were gone
 	sections, writes          int
+	unlockRetries             int // unlocks sent again after no answer
 	phase                     string
 }
 
@@ -243,6 +245,14 @@ func (s *t08State) failedAcquire(c *interlock.Client, name, owner string, lease 
 			}
 		}
 	}
+	diag := ""
+	if err == nil && left && goneAfter == 0 {
+		cctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		count, _ := rc.Do(cctx, rc.B().Hget().Key(name).Field(owner).Build()).ToString()
+		pttl, _ := rc.Do(cctx, rc.B().Pttl().Key(name).Build()).AsInt64()
+		cancel()
+		diag = fmt.Sprintf("%v later the owner's count is %q, PTTL %d ms", time.Since(failedAt).Round(time.Millisecond), count, pttl)
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.failed++
@@ -253,7 +263,7 @@ func (s *t08State) failedAcquire(c *interlock.Client, name, owner string, lease 
 	case left && goneAfter == 0:
 		s.keyLeft++
 		if s.firstKeyLeft == "" {
-			s.firstKeyLeft = fmt.Sprintf("%s after %v (%s)", name, lockErr, s.phase)
+			s.firstKeyLeft = fmt.Sprintf("%s after %v (%s); %s", name, lockErr, s.phase, diag)
 		}
 	case left:
 		s.goneLate = append(s.goneLate, goneAfter)
@@ -294,10 +304,24 @@ func (s *t08State) work(ctx context.Context, oc *oracleClient, h *hold, w worklo
 	s.mu.Unlock()
 }
 
-// unlock releases h; a failing unlock (the server is frozen, too few
-// acknowledgements) leaves the key to expire, which the others wait out.
+// unlock releases h. An unlock without an answer (the server froze) leaves
+// the hold as it was, still renewed: it is sent again until the server
+// answers, so that the owner never re-enters a hold it believes released
+// (a failed re-entry would then look like a hold left behind).
 func (s *t08State) unlock(h *hold) {
-	uctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
-	defer cancel()
-	_ = h.Unlock(uctx)
+	retry := time.NewTimer(0)
+	defer retry.Stop()
+	for end := time.Now().Add(time.Minute); time.Now().Before(end); {
+		uctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+		err := h.Unlock(uctx)
+		cancel()
+		if err == nil || errors.Is(err, interlock.ErrReplication) || errors.Is(err, fenced.ErrNotHeld) {
+			return
+		}
+		s.mu.Lock()
+		s.unlockRetries++
+		s.mu.Unlock()
+		retry.Reset(100 * time.Millisecond)
+		<-retry.C
+	}
 }
