@@ -4,7 +4,10 @@ package wait
 
 import (
 	"context"
+	"errors"
 	"time"
+
+	"github.com/redis/rueidis"
 
 	"github.com/interlock-go/interlock/pubsub"
 )
@@ -66,6 +69,9 @@ func Acquire(ctx context.Context, s Spec) (bool, error) {
 	if err != nil {
 		if ctx.Err() == nil && subCtx.Err() != nil {
 			return false, nil // the wait ran out while subscribing
+		}
+		if refused(err) {
+			return poll(ctx, s)
 		}
 		return false, err
 	}
@@ -182,5 +188,46 @@ func pause(ctx context.Context, d time.Duration) error {
 		return ctx.Err()
 	case <-t.C:
 		return nil
+	}
+}
+
+// Without pub/sub. A server or proxy that refuses SUBSCRIBE or SSUBSCRIBE
+// (some managed Redis offerings do) does not make Lock fail: the waiter
+// polls instead, at the holder's TTL when the lock has one, else with a
+// backoff from pollMin to pollMax. Hand-offs then take up to that long.
+const (
+	pollMin = 20 * time.Millisecond
+	pollMax = time.Second
+)
+
+// refused reports whether err is the server's answer to the subscription
+// (an error reply), rather than a connection or context failure.
+func refused(err error) bool {
+	var re *rueidis.RedisError
+	return errors.As(err, &re)
+}
+
+// poll is loop without a subscription.
+func poll(ctx context.Context, s Spec) (bool, error) {
+	backoff := pollMin
+	for {
+		ok, next, err := s.Try(ctx)
+		if ok || err != nil {
+			return ok, err
+		}
+		d := next
+		if d < 0 || d > pollMax {
+			d, backoff = backoff, min(2*backoff, pollMax)
+		}
+		if !s.Forever {
+			left := time.Until(s.Deadline)
+			if left <= 0 {
+				return false, nil
+			}
+			d = min(d, left)
+		}
+		if err := pause(ctx, d); err != nil {
+			return false, err
+		}
 	}
 }
