@@ -115,26 +115,6 @@ func (s *nhFakeClockServer) Jump(d time.Duration) error {
 	return nil
 }
 
-// nhServerSkew returns the server's TIME minus this process's wall clock.
-func nhServerSkew(ctx context.Context, rc rueidis.Client) (time.Duration, error) {
-	before := time.Now()
-	parts, err := rc.Do(ctx, rc.B().Time().Build()).AsStrSlice()
-	after := time.Now()
-	if err != nil {
-		return 0, err
-	}
-	if len(parts) != 2 {
-		return 0, fmt.Errorf("TIME answered %v", parts)
-	}
-	sec, err1 := strconv.ParseInt(parts[0], 10, 64)
-	usec, err2 := strconv.ParseInt(parts[1], 10, 64)
-	if err := errors.Join(err1, err2); err != nil {
-		return 0, err
-	}
-	mid := before.Add(after.Sub(before) / 2)
-	return time.Unix(sec, usec*1000).Sub(mid), nil
-}
-
 // nhQuantile returns the q-quantile (0..1) of ds, which it sorts.
 func nhQuantile(ds []time.Duration, q float64) time.Duration {
 	if len(ds) == 0 {
