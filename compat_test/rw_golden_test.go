@@ -478,15 +478,17 @@ func runRWGolden(t *testing.T, env rwEnv, n rwNames) {
 	r.latch(gate, latch, "1")
 
 	// 17. unlocks of a missing lock: "not held", yet Redisson's scripts
-	// publish ("1" for write, "0" for read) and write latch 1.
+	// publish ("1" for write, "0" for read). Redisson writes latch 1 and
+	// reports success; interlock writes -1, so that a resend after a lost
+	// reply reads "not held" back.
 	require.ErrorIs(t, rwB.Write().Unlock(ctxW), rwlock.ErrNotHeld)
 	latch, _ = r.step("17 write unlock, missing", "1", writeUnlock(
-		cmd("get", anyLatch), cmd("hget", N, "mode"), cmd(pub, ch, "1"), cmd("set", anyLatch, "1", "px", latchMillis)))
-	r.latch(gate, latch, "1")
+		cmd("get", anyLatch), cmd("hget", N, "mode"), cmd(pub, ch, "1"), cmd("set", anyLatch, "-1", "px", latchMillis)))
+	r.latch(gate, latch, "-1")
 	require.ErrorIs(t, rwA.Read().Unlock(ctxA), rwlock.ErrNotHeld)
 	latch, _ = r.step("17b read unlock, missing", "0", readUnlock(A,
-		cmd("get", anyLatch), cmd("hget", N, "mode"), cmd(pub, ch, "0"), cmd("set", anyLatch, "1", "px", latchMillis)))
-	r.latch(gate, latch, "1")
+		cmd("get", anyLatch), cmd("hget", N, "mode"), cmd(pub, ch, "0"), cmd("set", anyLatch, "-1", "px", latchMillis)))
+	r.latch(gate, latch, "-1")
 
 	// 18. Not the owner: a reader that does not read, a writer that does
 	// not write. Nothing changes, nothing is published, no latch.
@@ -554,8 +556,8 @@ func runRWGolden(t *testing.T, env rwEnv, n rwNames) {
 	// B's unlock finds no lock: "not held", and Redisson's "0" again.
 	require.ErrorIs(t, rwB.Read().Unlock(ctxB), rwlock.ErrNotHeld)
 	latch, _ = r.step("20c dead reader's unlock", "0", readUnlock(B,
-		cmd("get", anyLatch), cmd("hget", N, "mode"), cmd(pub, ch, "0"), cmd("set", anyLatch, "1", "px", latchMillis)))
-	r.latch(gate, latch, "1")
+		cmd("get", anyLatch), cmd("hget", N, "mode"), cmd(pub, ch, "0"), cmd("set", anyLatch, "-1", "px", latchMillis)))
+	r.latch(gate, latch, "-1")
 
 	// 21. A bad name is refused before anything is sent.
 	bad := rwlock.New(a, "a{"+unique("b"))

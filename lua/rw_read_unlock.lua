@@ -18,18 +18,22 @@
 -- last hold goes (this also clears the fields of dead readers).
 --
 -- Returns nil when the owner holds no read hold (nothing changes; when the
--- lock does not exist at all "0" is published and latch 1 written, as
--- Redisson does), 0 when holds remain, 1 when the lock was deleted and
+-- lock does not exist at all "0" is published, as Redisson does, and
+-- latch -1 written, so that a resend reads "not held" back where
+-- Redisson writes 1 and reports success), 0 when holds remain, 1 when the lock was deleted and
 -- "0" published. A replay with the same latch key returns the first
 -- outcome without touching the lock.
 local done = redis.call('get', KEYS[5])
 if done ~= false then
+    if tonumber(done) < 0 then
+        return nil
+    end
     return tonumber(done)
 end
 local mode = redis.call('hget', KEYS[1], 'mode')
 if mode == false then
     redis.call(ARGV[3], KEYS[2], ARGV[1])
-    redis.call('set', KEYS[5], 1, 'px', ARGV[4])
+    redis.call('set', KEYS[5], -1, 'px', ARGV[4])
     return nil
 end
 if redis.call('hexists', KEYS[1], ARGV[2]) == 0 then

@@ -16,18 +16,22 @@
 -- nothing is published.
 --
 -- Returns nil when the writer holds nothing (nothing changes; when the
--- lock does not exist at all "1" is published and latch 1 written, as
--- Redisson does), 0 when write holds remain, 1 when the last write hold
+-- lock does not exist at all "1" is published, as Redisson does, and
+-- latch -1 written, so that a resend reads "not held" back where
+-- Redisson writes 1 and reports success), 0 when write holds remain, 1 when the last write hold
 -- was released. A replay with the same latch key returns the first outcome
 -- without touching the lock.
 local done = redis.call('get', KEYS[3])
 if done ~= false then
+    if tonumber(done) < 0 then
+        return nil
+    end
     return tonumber(done)
 end
 local mode = redis.call('hget', KEYS[1], 'mode')
 if mode == false then
     redis.call(ARGV[4], KEYS[2], ARGV[1])
-    redis.call('set', KEYS[3], 1, 'px', ARGV[5])
+    redis.call('set', KEYS[3], -1, 'px', ARGV[5])
     return nil
 end
 if mode ~= 'write' or redis.call('hexists', KEYS[1], ARGV[3]) == 0 then
