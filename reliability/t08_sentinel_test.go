@@ -123,6 +123,9 @@ func TestT08SentinelFailover(t *testing.T) {
 		len(st.okLatency), st.failed, st.errs, procDurations(st.okLatency), procDurations(st.allLatency), st.unlockRetries)
 	t.Logf("T08 failed acquisitions: %d left no hold, %d left one that was gone within the lease (after %s), %d left one for longer, %d unchecked (server unreachable); token regressions %d; sections %d, writes %d; oracle %v",
 		st.noKey, len(st.goneLate), procDurations(st.goneLate), st.keyLeft, st.unchecked, st.regressions, st.sections, st.writes, v)
+	if st.firstOther != "" {
+		t.Logf("T08 first other acquire failure: %s", st.firstOther)
+	}
 	if st.regressions != 0 {
 		t.Errorf("token regressions: %d (first: %s)", st.regressions, st.firstRegression)
 	}
@@ -150,7 +153,8 @@ type t08State struct {
 	firstKeyLeft              string
 	goneLate                  []time.Duration // holds a failed acquisition left, until they were gone
 	sections, writes          int
-	unlockRetries             int // unlocks sent again after no answer
+	unlockRetries             int    // unlocks sent again after no answer
+	firstOther                string // the first failure neither replication nor deadline
 	phase                     string
 }
 
@@ -257,6 +261,9 @@ func (s *t08State) failedAcquire(c *interlock.Client, name, owner string, lease 
 	defer s.mu.Unlock()
 	s.failed++
 	s.errs[class]++
+	if class == "other" && s.firstOther == "" {
+		s.firstOther = fmt.Sprintf("%s: %v (%s)", name, lockErr, s.phase)
+	}
 	switch {
 	case err != nil:
 		s.unchecked++
