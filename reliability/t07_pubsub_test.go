@@ -69,10 +69,10 @@ func TestT07PubSubFaults(t *testing.T) {
 	// A faulted hand-off waits for the next resubscription (every
 	// t07ResetEvery) or the PTTL: about 200 ms each, so the faulted runs
 	// are smaller than the healthy ones.
-	nFaulted := sized(150, 3000)
+	nFaulted := sized(150, 1000)
 	// With messages dropped and no reconnects, only the PTTL wakes a
 	// waiter: a hand-off takes about a lease.
-	nPTTL := sized(20, 300)
+	nPTTL := sized(20, 100)
 	healthyEnvs := make([]*netEnv, len(netKinds))
 	faultedEnvs := make([]*netEnv, len(netKinds))
 	pttlEnvs := make([]*netEnv, len(netKinds))

@@ -138,7 +138,7 @@ func TestT08SentinelFailover(t *testing.T) {
 }
 
 // t08Budget bounds the failover loop of T8.
-const t08Budget = 6 * time.Minute
+const t08Budget = 4 * time.Minute
 
 // t08State is what T8's goroutines record.
 type t08State struct {

@@ -46,7 +46,7 @@ func TestT11Pause(t *testing.T) {
 			// The runs are spread over pauseLanes independent pairs of
 			// processes, each with its own oracle, that run at once: a
 			// run is mostly a frozen process and a timer.
-			lanes := make([]*pauseLane, pauseLanes)
+			lanes := make([]*pauseLane, sized(pauseLanes, pauseLanesNightly))
 			for i := range lanes {
 				oracle := startOracle(t)
 				cfg := lockerConfig{
@@ -85,8 +85,9 @@ func TestT11Pause(t *testing.T) {
 	}
 }
 
-// pauseLanes is how many pairs of processes a T11 variant runs at once.
-const pauseLanes = 2
+// pauseLanes (pauseLanesNightly in the nightly tier) is how many pairs of
+// processes a T11 variant runs at once.
+const pauseLanes, pauseLanesNightly = 2, 6
 
 // pauseLane is a pair of locker processes and their oracle; the two take
 // turns as holder and waiter.

@@ -65,7 +65,8 @@ func (tl *t12Tally) violation(msg string) {
 }
 
 func TestT12SlowRenewals(t *testing.T) {
-	run := time.Duration(sized(20, 180)) * time.Second
+	t.Parallel() // mostly waiting on delayed replies
+	run := time.Duration(sized(10, 180)) * time.Second
 	e := netStart(t, interlock.WithWatchdogTimeout(t12Lease))
 	delay, jitter := 4*t12Lease/10, 2*t12Lease/10
 	if err := e.proxy.DelayReplyTo(netScripts(lua.Renew, lua.RWRenewRead), delay, jitter); err != nil {

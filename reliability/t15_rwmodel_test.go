@@ -431,9 +431,10 @@ var _ = register("t15-rw", func() error {
 })
 
 func TestT15LongReadHold(t *testing.T) {
+	t.Parallel() // mostly sampling TTLs
 	redistest.RequireProcess(t)
 	const lease = 6 * time.Second // renewed every 2 s
-	hold := time.Duration(sized(20, 180)) * time.Second
+	hold := time.Duration(sized(10, 180)) * time.Second
 	srv := redistest.Standalone(t)
 	rc := srv.Client(t)
 	c, err := interlock.New(srv.Client(t), interlock.WithWatchdogTimeout(lease))

@@ -39,6 +39,7 @@ const (
 )
 
 func TestT22VendorGaps(t *testing.T) {
+	t.Parallel() // mostly waiting out holders' TTLs
 	for _, gap := range []struct {
 		command string
 		opts    []interlock.Option
