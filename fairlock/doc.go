@@ -75,7 +75,10 @@
 // script, not the server's: "now" is an argument, as in Redisson. A client
 // whose clock is ahead drops live waiters early, one whose clock is behind
 // keeps dead waiters longer. Keep the clocks of every client of a lock, Go
-// and Java, synchronized (NTP) to well within the wait timeout.
+// and Java, synchronized (NTP) to well within the wait timeout. A Client
+// made with interlock.WithClockSkewLimit compares its clock with the Redis
+// server's before it queues a waiter, and refuses to queue (an error
+// wrapping interlock.ErrClockSkew) when they differ by more than the limit.
 //
 // # Leases and the watchdog
 //
