@@ -34,7 +34,7 @@ import (
 const t04Lease = time.Second
 
 func TestT04Partition(t *testing.T) {
-	t.Parallel() // mostly waiting for partitions to end: overlaps the other waiting tests
+	t.Parallel()         // mostly waiting for partitions to end: overlaps the other waiting tests
 	runs := sized(3, 30) // §6.3 asks 100 per length; 30 keeps the nightly tier within its hour
 	// The kinds run at once: the workers spend most of the time waiting
 	// for a partition to end.
