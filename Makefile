@@ -34,5 +34,6 @@ bench:
 nightly:
 	@scripts/ensure-redis
 	@scripts/ensure-faketime
-	bash -o pipefail -c '{ $(GO) test -count=1 -timeout 70m -v ./reliability -args -tier=nightly && \
-		$(GO) test -count=1 -v -run "^(TestMinimalACL|TestACLDenialIsClear|TestSpoofedUnlockMessages|TestLogsAndErrorsHideSecrets|TestTLS|TestCLIOverTLS)$$" . ; } 2>&1 | tee reliability-nightly.log'
+	bash -o pipefail -c '{ $(GO) test -count=1 -timeout 70m -v ./reliability -args -tier=nightly; r=$$?; \
+		$(GO) test -count=1 -v -run "^(TestMinimalACL|TestACLDenialIsClear|TestSpoofedUnlockMessages|TestLogsAndErrorsHideSecrets|TestTLS|TestCLIOverTLS)$$" . || r=1; \
+		exit $$r; } 2>&1 | tee reliability-nightly.log'
