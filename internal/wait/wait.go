@@ -5,6 +5,7 @@ package wait
 import (
 	"context"
 	"errors"
+	"strings"
 	"time"
 
 	"github.com/redis/rueidis"
@@ -192,7 +193,8 @@ func pause(ctx context.Context, d time.Duration) error {
 }
 
 // Without pub/sub. A server or proxy that refuses SUBSCRIBE or SSUBSCRIBE
-// (some managed Redis offerings do) does not make Lock fail: the waiter
+// as unknown or disabled (some managed Redis offerings do) does not make
+// Lock fail: the waiter
 // polls instead, at the holder's TTL when the lock has one, else with a
 // backoff from pollMin to pollMax. Hand-offs then take up to that long.
 const (
@@ -200,11 +202,14 @@ const (
 	pollMax = time.Second
 )
 
-// refused reports whether err is the server's answer to the subscription
-// (an error reply), rather than a connection or context failure.
+// refused reports whether err is the server's refusal of the command
+// itself (an error reply such as "unknown command"), rather than a
+// connection or context failure. A NOPERM reply is not: an ACL that lets
+// the user lock but not subscribe is a configuration error, reported as
+// such rather than hidden behind slower hand-offs.
 func refused(err error) bool {
 	var re *rueidis.RedisError
-	return errors.As(err, &re)
+	return errors.As(err, &re) && !strings.HasPrefix(re.Error(), "NOPERM")
 }
 
 // poll is loop without a subscription.
