@@ -69,7 +69,7 @@ func TestT07PubSubFaults(t *testing.T) {
 	// A faulted hand-off waits for the next resubscription (every
 	// t07ResetEvery) or the PTTL: about 200 ms each, so the faulted runs
 	// are smaller than the healthy ones.
-	nFaulted := sized(150, 1000)
+	nFaulted := sized(200, 1000) // PR: 1,000 faulted hand-offs over the five kinds
 	// With messages dropped and no reconnects, only the PTTL wakes a
 	// waiter: a hand-off takes about a lease.
 	nPTTL := sized(20, 100)
