@@ -46,6 +46,13 @@ const (
 	// the queue only when its deadline has passed.
 	retryMin = 10 * time.Millisecond
 	retryMax = time.Second
+	// maxQueuedWait bounds how long a queued waiter waits for its message
+	// before it asks again. The script's answer (when the waiter ahead of
+	// it would time out) can be minutes away with the default wait
+	// timeout, and a message lost to a reconnect, a proxy or a publish-mode
+	// mismatch with the Java fleet would hold the waiter that long. A
+	// repeated ask changes nothing on the server.
+	maxQueuedWait = time.Second
 )
 
 // expiredReply is fair_unlock.lua's answer when the lock did not exist.
@@ -221,7 +228,7 @@ func (m *Mutex) acquire(ctx context.Context, lease, maxWait time.Duration, forev
 				return false, 0, err
 			case retryIn > 0:
 				busy = 0
-				return false, retryIn, nil
+				return false, min(retryIn, maxQueuedWait), nil
 			}
 			busy++
 			return false, min(retryMin<<min(busy-1, 10), retryMax), nil
