@@ -216,7 +216,8 @@ func (m *Mutex) acquire(ctx context.Context, lease, maxWait time.Duration, forev
 		Deadline: time.Now().Add(maxWait),
 		// Every owner waits on a channel of its own: there is no local
 		// queue of waiters to join.
-		Queue: false,
+		Queue:   false,
+		MaxWait: maxQueuedWait,
 		Try: func(ctx context.Context) (bool, time.Duration, error) {
 			ok, retryIn, err := m.try(ctx, owner, lease, grace, func() { queued = true })
 			switch {
@@ -228,7 +229,7 @@ func (m *Mutex) acquire(ctx context.Context, lease, maxWait time.Duration, forev
 				return false, 0, err
 			case retryIn > 0:
 				busy = 0
-				return false, min(retryIn, maxQueuedWait), nil
+				return false, retryIn, nil
 			}
 			busy++
 			return false, min(retryMin<<min(busy-1, 10), retryMax), nil

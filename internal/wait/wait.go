@@ -34,6 +34,10 @@ type Spec struct {
 	// already parked on Channel (pubsub.Hub.Join) instead of trying first.
 	// Leave it false for an owner that may re-enter at once.
 	Queue bool
+	// MaxWait, when positive, bounds each wait for a message, whatever
+	// the attempt answered: the attempt's answer still tells the pacer
+	// whether the lock changed hands.
+	MaxWait time.Duration
 	// Try is the attempt.
 	Try Attempt
 }
@@ -126,6 +130,9 @@ func loop(ctx context.Context, s Spec, sub *pubsub.Subscription, d time.Duration
 			if d < 0 || d > left {
 				d = left
 			}
+		}
+		if s.MaxWait > 0 && (d < 0 || d > s.MaxWait) {
+			d = s.MaxWait
 		}
 		if hold := p.hold(time.Now()); hold > 0 {
 			if d >= 0 {
