@@ -234,13 +234,18 @@ type netErrTally struct {
 // add counts err; connection errors count as one kind whatever their
 // text (it names the lock).
 func (e *netErrTally) add(err error) {
-	if e.n == nil {
-		e.n = map[string]int{}
-	}
 	msg := err.Error()
 	full := msg
 	if netIsConnErr(err) {
 		msg = "connection error"
+	}
+	e.addText(msg, full)
+}
+
+// addText counts one error of class msg, whose full text is full.
+func (e *netErrTally) addText(msg, full string) {
+	if e.n == nil {
+		e.n = map[string]int{}
 	}
 	if e.n[msg] == 0 {
 		e.order = append(e.order, msg)
