@@ -75,7 +75,9 @@ func Acquire(ctx context.Context, s Spec) (bool, error) {
 		if ctx.Err() == nil && subCtx.Err() != nil {
 			return false, nil // the wait ran out while subscribing
 		}
-		if refused(err) {
+		if ctx.Err() == nil && !errors.Is(err, pubsub.ErrClosed) && (refused(err) || !isRedisErr(err)) {
+			// Refused, or the subscription connection broke while
+			// subscribing: the lock is still there to be polled.
 			return poll(ctx, s)
 		}
 		return false, err
@@ -200,7 +202,8 @@ func pause(ctx context.Context, d time.Duration) error {
 }
 
 // Without pub/sub. A server or proxy that refuses SUBSCRIBE or SSUBSCRIBE
-// as unknown or disabled (some managed Redis offerings do) does not make
+// as unknown or disabled (some managed Redis offerings do), or a
+// subscription connection that breaks while subscribing, does not make
 // Lock fail: the waiter
 // polls instead, at the holder's TTL when the lock has one, else with a
 // backoff from pollMin to pollMax. Hand-offs then take up to that long.
@@ -217,6 +220,12 @@ const (
 func refused(err error) bool {
 	var re *rueidis.RedisError
 	return errors.As(err, &re) && !strings.HasPrefix(re.Error(), "NOPERM")
+}
+
+// isRedisErr reports whether err is an error reply from the server.
+func isRedisErr(err error) bool {
+	var re *rueidis.RedisError
+	return errors.As(err, &re)
 }
 
 // poll is loop without a subscription.
