@@ -12,8 +12,10 @@ import (
 )
 
 // T0's throughput check: each run is compared with the last green run on
-// the same machine, and fails when it is more than 20 % slower (summed
-// over the kinds, per name set).
+// the same machine, and a nightly run fails when it is more than 20 %
+// slower (summed over the kinds, per name set). The PR gate's runs are too
+// short to judge on a shared machine (they moved by 35 % with a neighbour
+// busy), so there the comparison is only logged.
 // The numbers live outside the repository, per machine, in
 // $INTERLOCK_T0_BASELINE (default: the user cache dir's
 // interlock/t00-baseline.json); INTERLOCK_T0_BASELINE=off skips the check.
@@ -81,7 +83,7 @@ func (tr *t00Trend) check(t *testing.T) {
 		tr.now[k] = rate
 		prev, ok := tr.last[k]
 		t.Logf("T0 %s, all kinds: %.0f cycles/s (last green run: %.0f)", k, rate, prev)
-		if tr.path != "off" && ok && rate < (1-t00MaxDrop)*prev {
+		if tr.path != "off" && isNightly() && ok && rate < (1-t00MaxDrop)*prev {
 			tr.failed = true
 			t.Errorf("T0 %s: %.0f cycles/s is %.0f%% below the last green run's %.0f (limit %.0f%%)",
 				k, rate, 100*(1-rate/prev), prev, 100*t00MaxDrop)
