@@ -75,7 +75,7 @@ func Acquire(ctx context.Context, s Spec) (bool, error) {
 		if ctx.Err() == nil && subCtx.Err() != nil {
 			return false, nil // the wait ran out while subscribing
 		}
-		if ctx.Err() == nil && !errors.Is(err, pubsub.ErrClosed) && (refused(err) || !isRedisErr(err)) {
+		if ctx.Err() == nil && !errors.Is(err, pubsub.ErrClosed) && !denied(err) {
 			// Refused, or the subscription connection broke while
 			// subscribing: the lock is still there to be polled.
 			return poll(ctx, s)
@@ -212,20 +212,13 @@ const (
 	pollMax = time.Second
 )
 
-// refused reports whether err is the server's refusal of the command
-// itself (an error reply such as "unknown command"), rather than a
-// connection or context failure. A NOPERM reply is not: an ACL that lets
-// the user lock but not subscribe is a configuration error, reported as
-// such rather than hidden behind slower hand-offs.
-func refused(err error) bool {
+// denied reports whether err is a NOPERM reply: an ACL that lets the user
+// lock but not subscribe is a configuration error, reported as such rather
+// than hidden behind slower hand-offs. Any other refusal ("unknown
+// command") or a broken connection is waited out by polling.
+func denied(err error) bool {
 	var re *rueidis.RedisError
-	return errors.As(err, &re) && !strings.HasPrefix(re.Error(), "NOPERM")
-}
-
-// isRedisErr reports whether err is an error reply from the server.
-func isRedisErr(err error) bool {
-	var re *rueidis.RedisError
-	return errors.As(err, &re)
+	return errors.As(err, &re) && strings.HasPrefix(re.Error(), "NOPERM")
 }
 
 // poll is loop without a subscription.
