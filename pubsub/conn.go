@@ -528,7 +528,7 @@ func (c *subConn) confirmLocked(e *entry) {
 	if e.wasLive {
 		// Messages published while the channel was not subscribed were
 		// lost: let every waiter re-check.
-		e.wakeAll(wakeResub)
+		e.wakeAll()
 	}
 	e.wasLive = true
 }

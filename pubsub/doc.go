@@ -33,7 +33,9 @@
 // waiter (the one parked longest) or, when none is parked, is stored as a
 // permit for the next Wait; any other payload (Redisson sends "1" when a
 // write lock is released, so that every reader can enter) wakes every waiter
-// parked at that moment, and makes the next Wait of every other open
+// parked at that moment, one at a time in the order they parked (each woken
+// waiter's Pass, next Wait or Close wakes the next, so that lock waiters
+// try in the order they queued), and makes the next Wait of every other open
 // Subscription of the channel return at once, so that no waiter that was
 // busy re-checking the lock sleeps through it. A waiter that leaves because
 // its ctx ended passes a "0" wake-up it was handed on. Permits belong to the

@@ -415,7 +415,7 @@ func (h *Hub) dispatch(key chanKey, payload string) {
 	if payload == unlockMessage {
 		e.releaseOne()
 	} else {
-		e.wakeAll(wakeMessage)
+		e.wakeAll()
 	}
 }
 
@@ -429,7 +429,7 @@ func (h *Hub) WakeAll(channel string, sharded bool) {
 	e := h.entries[chanKey{name: channel, sharded: sharded}]
 	h.mu.Unlock()
 	if e != nil {
-		e.wakeAll(wakeMessage)
+		e.wakeAll()
 	}
 }
 

@@ -85,10 +85,15 @@ func waitParked(t *testing.T, h *Hub, channel string, sharded bool, n int) {
 	}, "%d waiters parked on %s", n, channel)
 }
 
-// waitAsync runs Wait in a goroutine and delivers its result.
+// waitAsync runs Wait in a goroutine and delivers its result. Like a lock
+// waiter, it then passes on its turn in a wake-all.
 func waitAsync(ctx context.Context, s *Subscription, d time.Duration) <-chan error {
 	ch := make(chan error, 1)
-	go func() { ch <- s.Wait(ctx, d) }()
+	go func() {
+		err := s.Wait(ctx, d)
+		s.Pass()
+		ch <- err
+	}()
 	return ch
 }
 

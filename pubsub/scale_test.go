@@ -46,7 +46,11 @@ func TestScale(t *testing.T) {
 	subscribed := time.Since(start)
 	results := make(chan error, nWaiters)
 	for _, s := range subs {
-		go func() { results <- s.Wait(ctx, longTTL) }()
+		go func() {
+			err := s.Wait(ctx, longTTL)
+			s.Pass()
+			results <- err
+		}()
 	}
 	eventually(t, func() bool {
 		n := 0

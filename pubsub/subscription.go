@@ -12,8 +12,7 @@ type wakeReason uint8
 const (
 	wakeNone     wakeReason = iota
 	wakeOne                 // a "0" message or a passed-on wake-up: exactly one waiter
-	wakeMessage             // any other payload: every parked waiter
-	wakeResub               // the channel was subscribed again after a reconnect or a move
+	wakeRelay               // a wake-all (any other payload, or a resubscription) reached this waiter in turn
 	wakeClosed              // the hub closed
 	wakeSubClose            // the Subscription itself was closed
 )
@@ -26,6 +25,7 @@ type waiter struct {
 	prev, next *waiter
 	parked     bool
 	reason     wakeReason
+	seq        uint64 // the entry's pushes before this park: its place in line
 }
 
 // attempt is one effort to make a channel's server subscription live. It
@@ -70,6 +70,9 @@ type entry struct {
 	// wakeAlls counts the wake-ups of every waiter (wakeAll), so that a
 	// Subscription that was between two Waits when one happened sees it.
 	wakeAlls uint64
+	// pushes counts parks; the waiters with a seq below relayTo are owed
+	// the latest wake-all's relay (see wakeAll).
+	pushes, relayTo uint64
 }
 
 func newEntry(key chanKey, slot uint16) *entry {
@@ -90,6 +93,8 @@ func (e *entry) setCap(refs int) {
 func (e *entry) push(w *waiter) {
 	w.parked = true
 	w.reason = wakeNone
+	w.seq = e.pushes
+	e.pushes++
 	w.next = nil
 	w.prev = e.tail
 	if e.tail != nil {
@@ -147,16 +152,30 @@ func (e *entry) releaseOne() {
 	e.mu.Unlock()
 }
 
-// wakeAll wakes every waiter parked at this moment. It stores no permit,
-// but the next Wait of each Subscription that was not parked returns at
-// once (see Subscription.Wait).
-func (e *entry) wakeAll(reason wakeReason) {
+// wakeAll wakes every waiter parked at this moment, one at a time in the
+// order they parked: the longest-parked is signalled, and each waiter of
+// the wave signals the next once it has acted on its wake-up
+// (Subscription.Pass). Lock waiters then try the lock in the order they
+// queued, so a wake-all (after a reconnect, say) is not a race that the
+// same waiters can lose again and again: the scheduler, and the several
+// connections a rueidis client writes on, would otherwise decide whose
+// attempt reaches the server first. It stores no permit, but the next Wait
+// of each Subscription that was not parked returns at once (see
+// Subscription.Wait).
+func (e *entry) wakeAll() {
 	e.mu.Lock()
 	e.wakeAlls++
-	for e.head != nil {
-		e.signal(e.head, reason)
-	}
+	e.relayTo = e.pushes
+	e.relayLocked()
 	e.mu.Unlock()
+}
+
+// relayLocked signals the longest-parked waiter if the latest wake-all
+// still owes it a wake-up. e.mu must be held.
+func (e *entry) relayLocked() {
+	if e.head != nil && e.head.seq < e.relayTo {
+		e.signal(e.head, wakeRelay)
+	}
 }
 
 // shutdown marks the entry closed and wakes every parked waiter.
@@ -213,6 +232,9 @@ type Subscription struct {
 	// seen is the entry's wakeAlls when this Subscription was made or last
 	// returned from Wait; guarded by e.mu.
 	seen uint64
+	// relay is set while this Subscription holds its turn in a wake-all,
+	// which Pass hands on; guarded by e.mu.
+	relay bool
 }
 
 func newSubscription(h *Hub, e *entry) *Subscription {
@@ -237,8 +259,9 @@ func (s *Subscription) Sharded() bool { return s.e.key.sharded }
 //     stored as a permit, and the next Wait consumes it and returns at once.
 //     The hub stores at most one permit per open Subscription of the channel.
 //   - Any other payload (Redisson's "1", sent when a write lock is
-//     released) wakes every waiter parked at that moment and stores no
-//     permit. A Subscription that was not parked then (its owner was busy
+//     released) wakes every waiter parked at that moment, one at a time
+//     in the order they parked (each once the one before it has acted on
+//     its wake-up: see Pass), and stores no permit. A Subscription that was not parked then (its owner was busy
 //     re-checking the lock between two Waits, or had just subscribed or
 //     joined) has missed nothing: its next Wait returns at once. Without
 //     that, a reader that had just found a write lock held could sleep
@@ -259,6 +282,7 @@ func (s *Subscription) Wait(ctx context.Context, d time.Duration) error {
 	}
 	e, w := s.e, &s.w
 	e.mu.Lock()
+	s.passLocked()
 	switch {
 	case s.closed:
 		e.mu.Unlock()
@@ -321,9 +345,13 @@ func (s *Subscription) Wait(ctx context.Context, d time.Duration) error {
 	}
 	w.reason = wakeNone
 	s.seen = e.wakeAlls
+	if reason == wakeRelay {
+		s.relay = true // handed on by Pass, the next Wait or Close
+	}
 	if err := ctx.Err(); err != nil {
+		// We are leaving: pass on what we were handed.
+		s.passLocked()
 		if reason == wakeOne {
-			// We are leaving: pass the single wake-up on.
 			e.releaseOneLocked()
 		}
 		e.mu.Unlock()
@@ -355,6 +383,27 @@ func (s *Subscription) Close() {
 	if s.w.parked {
 		e.signal(&s.w, wakeSubClose)
 	}
+	s.passLocked()
 	e.mu.Unlock()
 	s.h.release(e)
+}
+
+// Pass reports that the caller has acted on the wake-up its last Wait
+// returned (a lock waiter: that its attempt got an answer). When that
+// wake-up was its turn in a wake-all, the next waiter parked on the
+// channel gets its turn now. Wait and Close pass it on too, so Pass only
+// makes it sooner; it is cheap and may be called at any time.
+func (s *Subscription) Pass() {
+	s.e.mu.Lock()
+	s.passLocked()
+	s.e.mu.Unlock()
+}
+
+// passLocked hands this Subscription's turn in a wake-all, if it holds
+// one, to the next waiter. e.mu must be held.
+func (s *Subscription) passLocked() {
+	if s.relay {
+		s.relay = false
+		s.e.relayLocked()
+	}
 }

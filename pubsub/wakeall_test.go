@@ -72,3 +72,105 @@ func TestHubWakeAllIsLocal(t *testing.T) {
 		require.NoError(t, recv(t, r, prompt))
 	}
 }
+
+// A wake-all reaches the parked waiters one at a time, in the order they
+// parked: each is signalled only when the one before it leaves Wait, so
+// lock waiters try in the order they queued. Waiters that park after the
+// wake-all are not part of it.
+func TestWakeAllRelaysInParkingOrder(t *testing.T) {
+	e := newEntry(chanKey{name: "relay"}, 0)
+	ws := make([]*waiter, 4)
+	e.mu.Lock()
+	for i := range ws {
+		ws[i] = &waiter{ch: make(chan struct{}, 1)}
+		e.push(ws[i])
+	}
+	e.mu.Unlock()
+	signalled := func() []int {
+		var got []int
+		for i, w := range ws {
+			if len(w.ch) > 0 {
+				got = append(got, i)
+			}
+		}
+		return got
+	}
+
+	e.wakeAll()
+	assert.Equal(t, []int{0}, signalled(), "only the longest-parked waiter first")
+	late := &waiter{ch: make(chan struct{}, 1)}
+	e.mu.Lock()
+	e.push(late)
+	e.mu.Unlock()
+	for i := range ws {
+		<-ws[i].ch // waiter i leaves Wait and hands the wake-all on
+		e.mu.Lock()
+		e.relayLocked()
+		e.mu.Unlock()
+		if i+1 < len(ws) {
+			assert.Equal(t, []int{i + 1}, signalled(), "after waiter %d left", i)
+		}
+	}
+	assert.Empty(t, signalled())
+	assert.Empty(t, late.ch, "a waiter that parked after the wake-all is not owed it")
+	assert.Equal(t, 1, e.parked())
+}
+
+// Through real Waits: every waiter parked at the wake-all returns, each
+// once the one before it passed (waitAsync passes), while a Subscription
+// that parks afterwards keeps waiting.
+func TestWakeAllRelayReachesEveryParkedWaiter(t *testing.T) {
+	rc := sharedServer.Client(t)
+	h := newHub(t, rc)
+	ctx := testCtx(t)
+	name := chanName(t, 0)
+
+	const n = 5
+	results := make([]<-chan error, n)
+	for i := range n {
+		sub, err := h.Subscribe(ctx, name, false)
+		require.NoError(t, err)
+		defer sub.Close()
+		results[i] = waitAsync(ctx, sub, longTTL)
+		waitParked(t, h, name, false, i+1)
+	}
+	require.EqualValues(t, 1, publish(t, rc, name, "1"))
+	for _, r := range results {
+		require.NoError(t, recv(t, r, prompt))
+	}
+
+	later, err := h.Subscribe(ctx, name, false)
+	require.NoError(t, err)
+	defer later.Close()
+	start := time.Now()
+	require.NoError(t, later.Wait(ctx, 100*time.Millisecond))
+	assert.GreaterOrEqual(t, time.Since(start), 90*time.Millisecond, "the wake-all was over before it parked")
+}
+
+// The next waiter's turn comes when the one before it passes, not when it
+// merely returns from Wait: its attempt is answered first.
+func TestWakeAllTurnWaitsForPass(t *testing.T) {
+	rc := sharedServer.Client(t)
+	h := newHub(t, rc)
+	ctx := testCtx(t)
+	name := chanName(t, 0)
+
+	first, err := h.Subscribe(ctx, name, false)
+	require.NoError(t, err)
+	defer first.Close()
+	second, err := h.Subscribe(ctx, name, false)
+	require.NoError(t, err)
+	defer second.Close()
+	firstDone := make(chan error, 1)
+	go func() { firstDone <- first.Wait(ctx, longTTL) }() // does not pass
+	waitParked(t, h, name, false, 1)
+	secondDone := waitAsync(ctx, second, longTTL)
+	waitParked(t, h, name, false, 2)
+
+	require.EqualValues(t, 1, publish(t, rc, name, "1"))
+	require.NoError(t, recv(t, firstDone, prompt))
+	time.Sleep(100 * time.Millisecond)
+	assert.Equal(t, 1, entryOf(h, name, false).parked(), "the second waits for the first to pass")
+	first.Pass()
+	require.NoError(t, recv(t, secondDone, prompt))
+}

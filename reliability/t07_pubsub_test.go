@@ -58,6 +58,7 @@ const (
 type t07Result struct {
 	handoffs         []time.Duration
 	hung             int
+	longestWait      time.Duration // the longest Lock call that acquired
 	lockErrs, unlock netErrTally
 	resets           int
 	elapsed          time.Duration
@@ -122,9 +123,9 @@ func TestT07PubSubFaults(t *testing.T) {
 			r := run.r
 			p50, p99 := netPercentile(r.handoffs, 0.5), netPercentile(r.handoffs, 0.99)
 			maxD := netPercentile(r.handoffs, 1)
-			t.Logf("T07 %s %s: %d hand-offs in %v, p50 %v p99 %v max %v (p99 bound %v), %d hung waiters, %d subscriber resets; lock errors: %v; unlock errors: %v",
+			t.Logf("T07 %s %s: %d hand-offs in %v, p50 %v p99 %v max %v (p99 bound %v), %d hung waiters, longest Lock %v, %d subscriber resets; lock errors: %v; unlock errors: %v",
 				k.name, run.what, len(r.handoffs), r.elapsed.Round(time.Millisecond), p50.Round(100*time.Microsecond),
-				p99.Round(100*time.Microsecond), maxD.Round(100*time.Microsecond), run.bound, r.hung, r.resets, &r.lockErrs, &r.unlock)
+				p99.Round(100*time.Microsecond), maxD.Round(100*time.Microsecond), run.bound, r.hung, r.longestWait.Round(time.Millisecond), r.resets, &r.lockErrs, &r.unlock)
 			if len(r.handoffs) < run.want {
 				t.Errorf("%s %s: %d hand-offs, want %d", k.name, run.what, len(r.handoffs), run.want)
 			}
@@ -202,6 +203,7 @@ func t07Run(t *testing.T, e *netEnv, k netKind, what string, n int) t07Result {
 			octx := interlock.WithOwner(context.Background(), owner)
 			for !stop.Load() {
 				ctx, cancel := context.WithTimeout(interlock.WithOwner(runCtx, owner), hungAfter)
+				called := time.Now()
 				err := lk.Lock(ctx)
 				if err != nil {
 					cancel()
@@ -218,6 +220,7 @@ func t07Run(t *testing.T, e *netEnv, k netKind, what string, n int) t07Result {
 				}
 				now := time.Now()
 				mu.Lock()
+				res.longestWait = max(res.longestWait, now.Sub(called))
 				if holders == 0 && !freeSince.IsZero() {
 					res.handoffs = append(res.handoffs, now.Sub(freeSince))
 					if len(res.handoffs) >= n {
@@ -282,6 +285,7 @@ func t07Merge(rs []t07Result) t07Result {
 	for _, r := range rs {
 		m.handoffs = append(m.handoffs, r.handoffs...)
 		m.hung += r.hung
+		m.longestWait = max(m.longestWait, r.longestWait)
 		m.resets += r.resets
 		m.elapsed = max(m.elapsed, r.elapsed)
 		for _, class := range r.lockErrs.order {

@@ -153,6 +153,7 @@ func loop(ctx context.Context, s Spec, sub *pubsub.Subscription, d time.Duration
 		}
 		woken := d < 0 || time.Since(start) < d
 		ok, next, err := s.Try(ctx)
+		sub.Pass() // the next waiter of a wake-all tries after us
 		if ok || err != nil {
 			return ok, err
 		}
