@@ -56,7 +56,10 @@
 // their next retry (at the latest when the lease they were last told about
 // runs out), and from then on check again at growing intervals, up to a
 // second apart, instead of waiting for a message only the dead head would
-// have received.
+// have received. No queued waiter waits longer than that second, or a
+// quarter of its wait timeout when that is shorter, before it asks again:
+// a waiter whose turn came in a message it never received (a reconnect, a
+// proxy) still takes its turn before its deadline drops it.
 //
 // Deadlines are never extended while a waiter waits. A live waiter whose
 // deadline passes, because the holders ahead of it together kept the lock

@@ -55,6 +55,17 @@ const (
 	maxQueuedWait = time.Second
 )
 
+// queuedWait is how long a queued waiter with the given grace (its wait
+// timeout) waits at most before it asks again: maxQueuedWait, or a quarter
+// of the grace when that is shorter. A waiter whose turn has come keeps
+// its place only until its deadline, which can be less than a second
+// away with a short wait timeout; one that missed the message and slept
+// past it would be dropped from the queue as if it were dead, and the
+// turn would pass to the next waiter, a further wait later.
+func queuedWait(grace time.Duration) time.Duration {
+	return max(min(maxQueuedWait, grace/4), retryMin)
+}
+
 // expiredReply is fair_unlock.lua's answer when the lock did not exist.
 const expiredReply = 2
 
@@ -217,7 +228,7 @@ func (m *Mutex) acquire(ctx context.Context, lease, maxWait time.Duration, forev
 		// Every owner waits on a channel of its own: there is no local
 		// queue of waiters to join.
 		Queue:   false,
-		MaxWait: maxQueuedWait,
+		MaxWait: queuedWait(grace),
 		Try: func(ctx context.Context) (bool, time.Duration, error) {
 			ok, retryIn, err := m.try(ctx, owner, lease, grace, func() { queued = true })
 			switch {
