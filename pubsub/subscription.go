@@ -261,9 +261,10 @@ func (s *Subscription) Sharded() bool { return s.e.key.sharded }
 //   - Any other payload (Redisson's "1", sent when a write lock is
 //     released) wakes every waiter parked at that moment, one at a time
 //     in the order they parked (each once the one before it has acted on
-//     its wake-up: see Pass), and stores no permit. A Subscription that was not parked then (its owner was busy
-//     re-checking the lock between two Waits, or had just subscribed or
-//     joined) has missed nothing: its next Wait returns at once. Without
+//     its wake-up: see Pass), and stores no permit. A Subscription that
+//     was not parked then (its owner was busy re-checking the lock between
+//     two Waits, or had just subscribed or joined) has missed nothing: its
+//     next Wait returns at once. Without
 //     that, a reader that had just found a write lock held could sleep
 //     through the release meant for every reader.
 //   - After the connection carrying the channel was lost, every waiter is

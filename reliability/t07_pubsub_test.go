@@ -290,16 +290,8 @@ func t07Merge(rs []t07Result) t07Result {
 		m.longestWait = max(m.longestWait, r.longestWait)
 		m.resets += r.resets
 		m.elapsed = max(m.elapsed, r.elapsed)
-		for _, class := range r.lockErrs.order {
-			for range r.lockErrs.n[class] {
-				m.lockErrs.addText(class, r.lockErrs.first[class])
-			}
-		}
-		for _, class := range r.unlock.order {
-			for range r.unlock.n[class] {
-				m.unlock.addText(class, r.unlock.first[class])
-			}
-		}
+		m.lockErrs.merge(&r.lockErrs)
+		m.unlock.merge(&r.unlock)
 	}
 	return m
 }

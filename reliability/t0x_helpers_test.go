@@ -239,11 +239,12 @@ func (e *netErrTally) add(err error) {
 	if netIsConnErr(err) {
 		msg = "connection error"
 	}
-	e.addText(msg, full)
+	e.addText(msg, full, 1)
 }
 
-// addText counts one error of class msg, whose full text is full.
-func (e *netErrTally) addText(msg, full string) {
+// addText counts count errors of class msg, the first with the full text
+// full.
+func (e *netErrTally) addText(msg, full string, count int) {
 	if e.n == nil {
 		e.n = map[string]int{}
 	}
@@ -254,7 +255,14 @@ func (e *netErrTally) addText(msg, full string) {
 		}
 		e.first[msg] = full
 	}
-	e.n[msg]++
+	e.n[msg] += count
+}
+
+// merge adds the counts of o.
+func (e *netErrTally) merge(o *netErrTally) {
+	for _, class := range o.order {
+		e.addText(class, o.first[class], o.n[class])
+	}
 }
 
 func (e *netErrTally) String() string {
