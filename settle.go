@@ -232,7 +232,13 @@ func (s *settler) runQueue(ctx context.Context, k settleKey) {
 			cancel()
 		}
 		s.mu.Lock()
-		if err != nil && ctx.Err() == nil {
+		if err != nil && ctx.Err() != nil {
+			// The Client is closing and the try was cut short: the
+			// step stays queued for the flush to try again.
+			s.mu.Unlock()
+			return
+		}
+		if err != nil {
 			close(e.fail)
 			e.fail = make(chan struct{})
 			e.delay = min(max(2*e.delay, settleMinDelay), settleMaxDelay)

@@ -97,3 +97,25 @@ func TestCloseFlushesCleanup(t *testing.T) {
 	assert.Equal(t, before+1, tries.Load())
 	assert.NoError(t, c.Settle(ctx, "k", "o"))
 }
+
+// A step whose try Close cuts short is not dropped: the flush tries it
+// again on a fresh context before Close returns.
+func TestCloseRetriesAStepItCutShort(t *testing.T) {
+	c := newClient(t)
+	started := make(chan struct{})
+	var cut, done atomic.Bool
+	c.Cleanup("k", "o", time.Now().Add(time.Minute), func(ctx context.Context) error {
+		if cut.Load() {
+			done.Store(true)
+			return nil
+		}
+		close(started)
+		<-ctx.Done()
+		cut.Store(true)
+		return ctx.Err()
+	})
+	<-started
+	require.NoError(t, c.Close())
+	assert.True(t, cut.Load(), "the first try was cut short by Close")
+	assert.True(t, done.Load(), "Close returned without trying the step again")
+}
