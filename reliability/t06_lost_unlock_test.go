@@ -17,6 +17,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
 	"github.com/interlock-go/interlock"
 	"github.com/interlock-go/interlock/internal/redistest"
 )
@@ -169,4 +172,38 @@ func t06KeysOf(t *testing.T, e *netEnv, name string) []string {
 		}
 	}
 	return out
+}
+
+// TestT06UnlockOutlastsAnOutage loses the reply to an unlock script and
+// then refuses the client's new connections for a while, as a partition
+// does while it heals: every resend in that time fails on its connection.
+// The Unlock must keep resending while its context lives, and succeed
+// once, when the proxy takes connections again.
+func TestT06UnlockOutlastsAnOutage(t *testing.T) {
+	const outage = 600 * time.Millisecond
+	for _, k := range netKinds {
+		t.Run(k.name, func(t *testing.T) {
+			t.Parallel()
+			redistest.RequireProcess(t)
+			e := netStart(t)
+			name := "t06:outage:" + k.name
+			lk := k.open(e.c, name)
+			ctx, cancel := context.WithTimeout(interlock.WithOwner(t.Context(), interlock.NewOwnerID()), 10*time.Second)
+			defer cancel()
+			require.NoError(t, lk.Lock(ctx))
+
+			e.proxy.Refuse(true)
+			e.proxy.DropReplyTo(netScripts(k.unlock), 1)
+			dropped := e.proxy.Stats().RepliesDropped
+			done := make(chan error, 1)
+			go func() { done <- lk.Unlock(ctx) }()
+			require.Eventually(t, func() bool { return e.proxy.Stats().RepliesDropped > dropped },
+				5*time.Second, 5*time.Millisecond, "the unlock reply was not dropped")
+			time.Sleep(outage)
+			e.proxy.Refuse(false)
+			require.NoError(t, <-done, "an Unlock gave up during the outage")
+			assert.Empty(t, t06KeysOf(t, e, name), "keys left after the Unlock")
+			assert.ErrorIs(t, lk.Unlock(ctx), k.notHeld)
+		})
+	}
 }

@@ -155,7 +155,8 @@ func (m *Mutex) undo(ctx context.Context, owner string, expected int) error {
 // including when its hold was lost.
 //
 // One Unlock is one logical unlock: when no reply comes back it resends
-// the same request, which the server applies at most once. With
+// the same request, for up to 5 s while ctx lives, and the server applies
+// it at most once. With
 // interlock.WithReplicaAcks, a release too few replicas acknowledged still
 // counts, and the error wraps interlock.ErrReplication. After the Client's
 // max hold time (interlock.WithMaxHold) ended the hold, the error also

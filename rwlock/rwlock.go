@@ -219,7 +219,8 @@ func (r *ReadLock) try(ctx context.Context, owner string, lease time.Duration) (
 // hold, including when it was lost.
 //
 // One Unlock is one logical unlock: when no reply comes back it resends
-// the same request, which the server applies at most once. With
+// the same request, for up to 5 s while ctx lives, and the server applies
+// it at most once. With
 // interlock.WithReplicaAcks, a release too few replicas acknowledged still
 // counts, and the error wraps interlock.ErrReplication. After the Client's
 // max hold time (interlock.WithMaxHold) ended the hold, the error also
@@ -408,7 +409,8 @@ func (w *WriteLock) try(ctx context.Context, writer string, lease time.Duration)
 // hold, including when it was lost.
 //
 // One Unlock is one logical unlock: when no reply comes back it resends
-// the same request, which the server applies at most once. With
+// the same request, for up to 5 s while ctx lives, and the server applies
+// it at most once. With
 // interlock.WithReplicaAcks, a release too few replicas acknowledged still
 // counts, and the error wraps interlock.ErrReplication. After the Client's
 // max hold time (interlock.WithMaxHold) ended the hold, the error also

@@ -25,9 +25,15 @@ const (
 	// LatchTTL bounds how long the server remembers an unlock's outcome,
 	// longer than all of an unlock's attempts together.
 	LatchTTL = 20 * time.Second
-	// unlockAttempts is how often an unlock is sent when no reply comes
-	// back; the latch makes the repeats harmless.
-	unlockAttempts = 3
+	// unlockResendFor is how long after its first send an unlock is sent
+	// again when no reply comes back, while the caller's context allows:
+	// a quarter of LatchTTL, so every resend finds the latch an earlier
+	// send may have written, and the repeats stay harmless.
+	unlockResendFor = LatchTTL / 4
+	// The pause before a resend doubles from unlockPauseMin to
+	// unlockPauseMax.
+	unlockPauseMin = 50 * time.Millisecond
+	unlockPauseMax = time.Second
 	// undoTimeout bounds the clean-up after an acquisition whose reply was
 	// lost.
 	undoTimeout = time.Second
@@ -276,16 +282,21 @@ func (l *Lock) Unlock(ctx context.Context, holder string,
 		exec = l.exec(&a)
 		res  rueidis.RedisResult
 	)
-	for attempt := 1; ; attempt++ {
+	// A connection error leaves it unknown whether the server ran the
+	// script, so the same request goes again, under the same latch, until
+	// a reply comes back: a partition's connection can fail several sends
+	// in a row while it is being replaced.
+	first := time.Now()
+	for pause := unlockPauseMin; ; pause = min(2*pause, unlockPauseMax) {
 		res = send(ctx, exec, latch, lease, pub)
 		// Any reply from the server ends the loop, a nil one ("not held")
 		// included: rueidis.IsRedisErr is false for rueidis.Nil.
 		_, isRedisErr := rueidis.IsRedisErr(res.Error())
 		replied := res.Error() == nil || isRedisErr || rueidis.IsRedisNil(res.Error())
-		if replied || attempt == unlockAttempts || ctx.Err() != nil {
+		if replied || ctx.Err() != nil || time.Since(first)+pause > unlockResendFor {
 			break
 		}
-		if Pause(ctx, time.Duration(attempt)*50*time.Millisecond) != nil {
+		if Pause(ctx, pause) != nil {
 			break
 		}
 	}
