@@ -44,10 +44,9 @@ type settleStep struct {
 }
 
 const (
-	// CleanupGrace is how long AwaitCleanup waits for a clean-up step
-	// when the caller's context has already ended: enough for a healthy
-	// server to answer, little beside the caller's deadline when none
-	// answers.
+	// CleanupGrace is how long past the caller's deadline AwaitCleanup
+	// still waits for clean-up steps: enough for a healthy server to
+	// answer, little beside the deadline when none answers.
 	CleanupGrace = 20 * time.Millisecond
 	// settleTimeout bounds one try of one step.
 	settleTimeout = time.Second
@@ -279,11 +278,21 @@ var errCleanupFailed = errors.New("interlock: clean-up step failed; retrying in 
 
 // AwaitCleanup waits for the clean-up steps pending for owner on the lock
 // key, until they are done or one try fails: for at most limit while ctx
-// lives (and not past its end), or for CleanupGrace once ctx has ended.
-// Steps still pending afterwards go on in the background.
+// lives (and not past its end). Once ctx has ended it waits until
+// CleanupGrace after ctx's deadline, or CleanupGrace from now when that is
+// sooner, so that a caller awaiting several steps is late by CleanupGrace
+// at most, not once per step. Steps still pending afterwards go on in the
+// background.
 func (c *Client) AwaitCleanup(ctx context.Context, key, owner string, limit time.Duration) {
 	if ctx.Err() != nil {
-		ctx, limit = context.WithoutCancel(ctx), CleanupGrace
+		end := time.Now().Add(CleanupGrace)
+		if d, ok := ctx.Deadline(); ok && d.Add(CleanupGrace).Before(end) {
+			end = d.Add(CleanupGrace)
+		}
+		ctx, limit = context.WithoutCancel(ctx), time.Until(end)
+		if limit <= 0 {
+			return
+		}
 	}
 	wctx, cancel := context.WithTimeout(ctx, limit)
 	defer cancel()

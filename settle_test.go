@@ -9,6 +9,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/interlock-go/interlock"
 )
 
 func TestCleanupRetriesUntilDone(t *testing.T) {
@@ -118,4 +120,30 @@ func TestCloseRetriesAStepItCutShort(t *testing.T) {
 	require.NoError(t, c.Close())
 	assert.True(t, cut.Load(), "the first try was cut short by Close")
 	assert.True(t, done.Load(), "Close returned without trying the step again")
+}
+
+// Once the caller's context has ended, AwaitCleanup waits only until
+// CleanupGrace past its deadline, so awaiting several steps does not add
+// up; a context cancelled without a deadline gets CleanupGrace from now.
+func TestAwaitCleanupGraceCountsFromTheDeadline(t *testing.T) {
+	c := newClient(t)
+	stuck := func(ctx context.Context) error {
+		<-ctx.Done()
+		return ctx.Err()
+	}
+	c.Cleanup("k", "o", time.Now().Add(time.Minute), stuck)
+
+	long, cancel := context.WithDeadline(t.Context(), time.Now().Add(-time.Second))
+	defer cancel()
+	start := time.Now()
+	c.AwaitCleanup(long, "k", "o", time.Second)
+	assert.Less(t, time.Since(start), interlock.CleanupGrace, "waited although the grace after the deadline was over")
+
+	cancelled, cancel2 := context.WithCancel(t.Context())
+	cancel2()
+	start = time.Now()
+	c.AwaitCleanup(cancelled, "k", "o", time.Second)
+	took := time.Since(start)
+	assert.GreaterOrEqual(t, took, interlock.CleanupGrace)
+	assert.Less(t, took, time.Second)
 }
