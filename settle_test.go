@@ -133,10 +133,10 @@ func TestAwaitCleanupGraceCountsFromTheDeadline(t *testing.T) {
 	}
 	c.Cleanup("k", "o", time.Now().Add(time.Minute), stuck)
 
-	long, cancel := context.WithDeadline(t.Context(), time.Now().Add(-time.Second))
+	late, cancel := context.WithDeadline(t.Context(), time.Now().Add(-time.Second))
 	defer cancel()
 	start := time.Now()
-	c.AwaitCleanup(long, "k", "o", time.Second)
+	c.AwaitCleanup(late, "k", "o", time.Second)
 	assert.Less(t, time.Since(start), interlock.CleanupGrace, "waited although the grace after the deadline was over")
 
 	cancelled, cancel2 := context.WithCancel(t.Context())

@@ -340,11 +340,11 @@ func (m *Mutex) giveUp(ctx context.Context, owner string, grace time.Duration) e
 //
 // One Unlock is one logical unlock: when no reply comes back it resends
 // the same request, for up to 5 s while ctx lives, and the server applies
-// it at most once. With
-// interlock.WithReplicaAcks, a release too few replicas acknowledged still
-// counts, and the error wraps interlock.ErrReplication. After the Client's
-// max hold time (interlock.WithMaxHold) ended the hold, the error also
-// wraps ErrLockLost and interlock.ErrMaxHold when the key is gone.
+// it at most once. With interlock.WithReplicaAcks, a release too few
+// replicas acknowledged still counts, and the error wraps
+// interlock.ErrReplication. After the Client's max hold time
+// (interlock.WithMaxHold) ended the hold, the error also wraps
+// ErrLockLost and interlock.ErrMaxHold when the key is gone.
 func (m *Mutex) Unlock(ctx context.Context) error {
 	if err := m.l.Ready(); err != nil {
 		return err

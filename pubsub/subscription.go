@@ -264,9 +264,9 @@ func (s *Subscription) Sharded() bool { return s.e.key.sharded }
 //     its wake-up: see Pass), and stores no permit. A Subscription that
 //     was not parked then (its owner was busy re-checking the lock between
 //     two Waits, or had just subscribed or joined) has missed nothing: its
-//     next Wait returns at once. Without
-//     that, a reader that had just found a write lock held could sleep
-//     through the release meant for every reader.
+//     next Wait returns at once. Without that, a reader that had just
+//     found a write lock held could sleep through the release meant for
+//     every reader.
 //   - After the connection carrying the channel was lost, every waiter is
 //     woken when the channel has been subscribed again, because messages
 //     published meanwhile were lost.

@@ -220,11 +220,11 @@ func (r *ReadLock) try(ctx context.Context, owner string, lease time.Duration) (
 //
 // One Unlock is one logical unlock: when no reply comes back it resends
 // the same request, for up to 5 s while ctx lives, and the server applies
-// it at most once. With
-// interlock.WithReplicaAcks, a release too few replicas acknowledged still
-// counts, and the error wraps interlock.ErrReplication. After the Client's
-// max hold time (interlock.WithMaxHold) ended the hold, the error also
-// wraps ErrLockLost and interlock.ErrMaxHold when the key is gone.
+// it at most once. With interlock.WithReplicaAcks, a release too few
+// replicas acknowledged still counts, and the error wraps
+// interlock.ErrReplication. After the Client's max hold time
+// (interlock.WithMaxHold) ended the hold, the error also wraps
+// ErrLockLost and interlock.ErrMaxHold when the key is gone.
 func (r *ReadLock) Unlock(ctx context.Context) error {
 	if err := r.l.Ready(); err != nil {
 		return err
@@ -410,11 +410,11 @@ func (w *WriteLock) try(ctx context.Context, writer string, lease time.Duration)
 //
 // One Unlock is one logical unlock: when no reply comes back it resends
 // the same request, for up to 5 s while ctx lives, and the server applies
-// it at most once. With
-// interlock.WithReplicaAcks, a release too few replicas acknowledged still
-// counts, and the error wraps interlock.ErrReplication. After the Client's
-// max hold time (interlock.WithMaxHold) ended the hold, the error also
-// wraps ErrLockLost and interlock.ErrMaxHold when the key is gone.
+// it at most once. With interlock.WithReplicaAcks, a release too few
+// replicas acknowledged still counts, and the error wraps
+// interlock.ErrReplication. After the Client's max hold time
+// (interlock.WithMaxHold) ended the hold, the error also wraps
+// ErrLockLost and interlock.ErrMaxHold when the key is gone.
 func (w *WriteLock) Unlock(ctx context.Context) error {
 	if err := w.l.Ready(); err != nil {
 		return err
