@@ -29,7 +29,8 @@ type Observer interface {
 	// RenewalFailed is called when a chunk of n entries could not be renewed
 	// in this tick; they are tried again on the next one.
 	RenewalFailed(n int, err error)
-	// LockLost is called once for each entry that is lost.
+	// LockLost is called once for each entry that is lost, after the
+	// entry's guards have been cancelled.
 	LockLost(key string, cause error)
 }
 
