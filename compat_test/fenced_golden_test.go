@@ -84,7 +84,7 @@ func runFencedGolden(t *testing.T, env goldenEnv, n lockNames) {
 			cmds = append(cmds, cmd("hexists", N, owner))
 		}
 		cmds = append(cmds, cmd("incr", TK), cmd("hincrby", N, owner, "1"), cmd("pexpire", N, lease))
-		return run(lua.FencedAcquire, ks(N, TK), argv(lease, owner), cmds...)
+		return run(lua.FencedAcquire(), ks(N, TK), argv(lease, owner), cmds...)
 	}
 	unlock := func(owner string, final bool) scriptRun {
 		cmds := [][]string{cmd("get", anyLatch), cmd("hexists", N, owner), cmd("hincrby", N, owner, "-1")}
@@ -93,7 +93,7 @@ func runFencedGolden(t *testing.T, env goldenEnv, n lockNames) {
 		} else {
 			cmds = append(cmds, cmd("pexpire", N, watchdogMillis), cmd("set", anyLatch, "0", "px", latchMillis))
 		}
-		return run(lua.Unlock, ks(N, ch, anyLatch), argv("0", watchdogMillis, owner, pub, latchMillis), cmds...)
+		return run(lua.Unlock(), ks(N, ch, anyLatch), argv("0", watchdogMillis, owner, pub, latchMillis), cmds...)
 	}
 	token := func(ctx context.Context, m *fenced.Mutex) uint64 {
 		t.Helper()
@@ -128,7 +128,7 @@ func runFencedGolden(t *testing.T, env goldenEnv, n lockNames) {
 	require.NoError(t, err)
 	assert.False(t, ok)
 	assert.Zero(t, tok)
-	reply, err := lua.FencedAcquire.Exec(ctx, env.rc, []string{N, TK}, []string{watchdogMillis, B}).AsIntSlice()
+	reply, err := lua.FencedAcquire().Exec(ctx, env.rc, []string{N, TK}, []string{watchdogMillis, B}).AsIntSlice()
 	require.NoError(t, err)
 	require.Len(t, reply, 2)
 	assert.True(t, reply[0] > (30*time.Second-ttlSlack).Milliseconds() && reply[0] <= 30000, "busy reply %v, want the holder's PTTL first", reply)
@@ -136,8 +136,8 @@ func runFencedGolden(t *testing.T, env goldenEnv, n lockNames) {
 	ok, err = rlock.New(b, N).TryLock(ctxB, 0, 0)
 	require.NoError(t, err)
 	assert.False(t, ok, "an RLock of the same name acquired a held fenced lock")
-	busy := run(lua.FencedAcquire, ks(N, TK), argv(watchdogMillis, B), cmd("exists", N), cmd("hexists", N, B), cmd("pttl", N))
-	r.step("3 busy", false, busy, busy, run(lua.Acquire, ks(N), argv(watchdogMillis, B),
+	busy := run(lua.FencedAcquire(), ks(N, TK), argv(watchdogMillis, B), cmd("exists", N), cmd("hexists", N, B), cmd("pttl", N))
+	r.step("3 busy", false, busy, busy, run(lua.Acquire(), ks(N), argv(watchdogMillis, B),
 		cmd("exists", N), cmd("hexists", N, B), cmd("pttl", N)))
 	assert.Equal(t, map[string]string{A: "2"}, ctl.hash(N))
 	counter("2")
@@ -204,7 +204,7 @@ func runFencedGolden(t *testing.T, env goldenEnv, n lockNames) {
 
 	// 10. A:1 is not the owner: ErrNotHeld, nothing changes, no latch.
 	require.ErrorIs(t, mA.Unlock(ctxA), fenced.ErrNotHeld)
-	r.step("10 unlock by A:1", false, run(lua.Unlock,
+	r.step("10 unlock by A:1", false, run(lua.Unlock(),
 		ks(N, ch, anyLatch), argv("0", watchdogMillis, A, pub, latchMillis),
 		cmd("get", anyLatch), cmd("hexists", N, A)))
 	assert.Equal(t, map[string]string{B: "1"}, ctl.hash(N))
@@ -214,7 +214,7 @@ func runFencedGolden(t *testing.T, env goldenEnv, n lockNames) {
 	forced, err := mA.ForceUnlock(ctxA)
 	require.NoError(t, err)
 	assert.True(t, forced)
-	r.step("11 force unlock", true, run(lua.ForceUnlock, ks(N, ch), argv("0", pub),
+	r.step("11 force unlock", true, run(lua.ForceUnlock(), ks(N, ch), argv("0", pub),
 		cmd("del", N), cmd(pub, ch, "0")))
 	counter("5")
 

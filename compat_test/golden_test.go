@@ -433,7 +433,7 @@ func runGolden(t *testing.T, env goldenEnv, n lockNames) {
 
 	// 1. A:1 lock() (watchdog).
 	require.NoError(t, mA.Lock(ctxA))
-	r.step("1 lock", false, run(lua.Acquire, ks(N), argv(watchdogMillis, A),
+	r.step("1 lock", false, run(lua.Acquire(), ks(N), argv(watchdogMillis, A),
 		cmd("exists", N), cmd("hincrby", N, A, "1"), cmd("pexpire", N, watchdogMillis)))
 	assert.Equal(t, map[string]string{A: "1"}, ctl.hash(N))
 	r.pttlWithin(N, 30*time.Second)
@@ -449,7 +449,7 @@ func runGolden(t *testing.T, env goldenEnv, n lockNames) {
 
 	// 2. A:1 re-enters.
 	require.NoError(t, mA.Lock(ctxA))
-	r.step("2 re-enter", false, run(lua.Acquire, ks(N), argv(watchdogMillis, A),
+	r.step("2 re-enter", false, run(lua.Acquire(), ks(N), argv(watchdogMillis, A),
 		cmd("exists", N), cmd("hexists", N, A), cmd("hincrby", N, A, "1"), cmd("pexpire", N, watchdogMillis)))
 	assert.Equal(t, map[string]string{A: "2"}, ctl.hash(N))
 	assert.Equal(t, 2, holdCount(ctxA, mA))
@@ -458,10 +458,10 @@ func runGolden(t *testing.T, env goldenEnv, n lockNames) {
 	ok, err := mB.TryLock(ctxB, 0, 0)
 	require.NoError(t, err)
 	assert.False(t, ok, "B acquired a lock A holds")
-	left, err := lua.Acquire.Exec(ctx, env.rc, []string{N}, []string{watchdogMillis, B}).AsInt64()
+	left, err := lua.Acquire().Exec(ctx, env.rc, []string{N}, []string{watchdogMillis, B}).AsInt64()
 	require.NoError(t, err)
 	assert.True(t, left > (30*time.Second-ttlSlack).Milliseconds() && left <= 30000, "busy acquire returned %d, want the holder's PTTL", left)
-	busy := run(lua.Acquire, ks(N), argv(watchdogMillis, B), cmd("exists", N), cmd("hexists", N, B), cmd("pttl", N))
+	busy := run(lua.Acquire(), ks(N), argv(watchdogMillis, B), cmd("exists", N), cmd("hexists", N, B), cmd("pttl", N))
 	r.step("3 busy", false, busy, busy)
 	assert.Equal(t, map[string]string{A: "2"}, ctl.hash(N))
 	held, err := mB.IsHeld(ctxB)
@@ -470,24 +470,24 @@ func runGolden(t *testing.T, env goldenEnv, n lockNames) {
 
 	// 4. The watchdog's script, alone and in a batch of two.
 	ctl.do("PEXPIRE", N, "5000")
-	renewed, err := lua.Renew.Exec(ctx, env.rc, []string{N}, []string{watchdogMillis, A}).AsIntSlice()
+	renewed, err := lua.Renew().Exec(ctx, env.rc, []string{N}, []string{watchdogMillis, A}).AsIntSlice()
 	require.NoError(t, err)
 	assert.Equal(t, []int64{1}, renewed)
 	r.pttlWithin(N, 30*time.Second)
-	renewed, err = lua.Renew.Exec(ctx, env.rc, []string{N, n.other}, []string{watchdogMillis, A, A}).AsIntSlice()
+	renewed, err = lua.Renew().Exec(ctx, env.rc, []string{N, n.other}, []string{watchdogMillis, A, A}).AsIntSlice()
 	require.NoError(t, err)
 	assert.Equal(t, []int64{1, 0}, renewed)
 	r.step("4 renew", false,
-		run(lua.Renew, ks(N), argv(watchdogMillis, A),
+		run(lua.Renew(), ks(N), argv(watchdogMillis, A),
 			cmd("hexists", N, A), cmd("pexpire", N, watchdogMillis)),
-		run(lua.Renew, ks(N, n.other), argv(watchdogMillis, A, A),
+		run(lua.Renew(), ks(N, n.other), argv(watchdogMillis, A, A),
 			cmd("hexists", N, A), cmd("pexpire", N, watchdogMillis), cmd("hexists", n.other, A)))
 	assert.Zero(t, ctl.int("EXISTS", n.other))
 
 	// 5. A:1 unlock, partial: latch "0".
 	gate.hold()
 	require.NoError(t, mA.Unlock(ctxA))
-	latch, _ := r.step("5 partial unlock", false, run(lua.Unlock,
+	latch, _ := r.step("5 partial unlock", false, run(lua.Unlock(),
 		ks(N, ch, anyLatch), argv("0", watchdogMillis, A, pub, latchMillis),
 		cmd("get", anyLatch), cmd("hexists", N, A), cmd("hincrby", N, A, "-1"),
 		cmd("pexpire", N, watchdogMillis), cmd("set", anyLatch, "0", "px", latchMillis)))
@@ -504,11 +504,11 @@ func runGolden(t *testing.T, env goldenEnv, n lockNames) {
 	require.NoError(t, guard.Err(), "a partial unlock ended the guard")
 
 	// 6. Replay of step 5 with the same request id: nothing but the GET.
-	replay, err := lua.Unlock.Exec(ctx, env.rc, []string{N, ch, latch},
+	replay, err := lua.Unlock().Exec(ctx, env.rc, []string{N, ch, latch},
 		[]string{"0", watchdogMillis, A, pub, latchMillis}).AsInt64()
 	require.NoError(t, err)
 	assert.Equal(t, int64(0), replay)
-	r.step("6 replay", false, run(lua.Unlock,
+	r.step("6 replay", false, run(lua.Unlock(),
 		ks(N, ch, latch), argv("0", watchdogMillis, A, pub, latchMillis),
 		cmd("get", latch)))
 	assert.Equal(t, map[string]string{A: "1"}, ctl.hash(N))
@@ -522,7 +522,7 @@ func runGolden(t *testing.T, env goldenEnv, n lockNames) {
 	// 8. Not the owner: B:1, then A:2. ErrNotHeld, nothing changes, no latch.
 	err = mB.Unlock(ctxB)
 	require.ErrorIs(t, err, rlock.ErrNotHeld)
-	latchB, _ := r.step("8 unlock by B:1", false, run(lua.Unlock,
+	latchB, _ := r.step("8 unlock by B:1", false, run(lua.Unlock(),
 		ks(N, ch, anyLatch), argv("0", watchdogMillis, B, pub, latchMillis),
 		cmd("get", anyLatch), cmd("hexists", N, B)))
 	assert.NotEqual(t, latch, latchB, "request ids must differ per unlock")
@@ -530,7 +530,7 @@ func runGolden(t *testing.T, env goldenEnv, n lockNames) {
 	A2, err := a.Owner(ctxA2)
 	require.NoError(t, err)
 	require.ErrorIs(t, mA.Unlock(ctxA2), rlock.ErrNotHeld)
-	r.step("8b unlock by A:2", false, run(lua.Unlock,
+	r.step("8b unlock by A:2", false, run(lua.Unlock(),
 		ks(N, ch, anyLatch), argv("0", watchdogMillis, A2, pub, latchMillis),
 		cmd("get", anyLatch), cmd("hexists", N, A2)))
 	assert.Equal(t, map[string]string{A: "1"}, ctl.hash(N))
@@ -541,7 +541,7 @@ func runGolden(t *testing.T, env goldenEnv, n lockNames) {
 	// 9. A:1 unlock, final: DEL, one "0" on the channel, latch "1".
 	gate.hold()
 	require.NoError(t, mA.Unlock(ctxA))
-	latch, _ = r.step("9 final unlock", true, run(lua.Unlock,
+	latch, _ = r.step("9 final unlock", true, run(lua.Unlock(),
 		ks(N, ch, anyLatch), argv("0", watchdogMillis, A, pub, latchMillis),
 		cmd("get", anyLatch), cmd("hexists", N, A), cmd("hincrby", N, A, "-1"),
 		cmd("del", N), cmd(pub, ch, "0"), cmd("set", anyLatch, "1", "px", latchMillis)))
@@ -564,7 +564,7 @@ func runGolden(t *testing.T, env goldenEnv, n lockNames) {
 
 	// 10. B:1 lock(10, SECONDS).
 	require.NoError(t, mB.LockLease(ctxB, 10*time.Second))
-	r.step("10 lock with lease", false, run(lua.Acquire, ks(N), argv(leaseMillis, B),
+	r.step("10 lock with lease", false, run(lua.Acquire(), ks(N), argv(leaseMillis, B),
 		cmd("exists", N), cmd("hincrby", N, B, "1"), cmd("pexpire", N, leaseMillis)))
 	assert.Equal(t, map[string]string{B: "1"}, ctl.hash(N))
 	r.pttlWithin(N, 10*time.Second)
@@ -573,7 +573,7 @@ func runGolden(t *testing.T, env goldenEnv, n lockNames) {
 	forced, err := mA.ForceUnlock(ctxA)
 	require.NoError(t, err)
 	assert.True(t, forced)
-	r.step("11 force unlock", true, run(lua.ForceUnlock, ks(N, ch), argv("0", pub),
+	r.step("11 force unlock", true, run(lua.ForceUnlock(), ks(N, ch), argv("0", pub),
 		cmd("del", N), cmd(pub, ch, "0")))
 	assert.Zero(t, ctl.int("EXISTS", N))
 
@@ -581,7 +581,7 @@ func runGolden(t *testing.T, env goldenEnv, n lockNames) {
 	forced, err = mA.ForceUnlock(ctxA)
 	require.NoError(t, err)
 	assert.False(t, forced)
-	r.step("12 force unlock, free", false, run(lua.ForceUnlock, ks(N, ch), argv("0", pub),
+	r.step("12 force unlock, free", false, run(lua.ForceUnlock(), ks(N, ch), argv("0", pub),
 		cmd("del", N)))
 
 	// 13. A name whose derived keys would leave its slot is refused before

@@ -74,7 +74,7 @@ var kind = &lockcore.Kind{
 	Name:    "fairlock",
 	NotHeld: ErrNotHeld,
 	Lost:    ErrLockLost,
-	Task:    &renewal.Task{Script: lua.Renew, Args: lockcore.RenewArgs, Lost: ErrLockLost},
+	Task:    &renewal.Task{Script: lua.Renew(), Args: lockcore.RenewArgs, Lost: ErrLockLost},
 }
 
 // Option configures a Mutex.
@@ -273,10 +273,10 @@ func (m *Mutex) try(ctx context.Context, owner string, lease, grace time.Duratio
 		func(ctx context.Context, exec lockcore.Exec) rueidis.RedisResult {
 			now := m.nowMillis()
 			if queued == nil {
-				return exec(ctx, lua.FairTryAcquire, ks, []string{lockcore.MS(leaseArg), owner, now, lockcore.MS(grace)})
+				return exec(ctx, lua.FairTryAcquire(), ks, []string{lockcore.MS(leaseArg), owner, now, lockcore.MS(grace)})
 			}
 			queued()
-			return exec(ctx, lua.FairAcquire, ks, []string{lockcore.MS(leaseArg), owner, lockcore.MS(grace), now})
+			return exec(ctx, lua.FairAcquire(), ks, []string{lockcore.MS(leaseArg), owner, lockcore.MS(grace), now})
 		},
 		func(r rueidis.RedisResult) (bool, time.Duration, error) {
 			n, err := r.AsInt64()
@@ -302,7 +302,7 @@ func (m *Mutex) undo(ctx context.Context, owner string, expected int) error {
 	if err != nil {
 		return err
 	}
-	return lockcore.Done(lua.FairUndoAcquire.Exec(ctx, m.l.C.Redis(),
+	return lockcore.Done(lua.FairUndoAcquire().Exec(ctx, m.l.C.Redis(),
 		[]string{m.l.Name, m.queue, m.timeouts, m.channel},
 		[]string{"0", owner, strconv.Itoa(expected), pub, m.nowMillis()}))
 }
@@ -320,7 +320,7 @@ func (m *Mutex) giveUp(ctx context.Context, owner string, grace time.Duration) e
 		if err != nil {
 			return err
 		}
-		return lockcore.Done(lua.FairAcquireFailed.Exec(ctx, m.l.C.Redis(),
+		return lockcore.Done(lua.FairAcquireFailed().Exec(ctx, m.l.C.Redis(),
 			[]string{m.queue, m.timeouts, m.l.Name, m.channel},
 			[]string{owner, lockcore.MS(grace), "0", pub}))
 	}
@@ -354,7 +354,7 @@ func (m *Mutex) Unlock(ctx context.Context) error {
 		return err
 	}
 	_, err = m.l.Unlock(ctx, owner, func(ctx context.Context, exec lockcore.Exec, latch string, lease time.Duration, pub string) rueidis.RedisResult {
-		res := exec(ctx, lua.FairUnlock,
+		res := exec(ctx, lua.FairUnlock(),
 			[]string{m.l.Name, m.queue, m.timeouts, m.channel, latch},
 			[]string{"0", lockcore.MS(lease), owner, m.nowMillis(), pub, lockcore.MS(lockcore.LatchTTL)})
 		if n, err := res.AsInt64(); err == nil && n == expiredReply {
@@ -382,7 +382,7 @@ func (m *Mutex) ForceUnlock(ctx context.Context) (bool, error) {
 		return false, m.l.OpErr("force unlock", err)
 	}
 	m.l.C.Renewal().Drop(m.l.Name, ErrLockLost)
-	n, err := lua.FairForceUnlock.Exec(ctx, m.l.C.Redis(),
+	n, err := lua.FairForceUnlock().Exec(ctx, m.l.C.Redis(),
 		[]string{m.l.Name, m.queue, m.timeouts, m.channel},
 		[]string{"0", m.nowMillis(), pub}).AsInt64()
 	if err != nil {

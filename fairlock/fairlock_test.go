@@ -160,7 +160,7 @@ func TestSingleAttemptNeverQueues(t *testing.T) {
 // waiter that then dies would, and returns the script's reply.
 func enqueue(t *testing.T, rc rueidis.Client, name, owner string, now int64, wait time.Duration) int64 {
 	t.Helper()
-	n, err := lua.FairAcquire.Exec(context.Background(), rc, []string{name, queueOf(name), timeoutsOf(name)},
+	n, err := lua.FairAcquire().Exec(context.Background(), rc, []string{name, queueOf(name), timeoutsOf(name)},
 		[]string{"30000", owner, strconv.FormatInt(wait.Milliseconds(), 10), strconv.FormatInt(now, 10)}).AsInt64()
 	require.NoError(t, err)
 	return n
@@ -229,7 +229,7 @@ func TestQueueArithmetic(t *testing.T) {
 	var mu sync.Mutex
 	told := map[string]int64{}
 	f.set(func(ctx context.Context, cmd rueidis.Completed, next func() rueidis.RedisResult) rueidis.RedisResult {
-		argv, ok := runs(cmd, lua.FairAcquire)
+		argv, ok := runs(cmd, lua.FairAcquire())
 		res := next()
 		if n, err := res.AsInt64(); ok && err == nil {
 			mu.Lock()
@@ -606,8 +606,8 @@ func TestLostAcquireReplyIsTakenBack(t *testing.T) {
 			return
 		}
 		f.set(func(cctx context.Context, cmd rueidis.Completed, next func() rueidis.RedisResult) rueidis.RedisResult {
-			_, acq := runs(cmd, lua.FairAcquire)
-			_, try := runs(cmd, lua.FairTryAcquire)
+			_, acq := runs(cmd, lua.FairAcquire())
+			_, try := runs(cmd, lua.FairTryAcquire())
 			if !acq && !try {
 				return next()
 			}
@@ -656,7 +656,7 @@ func TestLostUnlockReplyIsRetriedOnce(t *testing.T) {
 	lost := 0
 	f := &faulty{Client: redistest.NewClient(t, addr)}
 	f.set(func(cctx context.Context, cmd rueidis.Completed, next func() rueidis.RedisResult) rueidis.RedisResult {
-		if _, ok := runs(cmd, lua.FairUnlock); lost > 0 || !ok {
+		if _, ok := runs(cmd, lua.FairUnlock()); lost > 0 || !ok {
 			return next()
 		}
 		lost++

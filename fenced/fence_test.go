@@ -190,7 +190,7 @@ func TestRedisFenceFailures(t *testing.T) {
 
 	// Called directly, the script checks its arguments first.
 	eval := func(argv ...string) error {
-		return lua.FenceWrite.Exec(ctx, rc, []string{fenceKey, data}, argv).Error()
+		return lua.FenceWrite().Exec(ctx, rc, []string{fenceKey, data}, argv).Error()
 	}
 	for _, argv := range [][]string{
 		{},                          // no token

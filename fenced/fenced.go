@@ -45,7 +45,7 @@ var kind = &lockcore.Kind{
 	Name:    "fenced",
 	NotHeld: ErrNotHeld,
 	Lost:    ErrLockLost,
-	Task:    &renewal.Task{Script: lua.Renew, Args: lockcore.RenewArgs, Lost: ErrLockLost},
+	Task:    &renewal.Task{Script: lua.Renew(), Args: lockcore.RenewArgs, Lost: ErrLockLost},
 }
 
 // Mutex is a reentrant lock that hands out a fencing token with every
@@ -177,7 +177,7 @@ func (m *Mutex) try(ctx context.Context, owner string, lease time.Duration, toke
 	}
 	return m.l.Attempt(ctx, owner, lease,
 		func(ctx context.Context, exec lockcore.Exec) rueidis.RedisResult {
-			return exec(ctx, lua.FencedAcquire,
+			return exec(ctx, lua.FencedAcquire(),
 				[]string{m.l.Name, m.tokenKey}, []string{lockcore.MS(leaseArg), owner})
 		},
 		func(r rueidis.RedisResult) (bool, time.Duration, error) {
@@ -233,7 +233,7 @@ func (m *Mutex) undo(ctx context.Context, owner string, expected int) (bool, err
 	if err != nil {
 		return false, err
 	}
-	n, err := lua.UndoAcquire.Exec(ctx, m.l.C.Redis(), []string{m.l.Name, m.channel},
+	n, err := lua.UndoAcquire().Exec(ctx, m.l.C.Redis(), []string{m.l.Name, m.channel},
 		[]string{"0", owner, strconv.Itoa(expected), pub}).AsInt64()
 	if rueidis.IsRedisNil(err) {
 		return false, nil
@@ -262,7 +262,7 @@ func (m *Mutex) Unlock(ctx context.Context) error {
 		return err
 	}
 	_, err = m.l.Unlock(ctx, owner, func(ctx context.Context, exec lockcore.Exec, latch string, lease time.Duration, pub string) rueidis.RedisResult {
-		return exec(ctx, lua.Unlock,
+		return exec(ctx, lua.Unlock(),
 			[]string{m.l.Name, m.channel, latch},
 			[]string{"0", lockcore.MS(lease), owner, pub, lockcore.MS(lockcore.LatchTTL)})
 	})
@@ -283,7 +283,7 @@ func (m *Mutex) ForceUnlock(ctx context.Context) (bool, error) {
 		return false, m.l.OpErr("force unlock", err)
 	}
 	m.l.C.Renewal().Drop(m.l.Name, ErrLockLost)
-	n, err := lua.ForceUnlock.Exec(ctx, m.l.C.Redis(), []string{m.l.Name, m.channel}, []string{"0", pub}).AsInt64()
+	n, err := lua.ForceUnlock().Exec(ctx, m.l.C.Redis(), []string{m.l.Name, m.channel}, []string{"0", pub}).AsInt64()
 	if err != nil {
 		return false, m.l.OpErr("force unlock", err)
 	}

@@ -308,7 +308,7 @@ func TestLostAcquireReply(t *testing.T) {
 	ctx := testCtx(t)
 	var lose atomic.Bool
 	f := &faulty{do: func(cctx context.Context, cmd rueidis.Completed, next func() rueidis.RedisResult) rueidis.RedisResult {
-		if !lose.Load() || !runs(cmd, lua.FencedAcquire) {
+		if !lose.Load() || !runs(cmd, lua.FencedAcquire()) {
 			return next()
 		}
 		next() // the script runs on the server ...

@@ -113,7 +113,7 @@ func (f *RedisFence) Exec(ctx context.Context, token uint64, writes ...Write) (b
 		argv = append(argv, strconv.Itoa(k), strconv.Itoa(len(w.Args)), w.Cmd)
 		argv = append(argv, w.Args...)
 	}
-	reply, err := lua.FenceWrite.Exec(ctx, f.rc, ks, argv).ToArray()
+	reply, err := lua.FenceWrite().Exec(ctx, f.rc, ks, argv).ToArray()
 	if err != nil {
 		return false, f.opErr(err)
 	}

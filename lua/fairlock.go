@@ -3,10 +3,28 @@ package lua
 // The fair lock's scripts (Redisson's RFairLock). Its watchdog renews with
 // Renew, as the reentrant lock's does.
 var (
-	FairAcquire       = load("fair_acquire", false)
-	FairTryAcquire    = load("fair_try_acquire", false)
-	FairUnlock        = load("fair_unlock", false)
-	FairForceUnlock   = load("fair_force_unlock", true)
-	FairAcquireFailed = load("fair_acquire_failed", true)
-	FairUndoAcquire   = load("fair_undo_acquire", false)
+	fairAcquire       = load("fair_acquire", false)
+	fairTryAcquire    = load("fair_try_acquire", false)
+	fairUnlock        = load("fair_unlock", false)
+	fairForceUnlock   = load("fair_force_unlock", true)
+	fairAcquireFailed = load("fair_acquire_failed", true)
+	fairUndoAcquire   = load("fair_undo_acquire", false)
 )
+
+// FairAcquire returns fair_acquire.lua.
+func FairAcquire() *Script { return fairAcquire }
+
+// FairTryAcquire returns fair_try_acquire.lua.
+func FairTryAcquire() *Script { return fairTryAcquire }
+
+// FairUnlock returns fair_unlock.lua.
+func FairUnlock() *Script { return fairUnlock }
+
+// FairForceUnlock returns fair_force_unlock.lua.
+func FairForceUnlock() *Script { return fairForceUnlock }
+
+// FairAcquireFailed returns fair_acquire_failed.lua.
+func FairAcquireFailed() *Script { return fairAcquireFailed }
+
+// FairUndoAcquire returns fair_undo_acquire.lua.
+func FairUndoAcquire() *Script { return fairUndoAcquire }

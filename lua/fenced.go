@@ -4,6 +4,12 @@ package lua
 // are the reentrant lock's, as in Redisson), and the resource-side fence
 // that checks its tokens.
 var (
-	FencedAcquire = load("fenced_acquire", false)
-	FenceWrite    = load("fence_write", false)
+	fencedAcquire = load("fenced_acquire", false)
+	fenceWrite    = load("fence_write", false)
 )
+
+// FencedAcquire returns fenced_acquire.lua.
+func FencedAcquire() *Script { return fencedAcquire }
+
+// FenceWrite returns fence_write.lua.
+func FenceWrite() *Script { return fenceWrite }

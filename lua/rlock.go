@@ -3,9 +3,24 @@ package lua
 // The reentrant lock's scripts (also the fenced lock's unlock and force
 // unlock, which Redisson shares), and the watchdog's.
 var (
-	Acquire     = load("acquire", false)
-	Unlock      = load("unlock", false)
-	ForceUnlock = load("force_unlock", false)
-	UndoAcquire = load("undo_acquire", false)
-	Renew       = load("renew", true)
+	acquire     = load("acquire", false)
+	unlock      = load("unlock", false)
+	forceUnlock = load("force_unlock", false)
+	undoAcquire = load("undo_acquire", false)
+	renew       = load("renew", true)
 )
+
+// Acquire returns acquire.lua.
+func Acquire() *Script { return acquire }
+
+// Unlock returns unlock.lua.
+func Unlock() *Script { return unlock }
+
+// ForceUnlock returns force_unlock.lua.
+func ForceUnlock() *Script { return forceUnlock }
+
+// UndoAcquire returns undo_acquire.lua.
+func UndoAcquire() *Script { return undoAcquire }
+
+// Renew returns renew.lua.
+func Renew() *Script { return renew }

@@ -4,13 +4,40 @@ package lua
 // RedissonWriteLock and the watchdog's ReadLockTask). The write lock's
 // watchdog renewal is Renew, Redisson's LockTask.
 var (
-	RWReadAcquire  = load("rw_read_acquire", false)
-	RWWriteAcquire = load("rw_write_acquire", false)
-	RWReadUnlock   = load("rw_read_unlock", false)
-	RWWriteUnlock  = load("rw_write_unlock", false)
-	RWForceUnlock  = load("rw_force_unlock", true)
-	RWReadIsLocked = load("rw_read_is_locked", true)
-	RWRenewRead    = load("rw_renew_read", true)
-	RWUndoRead     = load("rw_undo_read", false)
-	RWUndoWrite    = load("rw_undo_write", false)
+	rwReadAcquire  = load("rw_read_acquire", false)
+	rwWriteAcquire = load("rw_write_acquire", false)
+	rwReadUnlock   = load("rw_read_unlock", false)
+	rwWriteUnlock  = load("rw_write_unlock", false)
+	rwForceUnlock  = load("rw_force_unlock", true)
+	rwReadIsLocked = load("rw_read_is_locked", true)
+	rwRenewRead    = load("rw_renew_read", true)
+	rwUndoRead     = load("rw_undo_read", false)
+	rwUndoWrite    = load("rw_undo_write", false)
 )
+
+// RWReadAcquire returns rw_read_acquire.lua.
+func RWReadAcquire() *Script { return rwReadAcquire }
+
+// RWWriteAcquire returns rw_write_acquire.lua.
+func RWWriteAcquire() *Script { return rwWriteAcquire }
+
+// RWReadUnlock returns rw_read_unlock.lua.
+func RWReadUnlock() *Script { return rwReadUnlock }
+
+// RWWriteUnlock returns rw_write_unlock.lua.
+func RWWriteUnlock() *Script { return rwWriteUnlock }
+
+// RWForceUnlock returns rw_force_unlock.lua.
+func RWForceUnlock() *Script { return rwForceUnlock }
+
+// RWReadIsLocked returns rw_read_is_locked.lua.
+func RWReadIsLocked() *Script { return rwReadIsLocked }
+
+// RWRenewRead returns rw_renew_read.lua.
+func RWRenewRead() *Script { return rwRenewRead }
+
+// RWUndoRead returns rw_undo_read.lua.
+func RWUndoRead() *Script { return rwUndoRead }
+
+// RWUndoWrite returns rw_undo_write.lua.
+func RWUndoWrite() *Script { return rwUndoWrite }

@@ -97,27 +97,27 @@ type netKind struct {
 
 // netKinds are the five kinds, in subtest order.
 var netKinds = []netKind{
-	{"rlock", []*lua.Script{lua.Acquire}, lua.Unlock, "", rlock.ErrNotHeld, rlock.ErrLockLost,
+	{"rlock", []*lua.Script{lua.Acquire()}, lua.Unlock(), "", rlock.ErrNotHeld, rlock.ErrLockLost,
 		func(c *interlock.Client, n string) netLock {
 			m := rlock.New(c, n)
 			return netLock{m.Lock, m.Unlock, m.Guard, m.Remaining}
 		}},
-	{"fairlock", []*lua.Script{lua.FairAcquire, lua.FairTryAcquire}, lua.FairUnlock, "", fairlock.ErrNotHeld, fairlock.ErrLockLost,
+	{"fairlock", []*lua.Script{lua.FairAcquire(), lua.FairTryAcquire()}, lua.FairUnlock(), "", fairlock.ErrNotHeld, fairlock.ErrLockLost,
 		func(c *interlock.Client, n string) netLock {
 			m := fairlock.New(c, n, fairlock.WithWaitTimeout(2*time.Second))
 			return netLock{m.Lock, m.Unlock, m.Guard, m.Remaining}
 		}},
-	{"rwread", []*lua.Script{lua.RWReadAcquire}, lua.RWReadUnlock, "", rwlock.ErrNotHeld, rwlock.ErrLockLost,
+	{"rwread", []*lua.Script{lua.RWReadAcquire()}, lua.RWReadUnlock(), "", rwlock.ErrNotHeld, rwlock.ErrLockLost,
 		func(c *interlock.Client, n string) netLock {
 			m := rwlock.New(c, n).Read()
 			return netLock{m.Lock, m.Unlock, m.Guard, m.Remaining}
 		}},
-	{"rwwrite", []*lua.Script{lua.RWWriteAcquire}, lua.RWWriteUnlock, ":write", rwlock.ErrNotHeld, rwlock.ErrLockLost,
+	{"rwwrite", []*lua.Script{lua.RWWriteAcquire()}, lua.RWWriteUnlock(), ":write", rwlock.ErrNotHeld, rwlock.ErrLockLost,
 		func(c *interlock.Client, n string) netLock {
 			m := rwlock.New(c, n).Write()
 			return netLock{m.Lock, m.Unlock, m.Guard, m.Remaining}
 		}},
-	{"fenced", []*lua.Script{lua.FencedAcquire}, lua.Unlock, "", fenced.ErrNotHeld, fenced.ErrLockLost,
+	{"fenced", []*lua.Script{lua.FencedAcquire()}, lua.Unlock(), "", fenced.ErrNotHeld, fenced.ErrLockLost,
 		func(c *interlock.Client, n string) netLock {
 			m := fenced.New(c, n)
 			return netLock{m.Lock, m.Unlock, m.Guard, m.Remaining}

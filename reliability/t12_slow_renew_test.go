@@ -69,7 +69,7 @@ func TestT12SlowRenewals(t *testing.T) {
 	run := time.Duration(sized(10, 180)) * time.Second
 	e := netStart(t, interlock.WithWatchdogTimeout(t12Lease))
 	delay, jitter := 4*t12Lease/10, 2*t12Lease/10
-	if err := e.proxy.DelayReplyTo(netScripts(lua.Renew, lua.RWRenewRead), delay, jitter); err != nil {
+	if err := e.proxy.DelayReplyTo(netScripts(lua.Renew(), lua.RWRenewRead()), delay, jitter); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), run)

@@ -125,7 +125,7 @@ type t15Lossy struct {
 }
 
 // t15Scripts are the scripts whose replies are dropped.
-var t15Scripts = netScripts(lua.RWReadAcquire, lua.RWWriteAcquire, lua.RWReadUnlock, lua.RWWriteUnlock)
+var t15Scripts = netScripts(lua.RWReadAcquire(), lua.RWWriteAcquire(), lua.RWReadUnlock(), lua.RWWriteUnlock())
 
 // program is t15Fuzzer.program with lost replies.
 func (l *t15Lossy) program() error {

@@ -33,7 +33,7 @@ func TestMain(m *testing.M) {
 var errLost = errors.New("test: lost")
 
 var task = &renewal.Task{
-	Script: lua.Renew,
+	Script: lua.Renew(),
 	Args: func(lease time.Duration, chunk []*renewal.Entry) (keys, argv []string) {
 		argv = append(argv, strconv.FormatInt(lease.Milliseconds(), 10))
 		for _, e := range chunk {

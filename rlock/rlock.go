@@ -33,7 +33,7 @@ var kind = &lockcore.Kind{
 	Name:    "rlock",
 	NotHeld: ErrNotHeld,
 	Lost:    ErrLockLost,
-	Task:    &renewal.Task{Script: lua.Renew, Args: lockcore.RenewArgs, Lost: ErrLockLost},
+	Task:    &renewal.Task{Script: lua.Renew(), Args: lockcore.RenewArgs, Lost: ErrLockLost},
 }
 
 // Mutex is a reentrant lock shared with Redisson's RLock of the same name.
@@ -127,7 +127,7 @@ func (m *Mutex) try(ctx context.Context, owner string, lease time.Duration) (boo
 	}
 	return m.l.Attempt(ctx, owner, lease,
 		func(ctx context.Context, exec lockcore.Exec) rueidis.RedisResult {
-			return exec(ctx, lua.Acquire, []string{m.l.Name}, []string{lockcore.MS(leaseArg), owner})
+			return exec(ctx, lua.Acquire(), []string{m.l.Name}, []string{lockcore.MS(leaseArg), owner})
 		},
 		func(r rueidis.RedisResult) (bool, time.Duration, error) {
 			ttl, err := r.AsInt64()
@@ -146,7 +146,7 @@ func (m *Mutex) undo(ctx context.Context, owner string, expected int) error {
 	if err != nil {
 		return err
 	}
-	return lockcore.Done(lua.UndoAcquire.Exec(ctx, m.l.C.Redis(), []string{m.l.Name, m.channel}, []string{"0", owner, strconv.Itoa(expected), pub}))
+	return lockcore.Done(lua.UndoAcquire().Exec(ctx, m.l.C.Redis(), []string{m.l.Name, m.channel}, []string{"0", owner, strconv.Itoa(expected), pub}))
 }
 
 // Unlock releases one hold of the calling owner. The lock is released, and
@@ -170,7 +170,7 @@ func (m *Mutex) Unlock(ctx context.Context) error {
 		return err
 	}
 	_, err = m.l.Unlock(ctx, owner, func(ctx context.Context, exec lockcore.Exec, latch string, lease time.Duration, pub string) rueidis.RedisResult {
-		return exec(ctx, lua.Unlock,
+		return exec(ctx, lua.Unlock(),
 			[]string{m.l.Name, m.channel, latch},
 			[]string{"0", lockcore.MS(lease), owner, pub, lockcore.MS(lockcore.LatchTTL)})
 	})
@@ -189,7 +189,7 @@ func (m *Mutex) ForceUnlock(ctx context.Context) (bool, error) {
 		return false, m.l.OpErr("force unlock", err)
 	}
 	m.l.C.Renewal().Drop(m.l.Name, ErrLockLost)
-	n, err := lua.ForceUnlock.Exec(ctx, m.l.C.Redis(), []string{m.l.Name, m.channel}, []string{"0", pub}).AsInt64()
+	n, err := lua.ForceUnlock().Exec(ctx, m.l.C.Redis(), []string{m.l.Name, m.channel}, []string{"0", pub}).AsInt64()
 	if err != nil {
 		return false, m.l.OpErr("force unlock", err)
 	}

@@ -354,7 +354,7 @@ func TestLostAcquireReplyIsTakenBack(t *testing.T) {
 	ctx := testCtx(t)
 	var lose bool
 	f := &faulty{do: func(cctx context.Context, cmd rueidis.Completed, next func() rueidis.RedisResult) rueidis.RedisResult {
-		if !lose || !runs(cmd, lua.Acquire) {
+		if !lose || !runs(cmd, lua.Acquire()) {
 			return next()
 		}
 		next() // the script runs on the server ...
@@ -395,7 +395,7 @@ func TestLostUnlockReplyIsRetriedOnce(t *testing.T) {
 	ctx := testCtx(t)
 	lost := 0
 	f := &faulty{do: func(cctx context.Context, cmd rueidis.Completed, next func() rueidis.RedisResult) rueidis.RedisResult {
-		if lost > 0 || !runs(cmd, lua.Unlock) {
+		if lost > 0 || !runs(cmd, lua.Unlock()) {
 			return next()
 		}
 		lost++

@@ -47,17 +47,17 @@ var (
 		Name:    "rwlock",
 		NotHeld: ErrNotHeld,
 		Lost:    ErrLockLost,
-		Task:    &renewal.Task{Script: lua.RWRenewRead, Args: readRenewArgs, Lost: ErrLockLost},
+		Task:    &renewal.Task{Script: lua.RWRenewRead(), Args: readRenewArgs, Lost: ErrLockLost},
 	}
 	writeKind = &lockcore.Kind{
 		Name:    "rwlock",
 		NotHeld: ErrNotHeld,
 		Lost:    ErrLockLost,
-		Task:    &renewal.Task{Script: lua.Renew, Args: lockcore.RenewArgs, Lost: ErrLockLost},
+		Task:    &renewal.Task{Script: lua.Renew(), Args: lockcore.RenewArgs, Lost: ErrLockLost},
 	}
 )
 
-// readRenewArgs builds the KEYS and ARGV of lua.RWRenewRead (Redisson
+// readRenewArgs builds the KEYS and ARGV of lua.RWRenewRead() (Redisson
 // 4.4+'s ReadLockTask) for a chunk of read holds. Redisson lists all of a
 // client's owners of one lock under one pair of keys; the Scheduler keeps
 // one entry per (lock, owner) and wants one answer per entry, so each entry
@@ -188,7 +188,7 @@ func (r *ReadLock) try(ctx context.Context, owner string, lease time.Duration) (
 	timeouts := r.n.timeouts(owner)
 	ok, retryIn, err := r.l.Attempt(ctx, owner, lease,
 		func(ctx context.Context, exec lockcore.Exec) rueidis.RedisResult {
-			return exec(ctx, lua.RWReadAcquire, []string{r.n.name, timeouts},
+			return exec(ctx, lua.RWReadAcquire(), []string{r.n.name, timeouts},
 				[]string{lockcore.MS(leaseArg), owner, owner + ":write"})
 		},
 		parseAcquire,
@@ -197,7 +197,7 @@ func (r *ReadLock) try(ctx context.Context, owner string, lease time.Duration) (
 			if err != nil {
 				return err
 			}
-			return lockcore.Done(lua.RWUndoRead.Exec(ctx, r.l.C.Redis(), []string{r.n.name, r.n.channel, timeouts, r.n.prefix},
+			return lockcore.Done(lua.RWUndoRead().Exec(ctx, r.l.C.Redis(), []string{r.n.name, r.n.channel, timeouts, r.n.prefix},
 				[]string{"0", owner, strconv.Itoa(expected), pub}))
 		})
 	if ok && waiting.has(writeWait{r.l.C, r.n.name, owner}) {
@@ -235,7 +235,7 @@ func (r *ReadLock) Unlock(ctx context.Context) error {
 	}
 	timeouts := r.n.timeouts(owner)
 	_, err = r.l.Unlock(ctx, owner, func(ctx context.Context, exec lockcore.Exec, latch string, _ time.Duration, pub string) rueidis.RedisResult {
-		return exec(ctx, lua.RWReadUnlock,
+		return exec(ctx, lua.RWReadUnlock(),
 			[]string{r.n.name, r.n.channel, timeouts, r.n.prefix, latch},
 			[]string{"0", owner, pub, lockcore.MS(lockcore.LatchTTL)})
 	})
@@ -256,7 +256,7 @@ func (r *ReadLock) IsLocked(ctx context.Context) (bool, error) {
 	if r.l.Err != nil {
 		return false, r.l.Err
 	}
-	n, err := lua.RWReadIsLocked.Exec(ctx, r.l.C.Redis(), []string{r.n.name}, nil).AsInt64()
+	n, err := lua.RWReadIsLocked().Exec(ctx, r.l.C.Redis(), []string{r.n.name}, nil).AsInt64()
 	if err != nil {
 		return false, r.l.OpErr("is locked", err)
 	}
@@ -387,7 +387,7 @@ func (w *WriteLock) try(ctx context.Context, writer string, lease time.Duration)
 	leaseArg := leaseOrWatchdog(&w.l, lease)
 	return w.l.Attempt(ctx, writer, lease,
 		func(ctx context.Context, exec lockcore.Exec) rueidis.RedisResult {
-			return exec(ctx, lua.RWWriteAcquire, []string{w.n.name}, []string{lockcore.MS(leaseArg), writer})
+			return exec(ctx, lua.RWWriteAcquire(), []string{w.n.name}, []string{lockcore.MS(leaseArg), writer})
 		},
 		parseAcquire,
 		func(ctx context.Context, expected int) error {
@@ -395,7 +395,7 @@ func (w *WriteLock) try(ctx context.Context, writer string, lease time.Duration)
 			if err != nil {
 				return err
 			}
-			return lockcore.Done(lua.RWUndoWrite.Exec(ctx, w.l.C.Redis(), []string{w.n.name, w.n.channel},
+			return lockcore.Done(lua.RWUndoWrite().Exec(ctx, w.l.C.Redis(), []string{w.n.name, w.n.channel},
 				[]string{"1", writer, strconv.Itoa(expected), pub}))
 		})
 }
@@ -425,7 +425,7 @@ func (w *WriteLock) Unlock(ctx context.Context) error {
 	}
 	writer := owner + ":write"
 	n, err := w.l.Unlock(ctx, writer, func(ctx context.Context, exec lockcore.Exec, latch string, lease time.Duration, pub string) rueidis.RedisResult {
-		return exec(ctx, lua.RWWriteUnlock,
+		return exec(ctx, lua.RWWriteUnlock(),
 			[]string{w.n.name, w.n.channel, latch},
 			[]string{"1", lockcore.MS(lease), writer, pub, lockcore.MS(lockcore.LatchTTL)})
 	})
@@ -594,7 +594,7 @@ func forceUnlock(ctx context.Context, l *lockcore.Lock, n *names, mode, message 
 	if err != nil {
 		return false, l.OpErr("force unlock", err)
 	}
-	deleted, err := lua.RWForceUnlock.Exec(ctx, l.C.Redis(), []string{n.name, n.channel}, []string{message, pub, mode}).AsInt64()
+	deleted, err := lua.RWForceUnlock().Exec(ctx, l.C.Redis(), []string{n.name, n.channel}, []string{message, pub, mode}).AsInt64()
 	if err != nil {
 		return false, l.OpErr("force unlock", err)
 	}

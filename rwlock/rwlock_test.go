@@ -512,10 +512,10 @@ func TestLostAcquireReplyIsTakenBack(t *testing.T) {
 		script *lua.Script
 		half   func(*rwlock.Mutex) half
 	}{
-		{"read", lua.RWReadAcquire, func(m *rwlock.Mutex) half {
+		{"read", lua.RWReadAcquire(), func(m *rwlock.Mutex) half {
 			return m.Read()
 		}},
-		{"write", lua.RWWriteAcquire, func(m *rwlock.Mutex) half {
+		{"write", lua.RWWriteAcquire(), func(m *rwlock.Mutex) half {
 			return m.Write()
 		}},
 	} {
@@ -564,7 +564,7 @@ func TestLostUnlockReplyIsRetriedOnce(t *testing.T) {
 	ctx := testCtx(t)
 	lost := 0
 	f := &faulty{do: func(cctx context.Context, cmd rueidis.Completed, next func() rueidis.RedisResult) rueidis.RedisResult {
-		if lost > 0 || !runs(cmd, lua.RWReadUnlock) {
+		if lost > 0 || !runs(cmd, lua.RWReadUnlock()) {
 			return next()
 		}
 		lost++

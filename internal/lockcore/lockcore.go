@@ -422,7 +422,7 @@ func (l *Lock) TTL(ctx context.Context) (time.Duration, error) {
 	return time.Duration(n) * time.Millisecond, nil
 }
 
-// RenewArgs builds the KEYS and ARGV of lua.Renew (Redisson's LockTask)
+// RenewArgs builds the KEYS and ARGV of lua.Renew() (Redisson's LockTask)
 // for a chunk of holds: reentrant, fair, fenced and write locks.
 func RenewArgs(lease time.Duration, chunk []*renewal.Entry) (keys, argv []string) {
 	keys = make([]string, len(chunk))
