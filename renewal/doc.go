@@ -21,7 +21,8 @@
 // explicit lease are never renewed; the Scheduler forgets them once the
 // lease has passed, so forgotten unlocks cost no memory.
 //
-// Unlocking pauses an entry's renewal while the unlock is in flight, so a
-// tick that races an unlock never extends a lock that is being released,
-// and a reply for an entry that was released meanwhile is ignored.
+// An unlock goes through Release, which pauses the entry's renewal until
+// the unlock's Outcome is recorded, so a tick that races an unlock never
+// extends a lock that is being released, and a reply for an entry that was
+// released meanwhile is ignored.
 package renewal

@@ -5,7 +5,8 @@ import (
 	"time"
 )
 
-// Entry is the local record of every hold one owner has on one key.
+// Entry is the local record of every hold one owner has on one key. A
+// Task's Args reads its Key and Owner; the Scheduler owns the rest.
 type Entry struct {
 	// Key is the lock's key, the first key its renewal script touches.
 	Key string
@@ -23,46 +24,28 @@ type Entry struct {
 	renewedAt  time.Time       // when the last successful renewal was sent
 	leaseUntil time.Time       // end of the longest explicit lease
 	validUntil time.Time       // last TTL this Client set, from the send time of the call that set it
-	releaseAt  time.Time       // when the latest BeginRelease ran
+	releaseAt  time.Time       // when the latest Release began
 	maxUntil   time.Time       // when MaxHold ends the watchdog holds; zero: no limit
 	heapIndex  int             // position in s.maxHolds, -1 when not in it
 	ended      bool
 	cause      error
-	guards     map[*context.CancelCauseFunc]struct{} // made by Guard, ended with the hold
+	guards     map[*context.CancelCauseFunc]struct{} // made by guard, ended with the hold
 }
 
-// Outcome is what an unlock did on the server.
-type Outcome int
-
-const (
-	// Unknown: the unlock failed without an answer; nothing is assumed.
-	Unknown Outcome = iota
-	// Decremented: one hold was released and others remain.
-	Decremented
-	// Released: the lock was released.
-	Released
-	// NotHeld: the server says the owner holds nothing; the entry is lost.
-	NotHeld
-)
-
-// Holds returns how many holds the entry records: 0 once it ended, or
-// once every hold had a lease and the leases have run out.
-func (e *Entry) Holds() int {
-	e.s.mu.Lock()
-	defer e.s.mu.Unlock()
+// count returns how many holds e records: 0 once it ended, or once every
+// hold had a lease and the leases have run out. s.mu must be held.
+func (e *Entry) count() int {
 	if e.ended || (e.watchdog == 0 && !time.Now().Before(e.leaseUntil)) {
 		return 0
 	}
 	return len(e.holds)
 }
 
-// BeginRelease pauses renewal of e until EndRelease and returns the TTL
+// beginRelease pauses renewal of e until endRelease and returns the TTL
 // the lock should keep if holds remain after releasing the innermost one:
 // the watchdog lease while a watchdog hold remains, else the lease of the
-// innermost remaining hold.
-func (e *Entry) BeginRelease() time.Duration {
-	e.s.mu.Lock()
-	defer e.s.mu.Unlock()
+// innermost remaining hold. s.mu must be held.
+func (e *Entry) beginRelease() time.Duration {
 	e.releasing++
 	e.releaseAt = time.Now()
 	n := len(e.holds)
@@ -79,11 +62,10 @@ func (e *Entry) BeginRelease() time.Duration {
 	return e.holds[n-2]
 }
 
-// EndRelease records what the unlock begun with BeginRelease did.
-func (e *Entry) EndRelease(o Outcome) {
+// endRelease records what the unlock begun with beginRelease did. s.mu
+// must be held.
+func (e *Entry) endRelease(o Outcome) {
 	s := e.s
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	e.releasing--
 	switch o {
 	case Decremented:
@@ -111,13 +93,13 @@ func (e *Entry) EndRelease(o Outcome) {
 	}
 }
 
-// Guard returns a context derived from parent that is cancelled when this
+// guard returns a context derived from parent that is cancelled when this
 // hold ends: with cause Task.Lost when the lock is lost (the key vanished,
 // renewal failed past the lease, or, for a hold with an explicit lease, the
 // lease ran out), with cause context.Canceled when it is released. The
 // cancellation has happened by the time the call that ended the hold
-// (Unlock, Close) returns.
-func (e *Entry) Guard(parent context.Context) context.Context {
+// (Unlock, Close) returns. s.mu must not be held.
+func (e *Entry) guard(parent context.Context) context.Context {
 	g, cancel := context.WithCancelCause(parent)
 	s := e.s
 	s.mu.Lock()
@@ -150,14 +132,12 @@ func (e *Entry) Guard(parent context.Context) context.Context {
 	return d
 }
 
-// Remaining returns how long the hold is still certainly valid on the
+// remaining returns how long the hold is still certainly valid on the
 // server: the TTL set by the last successful acquisition, renewal or
 // partial release, counted from when that request was sent (the monotonic
 // clock), minus the time since. It is 0 once the entry ended (released,
-// lost, past MaxHold) or its validity ran out. It sends nothing.
-func (e *Entry) Remaining() time.Duration {
-	e.s.mu.Lock()
-	defer e.s.mu.Unlock()
+// lost, past MaxHold) or its validity ran out. s.mu must be held.
+func (e *Entry) remaining() time.Duration {
 	if e.ended {
 		return 0
 	}

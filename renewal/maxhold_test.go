@@ -31,16 +31,17 @@ func TestMaxHoldEndsWatchdogHold(t *testing.T) {
 	key := "renew:maxhold:" + t.Name()
 	hold(t, rc, key, "me:1", lease)
 	acquired := time.Now()
-	e, err := s.Hold(key, "me:1", task, 0, acquired)
-	require.NoError(t, err)
-	g := e.Guard(context.Background())
+	require.NoError(t, s.Hold(key, "me:1", task, 0, acquired))
+	e := renewal.LookupEntry(s, key, "me:1")
+	g := guard(t, s, key, "me:1")
 
 	<-g.Done()
 	at := time.Since(acquired)
 	assert.InDelta(t, float64(maxHold), float64(at), float64(50*time.Millisecond), "guard cancelled at %v", at)
 	assert.ErrorIs(t, context.Cause(g), errLost)
 	assert.ErrorIs(t, context.Cause(g), errMaxHold)
-	assert.Zero(t, e.Remaining())
+	assert.Zero(t, renewal.EntryRemaining(e))
+	assert.Zero(t, s.Remaining(key, "me:1"))
 	assert.Zero(t, s.Len())
 	reportedOnce(t, &lost)
 
@@ -63,25 +64,25 @@ func TestMaxHoldIsPerEntryAndDropsReleased(t *testing.T) {
 		key := fmt.Sprintf("renew:maxhold:many:%d:%s", i, t.Name())
 		hold(t, rc, key, "me:1", lease)
 		// Deadlines out of order: the earliest must still fire first.
-		e, err := s.Hold(key, "me:1", task, 0, now.Add(-time.Duration(i%7)*50*time.Millisecond))
-		require.NoError(t, err)
-		guards = append(guards, e.Guard(context.Background()))
+		require.NoError(t, s.Hold(key, "me:1", task, 0, now.Add(-time.Duration(i%7)*50*time.Millisecond)))
+		guards = append(guards, guard(t, s, key, "me:1"))
 		if i%10 == 0 {
 			// Released entries leave the deadline heap.
-			e.BeginRelease()
-			e.EndRelease(renewal.Released)
+			_, held, end := s.Release(key, "me:1")
+			require.True(t, held)
+			end(renewal.Released)
 		}
 	}
 	// A re-entry does not extend the deadline.
-	e := s.Lookup(fmt.Sprintf("renew:maxhold:many:1:%s", t.Name()), "me:1")
-	_, err := s.Hold(e.Key, e.Owner, task, 0, time.Now())
-	require.NoError(t, err)
+	key := fmt.Sprintf("renew:maxhold:many:1:%s", t.Name())
+	require.Equal(t, 1, s.Holds(key, "me:1"))
+	require.NoError(t, s.Hold(key, "me:1", task, 0, time.Now()))
+	require.Equal(t, 2, s.Holds(key, "me:1"))
 
 	// Lease-only entries have no max hold.
 	leaseKey := "renew:maxhold:lease:" + t.Name()
 	hold(t, rc, leaseKey, "me:1", 2*time.Second)
-	le, err := s.Hold(leaseKey, "me:1", task, 2*time.Second, time.Now())
-	require.NoError(t, err)
+	require.NoError(t, s.Hold(leaseKey, "me:1", task, 2*time.Second, time.Now()))
 
 	for i, g := range guards {
 		select {
@@ -96,7 +97,7 @@ func TestMaxHoldIsPerEntryAndDropsReleased(t *testing.T) {
 		}
 	}
 	assert.Equal(t, 1, s.Len(), "only the lease hold is left")
-	assert.Positive(t, le.Remaining())
+	assert.Positive(t, s.Remaining(leaseKey, "me:1"))
 }
 
 func TestRemainingFollowsRenewals(t *testing.T) {
@@ -105,20 +106,19 @@ func TestRemainingFollowsRenewals(t *testing.T) {
 	s := newScheduler(t, rc, renewal.Config{Lease: lease, BatchSize: 100})
 	key := "renew:remaining:" + t.Name()
 	hold(t, rc, key, "me:1", lease)
-	e, err := s.Hold(key, "me:1", task, 0, time.Now())
-	require.NoError(t, err)
+	require.NoError(t, s.Hold(key, "me:1", task, 0, time.Now()))
 	// Across several renewals the hold never gets close to running out:
 	// a renewal every lease/3 keeps it above 2/3 of the lease, less the
 	// scheduling slack of a loaded machine.
 	end := time.Now().Add(4 * lease)
 	low := lease
 	for time.Now().Before(end) {
-		low = min(low, e.Remaining())
+		low = min(low, s.Remaining(key, "me:1"))
 		time.Sleep(5 * time.Millisecond)
 	}
 	assert.Greater(t, low, lease/2, "lowest remaining %v", low)
-	assert.LessOrEqual(t, e.Remaining(), lease)
+	assert.LessOrEqual(t, s.Remaining(key, "me:1"), lease)
 
 	require.NoError(t, rc.Do(context.Background(), rc.B().Del().Key(key).Build()).Error())
-	require.Eventually(t, func() bool { return e.Remaining() == 0 }, 2*lease, 5*time.Millisecond)
+	require.Eventually(t, func() bool { return s.Remaining(key, "me:1") == 0 }, 2*lease, 5*time.Millisecond)
 }

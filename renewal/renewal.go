@@ -162,13 +162,12 @@ func (s *Scheduler) Len() int {
 }
 
 // Hold records one successful acquisition of key by owner, made with the
-// given lease (0: a watchdog hold) by a request sent at sentAt. It returns
-// the entry shared by every hold of that key and owner.
-func (s *Scheduler) Hold(key, owner string, task *Task, lease time.Duration, sentAt time.Time) (*Entry, error) {
+// given lease (0: a watchdog hold) by a request sent at sentAt.
+func (s *Scheduler) Hold(key, owner string, task *Task, lease time.Duration, sentAt time.Time) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
-		return nil, s.cfg.Closed
+		return s.cfg.Closed
 	}
 	k := entryKey{key, owner}
 	delete(s.maxHeld, k)
@@ -208,7 +207,7 @@ func (s *Scheduler) Hold(key, owner string, task *Task, lease time.Duration, sen
 			e.leaseUntil = until
 		}
 	}
-	return e, nil
+	return nil
 }
 
 // MaxHeld reports whether MaxHold ended owner's holds on key, and if so
@@ -227,12 +226,82 @@ func (s *Scheduler) MaxHeld(key, owner string) error {
 	return m.cause
 }
 
-// Lookup returns the entry of key and owner, or nil when this Client holds
-// nothing there.
-func (s *Scheduler) Lookup(key, owner string) *Entry {
+// lookup returns the entry of key and owner, or nil.
+func (s *Scheduler) lookup(key, owner string) *Entry {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.entries[entryKey{key, owner}]
+}
+
+// Holds returns how many holds owner has on key: 0 when there is no entry,
+// or when every hold had a lease and the leases have run out.
+func (s *Scheduler) Holds(key, owner string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if e := s.entries[entryKey{key, owner}]; e != nil {
+		return e.count()
+	}
+	return 0
+}
+
+// Guard derives from parent a context cancelled when owner's hold on key
+// ends: cause Task.Lost if lost (or its explicit lease ran out),
+// context.Canceled if released. ok is false, and ctx nil, without an entry.
+func (s *Scheduler) Guard(parent context.Context, key, owner string) (ctx context.Context, ok bool) {
+	e := s.lookup(key, owner)
+	if e == nil {
+		return nil, false
+	}
+	return e.guard(parent), true
+}
+
+// Remaining returns how long owner's hold on key is still certainly valid on
+// the server, measured from when the last TTL was sent; 0 when there is no
+// entry or its validity ran out. It sends nothing.
+func (s *Scheduler) Remaining(key, owner string) time.Duration {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if e := s.entries[entryKey{key, owner}]; e != nil {
+		return e.remaining()
+	}
+	return 0
+}
+
+// Outcome is what an unlock did on the server.
+type Outcome int
+
+const (
+	// Unknown: the unlock failed without an answer; nothing is assumed.
+	Unknown Outcome = iota
+	// Decremented: one hold was released and others remain.
+	Decremented
+	// Released: the lock was released.
+	Released
+	// NotHeld: the server says the owner holds nothing; the entry is lost.
+	NotHeld
+)
+
+// Release begins unlocking owner's innermost hold on key. If held, the entry's
+// renewal pauses until end and lease is the TTL the remaining holds keep;
+// otherwise lease is Config.Lease and end does nothing. Call end exactly once
+// with the unlock's Outcome (defer it); calls after the first are ignored.
+func (s *Scheduler) Release(key, owner string) (lease time.Duration, held bool, end func(Outcome)) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e := s.entries[entryKey{key, owner}]
+	if e == nil {
+		return s.cfg.Lease, false, func(Outcome) {}
+	}
+	lease = e.beginRelease()
+	ended := false
+	return lease, true, func(o Outcome) {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if !ended {
+			ended = true
+			e.endRelease(o)
+		}
+	}
 }
 
 // Drop forgets every entry of key, whatever its owner, and cancels them

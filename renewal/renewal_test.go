@@ -95,8 +95,7 @@ func TestRenewsWatchdogHolds(t *testing.T) {
 	keys := []string{"renew:a:" + t.Name(), "renew:b:" + t.Name(), "renew:c:" + t.Name()}
 	for _, k := range keys {
 		hold(t, rc, k, "me:1", lease)
-		_, err := s.Hold(k, "me:1", task, 0, time.Now())
-		require.NoError(t, err)
+		require.NoError(t, s.Hold(k, "me:1", task, 0, time.Now()))
 	}
 	time.Sleep(3 * lease)
 	for _, k := range keys {
@@ -114,9 +113,8 @@ func TestReportsLostKey(t *testing.T) {
 	s := newScheduler(t, rc, renewal.Config{Lease: lease, BatchSize: 100, Observer: observer{lost: &lost}})
 	key := "renew:lost:" + t.Name()
 	hold(t, rc, key, "me:1", lease)
-	e, err := s.Hold(key, "me:1", task, 0, time.Now())
-	require.NoError(t, err)
-	g := e.Guard(context.Background())
+	require.NoError(t, s.Hold(key, "me:1", task, 0, time.Now()))
+	g := guard(t, s, key, "me:1")
 
 	require.NoError(t, rc.Do(context.Background(), rc.B().Del().Key(key).Build()).Error())
 	deleted := time.Now()
@@ -133,12 +131,12 @@ func TestReleasedEntryIsNeverRenewed(t *testing.T) {
 	s := newScheduler(t, rc, renewal.Config{Lease: lease, BatchSize: 100})
 	key := "renew:released:" + t.Name()
 	hold(t, rc, key, "me:1", lease)
-	e, err := s.Hold(key, "me:1", task, 0, time.Now())
-	require.NoError(t, err)
-	g := e.Guard(context.Background())
+	require.NoError(t, s.Hold(key, "me:1", task, 0, time.Now()))
+	g := guard(t, s, key, "me:1")
 
-	e.BeginRelease()
-	e.EndRelease(renewal.Released)
+	_, held, end := s.Release(key, "me:1")
+	require.True(t, held)
+	end(renewal.Released)
 	<-g.Done()
 	assert.ErrorIs(t, context.Cause(g), context.Canceled)
 	assert.Zero(t, s.Len())
@@ -155,27 +153,119 @@ func TestPartialReleaseKeepsRenewing(t *testing.T) {
 	s := newScheduler(t, rc, renewal.Config{Lease: lease, BatchSize: 100})
 	key := "renew:partial:" + t.Name()
 	hold(t, rc, key, "me:1", lease)
-	e, err := s.Hold(key, "me:1", task, 0, time.Now())
-	require.NoError(t, err)
-	_, err = s.Hold(key, "me:1", task, 5*time.Second, time.Now())
-	require.NoError(t, err)
-	assert.Equal(t, 2, e.Holds())
+	require.NoError(t, s.Hold(key, "me:1", task, 0, time.Now()))
+	require.NoError(t, s.Hold(key, "me:1", task, 5*time.Second, time.Now()))
+	assert.Equal(t, 2, s.Holds(key, "me:1"))
 
 	// Releasing the inner lease hold leaves the watchdog hold: the lock keeps
 	// the watchdog lease and is still renewed.
-	assert.Equal(t, lease, e.BeginRelease())
-	e.EndRelease(renewal.Decremented)
-	assert.Equal(t, 1, e.Holds())
+	keep, held, end := s.Release(key, "me:1")
+	assert.Equal(t, lease, keep)
+	assert.True(t, held)
+	end(renewal.Decremented)
+	assert.Equal(t, 1, s.Holds(key, "me:1"))
+	end(renewal.Decremented) // only the first call counts
+	assert.Equal(t, 1, s.Holds(key, "me:1"))
 	time.Sleep(3 * lease)
 	assert.Greater(t, pttl(t, rc, key), int64(0))
+}
+
+func TestNoEntry(t *testing.T) {
+	rc := redistest.NewClient(t, addr)
+	const lease = 300 * time.Millisecond
+	s := newScheduler(t, rc, renewal.Config{Lease: lease, BatchSize: 100})
+	key := "renew:none:" + t.Name()
+	assert.Zero(t, s.Holds(key, "me:1"))
+	assert.Zero(t, s.Remaining(key, "me:1"))
+	g, ok := s.Guard(context.Background(), key, "me:1")
+	assert.False(t, ok)
+	assert.Nil(t, g)
+	keep, held, end := s.Release(key, "me:1")
+	assert.Equal(t, lease, keep)
+	assert.False(t, held)
+	require.NotNil(t, end)
+	end(renewal.Released)
+	end(renewal.NotHeld)
+	assert.Zero(t, s.Len())
+
+	// Another owner's entry is not this owner's.
+	require.NoError(t, s.Hold(key, "me:2", task, 0, time.Now()))
+	_, ok = s.Guard(context.Background(), key, "me:1")
+	assert.False(t, ok)
+	_, held, _ = s.Release(key, "me:1")
+	assert.False(t, held)
+	assert.Equal(t, 1, s.Holds(key, "me:2"))
+}
+
+func TestReleasePausesRenewal(t *testing.T) {
+	rc := redistest.NewClient(t, addr)
+	const lease = 300 * time.Millisecond
+	var lost atomic.Int64
+	s := newScheduler(t, rc, renewal.Config{Lease: lease, BatchSize: 100, Observer: observer{lost: &lost}})
+	key := "renew:paused:" + t.Name()
+	hold(t, rc, key, "me:1", lease)
+	require.NoError(t, s.Hold(key, "me:1", task, 0, time.Now()))
+	g := guard(t, s, key, "me:1")
+
+	// While the unlock is in flight nothing renews the key.
+	_, held, end := s.Release(key, "me:1")
+	require.True(t, held)
+	time.Sleep(lease + 100*time.Millisecond)
+	assert.Equal(t, int64(-2), pttl(t, rc, key), "renewed during a release")
+	assert.NoError(t, g.Err())
+	assert.Equal(t, 1, s.Holds(key, "me:1"))
+
+	// An unknown outcome keeps the entry; the next tick finds the key gone.
+	end(renewal.Unknown)
+	end(renewal.Unknown) // only the first call counts
+	<-g.Done()
+	assert.ErrorIs(t, context.Cause(g), errLost)
+	assert.Zero(t, s.Len())
+	reportedOnce(t, &lost)
+}
+
+func TestReleaseKeepsTheRemainingLease(t *testing.T) {
+	rc := redistest.NewClient(t, addr)
+	const lease = 30 * time.Second
+	s := newScheduler(t, rc, renewal.Config{Lease: lease, BatchSize: 100})
+	key := "renew:keeplease:" + t.Name()
+	require.NoError(t, s.Hold(key, "me:1", task, 5*time.Second, time.Now()))
+	require.NoError(t, s.Hold(key, "me:1", task, 2*time.Second, time.Now()))
+	keep, held, end := s.Release(key, "me:1")
+	require.True(t, held)
+	assert.Equal(t, 5*time.Second, keep, "the outer hold's lease")
+	end(renewal.Decremented)
+	assert.Equal(t, 1, s.Holds(key, "me:1"))
+	assert.InDelta(t, float64(5*time.Second), float64(s.Remaining(key, "me:1")), float64(100*time.Millisecond))
+
+	keep, held, end = s.Release(key, "me:1")
+	require.True(t, held)
+	assert.Equal(t, lease, keep, "no hold remains")
+	end(renewal.Released)
+	assert.Zero(t, s.Len())
+}
+
+func TestNotHeldOutcomeLosesTheEntry(t *testing.T) {
+	rc := redistest.NewClient(t, addr)
+	s := newScheduler(t, rc, renewal.Config{Lease: 30 * time.Second, BatchSize: 100})
+	key := "renew:notheld:" + t.Name()
+	require.NoError(t, s.Hold(key, "me:1", task, 0, time.Now()))
+	require.NoError(t, s.Hold(key, "me:1", task, 0, time.Now()))
+	g := guard(t, s, key, "me:1")
+	_, held, end := s.Release(key, "me:1")
+	require.True(t, held)
+	end(renewal.NotHeld)
+	assert.ErrorIs(t, context.Cause(g), errLost)
+	assert.Zero(t, s.Holds(key, "me:1"))
+	assert.Zero(t, s.Len())
 }
 
 func TestLeaseHoldsAreForgottenAfterTheirLease(t *testing.T) {
 	rc := redistest.NewClient(t, addr)
 	s := newScheduler(t, rc, renewal.Config{Lease: 300 * time.Millisecond, BatchSize: 100})
-	e, err := s.Hold("renew:lease:"+t.Name(), "me:1", task, 200*time.Millisecond, time.Now())
-	require.NoError(t, err)
-	g := e.Guard(context.Background())
+	key := "renew:lease:" + t.Name()
+	require.NoError(t, s.Hold(key, "me:1", task, 200*time.Millisecond, time.Now()))
+	g := guard(t, s, key, "me:1")
 	<-g.Done()
 	assert.ErrorIs(t, context.Cause(g), errLost)
 	require.Eventually(t, func() bool { return s.Len() == 0 }, 2*time.Second, 10*time.Millisecond)
@@ -185,16 +275,16 @@ func TestExpiredLeaseHoldsDoNotCount(t *testing.T) {
 	rc := redistest.NewClient(t, addr)
 	s := newScheduler(t, rc, renewal.Config{Lease: 30 * time.Second, BatchSize: 100})
 	key := "renew:expired:" + t.Name()
-	old, err := s.Hold(key, "me:1", task, 50*time.Millisecond, time.Now())
-	require.NoError(t, err)
-	g := old.Guard(context.Background())
+	require.NoError(t, s.Hold(key, "me:1", task, 50*time.Millisecond, time.Now()))
+	old := renewal.LookupEntry(s, key, "me:1")
+	g := guard(t, s, key, "me:1")
 	time.Sleep(60 * time.Millisecond)
-	assert.Zero(t, old.Holds(), "the lease ran out")
+	assert.Zero(t, s.Holds(key, "me:1"), "the lease ran out")
 
-	e, err := s.Hold(key, "me:1", task, time.Second, time.Now())
-	require.NoError(t, err)
+	require.NoError(t, s.Hold(key, "me:1", task, time.Second, time.Now()))
+	e := renewal.LookupEntry(s, key, "me:1")
 	assert.NotSame(t, old, e, "a new acquisition after the lease starts a new entry")
-	assert.Equal(t, 1, e.Holds())
+	assert.Equal(t, 1, s.Holds(key, "me:1"))
 	<-g.Done()
 	assert.ErrorIs(t, context.Cause(g), errLost)
 }
@@ -205,8 +295,7 @@ func TestFallsBackToEvalAfterScriptFlush(t *testing.T) {
 	s := newScheduler(t, rc, renewal.Config{Lease: lease, BatchSize: 100})
 	key := "renew:flush:" + t.Name()
 	hold(t, rc, key, "me:1", lease)
-	_, err := s.Hold(key, "me:1", task, 0, time.Now())
-	require.NoError(t, err)
+	require.NoError(t, s.Hold(key, "me:1", task, 0, time.Now()))
 	for range 4 {
 		require.NoError(t, rc.Do(context.Background(), rc.B().ScriptFlush().Build()).Error())
 		time.Sleep(lease / 2)
@@ -224,9 +313,8 @@ func TestUnreachableServerLosesHoldsAfterTheLease(t *testing.T) {
 	s := newScheduler(t, rc, renewal.Config{Lease: lease, BatchSize: 100, Observer: observer{failed: &failed}})
 	key := "renew:down:" + t.Name()
 	hold(t, rc, key, "me:1", lease)
-	e, err := s.Hold(key, "me:1", task, 0, time.Now())
-	require.NoError(t, err)
-	g := e.Guard(context.Background())
+	require.NoError(t, s.Hold(key, "me:1", task, 0, time.Now()))
+	g := guard(t, s, key, "me:1")
 
 	require.NoError(t, srv.Kill())
 	killed := time.Now()
@@ -242,13 +330,13 @@ func TestCloseEndsEntries(t *testing.T) {
 	rc := redistest.NewClient(t, addr)
 	s, err := renewal.New(rc, renewal.Config{Lease: time.Second, BatchSize: 100})
 	require.NoError(t, err)
-	e, err := s.Hold("renew:close:"+t.Name(), "me:1", task, 0, time.Now())
-	require.NoError(t, err)
-	g := e.Guard(context.Background())
+	key := "renew:close:" + t.Name()
+	require.NoError(t, s.Hold(key, "me:1", task, 0, time.Now()))
+	g := guard(t, s, key, "me:1")
 	s.Close()
 	s.Close()
 	assert.ErrorIs(t, context.Cause(g), renewal.ErrClosed)
-	_, err = s.Hold("x", "me:1", task, 0, time.Now())
+	err = s.Hold("x", "me:1", task, 0, time.Now())
 	assert.ErrorIs(t, err, renewal.ErrClosed)
 }
 
@@ -260,6 +348,14 @@ func TestNewValidates(t *testing.T) {
 	assert.Error(t, err)
 	_, err = renewal.New(rc, renewal.Config{Lease: time.Second})
 	assert.Error(t, err)
+}
+
+// guard returns the guard of owner's hold on key, which must exist.
+func guard(t *testing.T, s *renewal.Scheduler, key, owner string) context.Context {
+	t.Helper()
+	g, ok := s.Guard(context.Background(), key, owner)
+	require.True(t, ok, "no entry for %s %s", key, owner)
+	return g
 }
 
 type observer struct{ failed, lost *atomic.Int64 }
