@@ -206,7 +206,7 @@ func (e *procLossEnv) run(ctx context.Context, t *testing.T, run int) error {
 			}
 		}
 	})
-	if n := cS.Renewal().Len(); n != 0 {
+	if n := cS.Stats().Holds; n != 0 {
 		t.Errorf("run %d: %d renewal entries left after refused acquisitions", run, n)
 	}
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/interlock-go/interlock/internal/runtime"
 	"math/rand/v2"
 	"sync"
 	"testing"
@@ -246,7 +247,7 @@ func (s *t08State) failedAcquire(c *interlock.Client, name, owner string, lease 
 		class = "deadline"
 	}
 	failedAt := time.Now()
-	rc := c.Redis()
+	rc := runtime.Of(c).RC
 	held := func() (bool, error) {
 		cctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		defer cancel()

@@ -167,7 +167,7 @@ func t19Storm(t *testing.T, c *interlock.Client, rc rueidis.Client, k t19Kind, n
 	// lease has expired by then, and nothing may still be renewing it.
 	time.Sleep(2 * t19Lease)
 	orphans := t19Orphans(t, rc)
-	renewals := c.Renewal().Len()
+	renewals := c.Stats().Holds
 	channels := t19ServerChannels(t, rc)
 	goroutines := t19Goroutines(baseline)
 
@@ -180,7 +180,7 @@ func t19Storm(t *testing.T, c *interlock.Client, rc rueidis.Client, k t19Kind, n
 	require.Equal(t, int64(n), cancelled.Load()+acquired.Load(), "every acquisition either failed with ctx's error or succeeded")
 	require.Empty(t, orphans, "keys left two leases after the storm:\n%s", t19Describe(t, rc, orphans))
 	require.Zero(t, renewals, "renewal entries left")
-	require.Zero(t, c.PubSub().Channels(), "hub channels left")
+	require.Zero(t, c.Stats().Channels, "hub channels left")
 	require.Zero(t, channels, "server-side pub/sub channels left")
 	require.LessOrEqual(t, goroutines, baseline+t19GoroutineSlack, "goroutines after the storm")
 }
@@ -196,7 +196,7 @@ func t19Count(m *sync.Map, msg string) {
 func t19Settle(t *testing.T, c *interlock.Client, rc rueidis.Client) {
 	t.Helper()
 	require.Eventually(t, func() bool {
-		return c.Renewal().Len() == 0 && c.PubSub().Channels() == 0 && t19ServerChannels(t, rc) == 0 && len(t19Orphans(t, rc)) == 0
+		return c.Stats().Holds == 0 && c.Stats().Channels == 0 && t19ServerChannels(t, rc) == 0 && len(t19Orphans(t, rc)) == 0
 	}, 10*time.Second, 20*time.Millisecond, "the warm-up did not leave a clean state")
 }
 

@@ -72,7 +72,7 @@ func t05Run(t *testing.T, k netKind, iters int) {
 		} else {
 			failed++
 			errs.add(err)
-			if n := e.c.Renewal().Len(); int64(n) != depth {
+			if n := e.c.Stats().Holds; int64(n) != depth {
 				renewalsLeft++
 				t.Errorf("iteration %d (depth %d): %d renewal entries after a failed Lock, want %d", i, depth, n, depth)
 			}
@@ -103,7 +103,7 @@ func t05Run(t *testing.T, k netKind, iters int) {
 			orphans++
 			t.Errorf("iteration %d: keys left after the unlocks:\n%s", i, netDump(e.direct, left))
 		}
-		if n := e.c.Renewal().Len(); n != 0 {
+		if n := e.c.Stats().Holds; n != 0 {
 			renewalsLeft++
 			t.Errorf("iteration %d: %d renewal entries after the unlocks", i, n)
 		}

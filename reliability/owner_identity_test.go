@@ -194,7 +194,7 @@ func t01Run(t *testing.T, srv *redistest.Server, rc rueidis.Client, k t01Kind, p
 		refused++
 		check(fmt.Sprintf("program %d end", p))
 	}
-	require.Equal(t, 0, c1.Renewal().Len()+c2.Renewal().Len(), "renewal entries left after every program unwound")
+	require.Equal(t, 0, c1.Stats().Holds+c2.Stats().Holds, "renewal entries left after every program unwound")
 	t.Logf("T01 %s: %d programs, %d steps, %d acquisitions, %d busy tries, %d cross-handle unlocks, %d rejected (%.0f%%), %d unique fields",
 		k.name, programs, steps, acquired, busy, cross, refused, 100*float64(refused)/float64(max(cross, 1)), len(fields))
 }

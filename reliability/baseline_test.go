@@ -14,7 +14,7 @@ import (
 // on one name, then on 100 names. Acceptance: 0 overlaps, 0 lost updates,
 // 0 errors. Throughput is logged as "T0 <kind> <n>-name: <x> cycles/s"
 // and must not fall more than 20 % below the last green run's
-// (t00_trend_test.go).
+// (baseline_trend_test.go).
 func TestT00Baseline(t *testing.T) {
 	// Cycles per kind, split evenly between the two name sets.
 	total := sized(2000, 10000)

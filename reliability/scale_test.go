@@ -95,7 +95,7 @@ func TestT18Scale(t *testing.T) {
 		t.Fatal(err)
 	}
 	acquired := time.Since(start)
-	if n := c.Renewal().Len(); n != locks {
+	if n := c.Stats().Holds; n != locks {
 		t.Errorf("Scheduler holds %d entries after %d locks", n, locks)
 	}
 
@@ -113,7 +113,7 @@ func TestT18Scale(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	held := c.Renewal().Len()
+	held := c.Stats().Holds
 
 	// Release everything.
 	start = time.Now()
@@ -121,7 +121,7 @@ func TestT18Scale(t *testing.T) {
 		t.Fatal(err)
 	}
 	released := time.Since(start)
-	entries := c.Renewal().Len()
+	entries := c.Stats().Holds
 	var afterG int
 	deadline := time.Now().Add(10 * time.Second)
 	for {

@@ -12,6 +12,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/interlock-go/interlock/internal/runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -156,7 +157,7 @@ func t06Iteration(t *testing.T, e *netEnv, k netKind, i int, tl *t06Tally) bool 
 		tl.orphans++
 		t.Errorf("iteration %d: keys left after the unlocks:\n%s", i, netDump(e.direct, left))
 	}
-	if e.c.Renewal().Lookup(name, field) != nil {
+	if runtime.Of(e.c).Renewal.Lookup(name, field) != nil {
 		t.Errorf("iteration %d: a renewal entry is left after the unlocks", i)
 	}
 	return true
