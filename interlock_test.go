@@ -2,6 +2,7 @@ package interlock_test
 
 import (
 	"context"
+	"github.com/interlock-go/interlock/internal/runtime"
 	"log/slog"
 	"strings"
 	"sync"
@@ -94,8 +95,8 @@ func TestOptionsAreValidated(t *testing.T) {
 	assert.ErrorIs(t, err, interlock.ErrInvalid)
 
 	c := newClient(t, interlock.WithWatchdogTimeout(3*time.Second), interlock.WithLogger(slog.New(slog.DiscardHandler)))
-	assert.Equal(t, 3*time.Second, c.WatchdogTimeout())
-	assert.Equal(t, time.Second, c.Renewal().Interval())
+	assert.Equal(t, 3*time.Second, runtime.Of(c).Cfg.Watchdog)
+	assert.Equal(t, time.Second, runtime.Of(c).Renewal.Interval())
 	assert.Equal(t, interlock.DefaultWatchdogTimeout, newClient(t).WatchdogTimeout())
 }
 
@@ -120,7 +121,7 @@ func TestAutoModeOnClusterIsSharded(t *testing.T) {
 	c, err := interlock.New(cl.Client(t))
 	require.NoError(t, err)
 	defer c.Close()
-	sharded, err := c.Sharded(context.Background())
+	sharded, err := runtime.Of(c).Sharded(context.Background())
 	require.NoError(t, err)
 	assert.True(t, sharded, "Redis 7 cluster: sharded pub/sub, as Redisson chooses")
 }
@@ -146,7 +147,7 @@ func TestDeleteLater(t *testing.T) {
 		k := "deletelater:" + t.Name() + ":" + string(rune('a'+i%26)) + strings.Repeat("x", i)
 		keys = append(keys, k)
 		require.NoError(t, rc.Do(ctx, rc.B().Set().Key(k).Value("1").Build()).Error())
-		c.DeleteLater(k)
+		runtime.Of(c).DeleteLater(k)
 	}
 	count := func() int64 {
 		n, err := rc.Do(ctx, rc.B().Exists().Key(keys...).Build()).AsInt64()
@@ -157,7 +158,7 @@ func TestDeleteLater(t *testing.T) {
 
 	// Keys queued just before Close are deleted by Close.
 	require.NoError(t, rc.Do(ctx, rc.B().Set().Key(keys[0]).Value("1").Build()).Error())
-	c.DeleteLater(keys[0])
+	runtime.Of(c).DeleteLater(keys[0])
 	require.NoError(t, c.Close())
 	assert.Zero(t, count())
 }

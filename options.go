@@ -5,7 +5,8 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/interlock-go/interlock/renewal"
+	"github.com/interlock-go/interlock/internal/runtime"
+	"github.com/interlock-go/interlock/pubsub"
 )
 
 // Defaults, the same as Redisson's.
@@ -34,54 +35,59 @@ const (
 	PubSubSharded
 )
 
-// Observer is told about renewal failures and lost locks. Its methods run
-// on the renewal goroutine and must return quickly.
-type Observer = renewal.Observer
+// Observer is told about renewal failures, lost locks and pub/sub
+// failures. Its methods run on the Client's background goroutines and must
+// return quickly.
+type Observer interface {
+	// RenewalFailed: a batch of n holds could not be renewed this tick;
+	// they are tried again on the next one.
+	RenewalFailed(n int, err error)
+	// LockLost is called once for each hold that is lost, after its guards
+	// were cancelled.
+	LockLost(name string, cause error)
+	// PubSubFailed: a subscription connection broke or could not be set
+	// up, a (S)SUBSCRIBE was refused, or a topology query failed. Waiters
+	// are not lost: they resubscribe, or fall back to polling.
+	PubSubFailed(err error)
+}
 
 // Option configures a Client.
 type Option func(*config)
 
+// config is the runtime's configuration, plus what validation needs.
 type config struct {
-	watchdog  time.Duration
-	batchSize int
-	pubsub    PubSubMode
-	observer  Observer
-
-	replicaAcks    int // 0: safe mode off
-	replicaTimeout time.Duration
-	replicaSet     bool
-	maxHold        time.Duration
-	clock          *wallClock // WithWallClock, WithClockSkewLimit (clock.go)
+	runtime.Config
+	replicaSet bool // WithReplicaAcks was given
 }
 
 func defaultConfig() config {
-	return config{watchdog: DefaultWatchdogTimeout, batchSize: DefaultRenewalBatchSize}
+	return config{Config: runtime.Config{Watchdog: DefaultWatchdogTimeout, BatchSize: DefaultRenewalBatchSize}}
 }
 
 func (c config) validate() error {
-	if c.watchdog < MinWatchdogTimeout {
-		return fmt.Errorf("%w: watchdog timeout %v is below the minimum %v", ErrInvalid, c.watchdog, MinWatchdogTimeout)
+	if c.Watchdog < MinWatchdogTimeout {
+		return fmt.Errorf("%w: watchdog timeout %v is below the minimum %v", ErrInvalid, c.Watchdog, MinWatchdogTimeout)
 	}
-	if c.batchSize < 1 {
-		return fmt.Errorf("%w: renewal batch size %d must be at least 1", ErrInvalid, c.batchSize)
+	if c.BatchSize < 1 {
+		return fmt.Errorf("%w: renewal batch size %d must be at least 1", ErrInvalid, c.BatchSize)
 	}
-	if c.pubsub < PubSubAuto || c.pubsub > PubSubSharded {
-		return fmt.Errorf("%w: unknown pub/sub mode %d", ErrInvalid, c.pubsub)
+	if m := PubSubMode(c.PubSub); m < PubSubAuto || m > PubSubSharded {
+		return fmt.Errorf("%w: unknown pub/sub mode %d", ErrInvalid, c.PubSub)
 	}
 	if c.replicaSet {
-		if c.replicaAcks < 1 {
-			return fmt.Errorf("%w: replica acknowledgements %d must be at least 1", ErrInvalid, c.replicaAcks)
+		if c.ReplicaAcks < 1 {
+			return fmt.Errorf("%w: replica acknowledgements %d must be at least 1", ErrInvalid, c.ReplicaAcks)
 		}
-		if c.replicaTimeout < time.Millisecond {
+		if c.ReplicaTimeout < time.Millisecond {
 			// WAIT takes whole milliseconds, and WAIT n 0 blocks forever.
-			return fmt.Errorf("%w: replica acknowledgement timeout %v must be at least 1ms", ErrInvalid, c.replicaTimeout)
+			return fmt.Errorf("%w: replica acknowledgement timeout %v must be at least 1ms", ErrInvalid, c.ReplicaTimeout)
 		}
 	}
-	if c.clock != nil && c.clock.limit < 0 {
-		return fmt.Errorf("%w: clock skew limit %v must not be negative", ErrInvalid, c.clock.limit)
+	if c.SkewLimit < 0 {
+		return fmt.Errorf("%w: clock skew limit %v must not be negative", ErrInvalid, c.SkewLimit)
 	}
-	if c.maxHold < 0 {
-		return fmt.Errorf("%w: max hold %v must not be negative", ErrInvalid, c.maxHold)
+	if c.MaxHold < 0 {
+		return fmt.Errorf("%w: max hold %v must not be negative", ErrInvalid, c.MaxHold)
 	}
 	return nil
 }
@@ -91,7 +97,7 @@ func (c config) validate() error {
 // (DefaultWatchdogTimeout); the minimum is 30ms. Use the same value as the
 // Java fleet's lockWatchdogTimeout.
 func WithWatchdogTimeout(d time.Duration) Option {
-	return func(c *config) { c.watchdog = d }
+	return func(c *config) { c.Watchdog = d }
 }
 
 // WithReplicaAcks turns on safe mode: every acquire and unlock script is
@@ -121,7 +127,7 @@ func WithWatchdogTimeout(d time.Duration) Option {
 // n must be at least 1 and timeout at least 1ms. The default is off.
 func WithReplicaAcks(n int, timeout time.Duration) Option {
 	return func(c *config) {
-		c.replicaAcks, c.replicaTimeout, c.replicaSet = n, timeout, true
+		c.ReplicaAcks, c.ReplicaTimeout, c.replicaSet = n, timeout, true
 	}
 }
 
@@ -135,25 +141,25 @@ func WithReplicaAcks(n int, timeout time.Duration) Option {
 // releases normally when it is still there. Holds with an explicit lease
 // are not affected. The default, 0, is no limit, as in Redisson.
 func WithMaxHold(d time.Duration) Option {
-	return func(c *config) { c.maxHold = d }
+	return func(c *config) { c.MaxHold = d }
 }
 
 // WithRenewalBatchSize sets the most locks one renewal script call extends.
 // The default is 100 (DefaultRenewalBatchSize).
 func WithRenewalBatchSize(n int) Option {
-	return func(c *config) { c.batchSize = n }
+	return func(c *config) { c.BatchSize = n }
 }
 
 // WithPubSubMode chooses classic or sharded pub/sub. The default is
 // PubSubAuto.
 func WithPubSubMode(m PubSubMode) Option {
-	return func(c *config) { c.pubsub = m }
+	return func(c *config) { c.PubSub = int(m) }
 }
 
 // WithObserver has o told about renewal failures and lost locks. The default
 // is to tell no one.
 func WithObserver(o Observer) Option {
-	return func(c *config) { c.observer = o }
+	return func(c *config) { c.Observer = o }
 }
 
 // WithLogger logs renewal failures (Warn) and lost locks (Error) to l. The
@@ -161,7 +167,7 @@ func WithObserver(o Observer) Option {
 func WithLogger(l *slog.Logger) Option {
 	return func(c *config) {
 		if l != nil {
-			c.observer = slogObserver{l}
+			c.Observer = slogObserver{l}
 		}
 	}
 }
@@ -174,4 +180,25 @@ func (o slogObserver) RenewalFailed(n int, err error) {
 
 func (o slogObserver) LockLost(name string, cause error) {
 	o.l.Error("interlock: lock lost", "lock", name, "cause", cause)
+}
+
+func (o slogObserver) PubSubFailed(err error) {
+	o.l.Warn("interlock: pub/sub failed; waiters resubscribe or poll", "err", err)
+}
+
+// WithClockSkewLimit turns on the fair lock's skew guard: before a fair
+// lock queues a waiter, the Client compares its clock with the server's
+// TIME (at most once a minute), and beyond limit Lock and TryLock refuse to
+// queue with an error wrapping ErrClockSkew (see the fairlock package). A
+// quarter of the fair lock's wait timeout is a sensible limit. The default,
+// 0, is no check, as in Redisson.
+func WithClockSkewLimit(limit time.Duration) Option {
+	return func(c *config) { c.SkewLimit = limit }
+}
+
+// WithPubSub passes options to the Client's pub/sub Hub (see package
+// pubsub), such as its reconnect backoff. Errors it reports reach the
+// Observer and the logger as well.
+func WithPubSub(opts ...pubsub.Option) Option {
+	return func(c *config) { c.PubSubOptions = append(c.PubSubOptions, opts...) }
 }

@@ -3,7 +3,6 @@ package interlock
 import (
 	"context"
 	"fmt"
-	"strconv"
 	"sync/atomic"
 
 	"github.com/interlock-go/interlock/internal/goid"
@@ -47,14 +46,4 @@ func OwnerID(ctx context.Context) (int64, error) {
 		return id, nil
 	}
 	return goid.ID()
-}
-
-// Owner returns the owner string for ctx, "<client id>:<owner id>", the
-// hash field Redisson writes for a holder.
-func (c *Client) Owner(ctx context.Context) (string, error) {
-	id, err := OwnerID(ctx)
-	if err != nil {
-		return "", err
-	}
-	return c.id + ":" + strconv.FormatInt(id, 10), nil
 }

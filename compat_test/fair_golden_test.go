@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha1"
 	"encoding/hex"
+	"github.com/interlock-go/interlock/internal/runtime"
 	"regexp"
 	"slices"
 	"strconv"
@@ -294,7 +295,7 @@ func runFairGolden(t *testing.T, env fairEnv, N, Q, Z, ch, latchPrefix, uniq str
 	a := newLockClient(t, log)
 	b := newLockClient(t, log)
 	t.Cleanup(gate.release)
-	pub, err := a.PublishCommand(ctx)
+	pub, err := runtime.Of(a).PublishCommand(ctx)
 	require.NoError(t, err)
 	require.Equal(t, map[bool]string{false: "PUBLISH", true: "SPUBLISH"}[env.sharded], pub)
 

@@ -2,6 +2,7 @@ package compat_test
 
 import (
 	"context"
+	"github.com/interlock-go/interlock/internal/runtime"
 	"regexp"
 	"strings"
 	"testing"
@@ -49,7 +50,7 @@ func runFencedGolden(t *testing.T, env goldenEnv, n lockNames) {
 	a := newLockClient(t, gate)
 	b := newLockClient(t, gate)
 	t.Cleanup(gate.release) // runs before the Clients close
-	pub, err := a.PublishCommand(ctx)
+	pub, err := runtime.Of(a).PublishCommand(ctx)
 	require.NoError(t, err)
 	require.Equal(t, map[bool]string{false: "PUBLISH", true: "SPUBLISH"}[env.sharded], pub)
 

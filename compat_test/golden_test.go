@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha1"
 	"encoding/hex"
+	"github.com/interlock-go/interlock/internal/runtime"
 	"regexp"
 	"strconv"
 	"strings"
@@ -393,10 +394,10 @@ func runGolden(t *testing.T, env goldenEnv, n lockNames) {
 	b := newLockClient(t, gate)
 	t.Cleanup(gate.release) // runs before the Clients close
 
-	sharded, err := a.Sharded(ctx)
+	sharded, err := runtime.Of(a).Sharded(ctx)
 	require.NoError(t, err)
 	require.Equal(t, env.sharded, sharded, "Sharded() with PubSubAuto")
-	pub, err := a.PublishCommand(ctx)
+	pub, err := runtime.Of(a).PublishCommand(ctx)
 	require.NoError(t, err)
 	wantPub := map[bool]string{false: "PUBLISH", true: "SPUBLISH"}[env.sharded]
 	require.Equal(t, wantPub, pub)

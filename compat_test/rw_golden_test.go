@@ -1,6 +1,7 @@
 package compat_test
 
 import (
+	"github.com/interlock-go/interlock/internal/runtime"
 	"regexp"
 	"strconv"
 	"strings"
@@ -232,7 +233,7 @@ func runRWGolden(t *testing.T, env rwEnv, n rwNames) {
 	a := newLockClient(t, gate)
 	b := newLockClient(t, gate)
 	t.Cleanup(gate.release) // runs before the Clients close
-	pub, err := a.PublishCommand(ctx)
+	pub, err := runtime.Of(a).PublishCommand(ctx)
 	require.NoError(t, err)
 	require.Equal(t, map[bool]string{false: "PUBLISH", true: "SPUBLISH"}[env.sharded], pub)
 
@@ -585,7 +586,7 @@ func runRWGolden(t *testing.T, env rwEnv, n rwNames) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	assert.Zero(t, a.Renewal().Len()+b.Renewal().Len(), "renewal entries left")
+	assert.Zero(t, a.Stats().Holds+b.Stats().Holds, "renewal entries left")
 }
 
 // TestGoldenRWStandalone runs §15.4/§15.5 on a standalone server (classic

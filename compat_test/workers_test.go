@@ -139,7 +139,7 @@ func exclusionWorker(rc rueidis.Client, stdin *bufio.Reader, names []string, gor
 	if err := errors.Join(errs...); err != nil {
 		return err
 	}
-	fmt.Printf("done %d %d\n", acquired.Load(), c.PubSub().Channels())
+	fmt.Printf("done %d %d\n", acquired.Load(), c.Stats().Channels)
 	return expectLine(stdin, "exit")
 }
 

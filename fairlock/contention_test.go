@@ -1,6 +1,7 @@
 package fairlock_test
 
 import (
+	"github.com/interlock-go/interlock/internal/runtime"
 	"math/rand/v2"
 	"strconv"
 	"sync"
@@ -53,7 +54,7 @@ func TestNoLeaksUnderContention(t *testing.T) {
 				if inside[i].Add(1) != 1 {
 					violations.Add(1)
 				}
-				if n := int64(c.PubSub().Channels()); n > maxChannels.Load() {
+				if n := int64(c.Stats().Channels); n > maxChannels.Load() {
 					maxChannels.Store(n)
 				}
 				if rnd.IntN(4) == 0 {
@@ -73,7 +74,7 @@ func TestNoLeaksUnderContention(t *testing.T) {
 	assert.Zero(t, violations.Load(), "two owners inside one lock")
 	assert.LessOrEqual(t, maxChannels.Load(), int64(goroutines-1), "one channel per waiting owner")
 	nothingLeft(t, c, rc, lockName(t))
-	assert.Zero(t, c.Renewal().Len())
+	assert.Zero(t, c.Stats().Holds)
 }
 
 // TestCluster runs the fair lock on a three-master cluster with sharded
@@ -93,7 +94,7 @@ func TestCluster(t *testing.T) {
 			rc := cl.Client(t)
 			node := cl.NodeForKey(name).Client(t)
 			c := wrap(t, rc)
-			sharded, err := c.Sharded(ctx)
+			sharded, err := runtime.Of(c).Sharded(ctx)
 			require.NoError(t, err)
 			require.True(t, sharded, "PubSubAuto on a Redis 7 cluster")
 

@@ -46,7 +46,7 @@ func TestLockUnlockLeavesNothing(t *testing.T) {
 	require.NoError(t, err)
 	assert.False(t, locked)
 	nothingLeft(t, c, rc, m.Name())
-	assert.Zero(t, c.Renewal().Len())
+	assert.Zero(t, c.Stats().Holds)
 	assert.ErrorIs(t, m.Unlock(ctx), fairlock.ErrNotHeld)
 	ttl, err = m.TTL(ctx)
 	require.NoError(t, err)
@@ -204,7 +204,7 @@ func TestFIFOAcrossLeaseExpiry(t *testing.T) {
 	assert.Equal(t, []int{0, 1, 2, 3, 4, 5, 6, 7}, order)
 	assert.Less(t, took, 11*time.Second)
 	assert.Empty(t, queue(t, rc, name))
-	assert.Zero(t, c.PubSub().Channels())
+	assert.Zero(t, c.Stats().Channels)
 }
 
 // TestQueueArithmetic is Redisson's testAcquireFailedTimeoutDrift_Descrete
@@ -517,7 +517,7 @@ func TestForceUnlockWakesHeadAndLosesHolds(t *testing.T) {
 		acquired <- time.Now()
 	}()
 	waitQueued(t, rc, m.Name(), 1)
-	eventually(t, 2*time.Second, func() bool { return c.PubSub().Channels() == 1 }, "waiter not subscribed")
+	eventually(t, 2*time.Second, func() bool { return c.Stats().Channels == 1 }, "waiter not subscribed")
 	forced := time.Now()
 	ok, err := fairlock.New(c, m.Name()).ForceUnlock(ctx)
 	require.NoError(t, err)
@@ -720,7 +720,7 @@ func TestClosedClient(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { done <- m.Lock(ctx) }()
 	waitQueued(t, rc, m.Name(), 1)
-	eventually(t, 2*time.Second, func() bool { return c.PubSub().Channels() == 1 }, "waiter not subscribed")
+	eventually(t, 2*time.Second, func() bool { return c.Stats().Channels == 1 }, "waiter not subscribed")
 	require.NoError(t, c.Close())
 	select {
 	case err := <-done:

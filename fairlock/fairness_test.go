@@ -126,7 +126,7 @@ func fairnessWorker() error {
 	if err := errors.Join(errs...); err != nil {
 		return err
 	}
-	fmt.Printf("done %d %d %d\n", acquired.Load(), violations.Load(), c.PubSub().Channels())
+	fmt.Printf("done %d %d %d\n", acquired.Load(), violations.Load(), c.Stats().Channels)
 	return expectLine(stdin, "exit")
 }
 

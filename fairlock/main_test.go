@@ -118,7 +118,7 @@ func nothingLeft(t *testing.T, c *interlock.Client, rc rueidis.Client, name stri
 	t.Helper()
 	eventually(t, 3*time.Second, func() bool {
 		chans, err := rc.Do(context.Background(), rc.B().PubsubChannels().Pattern("*"+name+"*").Build()).AsStrSlice()
-		return err == nil && len(chans) == 0 && c.PubSub().Channels() == 0 && len(leftOver(t, rc, name)) == 0
+		return err == nil && len(chans) == 0 && c.Stats().Channels == 0 && len(leftOver(t, rc, name)) == 0
 	}, "keys or subscriptions left behind")
 }
 

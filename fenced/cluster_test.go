@@ -2,6 +2,7 @@ package fenced_test
 
 import (
 	"context"
+	"github.com/interlock-go/interlock/internal/runtime"
 	"strconv"
 	"sync/atomic"
 	"testing"
@@ -33,7 +34,7 @@ func TestCluster(t *testing.T) {
 	require.Equal(t, rueidis.ClientModeCluster, counting.Mode())
 	a, b := wrap(t, counting), wrap(t, counting)
 	ctx := testCtx(t)
-	sharded, err := a.Sharded(ctx)
+	sharded, err := runtime.Of(a).Sharded(ctx)
 	require.NoError(t, err)
 	require.True(t, sharded, "PubSubAuto on a Redis 7 cluster")
 
@@ -73,7 +74,7 @@ func TestCluster(t *testing.T) {
 				tok, err := mb.LockToken(ctxB)
 				got <- result{tok, err, time.Now()}
 			}()
-			eventually(t, 5*time.Second, func() bool { return b.PubSub().Channels() == 1 }, "waiter not subscribed")
+			eventually(t, 5*time.Second, func() bool { return b.Stats().Channels == 1 }, "waiter not subscribed")
 			time.Sleep(20 * time.Millisecond)
 			require.NoError(t, ma.Unlock(ctxA))
 			require.NoError(t, ma.Unlock(ctxA))

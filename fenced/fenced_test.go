@@ -276,7 +276,7 @@ func TestWaiterIsWokenAndGetsANewerToken(t *testing.T) {
 	assert.Less(t, time.Since(start), 5*time.Second, "woken by the release message, not by the 30s TTL")
 	assert.Greater(t, second, first)
 	require.NoError(t, m.Unlock(ctx))
-	eventually(t, 2*time.Second, func() bool { return c.PubSub().Channels() == 0 }, "subscriptions left behind")
+	eventually(t, 2*time.Second, func() bool { return c.Stats().Channels == 0 }, "subscriptions left behind")
 }
 
 func TestCancelWhileWaiting(t *testing.T) {
@@ -371,7 +371,7 @@ func TestForeignState(t *testing.T) {
 		locked, err := m.IsLocked(ctx)
 		require.NoError(t, err)
 		assert.False(t, locked)
-		assert.Zero(t, c.Renewal().Len())
+		assert.Zero(t, c.Stats().Holds)
 	}
 
 	// A counter overwritten with a negative number: the token would be

@@ -50,7 +50,7 @@ func TestSafeMode(t *testing.T) {
 	assert.GreaterOrEqual(t, took, ackTimeout)
 	assert.Less(t, took, ackTimeout+time.Second, "Lock must fail, not retry")
 	assert.False(t, exists(), "key left on the master")
-	assert.Zero(t, c.Renewal().Len(), "renewal entry left")
+	assert.Zero(t, c.Stats().Holds, "renewal entry left")
 	ok, err := m.TryLock(ctx, 0, time.Minute)
 	require.ErrorIs(t, err, interlock.ErrReplication)
 	assert.False(t, ok)
@@ -70,7 +70,7 @@ func TestSafeMode(t *testing.T) {
 	require.ErrorIs(t, err, interlock.ErrReplication)
 	assert.NotErrorIs(t, err, fenced.ErrNotHeld)
 	assert.False(t, exists())
-	assert.Zero(t, c.Renewal().Len())
+	assert.Zero(t, c.Stats().Holds)
 	assert.ErrorIs(t, m.Unlock(ctx), fenced.ErrNotHeld)
 }
 

@@ -2,6 +2,7 @@ package rlock_test
 
 import (
 	"context"
+	"github.com/interlock-go/interlock/internal/runtime"
 	"slices"
 	"strconv"
 	"sync"
@@ -60,7 +61,7 @@ func benchName(b *testing.B) string { return "rlock-bench:" + b.Name() }
 func BenchmarkUncontended(b *testing.B) {
 	c, _ := benchClient(b)
 	ctx := context.Background()
-	rc := c.Redis()
+	rc := runtime.Of(c).RC
 	m := rlock.New(c, benchName(b))
 	var pairs, pings []time.Duration
 	for b.Loop() {
@@ -93,7 +94,7 @@ func BenchmarkDistinctKeys64(b *testing.B) {
 	const workers, rounds = 64, 5
 	c, _ := benchClient(b)
 	ctx := context.Background()
-	rc := c.Redis()
+	rc := runtime.Of(c).RC
 	locks := make([]*rlock.Mutex, workers)
 	for i := range locks {
 		locks[i] = rlock.New(c, benchName(b)+":"+strconv.Itoa(i))

@@ -48,7 +48,7 @@ func TestLockUnlockLeavesNothing(t *testing.T) {
 		keys, err := rc.Do(ctx, rc.B().Keys().Pattern("*"+m.Name()+"*").Build()).AsStrSlice()
 		return err == nil && len(keys) == 0
 	}, "keys left behind after unlock")
-	assert.Zero(t, c.Renewal().Len())
+	assert.Zero(t, c.Stats().Holds)
 	assert.ErrorIs(t, m.Unlock(ctx), rlock.ErrNotHeld)
 }
 
@@ -258,7 +258,7 @@ func TestCancelWhileWaitingLeavesNothing(t *testing.T) {
 	require.NoError(t, m.Unlock(holder))
 	eventually(t, 2*time.Second, func() bool {
 		chans, err := rc.Do(ctx, rc.B().PubsubChannels().Pattern("*"+m.Name()+"*").Build()).AsStrSlice()
-		return err == nil && len(chans) == 0 && c.PubSub().Channels() == 0
+		return err == nil && len(chans) == 0 && c.Stats().Channels == 0
 	}, "subscriptions left behind")
 	keys, err := rc.Do(ctx, rc.B().Keys().Pattern("*"+m.Name()+"*").Build()).AsStrSlice()
 	require.NoError(t, err)
@@ -281,7 +281,7 @@ func TestForceUnlockWakesWaitersAndLosesHolds(t *testing.T) {
 		assert.NoError(t, m.Lock(ctx))
 		acquired <- time.Now()
 	}()
-	eventually(t, 2*time.Second, func() bool { return c.PubSub().Channels() == 1 }, "waiter not subscribed")
+	eventually(t, 2*time.Second, func() bool { return c.Stats().Channels == 1 }, "waiter not subscribed")
 	forced := time.Now()
 	ok, err := rlock.New(c, m.Name()).ForceUnlock(ctx)
 	require.NoError(t, err)
@@ -438,7 +438,7 @@ func TestCloseWakesWaiters(t *testing.T) {
 
 	done := make(chan error, 1)
 	go func() { done <- m.Lock(ctx) }()
-	eventually(t, 2*time.Second, func() bool { return c.PubSub().Channels() == 1 }, "waiter not subscribed")
+	eventually(t, 2*time.Second, func() bool { return c.Stats().Channels == 1 }, "waiter not subscribed")
 	time.Sleep(50 * time.Millisecond)
 	require.NoError(t, c.Close())
 	select {

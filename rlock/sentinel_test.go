@@ -73,7 +73,7 @@ func TestSentinelClient(t *testing.T) {
 	channel := keys.LockChannel(m.Name())
 	eventually(t, 5*time.Second, func() bool {
 		n, err := mc.Do(ctx, mc.B().PubsubNumsub().Channel(channel).Build()).AsIntMap()
-		return err == nil && n[channel] == 1 && c.PubSub().Channels() == 1
+		return err == nil && n[channel] == 1 && c.Stats().Channels == 1
 	}, "the waiter's subscription did not reach the master")
 	time.Sleep(50 * time.Millisecond) // let the waiter park after its second try
 	unlocked := time.Now()
@@ -102,9 +102,9 @@ func TestSentinelClient(t *testing.T) {
 	}, "keys left behind after unlock")
 	eventually(t, 2*time.Second, func() bool {
 		chans, err := mc.Do(ctx, mc.B().PubsubChannels().Pattern("*"+m.Name()+"*").Build()).AsStrSlice()
-		return err == nil && len(chans) == 0 && c.PubSub().Channels() == 0
+		return err == nil && len(chans) == 0 && c.Stats().Channels == 0
 	}, "subscriptions left behind")
-	assert.Zero(t, c.Renewal().Len())
+	assert.Zero(t, c.Stats().Holds)
 	locked, err := m.IsLocked(ctx)
 	require.NoError(t, err)
 	assert.False(t, locked)

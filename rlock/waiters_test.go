@@ -70,7 +70,7 @@ func TestWaitersShareSubscriptions(t *testing.T) {
 		}
 		return true
 	}, "every channel should have exactly one subscription")
-	assert.Equal(t, locks, c.PubSub().Channels())
+	assert.Equal(t, locks, c.Stats().Channels)
 	time.Sleep(200 * time.Millisecond) // let every waiter park
 
 	start := make([]time.Time, locks)
@@ -97,6 +97,6 @@ func TestWaitersShareSubscriptions(t *testing.T) {
 
 	eventually(t, 2*time.Second, func() bool {
 		chans, err := rc.Do(ctx, rc.B().PubsubChannels().Pattern("*"+lockName(t)+"*").Build()).AsStrSlice()
-		return err == nil && len(chans) == 0 && c.PubSub().Channels() == 0
+		return err == nil && len(chans) == 0 && c.Stats().Channels == 0
 	}, "subscriptions left behind")
 }

@@ -2,6 +2,7 @@ package rwlock_test
 
 import (
 	"context"
+	"github.com/interlock-go/interlock/internal/runtime"
 	"slices"
 	"strconv"
 	"sync"
@@ -113,7 +114,7 @@ func BenchmarkRead64(b *testing.B) {
 		b.ReportMetric(float64(cnt.n.Load()-sent)/float64(b.N), "cmds/pair")
 	})
 	b.Run("floor=2xPING", func(b *testing.B) {
-		rc := c.Redis()
+		rc := runtime.Of(c).RC
 		parallel(b, workers, func(int) error {
 			if err := rc.Do(ctx, rc.B().Ping().Build()).Error(); err != nil {
 				return err

@@ -1,6 +1,7 @@
 package rwlock_test
 
 import (
+	"github.com/interlock-go/interlock/internal/runtime"
 	"testing"
 	"time"
 
@@ -30,7 +31,7 @@ func TestCluster(t *testing.T) {
 	require.Equal(t, rueidis.ClientModeCluster, rc.Mode())
 	c := wrap(t, rc, interlock.WithWatchdogTimeout(watchdog))
 	ctx := testCtx(t)
-	sharded, err := c.Sharded(ctx)
+	sharded, err := runtime.Of(c).Sharded(ctx)
 	require.NoError(t, err)
 	require.True(t, sharded, "Redisson's default on a Redis 7 cluster is sharded pub/sub")
 
@@ -65,7 +66,7 @@ func TestCluster(t *testing.T) {
 			assert.NoError(t, rw.Read().Lock(b))
 			woke <- time.Now()
 		}()
-		eventually(t, 5*time.Second, func() bool { return c.PubSub().Channels() == 1 }, "reader not waiting")
+		eventually(t, 5*time.Second, func() bool { return c.Stats().Channels == 1 }, "reader not waiting")
 		time.Sleep(50 * time.Millisecond)
 		released := time.Now()
 		require.NoError(t, rw.Write().Unlock(a))
@@ -79,7 +80,7 @@ func TestCluster(t *testing.T) {
 			assert.NoError(t, rw.Write().Lock(a))
 			woke <- time.Now()
 		}()
-		eventually(t, 5*time.Second, func() bool { return c.PubSub().Channels() == 1 }, "writer not waiting")
+		eventually(t, 5*time.Second, func() bool { return c.Stats().Channels == 1 }, "writer not waiting")
 		time.Sleep(50 * time.Millisecond)
 		released = time.Now()
 		require.NoError(t, rw.Read().Unlock(b))
@@ -136,5 +137,5 @@ func TestCluster(t *testing.T) {
 		}
 		return true
 	}, "keys left behind")
-	assert.Zero(t, c.Renewal().Len())
+	assert.Zero(t, c.Stats().Holds)
 }

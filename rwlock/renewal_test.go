@@ -70,7 +70,7 @@ func TestWatchdogKeepsReadAndWriteHolds(t *testing.T) {
 	require.NoError(t, x.Read().Unlock(a))
 	require.NoError(t, y.Read().Unlock(b))
 	eventually(t, 2*time.Second, func() bool { return len(keysLike(t, rc, lockName(t))) == 0 }, "keys left behind")
-	assert.Zero(t, c.Renewal().Len())
+	assert.Zero(t, c.Stats().Holds)
 }
 
 // TestDeletedLockLosesGuards: deleting the hash by hand ends every guard of
@@ -103,7 +103,7 @@ func TestDeletedLockLosesGuards(t *testing.T) {
 	assert.Less(t, took, watchdog/3+400*time.Millisecond)
 	assert.ErrorIs(t, x.Write().Unlock(a), rwlock.ErrNotHeld)
 	assert.ErrorIs(t, y.Read().Unlock(b), rwlock.ErrNotHeld)
-	assert.Zero(t, c.Renewal().Len())
+	assert.Zero(t, c.Stats().Holds)
 }
 
 // TestRenewalSparesOtherClientsReaders is Redisson's zombie-reader test: a

@@ -38,7 +38,7 @@ func TestReadLockUnlockLeavesNothing(t *testing.T) {
 	require.NoError(t, r.Unlock(ctx))
 	assert.False(t, must[bool](t)(r.IsLocked(ctx)))
 	eventually(t, 2*time.Second, func() bool { return len(keysLike(t, rc, rw.Name())) == 0 }, "keys left behind after unlock")
-	assert.Zero(t, c.Renewal().Len())
+	assert.Zero(t, c.Stats().Holds)
 	assert.ErrorIs(t, r.Unlock(ctx), rwlock.ErrNotHeld)
 	assert.Zero(t, must[time.Duration](t)(r.TTL(ctx)))
 }
@@ -61,7 +61,7 @@ func TestWriteLockUnlockLeavesNothing(t *testing.T) {
 	require.NoError(t, w.Unlock(ctx))
 	assert.False(t, must[bool](t)(w.IsLocked(ctx)))
 	eventually(t, 2*time.Second, func() bool { return len(keysLike(t, rc, rw.Name())) == 0 }, "keys left behind after unlock")
-	assert.Zero(t, c.Renewal().Len())
+	assert.Zero(t, c.Stats().Holds)
 	assert.ErrorIs(t, w.Unlock(ctx), rwlock.ErrNotHeld)
 }
 
@@ -117,7 +117,7 @@ func TestDowngrade(t *testing.T) {
 		assert.NoError(t, rw.Read().Lock(b))
 		acquired <- time.Now()
 	}()
-	eventually(t, 2*time.Second, func() bool { return c.PubSub().Channels() == 1 }, "reader not waiting")
+	eventually(t, 2*time.Second, func() bool { return c.Stats().Channels == 1 }, "reader not waiting")
 	time.Sleep(50 * time.Millisecond)
 
 	require.NoError(t, rw.Read().Lock(a))
@@ -163,7 +163,10 @@ func TestUpgradeRefusedAtOnce(t *testing.T) {
 	start := time.Now()
 	err := rw.Write().Lock(context.Background()) // no deadline: must not hang
 	assert.ErrorIs(t, err, rwlock.ErrUpgrade)
-	assert.EqualError(t, err, "rwlock: cannot upgrade a read lock to a write lock: "+rw.Name())
+	assert.EqualError(t, err, "rwlock: acquire "+rw.Name()+": rwlock: cannot upgrade a read lock to a write lock")
+	var opErr *interlock.Error
+	require.ErrorAs(t, err, &opErr)
+	assert.Equal(t, interlock.Error{Kind: "rwlock", Op: "acquire", Name: rw.Name(), Err: rwlock.ErrUpgrade}, *opErr)
 	assert.ErrorIs(t, rw.Write().LockLease(ctx, time.Second), rwlock.ErrUpgrade)
 	ok, err := rw.Write().TryLock(ctx, 10*time.Second, 0)
 	assert.False(t, ok)
@@ -203,7 +206,7 @@ func TestUpgradeWhileWaiting(t *testing.T) {
 
 	done := make(chan error, 1)
 	go func() { done <- rw.Write().Lock(x) }()
-	eventually(t, 2*time.Second, func() bool { return c.PubSub().Channels() == 1 }, "writer not waiting")
+	eventually(t, 2*time.Second, func() bool { return c.Stats().Channels == 1 }, "writer not waiting")
 	time.Sleep(100 * time.Millisecond)    // let it park, bound by the reader's 30s TTL
 	require.NoError(t, rw.Read().Lock(x)) // read mode: it gets in
 	require.NoError(t, rw.Read().Unlock(y))
@@ -229,7 +232,7 @@ func TestWriterWaitsForLastReader(t *testing.T) {
 		assert.NoError(t, rw.Write().Lock(w))
 		acquired <- time.Now()
 	}()
-	eventually(t, 2*time.Second, func() bool { return c.PubSub().Channels() == 1 }, "writer not waiting")
+	eventually(t, 2*time.Second, func() bool { return c.Stats().Channels == 1 }, "writer not waiting")
 	require.NoError(t, rw.Read().Unlock(r2))
 	select {
 	case <-acquired:
@@ -330,7 +333,7 @@ func TestIsLockedAndForceUnlockAreModeSpecific(t *testing.T) {
 	assert.True(t, must[bool](t)(w.ForceUnlock(ctx)))
 	assert.ErrorIs(t, context.Cause(guard), rwlock.ErrLockLost)
 	assert.False(t, must[bool](t)(rwlock.New(c, rw.Name()).Write().IsLocked(ctx)))
-	assert.Zero(t, c.Renewal().Len())
+	assert.Zero(t, c.Stats().Holds)
 }
 
 func TestHoldCounts(t *testing.T) {
@@ -453,10 +456,10 @@ func TestCancelWhileWaitingLeavesNothing(t *testing.T) {
 	require.NoError(t, rw.Write().Unlock(holder))
 	eventually(t, 2*time.Second, func() bool {
 		chans, err := rc.Do(ctx, rc.B().PubsubChannels().Pattern("*"+rw.Name()+"*").Build()).AsStrSlice()
-		return err == nil && len(chans) == 0 && c.PubSub().Channels() == 0
+		return err == nil && len(chans) == 0 && c.Stats().Channels == 0
 	}, "subscriptions left behind")
 	eventually(t, 2*time.Second, func() bool { return len(keysLike(t, rc, rw.Name())) == 0 }, "keys left behind")
-	assert.Zero(t, c.Renewal().Len())
+	assert.Zero(t, c.Stats().Holds)
 }
 
 func TestBadInputSendsNothing(t *testing.T) {
@@ -605,7 +608,7 @@ func TestCloseWakesWaiters(t *testing.T) {
 	done := make(chan error, 2)
 	go func() { done <- rw.Read().Lock(ctx) }()
 	go func() { done <- rw.Write().Lock(owner(ctx)) }()
-	eventually(t, 2*time.Second, func() bool { return c.PubSub().Channels() == 1 }, "waiters not subscribed")
+	eventually(t, 2*time.Second, func() bool { return c.Stats().Channels == 1 }, "waiters not subscribed")
 	time.Sleep(50 * time.Millisecond)
 	require.NoError(t, c.Close())
 	for range 2 {

@@ -61,7 +61,7 @@ func TestWriteUnlockWakesAllReaders(t *testing.T) {
 				})
 			}
 			for _, c := range cs {
-				eventually(t, 5*time.Second, func() bool { return c.PubSub().Channels() == 1 }, "readers not waiting")
+				eventually(t, 5*time.Second, func() bool { return c.Stats().Channels == 1 }, "readers not waiting")
 			}
 			time.Sleep(300 * time.Millisecond) // let every reader park
 			require.Empty(t, entered, "a reader got in while the writer held the lock")
@@ -170,10 +170,10 @@ func TestContendedCyclesLeaveNothing(t *testing.T) {
 	channel := keys.Prefix("redisson_rwlock", name)
 	eventually(t, 5*time.Second, func() bool {
 		chans, err := rc.Do(ctx, rc.B().PubsubChannels().Pattern(channel).Build()).AsStrSlice()
-		return err == nil && len(chans) == 0 && c1.PubSub().Channels() == 0 && c2.PubSub().Channels() == 0
+		return err == nil && len(chans) == 0 && c1.Stats().Channels == 0 && c2.Stats().Channels == 0
 	}, "subscriptions left behind")
 	eventually(t, 2*time.Second, func() bool { return len(keysLike(t, rc, name)) == 0 }, "keys left behind")
-	assert.Zero(t, c1.Renewal().Len()+c2.Renewal().Len(), "renewal entries left behind")
+	assert.Zero(t, c1.Stats().Holds+c2.Stats().Holds, "renewal entries left behind")
 }
 
 // TestReaderJoinsReadModeAtOnce: a writer of this Client is parked,
@@ -189,7 +189,7 @@ func TestReaderJoinsReadModeAtOnce(t *testing.T) {
 	writer := make(chan error, 1)
 	w := owner(ctx)
 	go func() { writer <- rw.Write().Lock(w) }()
-	eventually(t, 2*time.Second, func() bool { return c.PubSub().Channels() == 1 }, "writer not waiting")
+	eventually(t, 2*time.Second, func() bool { return c.Stats().Channels == 1 }, "writer not waiting")
 	time.Sleep(50 * time.Millisecond)
 
 	second := owner(ctx)
@@ -232,7 +232,7 @@ func TestWritersQueueLocally(t *testing.T) {
 			assert.NoError(t, rw.Write().Unlock(me))
 		})
 		// Let each writer try, subscribe or join, and park before the next.
-		eventually(t, 2*time.Second, func() bool { return c.PubSub().Channels() == 1 }, "writer not waiting")
+		eventually(t, 2*time.Second, func() bool { return c.Stats().Channels == 1 }, "writer not waiting")
 		time.Sleep(100 * time.Millisecond)
 	}
 	start := time.Now()

@@ -1,4 +1,4 @@
-package interlock
+package runtime
 
 import (
 	"context"

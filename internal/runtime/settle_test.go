@@ -1,4 +1,4 @@
-package interlock_test
+package runtime_test
 
 import (
 	"context"

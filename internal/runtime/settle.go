@@ -1,4 +1,4 @@
-package interlock
+package runtime
 
 import (
 	"context"
@@ -22,6 +22,8 @@ type settler struct {
 	n       atomic.Int64 // len(pending), read without mu on every attempt
 	stopped bool         // under mu: steps added now run at once
 	wake    chan struct{}
+
+	errClosed error // returned by wait once the settler has stopped
 
 	cancel context.CancelFunc
 	done   chan struct{}
@@ -55,9 +57,9 @@ const (
 	settleMaxDelay = time.Second
 )
 
-func newSettler() *settler {
+func newSettler(errClosed error) *settler {
 	ctx, cancel := context.WithCancel(context.Background())
-	s := &settler{pending: map[settleKey]*settleEntry{}, wake: make(chan struct{}, 1), cancel: cancel, done: make(chan struct{})}
+	s := &settler{pending: map[settleKey]*settleEntry{}, wake: make(chan struct{}, 1), errClosed: errClosed, cancel: cancel, done: make(chan struct{})}
 	go s.run(ctx)
 	return s
 }
@@ -125,7 +127,7 @@ func (s *settler) wait(ctx context.Context, key, owner string, untilFail bool) e
 	case <-fail:
 		return errCleanupFailed
 	case <-s.done:
-		return ErrClosed
+		return s.errClosed
 	case <-ctx.Done():
 		return context.Cause(ctx)
 	}
@@ -254,24 +256,23 @@ func (s *settler) runQueue(ctx context.Context, k settleKey) {
 	}
 }
 
-// Cleanup runs a clean-up step for owner's hold on the lock key. It is
-// for lock kinds: a step an acquisition could not finish before its
-// caller's context ended (taking back a hold whose reply was lost, leaving
-// a fair queue). The Client's clean-up goroutine retries it, with backoff,
+// Cleanup runs a clean-up step for owner's hold on the lock key: a step an
+// acquisition could not finish before its caller's context ended (taking
+// back a hold whose reply was lost, leaving a fair queue). The clean-up goroutine retries it, with backoff,
 // until it returns nil or until passes (by then the server has expired
 // what the step would remove). Steps for one key and owner run in order.
 //
 // Once the Client is closing, a step gets one bounded try at once, and
 // the steps still queued get one each before Close returns.
-func (c *Client) Cleanup(key, owner string, until time.Time, step func(ctx context.Context) error) {
-	c.settle.add(key, owner, until, step)
+func (r *Runtime) Cleanup(key, owner string, until time.Time, step func(ctx context.Context) error) {
+	r.settle.add(key, owner, until, step)
 }
 
 // Settle waits until no clean-up step is pending for owner on the lock
-// key, or until ctx ends. Lock kinds call it before an attempt, so that an
+// key, or until ctx ends. The engine calls it before an attempt, so that an
 // old clean-up never runs after, and undoes, a newer acquisition.
-func (c *Client) Settle(ctx context.Context, key, owner string) error {
-	return c.settle.wait(ctx, key, owner, false)
+func (r *Runtime) Settle(ctx context.Context, key, owner string) error {
+	return r.settle.wait(ctx, key, owner, false)
 }
 
 var errCleanupFailed = errors.New("interlock: clean-up step failed; retrying in the background")
@@ -283,7 +284,7 @@ var errCleanupFailed = errors.New("interlock: clean-up step failed; retrying in 
 // sooner, so that a caller awaiting several steps is late by CleanupGrace
 // at most, not once per step. Steps still pending afterwards go on in the
 // background.
-func (c *Client) AwaitCleanup(ctx context.Context, key, owner string, limit time.Duration) {
+func (r *Runtime) AwaitCleanup(ctx context.Context, key, owner string, limit time.Duration) {
 	if ctx.Err() != nil {
 		end := time.Now().Add(CleanupGrace)
 		if d, ok := ctx.Deadline(); ok && d.Add(CleanupGrace).Before(end) {
@@ -296,5 +297,5 @@ func (c *Client) AwaitCleanup(ctx context.Context, key, owner string, limit time
 	}
 	wctx, cancel := context.WithTimeout(ctx, limit)
 	defer cancel()
-	_ = c.settle.wait(wctx, key, owner, true)
+	_ = r.settle.wait(wctx, key, owner, true)
 }

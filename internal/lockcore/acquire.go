@@ -1,0 +1,253 @@
+package lockcore
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/redis/rueidis"
+
+	"github.com/interlock-go/interlock"
+	"github.com/interlock-go/interlock/internal/runtime"
+	"github.com/interlock-go/interlock/internal/wait"
+)
+
+// Acquire acquires as Lock (forever) or TryLock (for up to maxWait) do, and
+// returns the fencing token of a ReplyToken kind's acquisition.
+func Acquire(ctx context.Context, l *Common, lease, maxWait time.Duration, forever bool) (uint64, bool, error) {
+	if !forever {
+		if err := l.checkTry(maxWait, lease); err != nil {
+			return 0, false, err
+		}
+	} else if lease != 0 && lease < time.Millisecond {
+		return 0, false, l.kind.Invalid("lease %v must be at least 1ms", lease)
+	}
+	return l.acquire(ctx, lease, maxWait, forever)
+}
+
+// attempt is one acquisition's state across its tries.
+type attempt struct {
+	l             *Common
+	owner, holder string
+	lease, grace  time.Duration
+	call          *Call  // the acquire script to send
+	queues        bool   // call may queue the owner (a fair waiter)
+	queued        bool   // a call that may have queued the owner was sent
+	token         uint64 // the token of a ReplyToken acquisition
+}
+
+// acquire runs the waiting algorithm of internal/wait with the kind's
+// acquire script; a fair kind takes acquireFair instead.
+func (l *Common) acquire(ctx context.Context, lease, maxWait time.Duration, forever bool) (uint64, bool, error) {
+	owner, holder, err := l.owner(ctx)
+	if err != nil {
+		return 0, false, err
+	}
+	a := &attempt{l: l, owner: owner, holder: holder, lease: lease, call: &l.kind.Acquire}
+	if l.kind.Fair != nil {
+		ok, err := a.acquireFair(ctx, maxWait, forever)
+		return 0, ok, err
+	}
+	if err := a.refuseUpgrade(); err != nil {
+		return 0, false, err
+	}
+	waits := forever || maxWait > 0
+	spec := wait.Spec{
+		Hub:      l.rt.Hub,
+		Channel:  l.channel,
+		Forever:  forever,
+		Deadline: time.Now().Add(maxWait),
+		// A holder re-enters at once; a reader may share with readers
+		// that this process's parked writers wait behind.
+		Queue: !l.kind.ReadHalf && l.holds(holder) == 0,
+		Try:   a.try,
+	}
+	if waits {
+		if spec.Sharded, err = l.rt.Sharded(ctx); err != nil {
+			return 0, false, l.opErr("acquire", err)
+		}
+		if l.kind.Upgrade != nil {
+			l.rt.AddWriteWait(l.name, owner, 1)
+			defer l.rt.AddWriteWait(l.name, owner, -1)
+		}
+	}
+	ok, err := wait.Acquire(ctx, spec)
+	if err != nil || !ok {
+		return 0, false, l.opErrIf("acquire", err)
+	}
+	return a.token, true, nil
+}
+
+// opErrIf is opErr for a possibly nil error.
+func (l *Common) opErrIf(op string, err error) error {
+	if err == nil {
+		return nil
+	}
+	return l.opErr(op, err)
+}
+
+// refuseUpgrade returns the kind's Upgrade error when this Client records
+// read holds of the owner but no write hold.
+func (a *attempt) refuseUpgrade() error {
+	l := a.l
+	if l.kind.Upgrade != nil && l.holds(a.owner) > 0 && l.holds(a.holder) == 0 {
+		return l.opErr("acquire", l.kind.Upgrade)
+	}
+	return nil
+}
+
+// try sends the acquire script once. An acquisition is recorded with the
+// renewal Scheduler. When the reply is lost (ctx ended, or the connection
+// broke after the write) the script may have run: undo takes it back. In
+// safe mode an acquisition too few replicas acknowledged is taken back too.
+func (a *attempt) try(ctx context.Context) (bool, time.Duration, error) {
+	l := a.l
+	if err := a.refuseUpgrade(); err != nil {
+		return false, 0, err
+	}
+	if l.rt.Closed() {
+		return false, 0, interlock.ErrClosed
+	}
+	if err := l.rt.Settle(ctx, l.name, a.holder); err != nil {
+		return false, 0, l.opErr("acquire", fmt.Errorf("taking back an earlier attempt: %w", err))
+	}
+	var acks runtime.Acks
+	lease := a.lease
+	if lease == 0 {
+		lease = l.rt.Cfg.Watchdog
+	}
+	if a.queues {
+		a.queued = true
+	}
+	sent := time.Now()
+	res := l.exec(ctx, &acks, a.call, &vals{owner: a.owner, holder: a.holder, lease: lease, grace: a.grace})
+	if err := res.Error(); err != nil && !rueidis.IsRedisNil(err) {
+		if _, isRedisErr := rueidis.IsRedisErr(err); !isRedisErr {
+			a.undo(ctx, l.holds(a.holder)+1)
+		}
+		return false, 0, l.opErr("acquire", err)
+	}
+	ok, retryIn, err := a.parse(ctx, res)
+	if err != nil || !ok {
+		return false, retryIn, err
+	}
+	if err := l.rt.CheckAcks(&acks); err != nil {
+		a.undo(ctx, l.holds(a.holder)+1)
+		return false, 0, l.opErr("acquire", err)
+	}
+	if err := l.rt.Renewal.Hold(l.name, a.holder, l.kind.Renew, a.lease, sent); err != nil {
+		a.undo(ctx, 1)
+		return false, 0, interlock.ErrClosed
+	}
+	if l.kind.ReadHalf && l.rt.WriteWaiting(l.name, a.owner) {
+		// This owner's write acquisition waits, now for this very hold:
+		// wake it to fail with the upgrade error.
+		l.rt.WakeAll(ctx, l.channel)
+	}
+	return true, retryIn, nil
+}
+
+// parse reads the acquire script's reply.
+func (a *attempt) parse(ctx context.Context, r rueidis.RedisResult) (bool, time.Duration, error) {
+	if a.l.kind.Reply == ReplyToken {
+		return a.parseToken(ctx, r)
+	}
+	ttl, err := r.AsInt64()
+	switch {
+	case rueidis.IsRedisNil(err):
+		return true, 0, nil
+	case err != nil:
+		return false, 0, a.l.opErr("acquire", err)
+	}
+	return false, time.Duration(ttl) * time.Millisecond, nil
+}
+
+// parseToken reads {-1, token} (acquired) or {pttl, -1} (busy). Only keys
+// written by something other than a lock client give anything else:
+// {-1, -1} is busy on a hash without a TTL, or acquired with token -1 from
+// a counter set to -2; any other token below 1 is unusable. The
+// count-checked undo tells them apart, releasing only a hold this attempt
+// took.
+func (a *attempt) parseToken(ctx context.Context, r rueidis.RedisResult) (bool, time.Duration, error) {
+	l := a.l
+	reply, err := r.AsIntSlice()
+	if err == nil && len(reply) != 2 {
+		err = fmt.Errorf("acquire script answered %d values, want 2", len(reply))
+	}
+	if err != nil {
+		return false, 0, l.opErr("acquire", err)
+	}
+	pttl, t := reply[0], reply[1]
+	switch {
+	case pttl == -1 && t >= 1:
+		a.token = uint64(t)
+		return true, 0, nil
+	case t == -1 && pttl != -1:
+		return false, time.Duration(pttl) * time.Millisecond, nil
+	}
+	uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), undoTimeout)
+	defer cancel()
+	took, err := a.undoNow(uctx, l.holds(a.holder)+1)
+	switch {
+	case err != nil:
+		return false, 0, l.opErr("acquire", fmt.Errorf("unclear reply {%d, %d}, and taking it back failed: %w", pttl, t, err))
+	case t == -1 && !took:
+		return false, -1, nil // busy, and the lock has no TTL: wait for a message
+	}
+	return false, 0, l.opErr("acquire", fmt.Errorf("the token counter %s gave token %d; fencing tokens start at 1 (was the key overwritten?)", l.keys[0], t))
+}
+
+// undo takes back what a try may have acquired, if the holder's count on
+// the server is expected. The Client's clean-up goroutine runs it, retrying
+// until the hold would have expired anyway, and the holder's next try waits
+// for it, so it never lands on a newer hold. The caller waits for it at
+// most until its deadline (runtime.AwaitCleanup), even when Redis is
+// frozen.
+func (a *attempt) undo(ctx context.Context, expected int) {
+	lease := a.lease
+	if lease <= 0 {
+		lease = a.l.rt.Cfg.Watchdog
+	}
+	a.l.rt.Cleanup(a.l.name, a.holder, time.Now().Add(lease), func(ctx context.Context) error {
+		_, err := a.undoNow(ctx, expected)
+		return err
+	})
+	a.l.rt.AwaitCleanup(ctx, a.l.name, a.holder, undoTimeout)
+}
+
+// undoNow sends the undo script and reports whether it released a hold.
+// A token the acquisition took stays taken: tokens only need to increase.
+func (a *attempt) undoNow(ctx context.Context, expected int) (bool, error) {
+	pub, err := a.l.rt.PublishCommand(ctx)
+	if err != nil {
+		return false, err
+	}
+	r := a.l.send(ctx, &a.l.kind.Undo, &vals{owner: a.owner, holder: a.holder, publish: pub, expected: expected})
+	if err := done(r); err != nil {
+		return false, err
+	}
+	n, _ := r.AsInt64()
+	return n == 1, nil
+}
+
+// Token reads a ReplyToken kind's counter: the latest token handed out,
+// 0 when none was.
+func Token(ctx context.Context, l *Common) (uint64, error) {
+	if l.err != nil {
+		return 0, l.err
+	}
+	rc := l.rt.RC
+	s, err := rc.Do(ctx, rc.B().Get().Key(l.keys[0]).Build()).ToString()
+	switch {
+	case rueidis.IsRedisNil(err):
+		return 0, nil
+	case err != nil:
+		return 0, l.opErr("token", err)
+	}
+	t, err := strconv.ParseUint(s, 10, 64)
+	if err != nil || t == 0 {
+		return 0, l.opErr("token", fmt.Errorf("%s holds %q, not a fencing token", l.keys[0], s))
+	}
+	return t, nil
+}

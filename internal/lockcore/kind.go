@@ -1,0 +1,220 @@
+package lockcore
+
+import (
+	"strconv"
+	"time"
+
+	"github.com/interlock-go/interlock"
+	"github.com/interlock-go/interlock/internal/keys"
+	"github.com/interlock-go/interlock/lua"
+	"github.com/interlock-go/interlock/renewal"
+)
+
+// Kind declares a lock kind to the engine: its scripts with their keys and
+// arguments, its channel, its renew task, and the named variations of the
+// common algorithm it uses. The engine reads it; it never calls into the
+// kind's package.
+type Kind struct {
+	// Name prefixes errors ("rlock").
+	Name string
+	// Suffix is appended to the owner string in hash fields (":write").
+	Suffix string
+	// Channel derives the release channel from the lock's name.
+	Channel func(name string) string
+	// Keys derive the kind's other keys from the name, for Key(i).
+	Keys []func(name string) string
+
+	// Acquire is the acquire script; Reply says how to read its answer.
+	Acquire Call
+	Reply   Reply
+	// Unlock releases one hold, latched; it answers nil (not held), 0 (a
+	// hold released, others remain), 1 (released) or ExpiredReply.
+	Unlock Call
+	// ExpiredReply, when not 0, is Unlock's answer for a lock that no
+	// longer existed: reported as not held.
+	ExpiredReply int64
+	// Undo takes back the hold a lost acquisition may have taken, when
+	// the holder's count is Expected.
+	Undo Call
+	// Force deletes the lock whoever holds it and answers 1 if it did.
+	Force Call
+	// IsLocked, when set, answers 1 when the lock is held; without it
+	// IsLocked is EXISTS, or with LockedMode, HGET mode == LockedMode.
+	IsLocked   *Call
+	LockedMode string
+	// Renew renews the kind's watchdog holds.
+	Renew *renewal.Task
+
+	// Fair makes waiters queue on the server, each on its own channel.
+	Fair *Fair
+	// ReadHalf: holds are shared, acquisitions never queue behind this
+	// process's waiters, and one wakes this owner's waiting writes.
+	ReadHalf bool
+	// Upgrade, on a write half, is the error of an owner that holds the
+	// read half but not this one; a released write hold that leaves read
+	// holds wakes this process's waiters (a downgrade publishes nothing).
+	Upgrade error
+}
+
+// Fair is what a fair lock adds: the single-attempt acquire, which never
+// queues, and the script that leaves the queue.
+type Fair struct {
+	TryAcquire Call
+	GiveUp     Call
+}
+
+// Reply is how an acquire script answers.
+type Reply int
+
+const (
+	// ReplyTTL: nil when acquired, else the holder's PTTL.
+	ReplyTTL Reply = iota
+	// ReplyToken: {-1, token} when acquired, {pttl, -1} when busy; Key(0)
+	// is the token counter.
+	ReplyToken
+)
+
+// Call is one script call: the script, and its KEYS and ARGV as the engine
+// fills them in.
+type Call struct {
+	Script     func() *lua.Script
+	Keys, Args []Arg
+}
+
+// Arg is one KEYS or ARGV entry of a Call.
+type Arg struct {
+	src  source
+	i    int
+	text string
+}
+
+type source uint8
+
+const (
+	srcText source = iota
+	srcName
+	srcChannel
+	srcKey
+	srcOwnerKey
+	srcOwner
+	srcOwnerPlus
+	srcLease
+	srcGrace
+	srcNow
+	srcPublish
+	srcLatch
+	srcLatchTTL
+	srcExpected
+)
+
+// The values the engine knows at each call.
+var (
+	Name     = Arg{src: srcName}     // the lock's name, its hash key
+	Channel  = Arg{src: srcChannel}  // Kind.Channel of the name
+	Owner    = Arg{src: srcOwner}    // the holder: owner string + Kind.Suffix
+	Lease    = Arg{src: srcLease}    // lease in ms (watchdog timeout for watchdog holds)
+	Grace    = Arg{src: srcGrace}    // a fair waiter's wait timeout in ms
+	Now      = Arg{src: srcNow}      // the Client's wall clock in epoch ms
+	Publish  = Arg{src: srcPublish}  // "PUBLISH" or "SPUBLISH"
+	Latch    = Arg{src: srcLatch}    // the unlock's latch key
+	LatchTTL = Arg{src: srcLatchTTL} // the latch's lifetime in ms
+	Expected = Arg{src: srcExpected} // the hold count an undo expects
+)
+
+// Lit is a fixed argument.
+func Lit(s string) Arg { return Arg{src: srcText, text: s} }
+
+// Key is the i-th of Kind.Keys.
+func Key(i int) Arg { return Arg{src: srcKey, i: i} }
+
+// OwnerKey is Key(i) + ":" + owner string + suffix.
+func OwnerKey(i int, suffix string) Arg { return Arg{src: srcOwnerKey, i: i, text: suffix} }
+
+// OwnerPlus is the owner string + suffix, whatever Kind.Suffix is.
+func OwnerPlus(suffix string) Arg { return Arg{src: srcOwnerPlus, text: suffix} }
+
+// Prefixed derives Redisson's "prefix:{name}" key (keys.Prefix).
+func Prefixed(prefix string) func(string) string {
+	return func(name string) string { return keys.Prefix(prefix, name) }
+}
+
+// RenewTask renews holds whose hash field is the holder (Redisson's
+// LockTask): reentrant, fair, fenced and write locks.
+var RenewTask = &renewal.Task{Script: lua.Renew(), Args: RenewArgs, Lost: interlock.ErrLockLost}
+
+// RenewArgs builds the KEYS and ARGV of lua.Renew for a chunk of holds.
+func RenewArgs(lease time.Duration, chunk []*renewal.Entry) (keys, argv []string) {
+	keys = make([]string, len(chunk))
+	argv = make([]string, len(chunk)+1)
+	argv[0] = MS(lease)
+	for i, e := range chunk {
+		keys[i] = e.Key
+		argv[i+1] = e.Owner
+	}
+	return keys, argv
+}
+
+// Reentrant declares Redisson's RLock under the error prefix name. Kinds
+// that share its protocol (the fenced lock) start from it.
+func Reentrant(name string) Kind {
+	return Kind{
+		Name:    name,
+		Channel: keys.LockChannel,
+		Acquire: Call{Script: lua.Acquire, Keys: []Arg{Name}, Args: []Arg{Lease, Owner}},
+		Unlock: Call{Script: lua.Unlock, Keys: []Arg{Name, Channel, Latch},
+			Args: []Arg{Lit("0"), Lease, Owner, Publish, LatchTTL}},
+		Undo:  Call{Script: lua.UndoAcquire, Keys: []Arg{Name, Channel}, Args: []Arg{Lit("0"), Owner, Expected, Publish}},
+		Force: Call{Script: lua.ForceUnlock, Keys: []Arg{Name, Channel}, Args: []Arg{Lit("0"), Publish}},
+		Renew: RenewTask,
+	}
+}
+
+// MS formats d as whole milliseconds, the unit of every script argument.
+func MS(d time.Duration) string { return strconv.FormatInt(d.Milliseconds(), 10) }
+
+// vals are the values of one call.
+type vals struct {
+	owner, holder string
+	lease, grace  time.Duration
+	publish       string
+	latch         string
+	expected      int
+}
+
+// fill builds the strings of args for lock l.
+func (l *Common) fill(args []Arg, v *vals) []string {
+	out := make([]string, len(args))
+	for i, a := range args {
+		switch a.src {
+		case srcText:
+			out[i] = a.text
+		case srcName:
+			out[i] = l.name
+		case srcChannel:
+			out[i] = l.channel
+		case srcKey:
+			out[i] = l.keys[a.i]
+		case srcOwnerKey:
+			out[i] = l.keys[a.i] + ":" + v.owner + a.text
+		case srcOwner:
+			out[i] = v.holder
+		case srcOwnerPlus:
+			out[i] = v.owner + a.text
+		case srcLease:
+			out[i] = MS(v.lease)
+		case srcGrace:
+			out[i] = MS(v.grace)
+		case srcNow:
+			out[i] = strconv.FormatInt(l.rt.WallNow().UnixMilli(), 10)
+		case srcPublish:
+			out[i] = v.publish
+		case srcLatch:
+			out[i] = v.latch
+		case srcLatchTTL:
+			out[i] = MS(latchTTL)
+		case srcExpected:
+			out[i] = strconv.Itoa(v.expected)
+		}
+	}
+	return out
+}

@@ -1,0 +1,223 @@
+// Package runtime is what one interlock Client runs: its id, the pub/sub
+// Hub, the renewal Scheduler, the undo queue, the latch deleter, the wall
+// clock and its skew guard, the publish-mode probe and safe-mode acks.
+//
+// The root package creates a Runtime in interlock.New; lock kinds reach it
+// with Of, never through exported methods of interlock.Client.
+package runtime
+
+import (
+	"context"
+	"crypto/rand"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/rueidis"
+
+	"github.com/interlock-go/interlock/pubsub"
+	"github.com/interlock-go/interlock/renewal"
+)
+
+// Of returns the Runtime of an *interlock.Client. The root package sets it
+// in its init, as grpc-go's internal function variables are set; the
+// parameter is untyped because this package cannot import the root.
+var Of func(client any) *Runtime
+
+// Publish modes, as interlock.PubSubMode numbers them.
+const (
+	PubSubAuto = iota
+	PubSubClassic
+	PubSubSharded
+)
+
+// Config is what interlock.New resolved from its options.
+type Config struct {
+	Watchdog       time.Duration
+	BatchSize      int
+	PubSub         int // PubSubAuto, PubSubClassic or PubSubSharded
+	PubSubOptions  []pubsub.Option
+	Observer       Observer // nil: nobody
+	ReplicaAcks    int      // 0: safe mode off
+	ReplicaTimeout time.Duration
+	MaxHold        time.Duration
+	SkewLimit      time.Duration // 0: no skew guard
+
+	// The root's sentinels, which the runtime's errors wrap.
+	ErrClosed, ErrMaxHold, ErrClockSkew, ErrReplication error
+}
+
+// Observer is renewal.Observer plus pub/sub failures.
+type Observer interface {
+	renewal.Observer
+	PubSubFailed(err error)
+}
+
+// Runtime is one Client's shared machinery. Its fields are set by New and
+// never change.
+type Runtime struct {
+	RC      rueidis.Client
+	ID      string
+	Cfg     Config
+	Hub     *pubsub.Hub
+	Renewal *renewal.Scheduler
+
+	latches *deleter
+	settle  *settler
+	clock   wallClock
+	closed  atomic.Bool
+
+	modeMu    sync.Mutex
+	modeKnown bool
+	sharded   bool
+
+	writeWaits waitCounts
+}
+
+// New starts a Runtime on rc: one renewal goroutine, one clean-up goroutine
+// and one latch deleter. It sends nothing to Redis.
+func New(rc rueidis.Client, cfg Config) (*Runtime, error) {
+	cluster := rc.Mode() == rueidis.ClientModeCluster
+	var observer renewal.Observer
+	opts := cfg.PubSubOptions
+	if cfg.Observer != nil {
+		observer = cfg.Observer
+		opts = append([]pubsub.Option{pubsub.WithErrorHandler(cfg.Observer.PubSubFailed)}, opts...)
+	}
+	sched, err := renewal.New(rc, renewal.Config{
+		Lease:      cfg.Watchdog,
+		BatchSize:  cfg.BatchSize,
+		Cluster:    cluster,
+		Observer:   observer,
+		Closed:     cfg.ErrClosed,
+		MaxHold:    cfg.MaxHold,
+		MaxHoldErr: cfg.ErrMaxHold,
+	})
+	if err != nil {
+		return nil, err
+	}
+	hub, err := pubsub.NewHub(rc, opts...)
+	if err != nil {
+		sched.Close()
+		return nil, err
+	}
+	r := &Runtime{
+		RC:         rc,
+		ID:         newUUID(),
+		Cfg:        cfg,
+		Hub:        hub,
+		Renewal:    sched,
+		latches:    newDeleter(rc, cluster),
+		settle:     newSettler(cfg.ErrClosed),
+		writeWaits: waitCounts{m: make(map[waitKey]int)},
+	}
+	r.clock.limit = cfg.SkewLimit
+	return r, nil
+}
+
+// Close stops every goroutine and subscription and returns once they have
+// exited. It is safe to call more than once.
+func (r *Runtime) Close() {
+	if r.closed.Swap(true) {
+		return
+	}
+	r.Renewal.Close()
+	r.Hub.Close()
+	r.latches.close()
+	r.settle.close()
+}
+
+// Closed reports whether Close has been called.
+func (r *Runtime) Closed() bool { return r.closed.Load() }
+
+// UndoQueue returns how many locks and owners have clean-up steps pending.
+func (r *Runtime) UndoQueue() int { return int(r.settle.n.Load()) }
+
+// DeleteLater queues key for deletion in the deleter's next batch.
+func (r *Runtime) DeleteLater(key string) { r.latches.add(key) }
+
+// Sharded reports whether releases go out with SPUBLISH and waiters use
+// SSUBSCRIBE. In auto mode that is Redisson's choice: sharded on a cluster
+// whose nodes answer PUBSUB SHARDNUMSUB, probed once with ctx; a network
+// error is returned and the probe tried again next time.
+func (r *Runtime) Sharded(ctx context.Context) (bool, error) {
+	switch r.Cfg.PubSub {
+	case PubSubClassic:
+		return false, nil
+	case PubSubSharded:
+		return true, nil
+	}
+	if r.RC.Mode() != rueidis.ClientModeCluster {
+		return false, nil
+	}
+	r.modeMu.Lock()
+	defer r.modeMu.Unlock()
+	if !r.modeKnown {
+		err := r.RC.Do(ctx, r.RC.B().PubsubShardnumsub().Channel("0").Build()).Error()
+		if _, isRedisErr := rueidis.IsRedisErr(err); err != nil && !isRedisErr {
+			return false, err
+		}
+		r.sharded, r.modeKnown = err == nil, true
+	}
+	return r.sharded, nil
+}
+
+// PublishCommand returns "SPUBLISH" or "PUBLISH" (see Sharded), the command
+// lock scripts announce releases with.
+func (r *Runtime) PublishCommand(ctx context.Context) (string, error) {
+	sharded, err := r.Sharded(ctx)
+	if sharded {
+		return "SPUBLISH", err
+	}
+	return "PUBLISH", err
+}
+
+// WakeAll wakes every waiter of channel in this process without sending
+// anything, for releases that publish nothing (a read/write downgrade).
+func (r *Runtime) WakeAll(ctx context.Context, channel string) {
+	if sharded, err := r.Sharded(ctx); err == nil {
+		r.Hub.WakeAll(channel, sharded)
+	}
+}
+
+// waitKey names the write acquisitions of one owner on one lock.
+type waitKey struct{ name, owner string }
+
+// waitCounts counts the write acquisitions that may be waiting, so that a
+// read acquisition by the same owner can wake them to refuse the upgrade
+// rather than wait for their own read hold.
+type waitCounts struct {
+	mu sync.Mutex
+	m  map[waitKey]int
+}
+
+// AddWriteWait counts a write acquisition of owner on name that may wait
+// (d = 1) or has ended (d = -1).
+func (r *Runtime) AddWriteWait(name, owner string, d int) {
+	w := &r.writeWaits
+	k := waitKey{name, owner}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.m[k] += d; w.m[k] <= 0 {
+		delete(w.m, k)
+	}
+}
+
+// WriteWaiting reports whether a write acquisition of owner on name may be
+// waiting.
+func (r *Runtime) WriteWaiting(name, owner string) bool {
+	w := &r.writeWaits
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.m[waitKey{name, owner}] > 0
+}
+
+// newUUID returns a random version 4 UUID in lower case.
+func newUUID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:]) // never fails on supported platforms
+	b[6] = b[6]&0x0f | 0x40
+	b[8] = b[8]&0x3f | 0x80
+	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
+}

@@ -1,0 +1,50 @@
+package interlock
+
+import (
+	"context"
+	"time"
+)
+
+// Locker is the method set every lock kind has: rlock.Mutex,
+// fairlock.Mutex, the halves of rwlock.Mutex, fenced.Mutex. Its contracts
+// hold for every kind; a kind's package documents what it adds.
+type Locker interface {
+	// Name returns the lock's name, which is also its Redis key.
+	Name() string
+	// Lock waits until the lock is acquired or ctx ends, and takes a
+	// watchdog hold (see "Holds"). On failure it returns ctx's error and
+	// leaves nothing held.
+	Lock(ctx context.Context) error
+	// LockLease is Lock with a fixed lease of at least 1ms: the hold ends
+	// by itself when lease has passed and is never renewed.
+	LockLease(ctx context.Context, lease time.Duration) error
+	// TryLock tries for up to wait (0: one attempt, no subscription) and
+	// reports whether it acquired; lease 0 is a watchdog hold. Still busy
+	// when wait has passed is (false, nil); an ended ctx is ctx's error.
+	TryLock(ctx context.Context, wait, lease time.Duration) (bool, error)
+	// Unlock releases one hold of the calling owner, and the lock with the
+	// last one, waking waiters here and in Java. An owner that holds
+	// nothing gets an error wrapping ErrNotHeld.
+	Unlock(ctx context.Context) error
+	// ForceUnlock deletes the lock whoever holds it, wakes its waiters and
+	// reports whether there was one to delete; this Client's holds on it
+	// are lost.
+	ForceUnlock(ctx context.Context) (bool, error)
+	// Guard returns a context that ends with the calling owner's hold:
+	// cause ErrLockLost when lost, context.Canceled when released, a cause
+	// wrapping ErrNotHeld at once when nothing is held.
+	Guard(ctx context.Context) context.Context
+	// Remaining returns how long the calling owner's hold is still
+	// certainly valid, 0 when none is. It sends nothing.
+	Remaining(ctx context.Context) time.Duration
+	// IsLocked reports whether anyone holds the lock.
+	IsLocked(ctx context.Context) (bool, error)
+	// IsHeld reports whether the calling owner holds the lock.
+	IsHeld(ctx context.Context) (bool, error)
+	// HoldCount returns the calling owner's holds as the server counts
+	// them, 0 when it holds none.
+	HoldCount(ctx context.Context) (int, error)
+	// TTL returns the lock's time to live: 0 when it is not locked,
+	// negative when it has no expiry (only a foreign writer causes that).
+	TTL(ctx context.Context) (time.Duration, error)
+}
