@@ -1,16 +1,18 @@
-// Package interlock holds the Client that every interlock lock runs on.
+// Package interlock is the Client every interlock synchronizer runs on, and
+// the API they share.
 //
 // interlock's locks are Java Redisson's locks: the same Redis keys, hash
 // fields, scripts, pub/sub channels and messages. A Go service and a Java
 // service that name the same lock exclude each other, wait for each other
-// and wake each other up. The lock kinds live in their own packages:
+// and wake each other up. The kinds live in their own packages:
 //
 //	rlock     reentrant lock (Redisson RLock)
 //	fairlock  fair FIFO lock (Redisson RFairLock)
 //	rwlock    read/write lock (Redisson RReadWriteLock)
 //	fenced    fenced lock with monotonic tokens (Redisson RFencedLock)
 //
-// A Client wraps a rueidis.Client that the caller creates and closes:
+// Each has the methods of Locker. A Client wraps a rueidis.Client that the
+// caller creates and closes:
 //
 //	rc, _ := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{"127.0.0.1:6379"}})
 //	defer rc.Close()
@@ -23,42 +25,68 @@
 //
 // # What a Client shares
 //
-// One Client stands for one RedissonClient: it has one random client id
-// (ID), which is the first half of every owner string; one renewal
-// goroutine that keeps every watchdog hold alive in batches grouped by
-// cluster slot; one pub/sub Hub through which all waiters of a channel
-// share one subscription; and one goroutine that deletes unlock latches.
+// One Client stands for one RedissonClient: one random client id (ID), the
+// first half of every owner string; one renewal goroutine that keeps every
+// watchdog hold alive in batches grouped by cluster slot; one pub/sub Hub
+// through which all waiters of a channel share one subscription; one
+// goroutine that deletes unlock latches and one that finishes clean-ups.
 // Nothing else runs in the background: no goroutine or timer per lock, no
-// subscription per waiter.
+// subscription per waiter. Stats counts what it keeps.
 //
 // # Owners
 //
 // An owner is "<client id>:<owner id>". The owner id is the calling
 // goroutine's id, so nested calls on one goroutine re-enter a lock the way
-// nested calls on one Java thread do, unless the context carries an explicit
-// owner (WithOwner), which always wins. Use WithOwner when the work that
-// holds a lock moves between goroutines.
+// nested calls on one Java thread do, unless the context carries an
+// explicit owner (WithOwner), which always wins. Use WithOwner when the
+// work that holds a lock moves between goroutines: a goroutine that did
+// not lock gets ErrNotHeld from Unlock.
+//
+// # Holds
+//
+// Lock, and TryLock with a lease of 0, take a watchdog hold: its lease is
+// the watchdog timeout (WithWatchdogTimeout, 30s by default), renewed every
+// third of it until Unlock. LockLease, and TryLock with a lease, take a
+// hold that ends by itself and is never renewed. Every acquisition resets
+// the lock's TTL to its own lease, as in Redisson.
+//
+// A hold can be lost at any moment: a pause longer than the lease, a
+// partition longer than the watchdog timeout, a failover to a replica that
+// had not received the key. Guard's context ends when this process learns
+// of it, at the next renewal at the latest and never while the process is
+// paused; Remaining tells how long the hold is still certainly valid (the
+// lease set by the last acquisition or renewal, counted on the monotonic
+// clock from when that request was sent), so check it before each
+// protected step. Where a stale holder must never write, use a fenced lock
+// and have the resource check its token.
+//
+// An acquisition whose reply is lost (its context ended, the connection
+// broke after the write) may have succeeded on the server: the Client
+// takes it back in the background, within the lease, and the caller still
+// returns by its deadline. One Unlock is one logical unlock: when no reply
+// comes back it resends the same request, under the same latch, for up to
+// 5s while its context lives, and the server applies it at most once.
+//
+// Two options harden holds beyond Redisson's defaults; both are off by
+// default and change nothing on the wire when off. WithReplicaAcks (safe
+// mode) follows every acquire and unlock with WAIT and takes back an
+// acquisition too few replicas acknowledged (ErrReplication); a release
+// still counts. It narrows, and does not close, the window in which a
+// failover loses a lock. WithMaxHold stops renewing a watchdog hold a fixed
+// time after it was acquired and ends its guards (ErrLockLost and
+// ErrMaxHold), so a hung worker cannot keep a lock forever; a later Unlock
+// reports both when the key is gone.
 //
 // # Errors
 //
-// Every call that can block takes a context; when the context ends, its
-// error is returned (errors.Is works). Bad arguments give errors that wrap
-// ErrInvalid before anything is sent. Each lock package has its own
-// sentinels (rlock.ErrNotHeld, rlock.ErrLockLost). Remote state never
+// Every call that can block takes a context; when it ends, its error is
+// returned (errors.Is works). Bad arguments (an empty name, a name whose
+// derived keys would land in another cluster slot, negative durations, a
+// nil client) give errors that wrap ErrInvalid, before anything is sent.
+// Other failures are an *Error naming the kind, the operation and the
+// lock, wrapping ErrNotHeld, ErrReplication, a Redis error and so on. Once
+// the Client is closed every call returns ErrClosed. Remote state never
 // causes a panic.
-//
-// # Failover, hung workers and remaining validity
-//
-// Three Client options harden locks beyond Redisson's defaults; all are
-// off by default and change nothing on the wire when off.
-// WithReplicaAcks (safe mode) follows every acquire and unlock with WAIT
-// on the same connection and takes back an acquisition too few replicas
-// acknowledged (ErrReplication); it narrows, and does not close, the
-// window in which a failover loses a lock. WithMaxHold stops renewing a
-// watchdog hold a fixed time after it was acquired and cancels its guards
-// (ErrMaxHold), so a hung worker cannot keep a lock forever. Every lock
-// kind's Remaining reports how long the caller's hold is still certainly
-// valid, the check to make before each protected step.
 //
 // # Compatibility
 //

@@ -28,7 +28,10 @@
 // exactly the head waiter.
 //
 // Only waiters queue. TryLock with a wait of 0 is a single attempt that
-// never queues: it acquires only a free lock that nobody is queued for. An
+// never queues or subscribes: it acquires only a free lock that nobody is
+// queued for (or whose queue the caller heads). A positive wait queues the
+// caller with that wait as its grace (see below). ForceUnlock deletes the
+// lock and tells the head waiter its turn has come; the queue is kept. An
 // owner that holds the lock re-enters at once, whoever waits (the lock is
 // reentrant; every acquisition resets the TTL to its own lease, and the
 // owner must unlock as many times as it locked).
@@ -85,11 +88,8 @@
 //
 // # Leases and the watchdog
 //
-// Lock, and TryLock with a lease of 0, take a watchdog hold: the lease is
-// the Client's watchdog timeout (30s by default) and the Client renews it
-// every third of that until Unlock. LockLease, and TryLock with a lease,
-// take a hold that ends by itself when the lease has passed; the next
-// waiter then acquires when its own retry timer, set to the holder's
+// Holds are as the interlock package documentation says ("Holds"). When a
+// hold with a lease ends by itself, the next waiter acquires when its own retry timer, set to the holder's
 // remaining lease, fires, since an expiry publishes nothing. The queue and
 // its deadlines are never renewed.
 //
@@ -121,20 +121,10 @@
 // and an Unlock that released it happens before the Lock (or successful
 // TryLock) that acquires it next returns: whatever the releasing holder
 // wrote before Unlock is visible, in any store that orders its writes, to
-// the next holder. A hold can nevertheless be lost: a process paused for
-// longer than its lease, a partition longer than the watchdog timeout, or a
-// failover to a replica that had not received the key. Guard reports a loss
-// as soon as this process learns of it, which is at the next renewal at the
-// latest. Where a stale holder must never write, use a fenced lock and have
-// the resource check its token.
+// the next holder, as long as no hold is lost (see the interlock package
+// documentation, "Holds").
 //
-// Remaining tells the holder how long its hold is still certainly valid:
-// check it before each protected step. interlock.WithReplicaAcks narrows
-// the failover case (an acquisition too few replicas acknowledged is taken
-// back and fails), and interlock.WithMaxHold bounds how long a hung holder
-// keeps the lock.
-//
-// Bad arguments (an empty name, a name whose derived keys would land in
-// another cluster slot, negative durations, a wait timeout below 1ms, a nil
-// client) give an error wrapping interlock.ErrInvalid, and nothing is sent.
+// Bad arguments give errors wrapping interlock.ErrInvalid (see its
+// package documentation), here also a wait timeout, or a TryLock wait
+// other than 0, below 1ms.
 package fairlock

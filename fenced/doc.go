@@ -59,6 +59,35 @@
 // should first admit its token (Fence.Admit, RedisFence.Admit) so that
 // older holders are shut out before it reads.
 //
+// # Fences
+//
+// A fence admits a token only if it is at least the highest token it has
+// admitted, which it then records: once a holder with token t is admitted,
+// no holder with a token below t ever is again. Tokens equal to the highest
+// pass (the same holder writing again). Feed one fence the tokens of one
+// lock name only: tokens of different locks are not comparable. A fence
+// protects only the writes that go through it; a check the writer makes
+// itself before writing has the same race the lock has.
+//
+// Fence is for a resource inside one process. Do admits and writes under
+// the Fence's mutex, so no newer token is admitted between the check and
+// the write, and writes never overlap: keep write short and do not call
+// the Fence from it. Admit alone is a check, for a resource that already
+// serialises its writes, or to shut older holders out as soon as a new
+// holder has its token.
+//
+// RedisFence is for data in Redis, on any server the caller's client
+// reaches. Its fence key holds the highest admitted token, and every write
+// runs in one script (lua/fence_write.lua) that compares, records and
+// writes, or refuses and changes nothing. The fence key never expires and
+// must not be written by anything else; on a cluster it and every data key
+// must share a slot (one hash tag, such as "{ledger}:fence" and
+// "{ledger}:balance"), or the write is refused before anything is sent. A
+// write that fails on the server (WRONGTYPE) leaves the token and the
+// writes before it applied, as MULTI/EXEC does; a lost reply leaves it
+// unknown, and Exec is never resent automatically (an INCRBY must not run
+// twice).
+//
 // # Data
 //
 // Everything but the counter is RLock's: the lock is a hash named after the
@@ -70,12 +99,10 @@
 //
 // # Owners, leases and waiting
 //
-// These are the same as in package rlock. The owner is the calling
-// goroutine unless the context carries one from interlock.WithOwner. Lock
-// and LockToken, and TryLock and TryLockToken with a lease of 0, take a
-// watchdog hold, which the Client renews; the others take one that ends by
-// itself when its lease has passed.
-// LockLeaseToken honours its lease; Redisson's lockAndGetToken(leaseTime,
+// These are the same as in package rlock. Mutex has interlock.Locker's
+// methods, and LockToken, LockLeaseToken and TryLockToken, which return the
+// token; LockToken and TryLockToken with a lease of 0 take a watchdog hold.
+// Unlock never touches the counter. LockLeaseToken honours its lease; Redisson's lockAndGetToken(leaseTime,
 // unit) ignores it and takes a watchdog hold, which nobody can rely on, so
 // interlock does not copy that. Waiters subscribe, re-try, and wait for a
 // release message or the holder's TTL.
@@ -90,13 +117,7 @@
 // replica that had not received the latest increments does that, and a
 // fence cannot tell two holders with one token apart.
 //
-// Remaining tells the holder how long its hold is still certainly valid:
-// check it before each protected step. interlock.WithReplicaAcks narrows
-// the failover case (an acquisition too few replicas acknowledged is taken
-// back and fails), and interlock.WithMaxHold bounds how long a hung holder
-// keeps the lock.
-//
-// Bad arguments (an empty name, a name whose derived keys would land in
-// another cluster slot, negative durations, a nil client, token 0) give an
-// error wrapping interlock.ErrInvalid, and nothing is sent.
+// Holds, Guard, Remaining and errors are as the interlock package
+// documentation says ("Holds", "Errors"); Fence and RedisFence also refuse
+// token 0 with interlock.ErrInvalid.
 package fenced

@@ -5,31 +5,18 @@ import (
 	"sync"
 )
 
-// Fence is the resource side of fencing for a resource that lives in one
-// process (an in-memory store, a file this process alone writes, a
-// connection to a system that cannot check tokens itself). It admits a
-// token only if it is at least the highest token it has admitted so far,
-// which it then records: once a holder with token t has been admitted, no
-// holder with a token below t ever is again.
-//
-// Feed one Fence the tokens of one lock name only; tokens of different
-// locks are not comparable. The zero value is ready to use and has
-// admitted nothing. A Fence must not be copied after first use. Its
-// methods are safe for concurrent use.
+// Fence is the resource side of fencing for a resource in one process (see
+// "Fences" in the package documentation). The zero value has admitted
+// nothing; a Fence must not be copied after first use. It is safe for
+// concurrent use.
 type Fence struct {
 	mu      sync.Mutex
 	highest uint64
 }
 
-// Admit reports whether token is admitted: whether it is at least the
-// highest token admitted so far. An admitted token becomes the highest.
-// Token 0 is never handed out and never admitted.
-//
-// Admit alone is a check, and a write made after it can still race a newer
-// holder's Admit. Use it where the resource already serialises its
-// writes and calls Admit inside that serialisation, or to shut older
-// holders out as soon as a new holder has its token (before it even reads
-// the resource). Otherwise use Do, which admits and writes in one step.
+// Admit reports whether token is at least the highest admitted so far, and
+// then records it. Token 0 is never admitted. A write after Admit can race
+// a newer holder; Do admits and writes in one step.
 func (f *Fence) Admit(token uint64) bool {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -44,14 +31,9 @@ func (f *Fence) admit(token uint64) bool {
 	return true
 }
 
-// Do runs write if token is admitted (see Admit) and returns its error.
-// A token older than the highest admitted one is refused with an error
-// wrapping ErrStale, and token 0 or a nil write with one wrapping
-// interlock.ErrInvalid; write does not run then.
-//
-// The Fence is held while write runs, so no newer token can be admitted
-// between the check and the write, and writes through one Fence never
-// overlap. Keep write short, and do not call the Fence from it.
+// Do runs write, under the Fence, if token is admitted, and returns its
+// error. An older token gets ErrStale, token 0 or a nil write ErrInvalid;
+// write does not run then.
 func (f *Fence) Do(token uint64, write func() error) error {
 	switch {
 	case token == 0:

@@ -12,36 +12,10 @@ import (
 	"github.com/interlock-go/interlock/lua"
 )
 
-// RedisFence is the resource side of fencing for data kept in Redis: the
-// caller's own keys, on any Redis the caller's rueidis client reaches (the
-// lock's or another). A fence key holds the highest token admitted for the
-// resource; every write through the RedisFence runs in one script
-// (lua/fence_write.lua) that compares the token with it, records the token
-// and performs the write, or refuses and changes nothing. No other command
-// can run between the check and the write.
-//
-// What it guarantees: once a write with token t has been admitted, no write
-// with a token below t is ever applied through this fence key. A holder
-// whose lock expired while it was paused, and that writes after a newer
-// holder did, is refused, however late its write arrives.
-//
-// What it does not: it protects only writes that go through it. Code that
-// writes the data keys directly, or through another fence key, is not
-// checked; the resource must be the one that checks, and a check the
-// writer makes itself before writing has the same race the lock has.
-// Tokens equal to the highest pass (the same holder writing again). An old
-// holder can still write as long as no newer token has been admitted: a
-// new holder that reads before it writes should call Admit first. Feed one
-// fence key the tokens of one lock name only.
-//
-// The fence key never expires and must not be written by anything else.
-// On a cluster the fence key and every data key must be in one slot (give
-// them one hash tag, such as "{ledger}:fence" and "{ledger}:balance");
-// keys in another slot are refused before anything is sent.
-//
-// A RedisFence is safe for concurrent use. Its methods return an error
-// wrapping interlock.ErrInvalid for a nil client, an empty fence key,
-// token 0 or a malformed write, before sending anything.
+// RedisFence is the resource side of fencing for data kept in Redis (see
+// "Fences" in the package documentation). It is safe for concurrent use;
+// a nil client, an empty fence key, token 0 or a malformed write give an
+// error wrapping interlock.ErrInvalid before anything is sent.
 type RedisFence struct {
 	rc  rueidis.Client
 	key string
@@ -77,12 +51,6 @@ type Write struct {
 // Exec admits token and runs writes in order, atomically, and reports
 // whether the token was admitted; a refused token is (false, nil) and
 // nothing is written. With no writes it is Admit.
-//
-// If a write fails on the server (say, WRONGTYPE), the error is returned:
-// the token and the writes before it have been applied, as with
-// MULTI/EXEC. If the reply is lost (ctx ends, the connection breaks), the
-// writes may or may not have been applied; Exec is not resent
-// automatically, because a write such as INCRBY must not run twice.
 func (f *RedisFence) Exec(ctx context.Context, token uint64, writes ...Write) (bool, error) {
 	if err := f.check(token); err != nil {
 		return false, err
@@ -127,9 +95,8 @@ func (f *RedisFence) Exec(ctx context.Context, token uint64, writes ...Write) (b
 	return admitted == 1, nil
 }
 
-// Admit admits token without writing anything, and reports whether it was
-// admitted. A new holder that calls it as soon as it has its token shuts
-// every older holder out from then on, before it reads the resource.
+// Admit admits token without writing, and reports whether it was admitted:
+// a new holder that calls it first shuts older holders out before it reads.
 func (f *RedisFence) Admit(ctx context.Context, token uint64) (bool, error) {
 	return f.Exec(ctx, token)
 }
@@ -185,8 +152,7 @@ func (f *RedisFence) check(token uint64) error {
 	return nil
 }
 
-// opErr wraps a failure with the fence key; context errors are returned as
-// they are.
+// opErr wraps a failure with the fence key; context errors stay as they are.
 func (f *RedisFence) opErr(err error) error {
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return err

@@ -18,13 +18,6 @@
 // to another goroutine must carry its owner in the context; a goroutine
 // that did not lock gets ErrNotHeld from Unlock.
 //
-// # Leases and the watchdog
-//
-// Lock, and TryLock with a lease of 0, take a watchdog hold: the lease is
-// the Client's watchdog timeout (30s by default) and the Client renews it
-// every third of that until Unlock. LockLease, and TryLock with a lease,
-// take a hold that ends by itself when the lease has passed.
-//
 // # Waiting
 //
 // A waiter tries once; subscribes to the lock's channel and waits for the
@@ -37,20 +30,7 @@
 // # Guarantees and limits
 //
 // While the Redis primary keeps the key, at most one owner holds the lock.
-// A hold can nevertheless be lost: a process paused for longer than its
-// lease, a partition longer than the watchdog timeout, or a failover to a
-// replica that had not received the key. Guard reports a loss as soon as
-// this process learns of it, which is at the next renewal at the latest,
-// not before a paused process runs again. Where a stale holder must never
-// write, use a fenced lock and have the resource check its token.
-//
-// Remaining tells the holder how long its hold is still certainly valid:
-// check it before each protected step. interlock.WithReplicaAcks narrows
-// the failover case (an acquisition too few replicas acknowledged is taken
-// back and fails), and interlock.WithMaxHold bounds how long a hung holder
-// keeps the lock.
-//
-// Bad arguments (an empty name, a name whose derived keys would land in
-// another cluster slot, negative durations, a nil client) give an error
-// wrapping interlock.ErrInvalid, and nothing is sent.
+// Holds, leases, Guard, Remaining and errors are as the interlock package
+// documentation says ("Holds", "Errors"). Unlocking the last hold wakes
+// waiters here and in Java; ForceUnlock wakes them all.
 package rlock

@@ -69,12 +69,9 @@
 //
 // # Leases and the watchdog
 //
-// Lock, and TryLock with a lease of 0, take a watchdog hold: the lease is
-// the Client's watchdog timeout (30s by default) and the Client renews it
-// every third of that until Unlock. Write holds are renewed like reentrant
-// locks; read holds, in the same batched ticks, by Redisson 4.4+'s read
+// Watchdog holds (interlock's "Holds") are renewed in one batch: write
+// holds like reentrant locks; read holds, in the same batched ticks, by Redisson 4.4+'s read
 // renewal, which renews the hash and this Client's own timeout keys only.
-// LockLease, and TryLock with a lease, take a hold that ends by itself.
 //
 // # Waiting
 //
@@ -98,18 +95,19 @@
 // # Guarantees and limits
 //
 // While the Redis primary keeps the key, a writer excludes every other
-// owner. A hold can nevertheless be lost: a process paused for longer than
-// its lease, a partition longer than the watchdog timeout, or a failover
-// to a replica that had not received the key. Guard reports a loss as
-// soon as this process learns of it, at the next renewal at the latest.
+// owner. Holds, Guard, Remaining and errors are as the interlock package
+// documentation says ("Holds", "Errors"); a write Guard also ends, with
+// context.Canceled, when its last write hold is released by a downgrade.
 //
-// Remaining tells the holder how long its hold is still certainly valid:
-// check it before each protected step. interlock.WithReplicaAcks narrows
-// the failover case (an acquisition too few replicas acknowledged is taken
-// back and fails), and interlock.WithMaxHold bounds how long a hung holder
-// keeps the lock.
+// # The two halves
 //
-// Bad arguments (an empty name, a name whose derived keys would land in
-// another cluster slot, negative durations, a nil client) give an error
-// wrapping interlock.ErrInvalid, and nothing is sent.
+// Both halves have interlock.Locker's methods and share one key, so their
+// TTL is the lock's. The read half's IsLocked reports read mode, or a
+// writer that also holds read holds; its ForceUnlock deletes the lock only
+// in read mode (false otherwise) and wakes one waiter per process. The
+// write half's IsLocked reports write mode; its ForceUnlock deletes the
+// lock only in write mode and wakes every waiter in every process; either
+// loses this Client's holds on the deleted lock. A read Unlock deletes that
+// hold's timeout key; a write LockLease re-entry adds its lease to the
+// remaining TTL, as in Redisson.
 package rwlock
