@@ -1,0 +1,14 @@
+package renewal
+
+import "time"
+
+// LookupEntry returns the entry of key and owner, or nil, so tests can tell
+// one entry from the next.
+func LookupEntry(s *Scheduler, key, owner string) *Entry { return s.lookup(key, owner) }
+
+// EntryRemaining is e's remaining validity, also once e has ended.
+func EntryRemaining(e *Entry) time.Duration {
+	e.s.mu.Lock()
+	defer e.s.mu.Unlock()
+	return e.remaining()
+}
