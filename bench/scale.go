@@ -315,15 +315,16 @@ func renewalInterlock(ctx context.Context, cl *scaleCluster, cfg scaleConfig, n 
 	}
 	defer rc.Close()
 	tc := &tickClient{Client: rc, ticks: make(chan tickEvent, 64)}
+	mode, err := autoPubSubMode(ctx, rc) // the one probe Lock would send
+	if err != nil {
+		return row, err
+	}
 	obs := &scaleObserver{}
-	ic, err := interlock.New(tc, interlock.WithWatchdogTimeout(cfg.Watchdog), interlock.WithObserver(obs))
+	ic, err := interlock.New(tc, interlock.WithWatchdogTimeout(cfg.Watchdog), interlock.WithObserver(obs), interlock.WithPubSubMode(mode))
 	if err != nil {
 		return row, err
 	}
 	defer ic.Close()
-	if _, err := ic.Sharded(ctx); err != nil { // the one probe Lock would send
-		return row, err
-	}
 
 	heap0, _ := memNow()
 	g0 := runtime.NumGoroutine()
@@ -395,14 +396,32 @@ func renewalInterlock(ctx context.Context, cl *scaleCluster, cfg scaleConfig, n 
 		}
 	}
 	fillMonitor(&row, mon.stop())
-	row.losses = fmt.Sprintf("%d / %d (%s still held)", obs.failed.Load(), obs.lost.Load(), thousands(ic.Renewal().Len()))
+	row.losses = fmt.Sprintf("%d / %d (%s still held)", obs.failed.Load(), obs.lost.Load(), thousands(ic.Stats().Holds))
 	if obs.failed.Load() > 0 || obs.lost.Load() > 0 {
 		fmt.Fprintf(os.Stderr, "lockbench: renewal, %d locks, watchdog %v: %s\n", n, cfg.Watchdog, obs)
 	}
 	return row, nil
 }
 
-// scaleObserver counts renewal failures and lost locks.
+// autoPubSubMode is the mode PubSubAuto settles on for rc: sharded on a
+// cluster whose nodes answer PUBSUB SHARDNUMSUB. Passing it to New keeps
+// the Client's probe out of what is measured.
+func autoPubSubMode(ctx context.Context, rc rueidis.Client) (interlock.PubSubMode, error) {
+	if rc.Mode() != rueidis.ClientModeCluster {
+		return interlock.PubSubClassic, nil
+	}
+	err := rc.Do(ctx, rc.B().PubsubShardnumsub().Channel("0").Build()).Error()
+	if err == nil {
+		return interlock.PubSubSharded, nil
+	}
+	if _, isRedisErr := rueidis.IsRedisErr(err); isRedisErr {
+		return interlock.PubSubClassic, nil
+	}
+	return 0, err
+}
+
+// scaleObserver counts renewal failures and lost locks, and notes the
+// first failures of any kind.
 type scaleObserver struct {
 	failed, lost atomic.Int64
 	mu           sync.Mutex
@@ -425,6 +444,10 @@ func (o *scaleObserver) RenewalFailed(n int, err error) {
 func (o *scaleObserver) LockLost(name string, cause error) {
 	o.lost.Add(1)
 	o.note(fmt.Sprintf("lost %s: %v", name, cause))
+}
+
+func (o *scaleObserver) PubSubFailed(err error) {
+	o.note(fmt.Sprintf("pub/sub: %v", err))
 }
 
 func (o *scaleObserver) String() string {
@@ -642,13 +665,13 @@ func runWaitingScale(ctx context.Context, cl *scaleCluster, cfg scaleConfig, w i
 		for i := range s.evalsha {
 			cur += s.evalsha[i] + s.eval[i]
 		}
-		if ic.PubSub().Channels() == cfg.WaitLocks && cur == prev &&
+		if ic.Stats().Channels == cfg.WaitLocks && cur == prev &&
 			runtime.NumGoroutine()-g0 >= cfg.Waiters {
 			break
 		}
 		prev = cur
 		if time.Now().After(deadline) {
-			return fmt.Errorf("waiters not parked after 2 minutes (%d channels)", ic.PubSub().Channels())
+			return fmt.Errorf("waiters not parked after 2 minutes (%d channels)", ic.Stats().Channels)
 		}
 	}
 	parked := time.Since(start)

@@ -171,7 +171,7 @@ func release(ctx context.Context, io stdio, l locker, cfg *runConfig, lost bool,
 	switch {
 	case lost:
 		return status // already exitLost
-	case errors.Is(err, l.notHeld()):
+	case errors.Is(err, interlock.ErrNotHeld):
 		return failf(exitLost, "lock %q was gone when CMD exited: it expired or was force-unlocked while CMD ran", cfg.lock)
 	case err != nil:
 		fmt.Fprintf(io.err, "interlock: warning: cannot unlock %q: %v; it expires by itself within %v\n", cfg.lock, err, holdLease(cfg))

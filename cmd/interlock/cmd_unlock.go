@@ -7,11 +7,7 @@ import (
 	"strings"
 
 	"github.com/interlock-go/interlock"
-	"github.com/interlock-go/interlock/fairlock"
-	"github.com/interlock-go/interlock/fenced"
 	"github.com/interlock-go/interlock/internal/keys"
-	"github.com/interlock-go/interlock/rlock"
-	"github.com/interlock-go/interlock/rwlock"
 )
 
 // unlockCmd is "interlock unlock --force [--kind KIND] LOCK": the
@@ -121,16 +117,9 @@ func unlockKind(f *facts, asked string) (string, error) {
 // forceUnlock deletes lock name with the ForceUnlock of kind (one of
 // lockKinds) and reports whether there was a lock to delete.
 func forceUnlock(ctx context.Context, c *interlock.Client, kind, name string) (bool, error) {
-	switch kind {
-	case kindFair:
-		return fairlock.New(c, name).ForceUnlock(ctx)
-	case kindRead:
-		return rwlock.New(c, name).Read().ForceUnlock(ctx)
-	case kindWrite:
-		return rwlock.New(c, name).Write().ForceUnlock(ctx)
-	case kindFenced:
-		return fenced.New(c, name).ForceUnlock(ctx)
-	default:
-		return rlock.New(c, name).ForceUnlock(ctx)
+	m, err := newLock(c, kind, name)
+	if err != nil {
+		return false, err
 	}
+	return m.ForceUnlock(ctx)
 }

@@ -60,7 +60,7 @@ func holderCmd(ctx context.Context, io stdio, args []string) error {
 	defer c.Close()
 	ctx = interlock.WithOwner(ctx, 1)
 	var (
-		m     mutex
+		m     interlock.Locker
 		token uint64
 	)
 	if *fenceKey == "" {

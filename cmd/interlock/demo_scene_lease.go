@@ -67,8 +67,8 @@ func (d *demo) sceneLease(ctx context.Context) error {
 			}
 			aEnd = n.elapsed()
 			err := ma.Unlock(ctxA)
-			if !errors.Is(err, rlock.ErrNotHeld) {
-				return storyf("A's unlock after its lease ran out returned %v, want %v", err, rlock.ErrNotHeld)
+			if !errors.Is(err, interlock.ErrNotHeld) {
+				return storyf("A's unlock after its lease ran out returned %v, want %v", err, interlock.ErrNotHeld)
 			}
 			n.say("A", "done: recorded in the ledger; its unlock fails: the lock is not A's any more")
 		case <-ctx.Done():

@@ -37,53 +37,50 @@ type locker interface {
 	// wait.d (0: one attempt), reporting false when it is still busy.
 	// A lease of 0 is a watchdog hold.
 	acquire(ctx context.Context, wait durationFlag, lease time.Duration) (bool, error)
-	// unlock releases the hold acquire took. An error matching notHeld
-	// means the hold was gone already.
+	// unlock releases the hold acquire took. An error matching
+	// interlock.ErrNotHeld means the hold was gone already.
 	unlock(ctx context.Context) error
-	// notHeld is the kind's ErrNotHeld.
-	notHeld() error
 	// guard returns a context cancelled when the hold is lost.
 	guard(ctx context.Context) context.Context
 	// env is what CMD gets in its environment besides INTERLOCK_LOCK.
 	env() []string
 }
 
-// mutex is the method set every lock package shares (rlock.Mutex,
-// fairlock.Mutex, rwlock.ReadLock, rwlock.WriteLock, fenced.Mutex).
-type mutex interface {
-	Lock(ctx context.Context) error
-	LockLease(ctx context.Context, lease time.Duration) error
-	TryLock(ctx context.Context, wait, lease time.Duration) (bool, error)
-	Unlock(ctx context.Context) error
-	Guard(ctx context.Context) context.Context
+// newLock returns the lock of kind (one of lockKinds) called name.
+func newLock(c *interlock.Client, kind, name string) (interlock.Locker, error) {
+	switch kind {
+	case kindReentrant:
+		return rlock.New(c, name), nil
+	case kindFair:
+		// TryLock's wait is also the grace of the waiter in the queue;
+		// Lock and LockLease queue with the default, Redisson's 5 minutes.
+		return fairlock.New(c, name), nil
+	case kindRead:
+		return rwlock.New(c, name).Read(), nil
+	case kindWrite:
+		return rwlock.New(c, name).Write(), nil
+	case kindFenced:
+		return fenced.New(c, name), nil
+	}
+	return nil, errors.New("unknown lock kind " + strconv.Quote(kind))
 }
 
 // newLocker returns the locker of kind (one of lockKinds) for the lock
 // called name.
 func newLocker(c *interlock.Client, kind, name string) (locker, error) {
-	switch kind {
-	case kindReentrant:
-		return &mutexLocker{m: rlock.New(c, name), errNotHeld: rlock.ErrNotHeld}, nil
-	case kindFair:
-		// TryLock's wait is also the grace of the waiter in the queue;
-		// Lock and LockLease queue with the default, Redisson's 5 minutes.
-		return &mutexLocker{m: fairlock.New(c, name), errNotHeld: fairlock.ErrNotHeld}, nil
-	case kindRead:
-		return &mutexLocker{m: rwlock.New(c, name).Read(), errNotHeld: rwlock.ErrNotHeld}, nil
-	case kindWrite:
-		return &mutexLocker{m: rwlock.New(c, name).Write(), errNotHeld: rwlock.ErrNotHeld}, nil
-	case kindFenced:
-		m := fenced.New(c, name)
-		return &fencedLocker{mutexLocker: mutexLocker{m: m, errNotHeld: fenced.ErrNotHeld}, f: m}, nil
+	m, err := newLock(c, kind, name)
+	if err != nil {
+		return nil, err
 	}
-	return nil, errors.New("unknown lock kind " + strconv.Quote(kind))
+	if f, ok := m.(*fenced.Mutex); ok {
+		return &fencedLocker{mutexLocker: mutexLocker{m: m}, f: f}, nil
+	}
+	return &mutexLocker{m: m}, nil
 }
 
-// mutexLocker is the locker of every kind whose package has the mutex
-// methods.
+// mutexLocker is the locker of every kind: an interlock.Locker.
 type mutexLocker struct {
-	m          mutex
-	errNotHeld error
+	m interlock.Locker
 }
 
 func (l *mutexLocker) acquire(ctx context.Context, wait durationFlag, lease time.Duration) (bool, error) {
@@ -100,7 +97,6 @@ func (l *mutexLocker) acquire(ctx context.Context, wait durationFlag, lease time
 }
 
 func (l *mutexLocker) unlock(ctx context.Context) error          { return l.m.Unlock(ctx) }
-func (l *mutexLocker) notHeld() error                            { return l.errNotHeld }
 func (l *mutexLocker) guard(ctx context.Context) context.Context { return l.m.Guard(ctx) }
 func (l *mutexLocker) env() []string                             { return nil }
 

@@ -40,7 +40,7 @@ func TestUnlockNeedsForce(t *testing.T) {
 	assert.False(t, exists(t, rc, lock))
 	// The holder learns of it at its next renewal.
 	<-guard.Done()
-	assert.ErrorIs(t, context.Cause(guard), rlock.ErrLockLost)
+	assert.ErrorIs(t, context.Cause(guard), interlock.ErrLockLost)
 
 	res = runInProcess(t, "unlock", "--redis", redisURL(), "--force", lock)
 	require.Equal(t, 0, res.code, res.stderr)
@@ -106,7 +106,7 @@ func TestUnlockEveryKind(t *testing.T) {
 		assert.Equal(t, lock+": unlocked (forced, read)\n", res.stdout)
 		assert.False(t, exists(t, rc, lock))
 		<-guard.Done()
-		assert.ErrorIs(t, context.Cause(guard), rwlock.ErrLockLost)
+		assert.ErrorIs(t, context.Cause(guard), interlock.ErrLockLost)
 		// A writer gets in now.
 		ok, err := rw.Write().TryLock(one, 0, time.Second)
 		require.NoError(t, err)
@@ -132,7 +132,7 @@ func TestUnlockEveryKind(t *testing.T) {
 		assert.Equal(t, lock+": unlocked (forced, write)\n", res.stdout)
 		assert.False(t, exists(t, rc, lock))
 		<-guard.Done()
-		assert.ErrorIs(t, context.Cause(guard), rwlock.ErrLockLost)
+		assert.ErrorIs(t, context.Cause(guard), interlock.ErrLockLost)
 	})
 
 	t.Run("fenced", func(t *testing.T) {
@@ -149,7 +149,7 @@ func TestUnlockEveryKind(t *testing.T) {
 		assert.Equal(t, lock+": unlocked (forced, fenced)\n", res.stdout)
 		assert.False(t, exists(t, rc, lock))
 		<-guard.Done()
-		assert.ErrorIs(t, context.Cause(guard), fenced.ErrLockLost)
+		assert.ErrorIs(t, context.Cause(guard), interlock.ErrLockLost)
 		got, err := m.Token(ctx)
 		require.NoError(t, err)
 		assert.Equal(t, token, got, "the token counter stays")
