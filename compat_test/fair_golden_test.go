@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/sha1"
 	"encoding/hex"
-	"github.com/interlock-go/interlock/internal/runtime"
 	"regexp"
 	"slices"
 	"strconv"
@@ -21,6 +20,7 @@ import (
 	"github.com/interlock-go/interlock/fairlock"
 	"github.com/interlock-go/interlock/internal/keys"
 	"github.com/interlock-go/interlock/internal/redistest"
+	"github.com/interlock-go/interlock/internal/runtime"
 	"github.com/interlock-go/interlock/lua"
 )
 

@@ -2,7 +2,6 @@ package compat_test
 
 import (
 	"context"
-	"github.com/interlock-go/interlock/internal/runtime"
 	"regexp"
 	"strings"
 	"testing"
@@ -15,6 +14,7 @@ import (
 	"github.com/interlock-go/interlock/fenced"
 	"github.com/interlock-go/interlock/internal/keys"
 	"github.com/interlock-go/interlock/internal/redistest"
+	"github.com/interlock-go/interlock/internal/runtime"
 	"github.com/interlock-go/interlock/lua"
 	"github.com/interlock-go/interlock/rlock"
 )

@@ -13,6 +13,7 @@ import (
 	"github.com/interlock-go/interlock"
 	"github.com/interlock-go/interlock/internal/keys"
 	"github.com/interlock-go/interlock/internal/redistest"
+	"github.com/interlock-go/interlock/internal/runtime"
 	"github.com/interlock-go/interlock/rlock"
 )
 
@@ -65,7 +66,7 @@ func testInteropBasic(t *testing.T, version string, cluster *redistest.ClusterSe
 	e.c = newLockClient(t, e.rc)
 	e.peer = startJavaPeer(t, version, e.addrs)
 
-	sharded, err := e.c.Sharded(testCtx(t, 10*time.Second))
+	sharded, err := runtime.Of(e.c).Sharded(testCtx(t, 10*time.Second))
 	require.NoError(t, err)
 	require.Equal(t, cluster != nil, sharded, "the Go client's pub/sub choice (sharded on a Redis 7 cluster)")
 

@@ -1,7 +1,6 @@
 package compat_test
 
 import (
-	"github.com/interlock-go/interlock/internal/runtime"
 	"regexp"
 	"strconv"
 	"strings"
@@ -15,6 +14,7 @@ import (
 	"github.com/interlock-go/interlock"
 	"github.com/interlock-go/interlock/internal/keys"
 	"github.com/interlock-go/interlock/internal/redistest"
+	"github.com/interlock-go/interlock/internal/runtime"
 	"github.com/interlock-go/interlock/lua"
 	"github.com/interlock-go/interlock/rwlock"
 )

@@ -2,7 +2,7 @@ package reliability
 
 // T14 (docs/reliability.md, hazard H8): clients whose wall clocks are
 // wrong. libfaketime cannot move a Go process's clock, so the Clients get
-// a skewed wall clock injected (interlock.WithWallClock); their monotonic
+// a skewed wall clock injected (runtime.SetWallClock); their monotonic
 // clock is the real one. Four parts, run at once:
 //
 //   - trylock: a Client an hour ahead or behind calls TryLock(2 s) on a
@@ -32,6 +32,7 @@ import (
 	"github.com/interlock-go/interlock"
 	"github.com/interlock-go/interlock/fairlock"
 	"github.com/interlock-go/interlock/internal/redistest"
+	"github.com/interlock-go/interlock/internal/runtime"
 	"github.com/interlock-go/interlock/rlock"
 )
 
@@ -51,11 +52,12 @@ func t14Clock(d time.Duration) func() time.Time {
 // t14Client returns a Client on srv with the wall clock off by skew.
 func t14Client(t *testing.T, srv *redistest.Server, skew time.Duration, opts ...interlock.Option) *interlock.Client {
 	t.Helper()
-	opts = append([]interlock.Option{interlock.WithWatchdogTimeout(t14Lease), interlock.WithWallClock(t14Clock(skew))}, opts...)
+	opts = append([]interlock.Option{interlock.WithWatchdogTimeout(t14Lease)}, opts...)
 	c, err := interlock.New(srv.Client(t), opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
+	runtime.Of(c).SetWallClock(t14Clock(skew))
 	t.Cleanup(func() { c.Close() })
 	return c
 }

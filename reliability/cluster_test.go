@@ -105,6 +105,9 @@ type t17Observer struct {
 func (o *t17Observer) RenewalFailed(n int, err error)   { o.failed.add("renew", err) }
 func (o *t17Observer) LockLost(key string, cause error) { o.lost.Add(1) }
 
+// PubSubFailed ignores pub/sub failures: T17 judges renewals and losses.
+func (o *t17Observer) PubSubFailed(err error) {}
+
 func TestT17Cluster(t *testing.T) {
 	nightlyOnly(t)
 	locks := sized(0, 5000)

@@ -28,6 +28,9 @@ type t18Observer struct {
 func (o *t18Observer) RenewalFailed(n int, err error)   { o.failed.Add(int64(n)) }
 func (o *t18Observer) LockLost(key string, cause error) { o.lost.Add(1) }
 
+// PubSubFailed ignores pub/sub failures: T18 counts only the Scheduler's.
+func (o *t18Observer) PubSubFailed(err error) {}
+
 func TestT18Scale(t *testing.T) {
 	locks := sized(2000, 100000)
 	const lease = 3 * time.Second

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/interlock-go/interlock/internal/runtime"
 	"math/rand/v2"
 	"sync"
 	"testing"
@@ -13,6 +12,7 @@ import (
 	"github.com/interlock-go/interlock"
 	"github.com/interlock-go/interlock/fenced"
 	"github.com/interlock-go/interlock/internal/redistest"
+	"github.com/interlock-go/interlock/internal/runtime"
 )
 
 // TestT08SentinelFailover is T8 (hazards H11, H12): Sentinel failovers
