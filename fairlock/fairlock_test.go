@@ -2,7 +2,6 @@ package fairlock_test
 
 import (
 	"context"
-	"errors"
 	"strconv"
 	"sync"
 	"testing"
@@ -538,7 +537,10 @@ func TestForceUnlockWakesHeadAndLosesHolds(t *testing.T) {
 	nothingLeft(t, c, rc, m.Name())
 }
 
-func TestBadInputSendsNothing(t *testing.T) {
+// TestBadWaitTimeoutSendsNothing: a bad WithWaitTimeout makes every method
+// fail with ErrInvalid before anything is sent (the rest of bad input is
+// in the conformance suite).
+func TestBadWaitTimeoutSendsNothing(t *testing.T) {
 	var sent int
 	counting := &faulty{Client: redistest.NewClient(t, addr)}
 	counting.set(func(ctx context.Context, cmd rueidis.Completed, next func() rueidis.RedisResult) rueidis.RedisResult {
@@ -548,30 +550,6 @@ func TestBadInputSendsNothing(t *testing.T) {
 	c := wrap(t, counting)
 	ctx := testCtx(t)
 
-	for _, name := range []string{"", "a{b", "{}x", "x}y"} {
-		m := fairlock.New(c, name)
-		assert.ErrorIs(t, m.Lock(ctx), interlock.ErrInvalid, name)
-		assert.ErrorIs(t, m.LockLease(ctx, time.Second), interlock.ErrInvalid, name)
-		_, err := m.TryLock(ctx, time.Second, 0)
-		assert.ErrorIs(t, err, interlock.ErrInvalid, name)
-		assert.ErrorIs(t, m.Unlock(ctx), interlock.ErrInvalid, name)
-		_, err = m.ForceUnlock(ctx)
-		assert.ErrorIs(t, err, interlock.ErrInvalid, name)
-		_, err = m.IsLocked(ctx)
-		assert.ErrorIs(t, err, interlock.ErrInvalid, name)
-		_, err = m.IsHeld(ctx)
-		assert.ErrorIs(t, err, interlock.ErrInvalid, name)
-		_, err = m.TTL(ctx)
-		assert.ErrorIs(t, err, interlock.ErrInvalid, name)
-		assert.ErrorIs(t, context.Cause(m.Guard(ctx)), interlock.ErrInvalid, name)
-	}
-	m := fairlock.New(c, "fine")
-	for _, d := range [][2]time.Duration{{-time.Second, 0}, {0, -time.Second}, {0, time.Microsecond}, {time.Microsecond, 0}} {
-		_, err := m.TryLock(ctx, d[0], d[1])
-		assert.ErrorIs(t, err, interlock.ErrInvalid, "TryLock(%v, %v)", d[0], d[1])
-	}
-	assert.ErrorIs(t, m.LockLease(ctx, 0), interlock.ErrInvalid)
-	assert.ErrorIs(t, m.Lock(interlock.WithOwner(ctx, -3)), interlock.ErrInvalid)
 	for _, d := range []time.Duration{0, -time.Second, time.Microsecond} {
 		bad := fairlock.New(c, "fine", fairlock.WithWaitTimeout(d))
 		err := bad.Lock(ctx)
@@ -579,102 +557,7 @@ func TestBadInputSendsNothing(t *testing.T) {
 		assert.ErrorContains(t, err, "fairlock: wait timeout")
 		assert.ErrorIs(t, bad.Unlock(ctx), interlock.ErrInvalid)
 	}
-	nilClient := fairlock.New(nil, "x")
-	assert.ErrorIs(t, nilClient.Lock(ctx), interlock.ErrInvalid)
-	assert.ErrorIs(t, nilClient.Unlock(ctx), interlock.ErrInvalid)
-	assert.ErrorIs(t, context.Cause(nilClient.Guard(ctx)), interlock.ErrInvalid)
-	_, err := nilClient.HoldCount(ctx)
-	assert.ErrorIs(t, err, interlock.ErrInvalid)
-	_, err = nilClient.ForceUnlock(ctx)
-	assert.ErrorIs(t, err, interlock.ErrInvalid)
 	assert.Zero(t, sent, "commands sent for bad input")
-}
-
-// TestLostAcquireReplyIsTakenBack: when an acquire's reply is lost to the
-// deadline, whatever the script did is undone: a hold it took is released
-// (a re-entry only by the hold it added), and a place it took in the queue
-// is given up.
-func TestLostAcquireReplyIsTakenBack(t *testing.T) {
-	ctx := testCtx(t)
-	f := &faulty{Client: redistest.NewClient(t, addr)}
-	c := wrap(t, f)
-	rc := f.Client
-	m := fairlock.New(c, lockName(t))
-	lose := func(on bool) {
-		if !on {
-			f.set(nil)
-			return
-		}
-		f.set(func(cctx context.Context, cmd rueidis.Completed, next func() rueidis.RedisResult) rueidis.RedisResult {
-			_, acq := runs(cmd, lua.FairAcquire())
-			_, try := runs(cmd, lua.FairTryAcquire())
-			if !acq && !try {
-				return next()
-			}
-			next() // the script runs on the server ...
-			<-cctx.Done()
-			return rueidis.NewErrorResult(cctx.Err()) // ... and its reply is lost to the deadline
-		})
-	}
-	lockLost := func(do func(ctx context.Context) error) {
-		t.Helper()
-		lose(true)
-		lctx, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
-		defer cancel()
-		assert.ErrorIs(t, do(lctx), context.DeadlineExceeded)
-		lose(false)
-	}
-
-	// A lost first acquisition, waiting and single-attempt.
-	lockLost(m.Lock)
-	lockLost(func(ctx context.Context) error { _, err := m.TryLock(ctx, 0, 0); return err })
-	locked, err := m.IsLocked(ctx)
-	require.NoError(t, err)
-	assert.False(t, locked, "a lost first acquisition is released")
-
-	// A lost re-entry takes back only the hold it added.
-	require.NoError(t, m.Lock(ctx))
-	lockLost(m.Lock)
-	n, err := m.HoldCount(ctx)
-	require.NoError(t, err)
-	assert.Equal(t, 1, n)
-
-	// A lost acquisition that queued the owner leaves the queue.
-	other := interlock.WithOwner(ctx, 1<<40)
-	lockLost(func(ctx context.Context) error { return m.Lock(interlock.WithOwner(ctx, 1<<40)) })
-	assert.Empty(t, queue(t, rc, m.Name()))
-	held, err := m.IsHeld(other)
-	require.NoError(t, err)
-	assert.False(t, held)
-
-	require.NoError(t, m.Unlock(ctx))
-	nothingLeft(t, c, rc, m.Name())
-}
-
-func TestLostUnlockReplyIsRetriedOnce(t *testing.T) {
-	ctx := testCtx(t)
-	lost := 0
-	f := &faulty{Client: redistest.NewClient(t, addr)}
-	f.set(func(cctx context.Context, cmd rueidis.Completed, next func() rueidis.RedisResult) rueidis.RedisResult {
-		if _, ok := runs(cmd, lua.FairUnlock()); lost > 0 || !ok {
-			return next()
-		}
-		lost++
-		next()
-		return rueidis.NewErrorResult(errors.New("connection reset (test)"))
-	})
-	c := wrap(t, f)
-	m := fairlock.New(c, lockName(t))
-	require.NoError(t, m.Lock(ctx))
-	require.NoError(t, m.Lock(ctx))
-
-	require.NoError(t, m.Unlock(ctx), "the resent unlock finds the latch")
-	assert.Equal(t, 1, lost)
-	n, err := m.HoldCount(ctx)
-	require.NoError(t, err)
-	assert.Equal(t, 1, n, "one logical unlock released one hold")
-	require.NoError(t, m.Unlock(ctx))
-	nothingLeft(t, c, f.Client, m.Name())
 }
 
 func TestWatchdogKeepsTheLockNotTheQueue(t *testing.T) {
@@ -707,30 +590,4 @@ func TestWatchdogKeepsTheLockNotTheQueue(t *testing.T) {
 	require.NoError(t, <-done)
 	require.NoError(t, m.Unlock(waiter))
 	nothingLeft(t, c, rc, m.Name())
-}
-
-func TestClosedClient(t *testing.T) {
-	c, rc := newClient(t)
-	ctx := testCtx(t)
-	m := fairlock.New(c, lockName(t))
-	holder := interlock.WithOwner(ctx, interlock.NewOwnerID())
-	require.NoError(t, m.Lock(holder))
-	guard := m.Guard(holder)
-
-	done := make(chan error, 1)
-	go func() { done <- m.Lock(ctx) }()
-	waitQueued(t, rc, m.Name(), 1)
-	eventually(t, 2*time.Second, func() bool { return c.Stats().Channels == 1 }, "waiter not subscribed")
-	require.NoError(t, c.Close())
-	select {
-	case err := <-done:
-		assert.ErrorIs(t, err, fairlock.ErrClosed)
-	case <-time.After(5 * time.Second):
-		t.Fatal("a waiter hangs after Close")
-	}
-	assert.Empty(t, queue(t, rc, m.Name()), "a waiter woken by Close left its place")
-	assert.ErrorIs(t, context.Cause(guard), interlock.ErrClosed)
-	assert.ErrorIs(t, m.Lock(ctx), fairlock.ErrClosed)
-	assert.ErrorIs(t, m.Unlock(ctx), fairlock.ErrClosed)
-	rc.Do(ctx, rc.B().Del().Key(m.Name()).Build())
 }

@@ -419,7 +419,10 @@ func TestForeignState(t *testing.T) {
 	assert.True(t, forced)
 }
 
-func TestBadInputSendsNothing(t *testing.T) {
+// TestBadTokenInputSendsNothing: the token methods and the fences refuse
+// bad input with ErrInvalid before anything is sent (the common methods
+// are in the conformance suite).
+func TestBadTokenInputSendsNothing(t *testing.T) {
 	var sent atomic.Int64
 	counting := &faulty{do: func(ctx context.Context, cmd rueidis.Completed, next func() rueidis.RedisResult) rueidis.RedisResult {
 		sent.Add(1)
@@ -433,41 +436,29 @@ func TestBadInputSendsNothing(t *testing.T) {
 		m := fenced.New(c, name)
 		_, err := m.LockToken(ctx)
 		assert.ErrorIs(t, err, interlock.ErrInvalid, name)
-		assert.ErrorIs(t, m.Lock(ctx), interlock.ErrInvalid, name)
+		_, err = m.LockLeaseToken(ctx, time.Second)
+		assert.ErrorIs(t, err, interlock.ErrInvalid, name)
 		_, _, err = m.TryLockToken(ctx, 0, 0)
-		assert.ErrorIs(t, err, interlock.ErrInvalid, name)
-		assert.ErrorIs(t, m.Unlock(ctx), interlock.ErrInvalid, name)
-		_, err = m.ForceUnlock(ctx)
-		assert.ErrorIs(t, err, interlock.ErrInvalid, name)
-		_, err = m.IsLocked(ctx)
 		assert.ErrorIs(t, err, interlock.ErrInvalid, name)
 		_, err = m.Token(ctx)
 		assert.ErrorIs(t, err, interlock.ErrInvalid, name)
-		assert.ErrorIs(t, context.Cause(m.Guard(ctx)), interlock.ErrInvalid, name)
 	}
 	m := fenced.New(c, "fine")
 	_, _, err := m.TryLockToken(ctx, -time.Second, 0)
 	assert.ErrorIs(t, err, interlock.ErrInvalid)
-	_, err = m.TryLock(ctx, 0, -time.Second)
+	_, _, err = m.TryLockToken(ctx, 0, -time.Second)
 	assert.ErrorIs(t, err, interlock.ErrInvalid)
 	_, _, err = m.TryLockToken(ctx, 0, time.Microsecond)
 	assert.ErrorIs(t, err, interlock.ErrInvalid)
 	_, err = m.LockLeaseToken(ctx, 0)
 	assert.ErrorIs(t, err, interlock.ErrInvalid)
-	assert.ErrorIs(t, m.LockLease(ctx, -time.Second), interlock.ErrInvalid)
 	_, err = m.LockToken(interlock.WithOwner(ctx, -3))
 	assert.ErrorIs(t, err, interlock.ErrInvalid)
 	nilClient := fenced.New(nil, "x")
 	_, err = nilClient.LockToken(ctx)
 	assert.ErrorIs(t, err, interlock.ErrInvalid)
-	assert.ErrorIs(t, nilClient.Unlock(ctx), interlock.ErrInvalid)
 	_, err = nilClient.Token(ctx)
 	assert.ErrorIs(t, err, interlock.ErrInvalid)
-	_, err = nilClient.HoldCount(ctx)
-	assert.ErrorIs(t, err, interlock.ErrInvalid)
-	_, err = nilClient.TTL(ctx)
-	assert.ErrorIs(t, err, interlock.ErrInvalid)
-	assert.ErrorIs(t, context.Cause(nilClient.Guard(ctx)), interlock.ErrInvalid)
 
 	// The resource-side fences.
 	fence := fenced.NewRedisFence(counting, "fence-test:bad")
@@ -497,7 +488,10 @@ func TestBadInputSendsNothing(t *testing.T) {
 	assert.Zero(t, sent.Load(), "commands sent for bad input")
 }
 
-func TestClosedClient(t *testing.T) {
+// TestClosedClientTokens: the token methods return ErrClosed once the
+// Client is closed, and fenced.ErrClosed is interlock.ErrClosed (the
+// common methods are in the conformance suite).
+func TestClosedClientTokens(t *testing.T) {
 	c, _ := newClient(t)
 	ctx := testCtx(t)
 	m := fenced.New(c, lockName(t))
@@ -508,8 +502,9 @@ func TestClosedClient(t *testing.T) {
 	assert.ErrorIs(t, context.Cause(guard), interlock.ErrClosed)
 	_, err = m.LockToken(ctx)
 	assert.ErrorIs(t, err, fenced.ErrClosed)
-	assert.ErrorIs(t, m.Unlock(ctx), fenced.ErrClosed)
-	_, err = m.ForceUnlock(ctx)
+	_, err = m.LockLeaseToken(ctx, time.Second)
+	assert.ErrorIs(t, err, fenced.ErrClosed)
+	_, _, err = m.TryLockToken(ctx, 0, 0)
 	assert.ErrorIs(t, err, fenced.ErrClosed)
 	assert.True(t, errors.Is(fenced.ErrClosed, interlock.ErrClosed))
 }

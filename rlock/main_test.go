@@ -11,7 +11,6 @@ import (
 
 	"github.com/interlock-go/interlock"
 	"github.com/interlock-go/interlock/internal/redistest"
-	"github.com/interlock-go/interlock/lua"
 )
 
 // addr is the package's shared redis-server.
@@ -59,24 +58,4 @@ func testCtx(t *testing.T) context.Context {
 func eventually(t *testing.T, d time.Duration, cond func() bool, msg string) {
 	t.Helper()
 	require.Eventually(t, cond, d, 5*time.Millisecond, msg)
-}
-
-// faulty wraps a rueidis client and lets a test tamper with replies.
-type faulty struct {
-	rueidis.Client
-	do func(ctx context.Context, cmd rueidis.Completed, next func() rueidis.RedisResult) rueidis.RedisResult
-}
-
-func (f *faulty) Do(ctx context.Context, cmd rueidis.Completed) rueidis.RedisResult {
-	next := func() rueidis.RedisResult { return f.Client.Do(ctx, cmd) }
-	if f.do == nil {
-		return next()
-	}
-	return f.do(ctx, cmd, next)
-}
-
-// runs reports whether cmd runs script.
-func runs(cmd rueidis.Completed, script *lua.Script) bool {
-	args := cmd.Commands()
-	return len(args) > 1 && args[0] == "EVALSHA" && args[1] == script.SHA1()
 }

@@ -2,19 +2,15 @@ package rlock_test
 
 import (
 	"context"
-	"errors"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/redis/rueidis"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/interlock-go/interlock"
-	"github.com/interlock-go/interlock/internal/redistest"
-	"github.com/interlock-go/interlock/lua"
 	"github.com/interlock-go/interlock/rlock"
 )
 
@@ -299,154 +295,6 @@ func TestForceUnlockWakesWaitersAndLosesHolds(t *testing.T) {
 	ok, err = m.ForceUnlock(ctx)
 	require.NoError(t, err)
 	assert.False(t, ok)
-}
-
-func TestBadInputSendsNothing(t *testing.T) {
-	var sent int
-	counting := &faulty{do: func(ctx context.Context, cmd rueidis.Completed, next func() rueidis.RedisResult) rueidis.RedisResult {
-		sent++
-		return next()
-	}}
-	counting.Client = redistest.NewClient(t, addr)
-	c := wrap(t, counting)
-	ctx := testCtx(t)
-
-	for _, name := range []string{"", "a{b", "{}x", "x}y"} {
-		m := rlock.New(c, name)
-		assert.ErrorIs(t, m.Lock(ctx), interlock.ErrInvalid, name)
-		assert.ErrorIs(t, m.Unlock(ctx), interlock.ErrInvalid, name)
-		_, err := m.ForceUnlock(ctx)
-		assert.ErrorIs(t, err, interlock.ErrInvalid, name)
-		_, err = m.IsLocked(ctx)
-		assert.ErrorIs(t, err, interlock.ErrInvalid, name)
-		assert.ErrorIs(t, context.Cause(m.Guard(ctx)), interlock.ErrInvalid, name)
-	}
-	m := rlock.New(c, "fine")
-	_, err := m.TryLock(ctx, -time.Second, 0)
-	assert.ErrorIs(t, err, interlock.ErrInvalid)
-	_, err = m.TryLock(ctx, 0, -time.Second)
-	assert.ErrorIs(t, err, interlock.ErrInvalid)
-	_, err = m.TryLock(ctx, 0, time.Microsecond)
-	assert.ErrorIs(t, err, interlock.ErrInvalid)
-	assert.ErrorIs(t, m.LockLease(ctx, 0), interlock.ErrInvalid)
-	assert.ErrorIs(t, m.Lock(interlock.WithOwner(ctx, -3)), interlock.ErrInvalid)
-	nilClient := rlock.New(nil, "x")
-	assert.ErrorIs(t, nilClient.Lock(ctx), interlock.ErrInvalid)
-	assert.ErrorIs(t, nilClient.Unlock(ctx), interlock.ErrInvalid)
-	assert.ErrorIs(t, context.Cause(nilClient.Guard(ctx)), interlock.ErrInvalid)
-	_, err = nilClient.HoldCount(ctx)
-	assert.ErrorIs(t, err, interlock.ErrInvalid)
-	_, err = nilClient.TTL(ctx)
-	assert.ErrorIs(t, err, interlock.ErrInvalid)
-	_, err = nilClient.ForceUnlock(ctx)
-	assert.ErrorIs(t, err, interlock.ErrInvalid)
-	assert.Zero(t, sent, "commands sent for bad input")
-
-	_, err = interlock.New(nil)
-	assert.ErrorIs(t, err, interlock.ErrInvalid)
-	_, err = interlock.New(counting, interlock.WithWatchdogTimeout(time.Millisecond))
-	assert.ErrorIs(t, err, interlock.ErrInvalid)
-	_, err = interlock.New(counting, interlock.WithRenewalBatchSize(0))
-	assert.ErrorIs(t, err, interlock.ErrInvalid)
-}
-
-func TestLostAcquireReplyIsTakenBack(t *testing.T) {
-	ctx := testCtx(t)
-	var lose bool
-	f := &faulty{do: func(cctx context.Context, cmd rueidis.Completed, next func() rueidis.RedisResult) rueidis.RedisResult {
-		if !lose || !runs(cmd, lua.Acquire()) {
-			return next()
-		}
-		next() // the script runs on the server ...
-		<-cctx.Done()
-		return rueidis.NewErrorResult(cctx.Err()) // ... and its reply is lost to the deadline
-	}}
-	f.Client = redistest.NewClient(t, addr)
-	c := wrap(t, f)
-	m := rlock.New(c, lockName(t))
-
-	lose = true
-	lctx, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
-	err := m.Lock(lctx)
-	cancel()
-	assert.ErrorIs(t, err, context.DeadlineExceeded)
-	lose = false
-	locked, err := m.IsLocked(ctx)
-	require.NoError(t, err)
-	assert.False(t, locked, "a lost first acquisition is released")
-
-	// A lost re-entry takes back only the hold it added.
-	require.NoError(t, m.Lock(ctx))
-	lose = true
-	lctx, cancel = context.WithTimeout(ctx, 50*time.Millisecond)
-	assert.ErrorIs(t, m.Lock(lctx), context.DeadlineExceeded)
-	cancel()
-	lose = false
-	n, err := m.HoldCount(ctx)
-	require.NoError(t, err)
-	assert.Equal(t, 1, n)
-	require.NoError(t, m.Unlock(ctx))
-	locked, err = m.IsLocked(ctx)
-	require.NoError(t, err)
-	assert.False(t, locked)
-}
-
-func TestLostUnlockReplyIsRetriedOnce(t *testing.T) {
-	ctx := testCtx(t)
-	lost := 0
-	f := &faulty{do: func(cctx context.Context, cmd rueidis.Completed, next func() rueidis.RedisResult) rueidis.RedisResult {
-		if lost > 0 || !runs(cmd, lua.Unlock()) {
-			return next()
-		}
-		lost++
-		next()
-		return rueidis.NewErrorResult(errors.New("connection reset (test)"))
-	}}
-	f.Client = redistest.NewClient(t, addr)
-	c := wrap(t, f)
-	m := rlock.New(c, lockName(t))
-	require.NoError(t, m.Lock(ctx))
-	require.NoError(t, m.Lock(ctx))
-
-	require.NoError(t, m.Unlock(ctx), "the resent unlock finds the latch")
-	assert.Equal(t, 1, lost)
-	n, err := m.HoldCount(ctx)
-	require.NoError(t, err)
-	assert.Equal(t, 1, n, "one logical unlock released one hold")
-	require.NoError(t, m.Unlock(ctx))
-}
-
-func TestClosedClient(t *testing.T) {
-	c, _ := newClient(t)
-	ctx := testCtx(t)
-	m := rlock.New(c, lockName(t))
-	require.NoError(t, m.Lock(ctx))
-	guard := m.Guard(ctx)
-	require.NoError(t, c.Close())
-	require.NoError(t, c.Close())
-	assert.ErrorIs(t, context.Cause(guard), interlock.ErrClosed)
-	assert.ErrorIs(t, m.Lock(ctx), rlock.ErrClosed)
-	assert.ErrorIs(t, m.Unlock(ctx), rlock.ErrClosed)
-}
-
-func TestCloseWakesWaiters(t *testing.T) {
-	c, _ := newClient(t)
-	ctx := testCtx(t)
-	m := rlock.New(c, lockName(t))
-	holder := interlock.WithOwner(ctx, interlock.NewOwnerID())
-	require.NoError(t, m.Lock(holder))
-
-	done := make(chan error, 1)
-	go func() { done <- m.Lock(ctx) }()
-	eventually(t, 2*time.Second, func() bool { return c.Stats().Channels == 1 }, "waiter not subscribed")
-	time.Sleep(50 * time.Millisecond)
-	require.NoError(t, c.Close())
-	select {
-	case err := <-done:
-		assert.ErrorIs(t, err, rlock.ErrClosed)
-	case <-time.After(5 * time.Second):
-		t.Fatal("a waiter hangs after Close")
-	}
 }
 
 func TestErrorsAreWrappedOnce(t *testing.T) {

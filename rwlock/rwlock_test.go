@@ -2,18 +2,15 @@ package rwlock_test
 
 import (
 	"context"
-	"errors"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/redis/rueidis"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/interlock-go/interlock"
 	"github.com/interlock-go/interlock/internal/redistest"
-	"github.com/interlock-go/interlock/lua"
 	"github.com/interlock-go/interlock/rwlock"
 )
 
@@ -460,163 +457,4 @@ func TestCancelWhileWaitingLeavesNothing(t *testing.T) {
 	}, "subscriptions left behind")
 	eventually(t, 2*time.Second, func() bool { return len(keysLike(t, rc, rw.Name())) == 0 }, "keys left behind")
 	assert.Zero(t, c.Stats().Holds)
-}
-
-func TestBadInputSendsNothing(t *testing.T) {
-	f := &faulty{Client: redistest.NewClient(t, addr)}
-	c := wrap(t, f)
-	ctx := testCtx(t)
-
-	for _, name := range []string{"", "a{b", "{}x", "x}y"} {
-		rw := rwlock.New(c, name)
-		for _, l := range []half{rw.Read(), rw.Write()} {
-			assert.ErrorIs(t, l.Lock(ctx), interlock.ErrInvalid, name)
-			assert.ErrorIs(t, l.LockLease(ctx, time.Second), interlock.ErrInvalid, name)
-			_, err := l.TryLock(ctx, 0, 0)
-			assert.ErrorIs(t, err, interlock.ErrInvalid, name)
-			assert.ErrorIs(t, l.Unlock(ctx), interlock.ErrInvalid, name)
-			_, err = l.ForceUnlock(ctx)
-			assert.ErrorIs(t, err, interlock.ErrInvalid, name)
-			_, err = l.IsLocked(ctx)
-			assert.ErrorIs(t, err, interlock.ErrInvalid, name)
-			_, err = l.IsHeld(ctx)
-			assert.ErrorIs(t, err, interlock.ErrInvalid, name)
-			_, err = l.HoldCount(ctx)
-			assert.ErrorIs(t, err, interlock.ErrInvalid, name)
-			_, err = l.TTL(ctx)
-			assert.ErrorIs(t, err, interlock.ErrInvalid, name)
-			assert.ErrorIs(t, context.Cause(l.Guard(ctx)), interlock.ErrInvalid, name)
-		}
-	}
-	rw := rwlock.New(c, "fine")
-	for _, l := range []half{rw.Read(), rw.Write()} {
-		_, err := l.TryLock(ctx, -time.Second, 0)
-		assert.ErrorIs(t, err, interlock.ErrInvalid)
-		_, err = l.TryLock(ctx, 0, -time.Second)
-		assert.ErrorIs(t, err, interlock.ErrInvalid)
-		_, err = l.TryLock(ctx, 0, time.Microsecond)
-		assert.ErrorIs(t, err, interlock.ErrInvalid)
-		assert.ErrorIs(t, l.LockLease(ctx, 0), interlock.ErrInvalid)
-		assert.ErrorIs(t, l.LockLease(ctx, -time.Second), interlock.ErrInvalid)
-		assert.ErrorIs(t, l.Lock(interlock.WithOwner(ctx, -3)), interlock.ErrInvalid)
-	}
-	nilClient := rwlock.New(nil, "x")
-	assert.ErrorIs(t, nilClient.Read().Lock(ctx), interlock.ErrInvalid)
-	assert.ErrorIs(t, nilClient.Write().Unlock(ctx), interlock.ErrInvalid)
-	_, err := nilClient.Write().ForceUnlock(ctx)
-	assert.ErrorIs(t, err, interlock.ErrInvalid)
-	assert.ErrorIs(t, context.Cause(nilClient.Read().Guard(ctx)), interlock.ErrInvalid)
-	assert.Zero(t, f.sent.Load(), "commands sent for bad input")
-}
-
-func TestLostAcquireReplyIsTakenBack(t *testing.T) {
-	for _, tc := range []struct {
-		name   string
-		script *lua.Script
-		half   func(*rwlock.Mutex) half
-	}{
-		{"read", lua.RWReadAcquire(), func(m *rwlock.Mutex) half {
-			return m.Read()
-		}},
-		{"write", lua.RWWriteAcquire(), func(m *rwlock.Mutex) half {
-			return m.Write()
-		}},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			ctx := testCtx(t)
-			var lose bool
-			f := &faulty{do: func(cctx context.Context, cmd rueidis.Completed, next func() rueidis.RedisResult) rueidis.RedisResult {
-				if !lose || !runs(cmd, tc.script) {
-					return next()
-				}
-				next() // the script runs on the server ...
-				<-cctx.Done()
-				return rueidis.NewErrorResult(cctx.Err()) // ... and its reply is lost to the deadline
-			}}
-			f.Client = redistest.NewClient(t, addr)
-			c := wrap(t, f)
-			rw := rwlock.New(c, lockName(t))
-			l := tc.half(rw)
-
-			lose = true
-			lctx, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
-			assert.ErrorIs(t, l.Lock(lctx), context.DeadlineExceeded)
-			cancel()
-			lose = false
-			eventually(t, 2*time.Second, func() bool {
-				return len(keysLike(t, f.Client, rw.Name())) == 0
-			}, "a lost first acquisition is released, timeout key included")
-
-			// A lost re-entry takes back only the hold it added.
-			require.NoError(t, l.Lock(ctx))
-			lose = true
-			lctx, cancel = context.WithTimeout(ctx, 50*time.Millisecond)
-			assert.ErrorIs(t, l.Lock(lctx), context.DeadlineExceeded)
-			cancel()
-			lose = false
-			assert.Equal(t, 1, must[int](t)(l.HoldCount(ctx)))
-			require.NoError(t, l.Unlock(ctx))
-			eventually(t, 2*time.Second, func() bool {
-				return len(keysLike(t, f.Client, rw.Name())) == 0
-			}, "keys left behind")
-		})
-	}
-}
-
-func TestLostUnlockReplyIsRetriedOnce(t *testing.T) {
-	ctx := testCtx(t)
-	lost := 0
-	f := &faulty{do: func(cctx context.Context, cmd rueidis.Completed, next func() rueidis.RedisResult) rueidis.RedisResult {
-		if lost > 0 || !runs(cmd, lua.RWReadUnlock()) {
-			return next()
-		}
-		lost++
-		next()
-		return rueidis.NewErrorResult(errors.New("connection reset (test)"))
-	}}
-	f.Client = redistest.NewClient(t, addr)
-	c := wrap(t, f)
-	rw := rwlock.New(c, lockName(t))
-	require.NoError(t, rw.Read().Lock(ctx))
-	require.NoError(t, rw.Read().Lock(ctx))
-	require.NoError(t, rw.Read().Unlock(ctx), "the resent unlock finds the latch")
-	assert.Equal(t, 1, lost)
-	assert.Equal(t, 1, must[int](t)(rw.Read().HoldCount(ctx)), "one logical unlock released one hold")
-	require.NoError(t, rw.Read().Unlock(ctx))
-}
-
-func TestClosedClient(t *testing.T) {
-	c, _ := newClient(t)
-	ctx := testCtx(t)
-	rw := rwlock.New(c, lockName(t))
-	require.NoError(t, rw.Read().Lock(ctx))
-	guard := rw.Read().Guard(ctx)
-	require.NoError(t, c.Close())
-	assert.ErrorIs(t, context.Cause(guard), interlock.ErrClosed)
-	assert.ErrorIs(t, rw.Read().Lock(ctx), rwlock.ErrClosed)
-	assert.ErrorIs(t, rw.Write().Lock(ctx), rwlock.ErrClosed)
-	assert.ErrorIs(t, rw.Read().Unlock(ctx), rwlock.ErrClosed)
-	_, err := rw.Write().ForceUnlock(ctx)
-	assert.ErrorIs(t, err, rwlock.ErrClosed)
-}
-
-func TestCloseWakesWaiters(t *testing.T) {
-	c, _ := newClient(t)
-	ctx := testCtx(t)
-	rw := rwlock.New(c, lockName(t))
-	require.NoError(t, rw.Write().Lock(owner(ctx)))
-	done := make(chan error, 2)
-	go func() { done <- rw.Read().Lock(ctx) }()
-	go func() { done <- rw.Write().Lock(owner(ctx)) }()
-	eventually(t, 2*time.Second, func() bool { return c.Stats().Channels == 1 }, "waiters not subscribed")
-	time.Sleep(50 * time.Millisecond)
-	require.NoError(t, c.Close())
-	for range 2 {
-		select {
-		case err := <-done:
-			assert.ErrorIs(t, err, rwlock.ErrClosed)
-		case <-time.After(5 * time.Second):
-			t.Fatal("a waiter hangs after Close")
-		}
-	}
 }

@@ -1,0 +1,22 @@
+package fairlock_test
+
+import (
+	"testing"
+
+	"github.com/interlock-go/interlock"
+	"github.com/interlock-go/interlock/fairlock"
+	"github.com/interlock-go/interlock/internal/locktest"
+	"github.com/interlock-go/interlock/lua"
+)
+
+func TestConformance(t *testing.T) {
+	locktest.Run(t, locktest.Kind{
+		Name:    "fairlock",
+		Prefix:  "fairlock-test:",
+		Addr:    addr,
+		New:     func(c *interlock.Client, name string) interlock.Locker { return fairlock.New(c, name) },
+		Acquire: []*lua.Script{lua.FairAcquire(), lua.FairTryAcquire()},
+		Unlock:  lua.FairUnlock(),
+		Fair:    true,
+	})
+}

@@ -1,0 +1,329 @@
+package locktest
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/interlock-go/interlock"
+)
+
+// reentrancy: the hold count goes up with every acquisition of the holder
+// and down with every Unlock; only the last Unlock frees the lock.
+func (s *suite) reentrancy(t *testing.T) {
+	c, rc := s.newClient(t)
+	ctx := testCtx(t)
+	name := s.lockName(t)
+	m, rival := s.New(c, name), s.rival(c, name)
+	count := func() int { t.Helper(); return must[int](t)(m.HoldCount(ctx)) }
+	locked := func() bool { t.Helper(); return must[bool](t)(m.IsLocked(ctx)) }
+	excluded := func() bool {
+		t.Helper()
+		o := other(ctx)
+		ok, err := rival.TryLock(o, 0, 0)
+		require.NoError(t, err)
+		if ok {
+			require.NoError(t, rival.Unlock(o))
+		}
+		return !ok
+	}
+
+	assert.Zero(t, count())
+	require.NoError(t, m.Lock(ctx))
+	assert.Equal(t, 1, count())
+	require.NoError(t, m.LockLease(ctx, 10*time.Second))
+	assert.Equal(t, 2, count())
+	ok, err := m.TryLock(ctx, 0, 0)
+	require.NoError(t, err)
+	assert.True(t, ok, "the holder re-enters at once")
+	assert.Equal(t, 3, count())
+	assert.True(t, must[bool](t)(m.IsHeld(ctx)))
+	assert.True(t, excluded())
+
+	o := other(ctx)
+	ok, err = m.TryLock(o, 0, 0)
+	require.NoError(t, err)
+	if s.Shared != nil {
+		assert.True(t, ok, "a shared hold admits another owner")
+		assert.True(t, must[bool](t)(m.IsHeld(o)))
+		require.NoError(t, m.Unlock(o))
+	} else {
+		assert.False(t, ok, "a second owner is refused")
+		assert.False(t, must[bool](t)(m.IsHeld(o)))
+		assert.ErrorIs(t, m.Unlock(o), interlock.ErrNotHeld)
+	}
+
+	for want := 2; want >= 1; want-- {
+		require.NoError(t, m.Unlock(ctx))
+		assert.Equal(t, want, count())
+		assert.True(t, locked(), "freed before the last Unlock")
+		assert.True(t, excluded())
+	}
+	require.NoError(t, m.Unlock(ctx))
+	assert.Zero(t, count())
+	assert.False(t, locked())
+	assert.False(t, excluded(), "another owner acquires after the last Unlock")
+	assert.ErrorIs(t, m.Unlock(ctx), interlock.ErrNotHeld)
+	s.nothingLeft(t, c, rc, name)
+}
+
+// lockLease: a LockLease hold ends by itself, and its guard with it.
+func (s *suite) lockLease(t *testing.T) {
+	const lease = 300 * time.Millisecond
+	c, rc := s.newClient(t)
+	ctx := testCtx(t)
+	name := s.lockName(t)
+	m := s.New(c, name)
+
+	require.NoError(t, m.LockLease(ctx, lease))
+	start := time.Now()
+	ttl := must[time.Duration](t)(m.TTL(ctx))
+	assert.Positive(t, ttl)
+	assert.LessOrEqual(t, ttl, lease)
+	assert.True(t, must[bool](t)(m.IsHeld(ctx)))
+	g := m.Guard(ctx)
+	select {
+	case <-g.Done():
+	case <-time.After(5 * time.Second):
+		t.Fatal("the guard of a lease hold did not end")
+	}
+	assert.ErrorIs(t, context.Cause(g), interlock.ErrLockLost)
+	assert.Less(t, time.Since(start), time.Second)
+
+	// The guard ends a little before the server expires the key: its clock
+	// starts when the acquire was sent.
+	require.Eventually(t, func() bool {
+		locked, err := m.IsLocked(ctx)
+		return err == nil && !locked
+	}, time.Second, 5*time.Millisecond, "the lease did not end on the server")
+	assert.ErrorIs(t, context.Cause(m.Guard(ctx)), interlock.ErrLockLost, "the lease ran out before any Unlock")
+	assert.Zero(t, m.Remaining(ctx))
+	assert.ErrorIs(t, m.Unlock(ctx), interlock.ErrNotHeld)
+	assert.ErrorIs(t, context.Cause(m.Guard(ctx)), interlock.ErrNotHeld)
+	s.nothingLeft(t, c, rc, name)
+}
+
+// tryLockLease: TryLock with a lease acquires a hold that ends by itself;
+// a TryLock that finds the lock busy for its whole wait is (false, nil).
+func (s *suite) tryLockLease(t *testing.T) {
+	const lease = 500 * time.Millisecond
+	c, rc := s.newClient(t)
+	ctx := testCtx(t)
+	name := s.lockName(t)
+	m, rival := s.New(c, name), s.rival(c, name)
+
+	ok, err := m.TryLock(ctx, 0, lease)
+	require.NoError(t, err)
+	require.True(t, ok)
+	start := time.Now()
+	ttl := must[time.Duration](t)(m.TTL(ctx))
+	assert.Positive(t, ttl)
+	assert.LessOrEqual(t, ttl, lease)
+
+	o := other(ctx)
+	ok, err = rival.TryLock(o, 100*time.Millisecond, 0)
+	require.NoError(t, err)
+	assert.False(t, ok, "busy for the whole wait")
+	assert.GreaterOrEqual(t, time.Since(start), 100*time.Millisecond)
+	ok, err = rival.TryLock(o, 5*time.Second, 0)
+	require.NoError(t, err)
+	assert.True(t, ok, "the lease did not end by itself")
+	took := time.Since(start)
+	assert.GreaterOrEqual(t, took, lease-50*time.Millisecond, "acquired before the lease ended")
+	assert.Less(t, took, 2*time.Second)
+	assert.ErrorIs(t, m.Unlock(ctx), interlock.ErrNotHeld)
+	require.NoError(t, rival.Unlock(o))
+	s.nothingLeft(t, c, rc, name)
+}
+
+// guardReleased: a guard ends with context.Canceled once the last hold is
+// released, by the time that Unlock returns.
+func (s *suite) guardReleased(t *testing.T) {
+	c, rc := s.newClient(t)
+	ctx := testCtx(t)
+	name := s.lockName(t)
+	m := s.New(c, name)
+	require.NoError(t, m.Lock(ctx))
+	require.NoError(t, m.Lock(ctx))
+	g := m.Guard(ctx)
+	require.NoError(t, g.Err())
+
+	require.NoError(t, m.Unlock(ctx))
+	assert.NoError(t, g.Err(), "a hold remains")
+	require.NoError(t, m.Unlock(ctx))
+	require.Error(t, g.Err(), "the guard outlived the last Unlock")
+	assert.ErrorIs(t, context.Cause(g), context.Canceled, "a release is not a loss")
+	assert.NotErrorIs(t, context.Cause(g), interlock.ErrLockLost)
+	s.nothingLeft(t, c, rc, name)
+}
+
+// guardDeleted: a guard ends with ErrLockLost within about one renewal
+// interval of its key being deleted.
+func (s *suite) guardDeleted(t *testing.T) {
+	const watchdog = time.Second
+	c, rc := s.newClient(t, interlock.WithWatchdogTimeout(watchdog))
+	ctx := testCtx(t)
+	name := s.lockName(t)
+	m := s.New(c, name)
+	require.NoError(t, m.Lock(ctx))
+	g := m.Guard(ctx)
+
+	require.NoError(t, rc.Do(ctx, rc.B().Del().Key(name).Build()).Error())
+	deleted := time.Now()
+	select {
+	case <-g.Done():
+	case <-time.After(5 * time.Second):
+		t.Fatal("guard not cancelled")
+	}
+	took := time.Since(deleted)
+	assert.ErrorIs(t, context.Cause(g), interlock.ErrLockLost)
+	// One renewal interval plus 100ms, with room for a loaded machine.
+	assert.Less(t, took, watchdog/3+100*time.Millisecond+150*time.Millisecond)
+	t.Logf("loss reported %v after the key was deleted", took.Round(time.Millisecond))
+	assert.Zero(t, m.Remaining(ctx))
+	assert.ErrorIs(t, m.Unlock(ctx), interlock.ErrNotHeld)
+}
+
+// guardForceUnlocked: ForceUnlock ends this Client's guards on the lock
+// with ErrLockLost before it returns, another Client's at its next
+// renewal.
+func (s *suite) guardForceUnlocked(t *testing.T) {
+	const watchdog = time.Second
+	c, rc := s.newClient(t, interlock.WithWatchdogTimeout(watchdog))
+	ctx := testCtx(t)
+	name := s.lockName(t)
+	m := s.New(c, name)
+	holder := other(ctx)
+	require.NoError(t, m.Lock(holder))
+	g := m.Guard(holder)
+
+	ok, err := s.New(c, name).ForceUnlock(ctx)
+	require.NoError(t, err)
+	assert.True(t, ok)
+	require.Error(t, g.Err(), "the guard outlived ForceUnlock")
+	assert.ErrorIs(t, context.Cause(g), interlock.ErrLockLost)
+	assert.Zero(t, m.Remaining(holder))
+	assert.ErrorIs(t, m.Unlock(holder), interlock.ErrNotHeld)
+	ok, err = m.ForceUnlock(ctx)
+	require.NoError(t, err)
+	assert.False(t, ok, "nothing left to delete")
+
+	// Forced from another Client.
+	require.NoError(t, m.Lock(holder))
+	g = m.Guard(holder)
+	c2, _ := s.newClient(t)
+	ok, err = s.New(c2, name).ForceUnlock(ctx)
+	require.NoError(t, err)
+	assert.True(t, ok)
+	select {
+	case <-g.Done():
+	case <-time.After(5 * time.Second):
+		t.Fatal("guard not cancelled")
+	}
+	assert.ErrorIs(t, context.Cause(g), interlock.ErrLockLost)
+	assert.ErrorIs(t, m.Unlock(holder), interlock.ErrNotHeld)
+	s.nothingLeft(t, c, rc, name)
+}
+
+// guardNotHeld: the guard of an owner that holds nothing is cancelled at
+// once, its cause wrapping ErrNotHeld.
+func (s *suite) guardNotHeld(t *testing.T) {
+	c, _ := s.newClient(t)
+	ctx := testCtx(t)
+	name := s.lockName(t)
+	m := s.New(c, name)
+	check := func(g context.Context) {
+		t.Helper()
+		require.Error(t, g.Err(), "not cancelled at once")
+		cause := context.Cause(g)
+		assert.ErrorIs(t, cause, interlock.ErrNotHeld)
+		var e *interlock.Error
+		if assert.ErrorAs(t, cause, &e) {
+			assert.Equal(t, s.Name, e.Kind)
+			assert.Equal(t, "guard", e.Op)
+			assert.Equal(t, name, e.Name)
+		}
+	}
+	check(m.Guard(ctx))
+	o := other(ctx)
+	require.NoError(t, m.Lock(o))
+	check(m.Guard(ctx))
+	require.NoError(t, m.Unlock(o))
+	check(m.Guard(o))
+}
+
+// remaining: how long a hold is certainly valid, 0 when there is none.
+func (s *suite) remaining(t *testing.T) {
+	const lease = 600 * time.Millisecond
+	c, rc := s.newClient(t, interlock.WithWatchdogTimeout(lease))
+	ctx := testCtx(t)
+	name := s.lockName(t)
+	m := s.New(c, name)
+	assert.Zero(t, m.Remaining(ctx), "not held")
+
+	// A watchdog hold stays above 2/3 of the lease across renewals (less
+	// the slack of a loaded machine).
+	require.NoError(t, m.Lock(ctx))
+	low := lease
+	for end := time.Now().Add(3 * lease); time.Now().Before(end); time.Sleep(5 * time.Millisecond) {
+		low = min(low, m.Remaining(ctx))
+	}
+	assert.Greater(t, low, 2*lease/3-100*time.Millisecond, "lowest %v", low)
+	assert.Zero(t, m.Remaining(other(ctx)), "another owner holds nothing")
+	require.NoError(t, m.Unlock(ctx))
+	assert.Zero(t, m.Remaining(ctx), "released")
+
+	// A fixed lease counts down, released ...
+	require.NoError(t, m.LockLease(ctx, 400*time.Millisecond))
+	first := m.Remaining(ctx)
+	assert.LessOrEqual(t, first, 400*time.Millisecond)
+	assert.Greater(t, first, 300*time.Millisecond)
+	time.Sleep(100 * time.Millisecond)
+	assert.Less(t, m.Remaining(ctx), first-90*time.Millisecond)
+	require.NoError(t, m.Unlock(ctx))
+	assert.Zero(t, m.Remaining(ctx), "released")
+
+	// ... or run out.
+	require.NoError(t, m.LockLease(ctx, 400*time.Millisecond))
+	first = m.Remaining(ctx)
+	assert.Greater(t, first, 300*time.Millisecond)
+	time.Sleep(first)
+	assert.Zero(t, m.Remaining(ctx), "expired")
+
+	// A lost hold has none left.
+	require.NoError(t, m.Lock(ctx))
+	_, err := m.ForceUnlock(ctx)
+	require.NoError(t, err)
+	assert.Zero(t, m.Remaining(ctx))
+	s.nothingLeft(t, c, rc, name)
+}
+
+// notHeldError: Unlock by an owner that holds nothing returns an
+// *interlock.Error of the kind, op "unlock", wrapping ErrNotHeld.
+func (s *suite) notHeldError(t *testing.T) {
+	c, _ := s.newClient(t)
+	ctx := testCtx(t)
+	name := s.lockName(t)
+	m := s.New(c, name)
+	check := func(err error) {
+		t.Helper()
+		require.ErrorIs(t, err, interlock.ErrNotHeld)
+		var e *interlock.Error
+		require.ErrorAs(t, err, &e)
+		assert.Equal(t, s.Name, e.Kind)
+		assert.Equal(t, "unlock", e.Op)
+		assert.Equal(t, name, e.Name)
+		assert.True(t, errors.Is(e.Err, interlock.ErrNotHeld))
+		assert.Equal(t, s.Name+": unlock "+name+": interlock: lock not held by this owner", err.Error())
+	}
+	check(m.Unlock(ctx)) // never held
+	o := other(ctx)
+	require.NoError(t, m.Lock(o))
+	check(m.Unlock(ctx)) // held by another owner
+	require.NoError(t, m.Unlock(o))
+	check(m.Unlock(o)) // released
+}

@@ -1,0 +1,282 @@
+// Package locktest is the conformance suite every lock kind runs, in the
+// manner of testing/fstest.TestFS: each kind's package calls Run from its
+// own test with a Kind, against its own redis-server. The suite checks the
+// contracts of interlock.Locker that hold for every kind; a kind's package
+// keeps only the tests of what is its own.
+package locktest
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/rueidis"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/interlock-go/interlock"
+	"github.com/interlock-go/interlock/internal/redistest"
+	"github.com/interlock-go/interlock/lua"
+)
+
+// Kind says how to build a lock of one kind, and names the few ways it
+// differs from the others.
+type Kind struct {
+	// Name is the kind's error prefix, *interlock.Error's Kind ("rlock").
+	Name string
+	// Prefix starts the name of every lock the suite takes ("rlock-test:").
+	Prefix string
+	// Addr is the redis-server the suite runs on; safe mode starts its own.
+	Addr string
+	// New returns the lock called name on c.
+	New func(c *interlock.Client, name string) interlock.Locker
+	// Acquire lists every acquire script of the kind, Unlock its unlock
+	// script: the suite loses their replies.
+	Acquire []*lua.Script
+	Unlock  *lua.Script
+
+	// The differences between kinds.
+
+	// Shared, when set, makes the kind a read half: its holds are shared,
+	// so two owners may hold it at once. It returns the lock on the same
+	// name that excludes them (the write half).
+	Shared func(c *interlock.Client, name string) interlock.Locker
+	// Fair: waiters queue on the server, so a waiter leaves traces there,
+	// and a TryLock wait, when not 0, must be at least 1ms.
+	Fair bool
+	// Kept returns the keys of a lock that outlive its holds (the fenced
+	// token counter); "nothing left behind" leaves them out.
+	Kept func(name string) []string
+}
+
+// Run runs the suite for k, one subtest per contract.
+func Run(t *testing.T, k Kind) {
+	require.NotNil(t, k.New, "Kind.New")
+	require.NotEmpty(t, k.Acquire, "Kind.Acquire")
+	require.NotNil(t, k.Unlock, "Kind.Unlock")
+	s := &suite{Kind: k}
+	t.Run("Reentrancy", s.reentrancy)
+	t.Run("Lease", func(t *testing.T) {
+		t.Run("LockLease", s.lockLease)
+		t.Run("TryLock", s.tryLockLease)
+	})
+	t.Run("Guard", func(t *testing.T) {
+		t.Run("Released", s.guardReleased)
+		t.Run("Deleted", s.guardDeleted)
+		t.Run("ForceUnlocked", s.guardForceUnlocked)
+		t.Run("NotHeld", s.guardNotHeld)
+	})
+	t.Run("Remaining", s.remaining)
+	t.Run("SafeMode", s.safeMode)
+	t.Run("MaxHold", s.maxHold)
+	t.Run("LostUnlockReply", s.lostUnlockReply)
+	t.Run("LostAcquireReply", s.lostAcquireReply)
+	t.Run("Close", func(t *testing.T) {
+		t.Run("ClosedClient", s.closedClient)
+		t.Run("WakesWaiters", s.closeWakesWaiters)
+	})
+	t.Run("BadInput", s.badInput)
+	t.Run("NotHeldError", s.notHeldError)
+}
+
+// suite is one Run: the kind and the helpers its subtests share.
+type suite struct{ Kind }
+
+// latchPrefix starts the keys of unlock latches, which the server keeps
+// for a moment after an unlock and which are no lock state.
+const latchPrefix = "redisson_unlock_latch:"
+
+// rival returns the lock on name that an owner must hold to keep another
+// out of k's lock: the lock itself, or the write half of a read half.
+func (s *suite) rival(c *interlock.Client, name string) interlock.Locker {
+	if s.Shared != nil {
+		return s.Shared(c, name)
+	}
+	return s.New(c, name)
+}
+
+// lockName returns a name unique to the test, whose keys are deleted when
+// it ends.
+func (s *suite) lockName(t *testing.T) string {
+	name := s.Prefix + strings.ReplaceAll(t.Name(), "/", ":")
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		rc, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{s.Addr}})
+		if err != nil {
+			return
+		}
+		defer rc.Close()
+		ks, err := rc.Do(ctx, rc.B().Keys().Pattern(like(name)).Build()).AsStrSlice()
+		if err == nil && len(ks) > 0 {
+			rc.Do(ctx, rc.B().Del().Key(ks...).Build())
+		}
+	})
+	return name
+}
+
+// like is the KEYS pattern of every key that contains name.
+func like(name string) string {
+	var b strings.Builder
+	b.WriteByte('*')
+	for _, r := range name {
+		if strings.ContainsRune(`*?[]\`, r) {
+			b.WriteByte('\\')
+		}
+		b.WriteRune(r)
+	}
+	b.WriteByte('*')
+	return b.String()
+}
+
+// client returns a Client on rc, closed when t ends.
+func client(t *testing.T, rc rueidis.Client, opts ...interlock.Option) *interlock.Client {
+	t.Helper()
+	c, err := interlock.New(rc, opts...)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = c.Close() })
+	return c
+}
+
+// newClient returns a Client on the kind's server and the rueidis client
+// under it.
+func (s *suite) newClient(t *testing.T, opts ...interlock.Option) (*interlock.Client, rueidis.Client) {
+	t.Helper()
+	rc := redistest.NewClient(t, s.Addr)
+	return client(t, rc, opts...), rc
+}
+
+func testCtx(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// other returns ctx acting for a new explicit owner.
+func other(ctx context.Context) context.Context {
+	return interlock.WithOwner(ctx, interlock.NewOwnerID())
+}
+
+// must fails the test on err and returns v.
+func must[T any](t *testing.T) func(v T, err error) T {
+	return func(v T, err error) T {
+		t.Helper()
+		require.NoError(t, err)
+		return v
+	}
+}
+
+// keys returns the keys that contain name, less the kind's Kept keys and,
+// unless latches, the unlock latches.
+func (s *suite) keys(t *testing.T, rc rueidis.Client, name string, latches bool) []string {
+	t.Helper()
+	ks, err := rc.Do(context.Background(), rc.B().Keys().Pattern(like(name)).Build()).AsStrSlice()
+	require.NoError(t, err)
+	var kept []string
+	if s.Kept != nil {
+		kept = s.Kept(name)
+	}
+	return slices.DeleteFunc(ks, func(k string) bool {
+		return slices.Contains(kept, k) || (!latches && strings.HasPrefix(k, latchPrefix))
+	})
+}
+
+// state returns what the lock's keys hold (latches and Kept keys left
+// out), by key, TTLs aside: the lock as its owners and waiters left it.
+func (s *suite) state(t *testing.T, rc rueidis.Client, name string) map[string]string {
+	t.Helper()
+	ctx := context.Background()
+	out := map[string]string{}
+	for _, k := range s.keys(t, rc, name, false) {
+		typ, err := rc.Do(ctx, rc.B().Type().Key(k).Build()).ToString()
+		require.NoError(t, err)
+		var v any
+		switch typ {
+		case "none":
+			continue
+		case "hash":
+			v, err = rc.Do(ctx, rc.B().Hgetall().Key(k).Build()).AsStrMap()
+		case "list":
+			v, err = rc.Do(ctx, rc.B().Lrange().Key(k).Start(0).Stop(-1).Build()).AsStrSlice()
+		case "zset":
+			v, err = rc.Do(ctx, rc.B().Zrange().Key(k).Min("0").Max("-1").Withscores().Build()).AsZScores()
+		case "string":
+			v, err = rc.Do(ctx, rc.B().Get().Key(k).Build()).ToString()
+		default:
+			v = "a " + typ
+		}
+		require.NoError(t, err, k)
+		out[k] = fmt.Sprint(v) // fmt sorts maps
+	}
+	return out
+}
+
+// exists reports whether any state of the lock is left.
+func (s *suite) exists(t *testing.T, rc rueidis.Client, name string) bool {
+	t.Helper()
+	return len(s.state(t, rc, name)) > 0
+}
+
+// nothingLeft asserts that no key (latches included, once deleted), no
+// subscription and no hold of the lock remain.
+func (s *suite) nothingLeft(t *testing.T, c *interlock.Client, rc rueidis.Client, name string) {
+	t.Helper()
+	require.Eventually(t, func() bool {
+		chans, err := rc.Do(context.Background(), rc.B().PubsubChannels().Pattern(like(name)).Build()).AsStrSlice()
+		return err == nil && len(chans) == 0 && c.Stats().Channels == 0 && len(s.keys(t, rc, name, true)) == 0
+	}, 3*time.Second, 5*time.Millisecond, "keys or subscriptions left behind")
+	assert.Zero(t, c.Stats().Holds, "holds left behind")
+}
+
+// hooked wraps a rueidis client: it counts the commands sent, and lets a
+// test tamper with replies to Do.
+type hooked struct {
+	rueidis.Client
+	sent atomic.Int64
+	mu   sync.Mutex
+	hook func(ctx context.Context, cmd rueidis.Completed, next func() rueidis.RedisResult) rueidis.RedisResult
+}
+
+// set replaces the hook; nil sends every command unchanged.
+func (h *hooked) set(hook func(ctx context.Context, cmd rueidis.Completed, next func() rueidis.RedisResult) rueidis.RedisResult) {
+	h.mu.Lock()
+	h.hook = hook
+	h.mu.Unlock()
+}
+
+func (h *hooked) Do(ctx context.Context, cmd rueidis.Completed) rueidis.RedisResult {
+	h.sent.Add(1)
+	next := func() rueidis.RedisResult { return h.Client.Do(ctx, cmd) }
+	h.mu.Lock()
+	hook := h.hook
+	h.mu.Unlock()
+	if hook == nil {
+		return next()
+	}
+	return hook(ctx, cmd, next)
+}
+
+func (h *hooked) DoMulti(ctx context.Context, cmds ...rueidis.Completed) []rueidis.RedisResult {
+	h.sent.Add(int64(len(cmds)))
+	return h.Client.DoMulti(ctx, cmds...)
+}
+
+// runs reports whether cmd runs one of scripts, by SHA or by source. Ask
+// before sending: rueidis recycles a command once it was sent.
+func runs(cmd rueidis.Completed, scripts ...*lua.Script) bool {
+	args := cmd.Commands()
+	if len(args) < 2 {
+		return false
+	}
+	for _, s := range scripts {
+		if (args[0] == "EVALSHA" && args[1] == s.SHA1()) || (args[0] == "EVAL" && args[1] == s.Source()) {
+			return true
+		}
+	}
+	return false
+}

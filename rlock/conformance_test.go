@@ -1,0 +1,21 @@
+package rlock_test
+
+import (
+	"testing"
+
+	"github.com/interlock-go/interlock"
+	"github.com/interlock-go/interlock/internal/locktest"
+	"github.com/interlock-go/interlock/lua"
+	"github.com/interlock-go/interlock/rlock"
+)
+
+func TestConformance(t *testing.T) {
+	locktest.Run(t, locktest.Kind{
+		Name:    "rlock",
+		Prefix:  "rlock-test:",
+		Addr:    addr,
+		New:     func(c *interlock.Client, name string) interlock.Locker { return rlock.New(c, name) },
+		Acquire: []*lua.Script{lua.Acquire()},
+		Unlock:  lua.Unlock(),
+	})
+}
