@@ -1,0 +1,191 @@
+package lockcore
+
+import (
+	"context"
+	"io"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/rueidis"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/interlock-go/interlock"
+	"github.com/interlock-go/interlock/internal/runtime"
+	"github.com/interlock-go/interlock/lua"
+)
+
+// pauseSlack is how much longer than the engine's pause a resend may come
+// on a loaded machine.
+const pauseSlack = 150 * time.Millisecond
+
+// loseUnlocks makes the tap lose the replies of the first n unlock sends
+// (all when n < 0), after the server ran them or before they were sent.
+func loseUnlocks(tp *tap, n int, afterRun bool) {
+	var lost atomic.Int64
+	tp.setHook(func(ctx context.Context, r record, next func() rueidis.RedisResult) rueidis.RedisResult {
+		if r.script != lua.Unlock() || (n >= 0 && lost.Load() >= int64(n)) {
+			return next()
+		}
+		lost.Add(1)
+		if afterRun {
+			next()
+		}
+		return rueidis.NewErrorResult(io.ErrUnexpectedEOF)
+	})
+}
+
+// checkResends asserts that sends are one request, sent again after
+// pauses doubling from 50ms up to 1s.
+func checkResends(t *testing.T, sends []record) {
+	t.Helper()
+	want := unlockPauseMin
+	for i := 1; i < len(sends); i++ {
+		assert.Equal(t, sends[0].args, sends[i].args, "send %d is the same request, under the same latch", i)
+		pause := sends[i].at.Sub(sends[i-1].end)
+		assert.GreaterOrEqual(t, pause, want, "pause before send %d", i)
+		assert.Less(t, pause, want+pauseSlack, "pause before send %d", i)
+		want = min(2*want, unlockPauseMax)
+	}
+}
+
+// An unlock whose replies are lost is sent again, under the same latch,
+// until one comes back: one logical unlock, one hold released.
+func TestUnlockResendsUntilAReply(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		afterRun bool
+	}{{"lost after the script ran", true}, {"lost before it was sent", false}} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, tp := newClient(t)
+			ctx := testCtx(t)
+			name := lockName(t)
+			l := New(c, &testKind, name)
+			_, holder, err := l.owner(ctx)
+			require.NoError(t, err)
+			require.NoError(t, l.Lock(ctx))
+			require.NoError(t, l.Lock(ctx))
+
+			loseUnlocks(tp, 3, tc.afterRun)
+			require.NoError(t, l.Unlock(ctx))
+			sends := tp.sent(lua.Unlock())
+			require.Len(t, sends, 4)
+			checkResends(t, sends)
+			assert.Equal(t, 1, holdCount(t, tp, name, holder), "one hold released on the server")
+			assert.Equal(t, 1, runtime.Of(c).Renewal.Holds(name, holder), "and one in the Client")
+			latch := sends[0].keys()[2]
+			require.Eventually(t, func() bool { return !exists(t, tp, latch) }, 2*time.Second, 5*time.Millisecond, "latch left")
+
+			require.NoError(t, l.Unlock(ctx))
+			assert.False(t, exists(t, tp, name))
+			assert.Zero(t, c.Stats().Holds)
+		})
+	}
+}
+
+// The last hold's release is published once, however often it is sent.
+func TestResentReleasePublishesOnce(t *testing.T) {
+	c, tp := newClient(t)
+	ctx := testCtx(t)
+	l := New(c, &testKind, lockName(t))
+	require.NoError(t, l.Lock(ctx))
+
+	sub := tp.Client
+	var mu sync.Mutex
+	var msgs []string
+	subCtx, stop := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = sub.Receive(subCtx, sub.B().Subscribe().Channel(l.channel).Build(), func(m rueidis.PubSubMessage) {
+			mu.Lock()
+			msgs = append(msgs, m.Message)
+			mu.Unlock()
+		})
+	}()
+	defer func() { stop(); <-done }()
+	require.Eventually(t, func() bool {
+		n, err := sub.Do(ctx, sub.B().PubsubNumsub().Channel(l.channel).Build()).AsIntMap()
+		return err == nil && n[l.channel] == 1
+	}, 2*time.Second, 5*time.Millisecond, "not subscribed")
+
+	loseUnlocks(tp, 2, true)
+	require.NoError(t, l.Unlock(ctx))
+	require.Len(t, tp.sent(lua.Unlock()), 3)
+	assert.False(t, exists(t, tp, l.name))
+	// A message published after the unlock returned arrives after its own.
+	require.NoError(t, sub.Do(ctx, sub.B().Publish().Channel(l.channel).Message("end").Build()).Error())
+	require.Eventually(t, func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(msgs) > 0 && msgs[len(msgs)-1] == "end"
+	}, 2*time.Second, 5*time.Millisecond, "end message not received")
+	mu.Lock()
+	defer mu.Unlock()
+	assert.Equal(t, []string{"0", "end"}, msgs)
+}
+
+// A context that ends stops the resends; the unlock fails with the
+// connection error and the hold is still recorded.
+func TestUnlockResendStopsWithContext(t *testing.T) {
+	c, tp := newClient(t)
+	ctx := testCtx(t)
+	name := lockName(t)
+	l := New(c, &testKind, name)
+	require.NoError(t, l.Lock(ctx))
+
+	loseUnlocks(tp, -1, false)
+	uctx, cancel := context.WithTimeout(ctx, 250*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	err := l.Unlock(uctx)
+	took := time.Since(start)
+	require.ErrorIs(t, err, io.ErrUnexpectedEOF)
+	var e *interlock.Error
+	require.ErrorAs(t, err, &e)
+	assert.Equal(t, "unlock", e.Op)
+	assert.Less(t, took, 250*time.Millisecond+pauseSlack, "the unlock outlived its context")
+	sends := tp.sent(lua.Unlock())
+	assert.GreaterOrEqual(t, len(sends), 2) // at 0, 50ms, 150ms
+	assert.LessOrEqual(t, len(sends), 3)
+	checkResends(t, sends)
+	assert.True(t, exists(t, tp, name))
+	assert.Equal(t, 1, c.Stats().Holds, "an unknown outcome changes nothing")
+
+	tp.setHook(nil)
+	require.NoError(t, l.Unlock(ctx))
+	assert.False(t, exists(t, tp, name))
+	assert.Zero(t, c.Stats().Holds)
+}
+
+// Without any reply, the resends end once the next would come more than
+// unlockResendFor (5s) after the first: the connection error is returned.
+func TestUnlockResendGivesUp(t *testing.T) {
+	c, tp := newClient(t)
+	ctx := testCtx(t)
+	name := lockName(t)
+	l := New(c, &testKind, name)
+	require.NoError(t, l.Lock(ctx))
+
+	loseUnlocks(tp, -1, false)
+	start := time.Now()
+	err := l.Unlock(ctx)
+	took := time.Since(start)
+	require.ErrorIs(t, err, io.ErrUnexpectedEOF)
+	// Sends at 0, 50, 150, 350, 750, 1550, 2550, 3550 and 4550ms; then
+	// 4550+1000 > 5000 ends it (a late machine may drop the last one).
+	sends := tp.sent(lua.Unlock())
+	assert.GreaterOrEqual(t, len(sends), 8)
+	assert.LessOrEqual(t, len(sends), 9)
+	checkResends(t, sends)
+	assert.Greater(t, took, unlockResendFor-unlockPauseMax)
+	assert.Less(t, took, unlockResendFor+pauseSlack)
+	last := sends[len(sends)-1].at.Sub(sends[0].at)
+	assert.LessOrEqual(t, last, unlockResendFor+pauseSlack, "a send after the budget")
+
+	tp.setHook(nil)
+	require.NoError(t, l.Unlock(ctx))
+	assert.False(t, exists(t, tp, name))
+}
