@@ -1,8 +1,8 @@
 package interlock_test
 
 import (
+	"bytes"
 	"context"
-	"github.com/interlock-go/interlock/internal/runtime"
 	"log/slog"
 	"strings"
 	"sync"
@@ -14,6 +14,9 @@ import (
 
 	"github.com/interlock-go/interlock"
 	"github.com/interlock-go/interlock/internal/redistest"
+	"github.com/interlock-go/interlock/internal/runtime"
+	"github.com/interlock-go/interlock/pubsub"
+	"github.com/interlock-go/interlock/renewal"
 )
 
 var addr string
@@ -87,43 +90,17 @@ func TestOptionsAreValidated(t *testing.T) {
 		"negative watchdog":  interlock.WithWatchdogTimeout(-time.Second),
 		"batch size 0":       interlock.WithRenewalBatchSize(0),
 		"unknown mode":       interlock.WithPubSubMode(interlock.PubSubMode(9)),
+		"nil pub/sub option": interlock.WithPubSub(pubsub.WithReconnectBackoff(nil)),
 	} {
-		_, err := interlock.New(rc, opt)
+		c, err := interlock.New(rc, opt)
 		assert.ErrorIs(t, err, interlock.ErrInvalid, name)
+		assert.Nil(t, c, name)
 	}
 	_, err := interlock.New(nil)
 	assert.ErrorIs(t, err, interlock.ErrInvalid)
 
-	c := newClient(t, interlock.WithWatchdogTimeout(3*time.Second), interlock.WithLogger(slog.New(slog.DiscardHandler)))
-	assert.Equal(t, 3*time.Second, runtime.Of(c).Cfg.Watchdog)
-	assert.Equal(t, time.Second, runtime.Of(c).Renewal.Interval())
-	assert.Equal(t, interlock.DefaultWatchdogTimeout, newClient(t).WatchdogTimeout())
-}
-
-func TestPubSubMode(t *testing.T) {
-	ctx := context.Background()
-	for mode, want := range map[interlock.PubSubMode]string{
-		interlock.PubSubAuto:    "PUBLISH", // a standalone server
-		interlock.PubSubClassic: "PUBLISH",
-		interlock.PubSubSharded: "SPUBLISH",
-	} {
-		cmd, err := newClient(t, interlock.WithPubSubMode(mode)).PublishCommand(ctx)
-		require.NoError(t, err)
-		assert.Equal(t, want, cmd, mode)
-	}
-}
-
-func TestAutoModeOnClusterIsSharded(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts a cluster")
-	}
-	cl := redistest.Cluster(t)
-	c, err := interlock.New(cl.Client(t))
-	require.NoError(t, err)
-	defer c.Close()
-	sharded, err := runtime.Of(c).Sharded(context.Background())
-	require.NoError(t, err)
-	assert.True(t, sharded, "Redis 7 cluster: sharded pub/sub, as Redisson chooses")
+	newClient(t, interlock.WithWatchdogTimeout(3*time.Second), interlock.WithLogger(slog.New(slog.DiscardHandler)),
+		interlock.WithPubSub(pubsub.WithReconnectBackoff(pubsub.DefaultReconnectBackoff)))
 }
 
 func TestCloseLeavesTheRueidisClientOpen(t *testing.T) {
@@ -132,33 +109,138 @@ func TestCloseLeavesTheRueidisClientOpen(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, c.Close())
 	require.NoError(t, c.Close(), "Close is idempotent")
-	assert.True(t, c.Closed())
+	assert.True(t, runtime.Of(c).Closed())
 	assert.NoError(t, rc.Do(context.Background(), rc.B().Ping().Build()).Error())
 	// goleak in TestMain checks that Close joined every goroutine.
 }
 
-func TestDeleteLater(t *testing.T) {
-	rc := redistest.NewClient(t, addr)
-	c, err := interlock.New(rc)
-	require.NoError(t, err)
-	ctx := context.Background()
-	var keys []string
-	for i := range 50 {
-		k := "deletelater:" + t.Name() + ":" + string(rune('a'+i%26)) + strings.Repeat("x", i)
-		keys = append(keys, k)
-		require.NoError(t, rc.Do(ctx, rc.B().Set().Key(k).Value("1").Build()).Error())
-		runtime.Of(c).DeleteLater(k)
-	}
-	count := func() int64 {
-		n, err := rc.Do(ctx, rc.B().Exists().Key(keys...).Build()).AsInt64()
-		require.NoError(t, err)
-		return n
-	}
-	require.Eventually(t, func() bool { return count() == 0 }, time.Second, time.Millisecond)
+// TestStats counts what the Client keeps: a hold the renewal scheduler
+// records, a channel a waiter subscribes to, a clean-up step still pending.
+func TestStats(t *testing.T) {
+	c := newClient(t)
+	rt := runtime.Of(c)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	assert.Equal(t, interlock.Stats{}, c.Stats())
 
-	// Keys queued just before Close are deleted by Close.
-	require.NoError(t, rc.Do(ctx, rc.B().Set().Key(keys[0]).Value("1").Build()).Error())
-	runtime.Of(c).DeleteLater(keys[0])
-	require.NoError(t, c.Close())
-	assert.Zero(t, count())
+	task := &renewal.Task{Lost: interlock.ErrLockLost}
+	require.NoError(t, rt.Renewal.Hold("stats:lock", "o", task, time.Minute, time.Now()))
+	require.NoError(t, rt.Renewal.Hold("stats:lock", "o", task, time.Minute, time.Now()))
+	require.NoError(t, rt.Renewal.Hold("stats:other", "o", task, time.Minute, time.Now()))
+	assert.Equal(t, interlock.Stats{Holds: 2}, c.Stats(), "one per lock and owner, however many re-entries")
+
+	sub, err := rt.Hub.Subscribe(ctx, "stats:channel", false)
+	require.NoError(t, err)
+	assert.Equal(t, interlock.Stats{Holds: 2, Channels: 1}, c.Stats())
+
+	release := make(chan struct{})
+	rt.Cleanup("stats:lock", "o", time.Now().Add(time.Minute), func(ctx context.Context) error {
+		select {
+		case <-release:
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	})
+	assert.Equal(t, interlock.Stats{Holds: 2, Channels: 1, UndoQueue: 1}, c.Stats())
+
+	close(release)
+	require.NoError(t, rt.Settle(ctx, "stats:lock", "o"))
+	sub.Close()
+	rt.Renewal.Drop("stats:lock", interlock.ErrLockLost)
+	assert.Equal(t, interlock.Stats{Holds: 1}, c.Stats())
+	_, held, end := rt.Renewal.Release("stats:other", "o")
+	require.True(t, held)
+	end(renewal.Released)
+	assert.Equal(t, interlock.Stats{}, c.Stats())
+}
+
+func TestClockSkew(t *testing.T) {
+	skew, err := newClient(t).ClockSkew(context.Background())
+	require.NoError(t, err)
+	// The server runs on this machine, on the same clock.
+	assert.Less(t, skew.Abs(), time.Second, "skew %v", skew)
+}
+
+// pubsubErrors is an Observer that passes on pub/sub failures.
+type pubsubErrors chan error
+
+func (pubsubErrors) RenewalFailed(int, error) {}
+func (pubsubErrors) LockLost(string, error)   {}
+func (o pubsubErrors) PubSubFailed(err error) {
+	select {
+	case o <- err:
+	default:
+	}
+}
+
+// TestPubSubFailuresAreReported breaks the subscription connections of
+// three Clients and checks that the Observer, the logger and a handler
+// passed through WithPubSub each hear of it.
+func TestPubSubFailuresAreReported(t *testing.T) {
+	srv := redistest.Standalone(t)
+	admin := srv.Client(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+
+	observed := make(pubsubErrors, 1)
+	both := make(pubsubErrors, 1) // an Observer and a handler on one Client
+	var logs syncBuffer
+	handled, handledToo := make(chan error, 1), make(chan error, 1)
+	handler := func(ch chan error) pubsub.Option {
+		return pubsub.WithErrorHandler(func(err error) {
+			select {
+			case ch <- err:
+			default:
+			}
+		})
+	}
+	for _, opts := range [][]interlock.Option{
+		{interlock.WithObserver(observed)},
+		{interlock.WithLogger(slog.New(slog.NewTextHandler(&logs, nil)))},
+		{interlock.WithPubSub(handler(handled))},
+		{interlock.WithObserver(both), interlock.WithPubSub(handler(handledToo))},
+	} {
+		c, err := interlock.New(srv.Client(t), opts...)
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = c.Close() })
+		sub, err := runtime.Of(c).Hub.Subscribe(ctx, "pubsub-failures", false)
+		require.NoError(t, err)
+		t.Cleanup(sub.Close)
+	}
+	n, err := admin.Do(ctx, admin.B().ClientKill().TypePubsub().Build()).AsInt64()
+	require.NoError(t, err)
+	require.EqualValues(t, 4, n, "one subscription connection per Client")
+
+	for what, ch := range map[string]chan error{"observer": observed, "WithPubSub handler": handled,
+		"observer beside a handler": both, "handler beside an observer": handledToo} {
+		select {
+		case err := <-ch:
+			assert.ErrorContains(t, err, "lost", what)
+		case <-ctx.Done():
+			t.Fatalf("the %s heard nothing", what)
+		}
+	}
+	require.Eventually(t, func() bool { return strings.Contains(logs.String(), "pub/sub failed") }, 5*time.Second,
+		5*time.Millisecond, "the logger heard nothing")
+	assert.Contains(t, logs.String(), "level=WARN")
+}
+
+// syncBuffer is a bytes.Buffer for a slog handler written from several
+// goroutines.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }

@@ -1,6 +1,7 @@
 package interlock_test
 
 import (
+	"errors"
 	"testing"
 	"time"
 
@@ -27,20 +28,15 @@ func TestSafeModeAndMaxHoldOptionsAreValidated(t *testing.T) {
 	}
 }
 
-func TestSafeModeAndMaxHoldSettings(t *testing.T) {
-	c := newClient(t)
-	n, timeout := c.ReplicaAcks()
-	assert.Zero(t, n, "safe mode is off by default")
-	assert.Zero(t, timeout)
-	assert.Zero(t, c.MaxHold(), "no max hold by default")
-
-	c = newClient(t, interlock.WithReplicaAcks(2, 250*time.Millisecond), interlock.WithMaxHold(time.Minute))
-	n, timeout = c.ReplicaAcks()
-	assert.Equal(t, 2, n)
-	assert.Equal(t, 250*time.Millisecond, timeout)
-	assert.Equal(t, time.Minute, c.MaxHold())
-
+func TestMaxHoldZeroIsAccepted(t *testing.T) {
 	c, err := interlock.New(redistest.NewClient(t, addr), interlock.WithMaxHold(0))
 	require.NoError(t, err, "0 turns max hold off")
 	require.NoError(t, c.Close())
+}
+
+func TestClockSkewLimitNegative(t *testing.T) {
+	_, err := interlock.New(redistest.NewClient(t, addr), interlock.WithClockSkewLimit(-time.Second))
+	if !errors.Is(err, interlock.ErrInvalid) {
+		t.Fatalf("err = %v, want ErrInvalid", err)
+	}
 }

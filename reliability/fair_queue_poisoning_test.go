@@ -18,8 +18,8 @@ import (
 )
 
 // TestT21FairQueuePoisoning is the part of T21 that belongs to the fault
-// suite (spoofed messages, the ACLs and the logs are tested in the root
-// package's security_*_test.go, which make nightly runs too): a client
+// suite (spoofed messages, the ACLs and the logs are tested in package
+// security, which make nightly runs too): a client
 // allowed to write a fair lock's queue pushes fake waiters with deadlines
 // an hour away. Real waiters cannot get past them, but every wait must
 // still end at its deadline (± 50 ms), try at most 20 times a second,

@@ -1,10 +1,11 @@
-package interlock_test
+package security_test
 
 import (
 	"context"
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -238,8 +239,15 @@ func TestMinimalACL(t *testing.T) {
 			defer cancel()
 			user := "locker-" + k.name
 			setUser(t, admin, user, "s3cret-"+k.name, k.acl)
-			var errs []string
-			onErr := func(err error) { errs = append(errs, err.Error()) }
+			var (
+				mu   sync.Mutex // both clients' goroutines report
+				errs []string
+			)
+			onErr := func(err error) {
+				mu.Lock()
+				defer mu.Unlock()
+				errs = append(errs, err.Error())
+			}
 			clients := make([]*interlock.Client, 2)
 			for i := range clients {
 				rc, err := userClient(t, srv.Addr(), user, "s3cret-"+k.name)
@@ -256,7 +264,7 @@ func TestMinimalACL(t *testing.T) {
 				require.NoError(t, c.Close()) // flushes the latch deletions
 			}
 			assert.Empty(t, aclDenials(t, admin, user), "ACL LOG for %s", user)
-			assert.Empty(t, errs, "renewal errors")
+			assert.Empty(t, errs, "renewal and pub/sub errors")
 			latches, err := admin.Do(ctx, admin.B().Keys().Pattern("redisson_unlock_latch:*"+k.name+"*").Build()).AsStrSlice()
 			require.NoError(t, err)
 			assert.Empty(t, latches, "latches are deleted by the restricted user")
@@ -330,10 +338,12 @@ func TestACLDenialIsClear(t *testing.T) {
 	}
 }
 
-// observerFunc is an interlock.Observer that reports renewal failures.
+// observerFunc is an interlock.Observer that reports renewal failures,
+// lost locks and pub/sub failures.
 type observerFunc func(err error)
 
 func (f observerFunc) RenewalFailed(n int, err error) { f(err) }
 func (f observerFunc) LockLost(name string, cause error) {
 	f(fmt.Errorf("lock %s lost: %w", name, cause))
 }
+func (f observerFunc) PubSubFailed(err error) { f(fmt.Errorf("pub/sub: %w", err)) }

@@ -1,4 +1,4 @@
-package interlock_test
+package security_test
 
 import (
 	"context"
@@ -88,7 +88,7 @@ func TestCLIOverTLS(t *testing.T) {
 	}
 	srv := redistest.StandaloneTLS(t)
 	bin := filepath.Join(t.TempDir(), "interlock")
-	build := exec.Command(goBin, "build", "-o", bin, "./cmd/interlock")
+	build := exec.Command(goBin, "build", "-o", bin, "github.com/interlock-go/interlock/cmd/interlock")
 	out, err := build.CombinedOutput()
 	require.NoError(t, err, "go build: %s", out)
 

@@ -1,4 +1,4 @@
-package interlock_test
+package security_test
 
 import (
 	"bytes"

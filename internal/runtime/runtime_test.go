@@ -1,0 +1,89 @@
+package runtime_test
+
+import (
+	"context"
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/interlock-go/interlock"
+	"github.com/interlock-go/interlock/internal/redistest"
+	"github.com/interlock-go/interlock/internal/runtime"
+)
+
+func TestWatchdogSettings(t *testing.T) {
+	r := newRuntime(t, interlock.WithWatchdogTimeout(3*time.Second), interlock.WithLogger(slog.New(slog.DiscardHandler)))
+	assert.Equal(t, 3*time.Second, r.Cfg.Watchdog)
+	assert.Equal(t, time.Second, r.Renewal.Interval())
+	assert.Equal(t, interlock.DefaultWatchdogTimeout, newRuntime(t).Cfg.Watchdog)
+}
+
+func TestSafeModeAndMaxHoldSettings(t *testing.T) {
+	r := newRuntime(t)
+	assert.Zero(t, r.Cfg.ReplicaAcks, "safe mode is off by default")
+	assert.Zero(t, r.Cfg.ReplicaTimeout)
+	assert.Zero(t, r.Cfg.MaxHold, "no max hold by default")
+
+	r = newRuntime(t, interlock.WithReplicaAcks(2, 250*time.Millisecond), interlock.WithMaxHold(time.Minute))
+	assert.Equal(t, 2, r.Cfg.ReplicaAcks)
+	assert.Equal(t, 250*time.Millisecond, r.Cfg.ReplicaTimeout)
+	assert.Equal(t, time.Minute, r.Cfg.MaxHold)
+}
+
+func TestPubSubMode(t *testing.T) {
+	ctx := context.Background()
+	for mode, want := range map[interlock.PubSubMode]string{
+		interlock.PubSubAuto:    "PUBLISH", // a standalone server
+		interlock.PubSubClassic: "PUBLISH",
+		interlock.PubSubSharded: "SPUBLISH",
+	} {
+		cmd, err := newRuntime(t, interlock.WithPubSubMode(mode)).PublishCommand(ctx)
+		require.NoError(t, err)
+		assert.Equal(t, want, cmd, mode)
+	}
+}
+
+func TestAutoModeOnClusterIsSharded(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a cluster")
+	}
+	cl := redistest.Cluster(t)
+	c, err := interlock.New(cl.Client(t))
+	require.NoError(t, err)
+	defer c.Close()
+	sharded, err := runtime.Of(c).Sharded(context.Background())
+	require.NoError(t, err)
+	assert.True(t, sharded, "Redis 7 cluster: sharded pub/sub, as Redisson chooses")
+}
+
+func TestDeleteLater(t *testing.T) {
+	rc := redistest.NewClient(t, addr)
+	c, err := interlock.New(rc)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = c.Close() })
+	r := runtime.Of(c)
+	ctx := context.Background()
+	var keys []string
+	for i := range 50 {
+		k := "deletelater:" + t.Name() + ":" + string(rune('a'+i%26)) + strings.Repeat("x", i)
+		keys = append(keys, k)
+		require.NoError(t, rc.Do(ctx, rc.B().Set().Key(k).Value("1").Build()).Error())
+		r.DeleteLater(k)
+	}
+	count := func() int64 {
+		n, err := rc.Do(ctx, rc.B().Exists().Key(keys...).Build()).AsInt64()
+		require.NoError(t, err)
+		return n
+	}
+	require.Eventually(t, func() bool { return count() == 0 }, time.Second, time.Millisecond)
+
+	// Keys queued just before Close are deleted by Close.
+	require.NoError(t, rc.Do(ctx, rc.B().Set().Key(keys[0]).Value("1").Build()).Error())
+	r.DeleteLater(keys[0])
+	require.NoError(t, c.Close())
+	assert.Zero(t, count())
+}
