@@ -85,8 +85,8 @@
 // nil client) give errors that wrap ErrInvalid, before anything is sent.
 // Other failures are an *Error naming the kind, the operation and the
 // lock, wrapping ErrNotHeld, ErrReplication, a Redis error and so on. Once
-// the Client is closed every call returns ErrClosed. Remote state never
-// causes a panic.
+// the Client is closed, acquisitions, Unlock and ForceUnlock return
+// ErrClosed. Remote state never causes a panic.
 //
 // # Compatibility
 //

@@ -10,8 +10,8 @@ var (
 	// lost: its key vanished or was force-unlocked, renewal failed for a
 	// whole lease, or an explicit lease ran out before Unlock.
 	ErrLockLost = errors.New("interlock: lock lost")
-	// ErrClosed is returned by every lock operation once the Client is
-	// closed, and is the cause of the guards Close ends.
+	// ErrClosed is returned by every acquisition, Unlock and ForceUnlock
+	// once the Client is closed, and is the cause of the guards Close ends.
 	ErrClosed = errors.New("interlock: client closed")
 	// ErrMaxHold is wrapped, with ErrLockLost, by the cause of a guard
 	// that WithMaxHold ended.

@@ -156,14 +156,15 @@ func WithPubSubMode(m PubSubMode) Option {
 	return func(c *config) { c.PubSub = int(m) }
 }
 
-// WithObserver has o told about renewal failures and lost locks. The default
-// is to tell no one.
+// WithObserver has o told about renewal failures, lost locks and pub/sub
+// failures. The default is to tell no one.
 func WithObserver(o Observer) Option {
 	return func(c *config) { c.Observer = o }
 }
 
-// WithLogger logs renewal failures (Warn) and lost locks (Error) to l. The
-// default is silence. Logs carry lock names, never owner ids.
+// WithLogger logs renewal and pub/sub failures (Warn) and lost locks
+// (Error) to l, in place of an Observer. The default is silence. Logs carry
+// lock names, never owner ids.
 func WithLogger(l *slog.Logger) Option {
 	return func(c *config) {
 		if l != nil {

@@ -56,23 +56,23 @@ func DefaultReconnectBackoff(attempt int) time.Duration {
 type Option func(*config) error
 
 type config struct {
-	onError func(error)
+	onError []func(error)
 	backoff func(attempt int) time.Duration
 }
 
-// WithErrorHandler registers fn to be told about background failures: a
+// WithErrorHandler adds fn to the handlers told about background failures: a
 // subscription connection that broke or could not be established, a
 // (S)SUBSCRIBE the server rejected, a cluster topology query that failed.
 // fn is called from the hub's connection goroutines, never while the hub
 // holds a lock; it must not block for long, since the goroutine that calls it
-// also serves that connection. The default is to stay silent. A nil fn is an
-// error.
+// also serves that connection. Every handler given is called, in order. The
+// default is to stay silent. A nil fn is an error.
 func WithErrorHandler(fn func(err error)) Option {
 	return func(c *config) error {
 		if fn == nil {
 			return errors.New("pubsub: nil error handler")
 		}
-		c.onError = fn
+		c.onError = append(c.onError, fn)
 		return nil
 	}
 }
@@ -436,9 +436,12 @@ func (h *Hub) WakeAll(channel string, sharded bool) {
 // unlockMessage is Redisson's UNLOCK_MESSAGE: wake one waiter.
 const unlockMessage = "0"
 
-// report hands err to the configured error handler, if any.
+// report hands err to every error handler, in the order they were given.
 func (h *Hub) report(err error) {
-	if h.cfg.onError != nil && err != nil {
-		h.cfg.onError(err)
+	if err == nil {
+		return
+	}
+	for _, fn := range h.cfg.onError {
+		fn(err)
 	}
 }
