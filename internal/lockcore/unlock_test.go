@@ -181,9 +181,12 @@ func TestUnlockResendGivesUp(t *testing.T) {
 	assert.LessOrEqual(t, len(sends), 9)
 	checkResends(t, sends)
 	assert.Greater(t, took, unlockResendFor-unlockPauseMax)
-	assert.Less(t, took, unlockResendFor+pauseSlack)
+	// No send starts after the budget, give or take one late timer; the
+	// call returns after that send fails. A loaded 2-core machine adds up
+	// to a few hundred ms to each.
+	assert.Less(t, took, unlockResendFor+time.Second)
 	last := sends[len(sends)-1].at.Sub(sends[0].at)
-	assert.LessOrEqual(t, last, unlockResendFor+pauseSlack, "a send after the budget")
+	assert.LessOrEqual(t, last, unlockResendFor+500*time.Millisecond, "a send after the budget")
 
 	tp.setHook(nil)
 	require.NoError(t, l.Unlock(ctx))
