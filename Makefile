@@ -4,7 +4,7 @@
 
 GO ?= go
 
-.PHONY: demo test check
+.PHONY: demo test check images
 demo:
 	@scripts/ensure-redis
 	$(GO) run ./cmd/interlock demo
@@ -13,6 +13,14 @@ test: check
 	@scripts/ensure-redis
 	@scripts/ensure-java
 	$(GO) test -race -count=1 ./...
+
+# The Docker engine and the server images of the container tests
+# (docs/testing.md): starts dockerd without a bridge if none answers, and
+# builds the images that are missing. Without them, make test skips the
+# container matrix (and fails it with CI=true).
+images:
+	@scripts/ensure-docker
+	@scripts/build-images
 
 # Formatting and vet, run before the tests.
 check:

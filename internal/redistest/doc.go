@@ -81,6 +81,21 @@
 // node lists every replica. A TestMain that starts several servers returns one
 // teardown that stops them all, replicas before their masters.
 //
+// # Containers
+//
+// StartContainer, ContainerCluster, ContainerClusterWith, ContainerReplicas
+// and ContainerReplicated (and StartContainerServer, StartContainerCluster,
+// StartContainerReplicas without a testing.TB) start the same topologies in
+// Docker containers through testcontainers-go, from the locally built images
+// of the server matrix (Images: Redis 7.0, Redis 8.0, Valkey 8.1; see
+// scripts/build-images). They return the same Server, ClusterServers and
+// ReplicaSet; Kill, Pause, Resume, Restart and Stop then act on the
+// container, and Server.Container gives its image, server version, Exec and
+// logs. Every container uses the host network with its server on a free
+// port of 127.0.0.1; no Docker network is created and nothing is pulled.
+// Without a Docker engine, or when an image is not built, they skip (fail
+// with CI=true) as below. docs/testing.md has the details.
+//
 // # Availability
 //
 // Tests never fail just because Redis is not installed, except in CI. When

@@ -45,6 +45,9 @@ func logTails(servers ...*Server) string {
 		if s != nil && s.proc != nil {
 			b.WriteString(s.proc.Log())
 		}
+		if s != nil && s.ctr != nil {
+			b.WriteString(s.ctr.logTail())
+		}
 	}
 	return b.String()
 }

@@ -39,13 +39,15 @@ func buildOptions(opts []Option) options {
 	return o
 }
 
-// A Server is one redis-server process started by this package, or an
+// A Server is one redis-server process started by this package, a server in
+// a container started by its container backend (container.go), or an
 // external server named by REDIS_ADDR. Its methods are safe for concurrent
 // use.
 type Server struct {
 	addr string
 	port int               // 0 for an external server
-	proc *redisproc.Server // nil for an external server
+	proc *redisproc.Server // nil for an external server or a container
+	ctr  *Container        // nil unless started by the container backend
 }
 
 // Standalone starts a redis-server for the test tb and stops it with
@@ -109,6 +111,11 @@ func startProcess(extra []string, cluster bool) (*Server, error) {
 // cleanup is the tb.Cleanup of the testing.TB helpers: it logs the server's
 // output if the test failed, then stops the server.
 func (s *Server) cleanup(tb testing.TB) {
+	if tb.Failed() && s.ctr != nil {
+		if tail := s.ctr.logTail(); tail != "" {
+			tb.Logf("redis-server %s:%s", s.addr, tail)
+		}
+	}
 	if tb.Failed() && s.proc != nil {
 		if tail := s.proc.Log(); tail != "" {
 			tb.Logf("redis-server %s:%s", s.addr, tail)
@@ -140,6 +147,10 @@ func (s *Server) Client(tb testing.TB) rueidis.Client {
 // safe to call more than once, and it does nothing for an external server or
 // a nil Server. A stopped server cannot be restarted.
 func (s *Server) Stop() {
+	if s != nil && s.ctr != nil {
+		s.ctr.stop()
+		return
+	}
 	if s == nil || s.proc == nil {
 		return
 	}
@@ -150,6 +161,9 @@ func (s *Server) Stop() {
 // exit. Killing a server that is not running does nothing. Restart starts it
 // again. For an external server Kill returns an error wrapping ErrExternal.
 func (s *Server) Kill() error {
+	if s.ctr != nil {
+		return s.ctr.kill()
+	}
 	if err := s.checkProcess("kill"); err != nil {
 		return err
 	}
@@ -160,6 +174,9 @@ func (s *Server) Kill() error {
 // answered until Resume. Pair it with t.Cleanup calling Resume so that a
 // failing test does not leave the server frozen (Stop wakes it up anyway).
 func (s *Server) Pause() error {
+	if s.ctr != nil {
+		return s.ctr.pause()
+	}
 	if err := s.checkProcess("pause"); err != nil {
 		return err
 	}
@@ -168,6 +185,9 @@ func (s *Server) Pause() error {
 
 // Resume continues a paused server with SIGCONT.
 func (s *Server) Resume() error {
+	if s.ctr != nil {
+		return s.ctr.resume()
+	}
 	if err := s.checkProcess("resume"); err != nil {
 		return err
 	}
@@ -180,6 +200,9 @@ func (s *Server) Resume() error {
 // data set; a cluster node keeps its node id and slots, which are stored in
 // its nodes-<port>.conf.
 func (s *Server) Restart(ctx context.Context) error {
+	if s.ctr != nil {
+		return s.ctr.restart(ctx)
+	}
 	if err := s.checkProcess("restart"); err != nil {
 		return err
 	}
