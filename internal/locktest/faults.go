@@ -23,6 +23,9 @@ const ackTimeout = 200 * time.Millisecond
 // acknowledged is taken back and fails; an unacknowledged unlock still
 // releases, and says so.
 func (s *suite) safeMode(t *testing.T) {
+	if s.Cluster {
+		t.Skip("safe mode runs against a standalone master and its replica")
+	}
 	master, replica := redistest.Replicated(t)
 	rc := redistest.NewClient(t, master.Addr())
 	c := client(t, rc, interlock.WithReplicaAcks(1, ackTimeout))

@@ -31,8 +31,12 @@ type Kind struct {
 	Name string
 	// Prefix starts the name of every lock the suite takes ("rlock-test:").
 	Prefix string
-	// Addr is the redis-server the suite runs on; safe mode starts its own.
+	// Addr is the redis-server the suite runs on, or a node of the
+	// cluster it runs on; safe mode starts its own.
 	Addr string
+	// Cluster says Addr is a cluster node: safe mode, which needs a
+	// replica of a standalone master, is skipped.
+	Cluster bool
 	// New returns the lock called name on c.
 	New func(c *interlock.Client, name string) interlock.Locker
 	// Acquire lists every acquire script of the kind, Unlock its unlock
@@ -54,11 +58,20 @@ type Kind struct {
 	Kept func(name string) []string
 }
 
-// Run runs the suite for k, one subtest per contract.
+// Run runs the suite for k, one subtest per contract: on k.Addr, then on
+// a 3-master cluster it starts (redistest.Cluster).
 func Run(t *testing.T, k Kind) {
 	require.NotNil(t, k.New, "Kind.New")
 	require.NotEmpty(t, k.Acquire, "Kind.Acquire")
 	require.NotNil(t, k.Unlock, "Kind.Unlock")
+	t.Run("standalone", func(t *testing.T) { run(t, k) })
+	t.Run("cluster", func(t *testing.T) {
+		k.Addr, k.Cluster = redistest.Cluster(t).Addrs()[0], true
+		run(t, k)
+	})
+}
+
+func run(t *testing.T, k Kind) {
 	s := &suite{Kind: k}
 	t.Run("Reentrancy", s.reentrancy)
 	t.Run("Lease", func(t *testing.T) {
@@ -112,9 +125,9 @@ func (s *suite) lockName(t *testing.T) string {
 			return
 		}
 		defer rc.Close()
-		ks, err := rc.Do(ctx, rc.B().Keys().Pattern(like(name)).Build()).AsStrSlice()
+		ks, err := everyNode(ctx, rc, func(b rueidis.Builder) rueidis.Completed { return b.Keys().Pattern(like(name)).Build() })
 		if err == nil && len(ks) > 0 {
-			rc.Do(ctx, rc.B().Del().Key(ks...).Build())
+			rc.Do(ctx, rc.B().Del().Key(ks...).Build()) // one slot: the keys share the name's hash tag
 		}
 	})
 	return name
@@ -175,7 +188,7 @@ func must[T any](t *testing.T) func(v T, err error) T {
 // unless latches, the unlock latches.
 func (s *suite) keys(t *testing.T, rc rueidis.Client, name string, latches bool) []string {
 	t.Helper()
-	ks, err := rc.Do(context.Background(), rc.B().Keys().Pattern(like(name)).Build()).AsStrSlice()
+	ks, err := everyNode(context.Background(), rc, func(b rueidis.Builder) rueidis.Completed { return b.Keys().Pattern(like(name)).Build() })
 	require.NoError(t, err)
 	var kept []string
 	if s.Kept != nil {
@@ -216,6 +229,22 @@ func (s *suite) state(t *testing.T, rc rueidis.Client, name string) map[string]s
 	return out
 }
 
+// everyNode sends the command build makes to every node of rc (the one
+// server of a standalone client) and returns the replies' strings, each
+// once: keyless commands see one node's keys and channels only.
+func everyNode(ctx context.Context, rc rueidis.Client, build func(rueidis.Builder) rueidis.Completed) ([]string, error) {
+	var out []string
+	for _, n := range rc.Nodes() {
+		v, err := n.Do(ctx, build(n.B())).AsStrSlice()
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, v...)
+	}
+	slices.Sort(out)
+	return slices.Compact(out), nil
+}
+
 // exists reports whether any state of the lock is left.
 func (s *suite) exists(t *testing.T, rc rueidis.Client, name string) bool {
 	t.Helper()
@@ -227,8 +256,13 @@ func (s *suite) exists(t *testing.T, rc rueidis.Client, name string) bool {
 func (s *suite) nothingLeft(t *testing.T, c *interlock.Client, rc rueidis.Client, name string) {
 	t.Helper()
 	require.Eventually(t, func() bool {
-		chans, err := rc.Do(context.Background(), rc.B().PubsubChannels().Pattern(like(name)).Build()).AsStrSlice()
-		return err == nil && len(chans) == 0 && c.Stats().Channels == 0 && len(s.keys(t, rc, name, true)) == 0
+		chans, err := everyNode(context.Background(), rc, func(b rueidis.Builder) rueidis.Completed {
+			return b.PubsubChannels().Pattern(like(name)).Build()
+		})
+		shard, serr := everyNode(context.Background(), rc, func(b rueidis.Builder) rueidis.Completed {
+			return b.PubsubShardchannels().Pattern(like(name)).Build()
+		})
+		return err == nil && serr == nil && len(chans)+len(shard) == 0 && c.Stats().Channels == 0 && len(s.keys(t, rc, name, true)) == 0
 	}, 3*time.Second, 5*time.Millisecond, "keys or subscriptions left behind")
 	assert.Zero(t, c.Stats().Holds, "holds left behind")
 }
