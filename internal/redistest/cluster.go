@@ -81,6 +81,16 @@ func ClusterWith(tb testing.TB, opts ...Option) *ClusterServers {
 // waits until every replica reports master_link_status:up. If redis-server
 // or redis-cli is not on PATH, the error wraps ErrUnavailable.
 func StartCluster(opts ...Option) (*ClusterServers, error) {
+	if img, ok, err := envImage(); ok {
+		if err != nil {
+			return nil, err
+		}
+		c, err := StartContainerCluster(img, opts...)
+		if err == nil {
+			announce("cluster node", c.nodes[0])
+		}
+		return c, err
+	}
 	o := buildOptions(opts)
 	if o.replicas < 0 {
 		return nil, fmt.Errorf("redistest: StartCluster: negative number of replicas per master %d", o.replicas)

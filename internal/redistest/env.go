@@ -150,3 +150,36 @@ func runMain(m *testing.M, setup func() (func(), error), opts []goleak.Option) i
 	}
 	return code
 }
+
+// EnvImage names the environment variable that moves the Start functions
+// onto the container backend: set to an Image's Name ("valkey-8.1.1"),
+// Start, StartCluster and StartReplicas (and the helpers built on them)
+// start that image instead of redis-server processes. scripts/matrix runs
+// the suites once per image this way.
+const EnvImage = "INTERLOCK_TEST_IMAGE"
+
+// envImage returns the image EnvImage names, if it is set.
+func envImage() (Image, bool, error) {
+	name := strings.TrimSpace(os.Getenv(EnvImage))
+	if name == "" {
+		return Image{}, false, nil
+	}
+	for _, img := range Images() {
+		if img.Name() == name {
+			return img, true, nil
+		}
+	}
+	var names []string
+	for _, img := range Images() {
+		names = append(names, img.Name())
+	}
+	return Image{}, true, fmt.Errorf("redistest: %s=%q names no image; want one of %s", EnvImage, name, strings.Join(names, ", "))
+}
+
+// announce prints which server a Start function started from EnvImage, so
+// that every run of the matrix shows the versions it tested.
+func announce(what string, s *Server) {
+	if c := s.Container(); c != nil {
+		fmt.Fprintf(os.Stderr, "redistest: %s on %s %s (%s) at %s\n", what, c.Image().Server, c.Version(), c.Image().Ref, s.Addr())
+	}
+}

@@ -57,6 +57,16 @@ func StartReplicas(n int, opts ...Option) (*ReplicaSet, error) {
 	if n < 1 {
 		return nil, fmt.Errorf("redistest: StartReplicas needs at least one replica, not %d", n)
 	}
+	if img, ok, err := envImage(); ok {
+		if err != nil {
+			return nil, err
+		}
+		r, err := StartContainerReplicas(img, n, opts...)
+		if err == nil {
+			announce("master", r.master)
+		}
+		return r, err
+	}
 	o := buildOptions(opts)
 	master, err := startProcess(slices.Concat(replicaArgs, o.args), false)
 	if err != nil {

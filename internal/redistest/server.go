@@ -75,6 +75,16 @@ func Start(opts ...Option) (*Server, error) {
 		}
 		return startExternal(addr)
 	}
+	if img, ok, err := envImage(); ok {
+		if err != nil {
+			return nil, err
+		}
+		s, err := StartContainerServer(img, opts...)
+		if err == nil {
+			announce("standalone", s)
+		}
+		return s, err
+	}
 	return startProcess(o.args, false)
 }
 
