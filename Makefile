@@ -13,6 +13,7 @@ test: check
 	@scripts/ensure-redis
 	@scripts/ensure-java
 	$(GO) test -race -count=1 ./...
+	@scripts/matrix
 
 # The Docker engine and the server images of the container tests
 # (docs/testing.md): starts dockerd without a bridge if none answers, and
