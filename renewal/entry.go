@@ -22,6 +22,7 @@ type Entry struct {
 	watchdog   int             // holds with lease 0
 	releasing  int             // unlocks in flight; renewal waits for them
 	renewedAt  time.Time       // when the last successful renewal was sent
+	failing    error           // the last renewal's error; nil once one succeeds
 	leaseUntil time.Time       // end of the longest explicit lease
 	validUntil time.Time       // last TTL this Client set, from the send time of the call that set it
 	releaseAt  time.Time       // when the latest Release began
@@ -77,7 +78,7 @@ func (e *Entry) endRelease(o Outcome) {
 		}
 		if e.watchdog > 0 {
 			// The unlock script set the TTL to the watchdog lease.
-			e.renewedAt = time.Now()
+			e.renewedAt, e.failing = time.Now(), nil
 			e.validUntil = e.releaseAt.Add(s.cfg.Lease)
 		} else if n := len(e.holds); n > 0 {
 			// It set the TTL to the innermost remaining hold's lease.

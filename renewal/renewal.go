@@ -188,7 +188,7 @@ func (s *Scheduler) Hold(key, owner string, task *Task, lease time.Duration, sen
 	e.holds = append(e.holds, lease)
 	if lease == 0 {
 		e.watchdog++
-		e.renewedAt = sentAt
+		e.renewedAt, e.failing = sentAt, nil
 		e.validUntil = sentAt.Add(s.cfg.Lease)
 		if s.cfg.MaxHold > 0 && e.maxUntil.IsZero() {
 			e.maxUntil = sentAt.Add(s.cfg.MaxHold)

@@ -326,6 +326,49 @@ func TestUnreachableServerLosesHoldsAfterTheLease(t *testing.T) {
 	t.Logf("loss reported %v after the server died", took.Round(time.Millisecond))
 }
 
+// hanging answers no DoMulti: each blocks until its context ends, as
+// rueidis's retries of a renewal do while the server is gone.
+type hanging struct{ rueidis.Client }
+
+func (h hanging) DoMulti(ctx context.Context, cmds ...rueidis.Completed) []rueidis.RedisResult {
+	<-ctx.Done()
+	res := make([]rueidis.RedisResult, len(cmds))
+	for i := range res {
+		res[i] = rueidis.NewErrorResult(ctx.Err())
+	}
+	return res
+}
+
+// A server that never answers must not delay the loss past the hold's
+// validity: the tick in flight gives up when the hold would expire,
+// rather than one interval later.
+func TestHangingServerLosesHoldsWhenTheyExpire(t *testing.T) {
+	rc := redistest.NewClient(t, addr)
+	const lease = 1500 * time.Millisecond // a tick every 500ms
+	s := newScheduler(t, hanging{rc}, renewal.Config{Lease: lease, BatchSize: 100})
+	key := "renew:hang:" + t.Name()
+	held := time.Now()
+	require.NoError(t, s.Hold(key, "me:1", task, 0, held))
+	g := guard(t, s, key, "me:1")
+	// A second hold, whose validity ends between two ticks, after the
+	// tick that gave up on the first.
+	time.Sleep(300 * time.Millisecond)
+	held2 := time.Now()
+	require.NoError(t, s.Hold(key+":2", "me:1", task, 0, held2))
+	g2 := guard(t, s, key+":2", "me:1")
+	for i, h := range []struct {
+		g    context.Context
+		held time.Time
+	}{{g, held}, {g2, held2}} {
+		<-h.g.Done()
+		took := time.Since(h.held)
+		assert.ErrorIs(t, context.Cause(h.g), errLost)
+		assert.GreaterOrEqual(t, took, lease)
+		assert.Less(t, took, lease+300*time.Millisecond, "hold %d lost one interval late", i+1)
+		t.Logf("hold %d: loss reported %v after it was taken (lease %v)", i+1, took.Round(time.Millisecond), lease)
+	}
+}
+
 func TestCloseEndsEntries(t *testing.T) {
 	rc := redistest.NewClient(t, addr)
 	s, err := renewal.New(rc, renewal.Config{Lease: time.Second, BatchSize: 100})

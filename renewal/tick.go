@@ -21,6 +21,9 @@ func (s *Scheduler) run(ctx context.Context) {
 	maxHold := time.NewTimer(time.Hour)
 	maxHold.Stop()
 	defer maxHold.Stop()
+	expire := time.NewTimer(time.Hour)
+	expire.Stop()
+	defer expire.Stop()
 	for {
 		select {
 		case <-ctx.Done():
@@ -29,6 +32,8 @@ func (s *Scheduler) run(ctx context.Context) {
 			s.tick(ctx)
 		case <-maxHold.C:
 			s.expireMaxHolds(time.Now())
+		case <-expire.C:
+			s.expireFailing(time.Now())
 		case <-s.wake:
 		}
 		if next, ok := s.nextMaxHold(); ok {
@@ -36,7 +41,43 @@ func (s *Scheduler) run(ctx context.Context) {
 		} else {
 			maxHold.Stop()
 		}
+		if next, ok := s.nextFailing(); ok {
+			expire.Reset(time.Until(next))
+		} else {
+			expire.Stop()
+		}
 	}
+}
+
+// nextFailing returns when the first hold whose last renewal failed runs
+// out of validity, if any.
+func (s *Scheduler) nextFailing() (time.Time, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var next time.Time
+	for _, e := range s.entries {
+		if e.failing != nil && e.watchdog > 0 && (next.IsZero() || e.renewedAt.Before(next)) {
+			next = e.renewedAt
+		}
+	}
+	return next.Add(s.cfg.Lease), !next.IsZero()
+}
+
+// expireFailing ends, as lost, every hold whose last renewal failed and
+// whose lease has passed since the last one that succeeded: between ticks,
+// so that the loss is known when the validity ends, not at the next tick.
+func (s *Scheduler) expireFailing(now time.Time) {
+	var lost []lostEntry
+	s.mu.Lock()
+	for _, e := range s.entries {
+		if e.failing != nil && e.watchdog > 0 && e.releasing == 0 && now.Sub(e.renewedAt) >= s.cfg.Lease {
+			cause := fmt.Errorf("%w: not renewed within the lease: %w", e.task.Lost, e.failing)
+			s.forget(e, cause)
+			lost = append(lost, lostEntry{e.Key, cause})
+		}
+	}
+	s.mu.Unlock()
+	s.report(lost, 0, nil)
 }
 
 // group is the set of entries one script call may renew: one task, one slot.
@@ -57,6 +98,10 @@ func (s *Scheduler) tick(ctx context.Context) {
 	s.expireMaxHolds(now)
 	var lost []lostEntry
 	groups := make(map[group][]*Entry)
+	// A server that does not answer (renewals are retried until the tick's
+	// deadline) must not delay the loss of a hold past its validity: the
+	// tick gives up when the first of its holds would have expired.
+	deadline := now.Add(s.Interval())
 	s.mu.Lock()
 	for _, e := range s.entries {
 		if e.releasing > 0 {
@@ -68,6 +113,9 @@ func (s *Scheduler) tick(ctx context.Context) {
 				lost = append(lost, lostEntry{e.Key, e.task.Lost})
 			}
 			continue
+		}
+		if v := e.renewedAt.Add(s.cfg.Lease); v.After(now) && v.Before(deadline) {
+			deadline = v
 		}
 		g := group{e.task, e.slot}
 		groups[g] = append(groups[g], e)
@@ -91,7 +139,7 @@ func (s *Scheduler) tick(ctx context.Context) {
 		}
 	}
 
-	tctx, cancel := context.WithTimeout(ctx, s.Interval())
+	tctx, cancel := context.WithDeadline(ctx, deadline)
 	defer cancel()
 	sent := time.Now()
 	res := s.rc.DoMulti(tctx, cmds...)
@@ -134,13 +182,15 @@ func (s *Scheduler) apply(chunk []*Entry, r rueidis.RedisResult, sent time.Time)
 		case err == nil && renewed[i] == 1:
 			e.renewedAt = sent
 			e.validUntil = sent.Add(s.cfg.Lease)
+			e.failing = nil
 		case err == nil:
 			s.forget(e, e.task.Lost)
 			lost = append(lost, lostEntry{e.Key, e.task.Lost})
-		case sent.Sub(e.renewedAt) >= s.cfg.Lease:
+		case time.Since(e.renewedAt) >= s.cfg.Lease: // judged when the failure is known
 			s.forget(e, e.task.Lost)
 			lost = append(lost, lostEntry{e.Key, fmt.Errorf("%w: not renewed within the lease: %w", e.task.Lost, err)})
 		default:
+			e.failing = err
 			failed++
 		}
 	}
