@@ -50,13 +50,14 @@ func (s *Scheduler) run(ctx context.Context) {
 }
 
 // nextFailing returns when the first hold whose last renewal failed runs
-// out of validity, if any.
+// out of validity, if any; holds being released are their unlock's to
+// settle, as in expireFailing (counting them would spin the timer).
 func (s *Scheduler) nextFailing() (time.Time, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var next time.Time
 	for _, e := range s.entries {
-		if e.failing != nil && e.watchdog > 0 && (next.IsZero() || e.renewedAt.Before(next)) {
+		if e.failing != nil && e.watchdog > 0 && e.releasing == 0 && (next.IsZero() || e.renewedAt.Before(next)) {
 			next = e.renewedAt
 		}
 	}

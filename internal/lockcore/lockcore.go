@@ -146,10 +146,7 @@ func (l *Common) LockLease(ctx context.Context, lease time.Duration) error {
 
 // TryLock tries for up to wait, as interlock.Locker says.
 func (l *Common) TryLock(ctx context.Context, wait, lease time.Duration) (bool, error) {
-	if err := l.checkTry(wait, lease); err != nil {
-		return false, err
-	}
-	_, ok, err := l.acquire(ctx, lease, wait, false)
+	_, ok, err := Acquire(ctx, l, lease, wait, false)
 	return ok, err
 }
 
