@@ -40,8 +40,15 @@
 // busy re-checking the lock sleeps through it. A waiter that leaves because
 // its ctx ended passes a "0" wake-up it was handed on. Permits belong to the
 // channel's local entry: they are capped at one per open Subscription and
-// die with the entry when its last Subscription closes. Payloads are only
-// compared with "0"; no payload can make the hub panic.
+// die with the entry when its last Subscription closes. No payload can make
+// the hub panic.
+//
+// That is the locks' wake policy, WakeLock. SubscribeWith chooses another
+// for a channel: under WakeCount (the semaphores') a payload n > 0 wakes at
+// most n waiters, one at a time as a "0" does, and any other payload wakes
+// nobody, so a release of one permit wakes one waiter, not a herd; under
+// WakeOnZero (the count-down latch's) "0" wakes every waiter and any other
+// payload nobody.
 //
 // Pub/sub is a hint, never the only wake-up: messages published while a
 // connection is down are lost. When the connection that carries a channel

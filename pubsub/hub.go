@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"sync"
 	"time"
 
@@ -222,6 +223,12 @@ func (h *Hub) Channels() int {
 //
 // The caller must Close the Subscription when done with it.
 func (h *Hub) Subscribe(ctx context.Context, channel string, sharded bool) (*Subscription, error) {
+	return h.SubscribeWith(ctx, channel, sharded, WakeLock)
+}
+
+// SubscribeWith is Subscribe with the wake policy the channel's messages
+// follow. Every Subscription of one channel must ask for the same policy.
+func (h *Hub) SubscribeWith(ctx context.Context, channel string, sharded bool, policy Policy) (*Subscription, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -261,8 +268,12 @@ func (h *Hub) Subscribe(ctx context.Context, channel string, sharded bool) (*Sub
 	}
 
 	e := h.entries[key]
+	if e != nil && e.policy != policy {
+		h.mu.Unlock()
+		return nil, fmt.Errorf("pubsub: channel %q is subscribed with wake policy %v, not %v", channel, e.policy, policy)
+	}
 	if e == nil {
-		e = newEntry(key, slot)
+		e = newEntry(key, slot, policy)
 		h.entries[key] = e
 		addr := ""
 		if routed {
@@ -412,10 +423,21 @@ func (h *Hub) dispatch(key chanKey, payload string) {
 	if e == nil {
 		return
 	}
-	if payload == unlockMessage {
-		e.releaseOne()
-	} else {
-		e.wakeAll()
+	switch e.policy {
+	case WakeLock:
+		if payload == unlockMessage {
+			e.release(1)
+		} else {
+			e.wakeAll()
+		}
+	case WakeCount:
+		if n, err := strconv.ParseInt(payload, 10, 64); err == nil && n > 0 {
+			e.release(n)
+		}
+	case WakeOnZero:
+		if payload == unlockMessage {
+			e.wakeAll()
+		}
 	}
 }
 
@@ -435,6 +457,35 @@ func (h *Hub) WakeAll(channel string, sharded bool) {
 
 // unlockMessage is Redisson's UNLOCK_MESSAGE: wake one waiter.
 const unlockMessage = "0"
+
+// Policy is the rule by which a channel's messages wake its waiters:
+// Redisson's, per kind of object (see Subscription.Wait for what a wake-up
+// of one and a wake-up of all mean).
+type Policy uint8
+
+const (
+	// WakeLock is the locks' rule: "0" wakes one waiter, any other payload
+	// every waiter.
+	WakeLock Policy = iota
+	// WakeCount is the semaphores' rule: a payload n > 0 wakes at most n
+	// waiters, storing the rest as permits; any other payload wakes nobody.
+	WakeCount
+	// WakeOnZero is the count-down latch's rule: "0" wakes every waiter;
+	// any other payload nobody.
+	WakeOnZero
+)
+
+func (p Policy) String() string {
+	switch p {
+	case WakeLock:
+		return "lock"
+	case WakeCount:
+		return "count"
+	case WakeOnZero:
+		return "on-zero"
+	}
+	return "Policy(" + strconv.Itoa(int(p)) + ")"
+}
 
 // report hands err to every error handler, in the order they were given.
 func (h *Hub) report(err error) {

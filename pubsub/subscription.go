@@ -46,8 +46,9 @@ func (a *attempt) complete(err error) {
 // entry is the local state of one subscribed channel: its reference count,
 // its routing and its waiters. It is Redisson's RedissonLockEntry.
 type entry struct {
-	key  chanKey
-	slot uint16 // cluster slot, for sharded channels in cluster mode
+	key    chanKey
+	slot   uint16 // cluster slot, for sharded channels in cluster mode
+	policy Policy // fixed by the first Subscribe
 
 	// Guarded by Hub.mu.
 	refs    int
@@ -75,8 +76,8 @@ type entry struct {
 	pushes, relayTo uint64
 }
 
-func newEntry(key chanKey, slot uint16) *entry {
-	return &entry{key: key, slot: slot, pending: newAttempt()}
+func newEntry(key chanKey, slot uint16, policy Policy) *entry {
+	return &entry{key: key, slot: slot, policy: policy, pending: newAttempt()}
 }
 
 // setCap records the reference count as the permit ceiling.
@@ -145,10 +146,12 @@ func (e *entry) releaseOneLocked() {
 	}
 }
 
-// releaseOne handles a "0" message.
-func (e *entry) releaseOne() {
+// release wakes n waiters, one at a time as releaseOneLocked does.
+func (e *entry) release(n int64) {
 	e.mu.Lock()
-	e.releaseOneLocked()
+	for ; n > 0 && (e.head != nil || e.permits < e.maxPermits); n-- {
+		e.releaseOneLocked()
+	}
 	e.mu.Unlock()
 }
 

@@ -78,7 +78,7 @@ func TestHubWakeAllIsLocal(t *testing.T) {
 // so lock waiters try in the order they queued. Waiters that park after
 // the wake-all are not part of it.
 func TestWakeAllRelaysInParkingOrder(t *testing.T) {
-	e := newEntry(chanKey{name: "relay"}, 0)
+	e := newEntry(chanKey{name: "relay"}, 0, WakeLock)
 	ws := make([]*waiter, 4)
 	e.mu.Lock()
 	for i := range ws {

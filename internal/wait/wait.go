@@ -25,6 +25,8 @@ type Spec struct {
 	Hub     *pubsub.Hub
 	Channel string
 	Sharded bool
+	// Policy is the channel's wake policy (the locks' by default).
+	Policy pubsub.Policy
 	// Forever waits until acquired or ctx ends; otherwise Deadline bounds
 	// the whole acquisition, and a Deadline not after the first attempt
 	// makes it a single attempt with no subscription.
@@ -70,7 +72,7 @@ func Acquire(ctx context.Context, s Spec) (bool, error) {
 		subCtx, cancel = context.WithDeadline(ctx, s.Deadline)
 		defer cancel()
 	}
-	sub, err := s.Hub.Subscribe(subCtx, s.Channel, s.Sharded)
+	sub, err := s.Hub.SubscribeWith(subCtx, s.Channel, s.Sharded, s.Policy)
 	if err != nil {
 		if ctx.Err() == nil && subCtx.Err() != nil {
 			return false, nil // the wait ran out while subscribing
