@@ -1,0 +1,54 @@
+package lua
+
+// The expirable semaphore's scripts (Redisson's RPermitExpirableSemaphore),
+// and pes_renew, the watchdog's. Its trySetPermits is SemTrySet.
+var (
+	pesAcquire     = load("pes_acquire", false)
+	pesReleaseOne  = load("pes_release_one", true)
+	pesRelease     = load("pes_release", true)
+	pesAvailable   = load("pes_available", true)
+	pesPermits     = load("pes_permits", true)
+	pesAcquired    = load("pes_acquired", true)
+	pesSetPermits  = load("pes_set_permits", true)
+	pesAdd         = load("pes_add", true)
+	pesUpdateLease = load("pes_update_lease", true)
+	pesLease       = load("pes_lease", true)
+	pesRenew       = load("pes_renew", true)
+)
+
+// NeverExpires is the score of a permit leased without an expiry:
+// Long.MAX_VALUE/10000, as Redisson writes it.
+const NeverExpires = "922337203685477"
+
+// PESAcquire returns pes_acquire.lua.
+func PESAcquire() *Script { return pesAcquire }
+
+// PESReleaseOne returns pes_release_one.lua.
+func PESReleaseOne() *Script { return pesReleaseOne }
+
+// PESRelease returns pes_release.lua.
+func PESRelease() *Script { return pesRelease }
+
+// PESAvailable returns pes_available.lua.
+func PESAvailable() *Script { return pesAvailable }
+
+// PESPermits returns pes_permits.lua.
+func PESPermits() *Script { return pesPermits }
+
+// PESAcquired returns pes_acquired.lua.
+func PESAcquired() *Script { return pesAcquired }
+
+// PESSetPermits returns pes_set_permits.lua.
+func PESSetPermits() *Script { return pesSetPermits }
+
+// PESAdd returns pes_add.lua.
+func PESAdd() *Script { return pesAdd }
+
+// PESUpdateLease returns pes_update_lease.lua.
+func PESUpdateLease() *Script { return pesUpdateLease }
+
+// PESLease returns pes_lease.lua.
+func PESLease() *Script { return pesLease }
+
+// PESRenew returns pes_renew.lua.
+func PESRenew() *Script { return pesRenew }

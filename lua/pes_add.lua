@@ -1,0 +1,27 @@
+-- pes_add: add (or, when negative, remove) free permits of an expirable semaphore.
+-- Matches Redisson 3.52.0 .. 4.7.0 RedissonPermitExpirableSemaphore.addPermitsAsync.
+--
+-- KEYS[1]  free-permit count    N
+-- KEYS[2]  channel              redisson_sc:{N}
+-- KEYS[3]  receipt (optional)   interlock_receipt:{N}:<op id>
+-- ARGV[1]  delta                p, any sign
+-- ARGV[2]  publish command      PUBLISH or SPUBLISH
+-- ARGV[3]  receipt TTL in ms    (with KEYS[3] only)
+--
+-- Returns nil. N becomes (N or 0) + p with a plain SET, which drops any
+-- TTL; p itself (the delta, not the total) is published when above 0.
+-- With a receipt that already exists nothing changes; without one this is
+-- Redisson's script and is not idempotent.
+local receipt = KEYS[3]
+if receipt ~= nil and redis.call('exists', receipt) == 1 then
+    return nil
+end
+local delta = tonumber(ARGV[1])
+redis.call('set', KEYS[1], tonumber(redis.call('get', KEYS[1]) or 0) + delta)
+if delta > 0 then
+    redis.call(ARGV[2], KEYS[2], ARGV[1])
+end
+if receipt ~= nil then
+    redis.call('set', receipt, '1', 'px', ARGV[3])
+end
+return nil
