@@ -185,6 +185,12 @@ func (s *Scheduler) Hold(key, owner string, task *Task, lease time.Duration, sen
 		}
 		s.entries[k] = e
 	}
+	s.addHold(e, lease, sentAt)
+	return nil
+}
+
+// addHold records one hold of e. s.mu must be held.
+func (s *Scheduler) addHold(e *Entry, lease time.Duration, sentAt time.Time) {
 	e.holds = append(e.holds, lease)
 	if lease == 0 {
 		e.watchdog++
@@ -207,7 +213,24 @@ func (s *Scheduler) Hold(key, owner string, task *Task, lease time.Duration, sen
 			e.leaseUntil = until
 		}
 	}
-	return nil
+}
+
+// Relet replaces owner's holds on key by one hold of lease (0: a watchdog
+// hold), set on the server by a request sent at sentAt, and reports whether
+// there was an entry. Guards made before keep any deadline they were given.
+func (s *Scheduler) Relet(key, owner string, lease time.Duration, sentAt time.Time) bool {
+	s.mu.Lock()
+	e := s.entries[entryKey{key, owner}]
+	if e == nil || e.ended {
+		s.mu.Unlock()
+		return false
+	}
+	e.holds, e.watchdog, e.leaseUntil = e.holds[:0], 0, time.Time{}
+	s.maxHolds.remove(e)
+	e.maxUntil = time.Time{}
+	s.addHold(e, lease, sentAt)
+	s.mu.Unlock()
+	return true
 }
 
 // MaxHeld reports whether MaxHold ended owner's holds on key, and if so

@@ -44,6 +44,21 @@ func UnlockLatch(name, requestID string) string {
 	return Prefix("redisson_unlock_latch", name) + ":" + requestID
 }
 
+// Receipt is the key that makes one semaphore or latch operation safe to
+// resend: interlock_receipt:{name}:<requestID>, in the name's slot.
+func Receipt(name, requestID string) string {
+	return Prefix("interlock_receipt", name) + ":" + requestID
+}
+
+// SemaphoreChannel is the channel on which both Redisson semaphores
+// announce permits: redisson_sc:{name}.
+func SemaphoreChannel(name string) string { return Prefix("redisson_sc", name) }
+
+// LatchChannel is the count-down latch's channel. Unlike every other
+// channel it always wraps the name in braces, as Redisson does, so a name
+// with braces puts it in another cluster slot than the latch.
+func LatchChannel(name string) string { return "redisson_countdownlatch__channel__{" + name + "}" }
+
 // RequestID returns 16 random bytes as 32 lower-case hex characters, the
 // form Redisson uses for unlock request ids.
 func RequestID() string {

@@ -3,6 +3,10 @@
 // checks, owners, one attempt that takes back a lost acquisition, the
 // waiting loop, the unlock resent under its latch, guards and errors. A
 // kind is a Kind declaration plus the methods only it has.
+//
+// Synchronizers that are not locks (semaphores, latches) embed Object
+// instead: the same checks, errors, safe-mode acks, background clean-up and
+// waiting loop, with receipts where locks have owners.
 package lockcore
 
 import (

@@ -73,6 +73,25 @@ type Runtime struct {
 	sharded   bool
 
 	writeWaits waitCounts
+
+	tasksMu sync.Mutex
+	tasks   map[string]*renewal.Task
+}
+
+// Task returns this Runtime's renew task called name, made by mk on first
+// use, for kinds whose renewals read the Runtime (its wall clock).
+func (r *Runtime) Task(name string, mk func(*Runtime) *renewal.Task) *renewal.Task {
+	r.tasksMu.Lock()
+	defer r.tasksMu.Unlock()
+	t := r.tasks[name]
+	if t == nil {
+		if r.tasks == nil {
+			r.tasks = make(map[string]*renewal.Task)
+		}
+		t = mk(r)
+		r.tasks[name] = t
+	}
+	return t
 }
 
 // New starts a Runtime on rc: one renewal goroutine, one clean-up goroutine

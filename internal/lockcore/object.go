@@ -1,0 +1,177 @@
+package lockcore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/redis/rueidis"
+
+	"github.com/interlock-go/interlock"
+	"github.com/interlock-go/interlock/internal/keys"
+	"github.com/interlock-go/interlock/internal/runtime"
+	"github.com/interlock-go/interlock/internal/wait"
+	"github.com/interlock-go/interlock/lua"
+	"github.com/interlock-go/interlock/pubsub"
+)
+
+// ReceiptTTL is how long the server remembers a receipt: longer than every
+// resend of the operation it belongs to, and than its clean-up's retries.
+const ReceiptTTL = 30 * time.Second
+
+// Object is a named synchronizer that is not a lock (a semaphore, a latch)
+// on one Client: what it shares with the locks, from argument checks to
+// errors, scripts, receipts and waiting. Kinds embed it.
+type Object struct {
+	rt      *runtime.Runtime
+	kind    string
+	name    string
+	channel string
+	err     error // the argument error every method returns
+}
+
+// NewObject returns the object called name of kind on c, announced on
+// channel. A bad name or a nil client is reported by every method, before
+// anything is sent.
+func NewObject(c *interlock.Client, kind, name, channel string) Object {
+	o := Object{rt: runtime.Of(c), kind: kind, name: name, channel: channel}
+	switch err := keys.Check(name); {
+	case c == nil:
+		o.err = fmt.Errorf("%w: %s: nil client", interlock.ErrInvalid, kind)
+	case err != nil:
+		o.err = fmt.Errorf("%w: %s: %w", interlock.ErrInvalid, kind, strings.Replace(err.Error(), "lock name", "name", 1))
+	}
+	return o
+}
+
+// Name returns the object's name, which is also its Redis key.
+func (o *Object) Name() string { return o.name }
+
+// Channel returns the channel the object's changes are announced on.
+func (o *Object) Channel() string { return o.channel }
+
+// RT returns the Client's runtime.
+func (o *Object) RT() *runtime.Runtime { return o.rt }
+
+// Refuse makes every method fail with err, an argument error found after
+// NewObject (a latch name a cluster cannot serve).
+func (o *Object) Refuse(err error) {
+	if o.err == nil {
+		o.err = err
+	}
+}
+
+// Ready returns the argument error, or interlock.ErrClosed once the Client
+// is closed.
+func (o *Object) Ready() error {
+	if o.err != nil {
+		return o.err
+	}
+	if o.rt.Closed() {
+		return interlock.ErrClosed
+	}
+	return nil
+}
+
+// Invalid returns an argument error prefixed with the kind.
+func (o *Object) Invalid(format string, args ...any) error {
+	return fmt.Errorf("%w: %s: "+format, append([]any{interlock.ErrInvalid, o.kind}, args...)...)
+}
+
+// OpErr wraps err from operation op in an *interlock.Error, once; context
+// errors and a closed Client are returned as themselves, and a key of
+// another type is reported as such.
+func (o *Object) OpErr(op string, err error) error {
+	var wrapped *interlock.Error
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded):
+		return err
+	case errors.Is(err, pubsub.ErrClosed) || errors.Is(err, interlock.ErrClosed):
+		return interlock.ErrClosed
+	case errors.As(err, &wrapped):
+		return err
+	}
+	if re, ok := rueidis.IsRedisErr(err); ok && strings.HasPrefix(re.Error(), "WRONGTYPE") {
+		err = fmt.Errorf("%w: a key of %s holds another type of data (%v)", interlock.ErrInvalid, o.name, re)
+	}
+	return &interlock.Error{Kind: o.kind, Op: op, Name: o.name, Err: err}
+}
+
+// Publish returns the command the object's scripts announce with.
+func (o *Object) Publish(ctx context.Context) (string, error) {
+	return o.rt.PublishCommand(ctx)
+}
+
+// Run sends one script, never followed by WAIT.
+func (o *Object) Run(ctx context.Context, s *lua.Script, keys []string, args ...string) rueidis.RedisResult {
+	return s.Exec(ctx, o.rt.RC, keys, args)
+}
+
+// RunAcked sends one acquiring script, followed by WAIT in safe mode; the
+// error is the replicas' shortfall, for the caller to undo.
+func (o *Object) RunAcked(ctx context.Context, s *lua.Script, keys []string, args ...string) (rueidis.RedisResult, func() error) {
+	var acks runtime.Acks
+	res := o.rt.Exec(ctx, &acks, s, keys, args)
+	return res, func() error { return o.rt.CheckAcks(&acks) }
+}
+
+// Receipt returns a new receipt key: the script that carries it runs at
+// most once, however often it is sent.
+func (o *Object) Receipt() string { return keys.Receipt(o.name, keys.RequestID()) }
+
+// Later runs step on the Client's clean-up goroutine, retried until it
+// succeeds or until; a caller's next operation never waits for it.
+func (o *Object) Later(id string, until time.Time, step func(ctx context.Context) error) {
+	o.rt.Cleanup(o.name, id, until, step)
+}
+
+// Lost reports whether err leaves it unknown whether a script ran: no
+// reply came back. A Redis error reply means the script did not run.
+func Lost(err error) bool {
+	if err == nil || rueidis.IsRedisNil(err) {
+		return false
+	}
+	_, isRedisErr := rueidis.IsRedisErr(err)
+	return !isRedisErr
+}
+
+// Int reads an integer reply, which a script may send as a number or as
+// a string it read with GET; nil reads as 0.
+func Int(r rueidis.RedisResult) (int64, error) {
+	n, err := r.AsInt64()
+	if rueidis.IsRedisNil(err) {
+		return 0, nil
+	}
+	return n, err
+}
+
+// Repoll bounds each wait for a message: messages are hints, and one lost
+// (Redisson's waiters would hang on it) costs at most this long.
+const Repoll = 2 * time.Second
+
+// Wait runs the locks' waiting algorithm (internal/wait) for one
+// acquisition of the object under the channel's wake policy: forever, or
+// for up to maxWait, trying with try.
+func (o *Object) Wait(ctx context.Context, policy pubsub.Policy, maxWait time.Duration, forever bool, try wait.Attempt) (bool, error) {
+	spec := wait.Spec{
+		Hub:      o.rt.Hub,
+		Channel:  o.channel,
+		Policy:   policy,
+		Forever:  forever,
+		Deadline: time.Now().Add(maxWait),
+		Queue:    true,
+		MaxWait:  Repoll,
+		Try:      try,
+	}
+	if forever || maxWait > 0 {
+		var err error
+		if spec.Sharded, err = o.rt.Sharded(ctx); err != nil {
+			return false, err
+		}
+	}
+	return wait.Acquire(ctx, spec)
+}
