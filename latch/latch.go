@@ -1,0 +1,147 @@
+package latch
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/redis/rueidis"
+
+	"github.com/interlock-go/interlock"
+	"github.com/interlock-go/interlock/internal/keys"
+	"github.com/interlock-go/interlock/internal/lockcore"
+	"github.com/interlock-go/interlock/lua"
+	"github.com/interlock-go/interlock/pubsub"
+)
+
+// The package's errors are the root's.
+var (
+	ErrInvalid = interlock.ErrInvalid
+	ErrClosed  = interlock.ErrClosed
+)
+
+// Latch is a count-down latch shared with Redisson's RCountDownLatch of
+// the same name: it is open when its count is 0 or it does not exist.
+type Latch struct {
+	lockcore.Object
+}
+
+// New returns the latch called name. A bad name or a nil client is
+// reported by every method, before anything is sent; so is, on a Redis
+// Cluster, a name with braces, whose latch channel Redisson puts in
+// another slot.
+func New(c *interlock.Client, name string) *Latch {
+	l := &Latch{lockcore.NewObject(c, "latch", name, keys.LatchChannel(name))}
+	if c != nil && l.Ready() == nil && strings.ContainsAny(name, "{}") && l.RT().RC.Mode() == rueidis.ClientModeCluster {
+		l.Refuse(l.Invalid("name %q has braces: on a cluster its channel %q is in another slot, as Redisson names it", name, l.Channel()))
+	}
+	return l
+}
+
+// TrySetCount closes the latch with count, and reports whether it did: it
+// changes nothing when the latch exists.
+func (l *Latch) TrySetCount(ctx context.Context, count int64) (bool, error) {
+	if err := l.Ready(); err != nil {
+		return false, err
+	}
+	if count < 0 {
+		return false, l.Invalid("count %d must not be negative", count)
+	}
+	pub, err := l.Publish(ctx)
+	if err != nil {
+		return false, l.OpErr("set count", err)
+	}
+	n, err := lockcore.Int(l.Run(ctx, lua.LatchTrySet(), []string{l.Name(), l.Channel()}, "1", strconv.FormatInt(count, 10), pub))
+	return n == 1, l.OpErr("set count", err)
+}
+
+// CountDown takes one from the count; the count reaching 0 opens the
+// latch and wakes every waiter, Go or Java. On an open latch it does
+// nothing.
+func (l *Latch) CountDown(ctx context.Context) error {
+	if err := l.Ready(); err != nil {
+		return err
+	}
+	pub, err := l.Publish(ctx)
+	if err != nil {
+		return l.OpErr("count down", err)
+	}
+	res := l.Run(ctx, lua.LatchCountDown(), []string{l.Name(), l.Channel(), l.Receipt()}, "0", pub, lockcore.MS(lockcore.ReceiptTTL))
+	if err := res.Error(); err != nil && !rueidis.IsRedisNil(err) {
+		return l.OpErr("count down", err)
+	}
+	return nil
+}
+
+// Count returns the count, 0 when the latch is open.
+func (l *Latch) Count(ctx context.Context) (int64, error) {
+	if err := l.Ready(); err != nil {
+		return 0, err
+	}
+	rc := l.RT().RC
+	n, err := lockcore.Int(rc.Do(ctx, rc.B().Get().Key(l.Name()).Build()))
+	return n, l.OpErr("count", err)
+}
+
+// Await returns nil once the latch is open, or ctx's error when ctx ends
+// first. It reads the count on every message of the latch's channel, after
+// a reconnection, and at least every few seconds.
+func (l *Latch) Await(ctx context.Context) error {
+	if n, err := l.Count(ctx); err != nil || n <= 0 {
+		return err
+	}
+	sharded, err := l.RT().Sharded(ctx)
+	if err != nil {
+		return l.OpErr("await", err)
+	}
+	sub, err := l.RT().Hub.SubscribeWith(ctx, l.Channel(), sharded, pubsub.WakeOnZero)
+	switch {
+	case err == nil:
+		defer sub.Close()
+	case ctx.Err() != nil || errors.Is(err, pubsub.ErrClosed):
+		return l.OpErr("await", err)
+	default:
+		return l.poll(ctx) // no pub/sub here: the count is still there to read
+	}
+	for {
+		if n, err := l.Count(ctx); err != nil || n <= 0 {
+			return err
+		}
+		if err := sub.Wait(ctx, lockcore.Repoll); err != nil {
+			return l.OpErr("await", err)
+		}
+	}
+}
+
+// poll reads the count every Repoll until the latch is open.
+func (l *Latch) poll(ctx context.Context) error {
+	t := time.NewTicker(lockcore.Repoll)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-t.C:
+		}
+		if n, err := l.Count(ctx); err != nil || n <= 0 {
+			return err
+		}
+	}
+}
+
+// Delete removes the latch, opening it, and reports whether it existed.
+// As in Redisson, waiters are not woken: their next periodic read finds
+// the latch open.
+func (l *Latch) Delete(ctx context.Context) (bool, error) {
+	if err := l.Ready(); err != nil {
+		return false, err
+	}
+	pub, err := l.Publish(ctx)
+	if err != nil {
+		return false, l.OpErr("delete", err)
+	}
+	n, err := lockcore.Int(l.Run(ctx, lua.LatchDelete(), []string{l.Name(), l.Channel()}, "1", pub))
+	return n == 1, l.OpErr("delete", err)
+}

@@ -1,0 +1,496 @@
+package semaphore
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/redis/rueidis"
+
+	"github.com/interlock-go/interlock"
+	"github.com/interlock-go/interlock/internal/keys"
+	"github.com/interlock-go/interlock/internal/lockcore"
+	"github.com/interlock-go/interlock/internal/runtime"
+	"github.com/interlock-go/interlock/lua"
+	"github.com/interlock-go/interlock/pubsub"
+	"github.com/interlock-go/interlock/renewal"
+)
+
+// NoExpiry is the lease of a permit that never expires (Redisson's -1).
+const NoExpiry time.Duration = -1
+
+const (
+	// never is the score of a permit without a lease.
+	never = lua.NeverExpires
+	// forever is how long this Client records a NoExpiry permit.
+	forever = 100 * 365 * 24 * time.Hour
+)
+
+// Expirable is a semaphore whose permits have ids and leases, shared with
+// Redisson's RPermitExpirableSemaphore of the same name. A permit whose
+// lease ran out comes back the next time any client, Go or Java, operates
+// on the semaphore. A permit acquired with lease 0 is held by the watchdog:
+// renewed in the Client's renewal tick until it is released, so that it
+// comes back by itself one watchdog timeout after its holder died.
+type Expirable struct {
+	lockcore.Object
+	timeout string // the zset of acquired permits, {name}:timeout
+}
+
+// NewExpirable returns the expirable semaphore called name. A bad name or
+// a nil client is reported by every method, before anything is sent.
+func NewExpirable(c *interlock.Client, name string) *Expirable {
+	return &Expirable{
+		Object:  lockcore.NewObject(c, "semaphore", name, keys.SemaphoreChannel(name)),
+		timeout: keys.Suffix(name, "timeout"),
+	}
+}
+
+// renewTask renews watchdog permits: each entry is a permit id (Owner) in
+// a timeout zset (Key), extended from the Client's wall clock.
+func renewTask(rt *runtime.Runtime) *renewal.Task {
+	return &renewal.Task{
+		Script: lua.PESRenew(),
+		Lost:   ErrPermitLost,
+		Args: func(lease time.Duration, chunk []*renewal.Entry) (keys, argv []string) {
+			now := rt.WallNow().UnixMilli()
+			keys = make([]string, len(chunk))
+			argv = make([]string, len(chunk)+2)
+			argv[0] = strconv.FormatInt(now+lease.Milliseconds(), 10)
+			argv[1] = strconv.FormatInt(now, 10)
+			for i, e := range chunk {
+				keys[i] = e.Key
+				argv[i+2] = e.Owner
+			}
+			return keys, argv
+		},
+	}
+}
+
+func (e *Expirable) task() *renewal.Task { return e.RT().Task("semaphore.permit", renewTask) }
+
+// now is the Client's wall clock in epoch ms, the clock leases are kept in.
+func (e *Expirable) now() int64 { return e.RT().WallNow().UnixMilli() }
+
+func itoa(n int64) string { return strconv.FormatInt(n, 10) }
+
+// TrySetPermits creates the semaphore with permits free, and reports
+// whether it did: it changes nothing when the semaphore exists.
+func (e *Expirable) TrySetPermits(ctx context.Context, permits int) (bool, error) {
+	return trySet(ctx, &e.Object, permits, 0)
+}
+
+// SetPermits makes permits the total, free and acquired together, freeing
+// or taking away the difference; expired permits not yet reclaimed count
+// as acquired.
+func (e *Expirable) SetPermits(ctx context.Context, permits int) error {
+	if err := e.Ready(); err != nil {
+		return err
+	}
+	if permits < 0 {
+		return e.Invalid("%d permits: the count must not be negative", permits)
+	}
+	pub, err := e.Publish(ctx)
+	if err != nil {
+		return e.OpErr("set permits", err)
+	}
+	res := e.Run(ctx, lua.PESSetPermits(), []string{e.Name(), e.Channel(), e.timeout}, strconv.Itoa(permits), pub)
+	return e.OpErr("set permits", done(res))
+}
+
+// AddPermits adds delta free permits, or takes them away when delta is
+// negative. It clears the key's TTL.
+func (e *Expirable) AddPermits(ctx context.Context, delta int) error {
+	return add(ctx, &e.Object, lua.PESAdd(), delta)
+}
+
+// Available returns the number of free permits, after reclaiming expired
+// ones.
+func (e *Expirable) Available(ctx context.Context) (int64, error) {
+	return e.count(ctx, "available", lua.PESAvailable())
+}
+
+// Permits returns the total number of permits, free and acquired, after
+// reclaiming expired ones; 0 when the semaphore does not exist.
+func (e *Expirable) Permits(ctx context.Context) (int64, error) {
+	return e.count(ctx, "permits", lua.PESPermits())
+}
+
+// Acquired returns the number of acquired permits, after reclaiming
+// expired ones.
+func (e *Expirable) Acquired(ctx context.Context) (int64, error) {
+	return e.count(ctx, "acquired", lua.PESAcquired())
+}
+
+func (e *Expirable) count(ctx context.Context, op string, s *lua.Script) (int64, error) {
+	if err := e.Ready(); err != nil {
+		return 0, err
+	}
+	pub, err := e.Publish(ctx)
+	if err != nil {
+		return 0, e.OpErr(op, err)
+	}
+	n, err := lockcore.Int(e.Run(ctx, s, []string{e.Name(), e.timeout, e.Channel()}, itoa(e.now()), pub))
+	return n, e.OpErr(op, err)
+}
+
+// checkLease validates an acquisition's lease: 0 (the watchdog), NoExpiry,
+// or at least 1ms.
+func (e *Expirable) checkLease(lease time.Duration) error {
+	if lease != 0 && lease != NoExpiry && lease < time.Millisecond {
+		return e.Invalid("lease %v must be at least 1ms, 0 (the watchdog) or NoExpiry", lease)
+	}
+	return nil
+}
+
+// expiry returns the score a permit acquired now with lease gets.
+func (e *Expirable) expiry(now int64, lease time.Duration) string {
+	switch lease {
+	case NoExpiry:
+		return never
+	case 0:
+		lease = e.RT().Cfg.Watchdog
+	}
+	return itoa(now + lease.Milliseconds())
+}
+
+// Acquire takes n permits with lease (0: held by the watchdog; NoExpiry:
+// never expiring), waiting until they are free or ctx ends.
+func (e *Expirable) Acquire(ctx context.Context, n int, lease time.Duration) ([]PermitID, error) {
+	ids, _, err := e.acquire(ctx, n, 0, lease, true)
+	return ids, err
+}
+
+// TryAcquire is Acquire waiting at most wait (0: one attempt); ok is false
+// when the permits were not free in time.
+func (e *Expirable) TryAcquire(ctx context.Context, n int, wait, lease time.Duration) (ids []PermitID, ok bool, err error) {
+	if wait < 0 {
+		return nil, false, e.Invalid("wait %v must not be negative", wait)
+	}
+	return e.acquire(ctx, n, wait, lease, false)
+}
+
+func (e *Expirable) acquire(ctx context.Context, n int, wait, lease time.Duration, forever bool) ([]PermitID, bool, error) {
+	if err := e.Ready(); err != nil {
+		return nil, false, err
+	}
+	if n < 1 {
+		return nil, false, e.Invalid("%d permits: at least 1 is needed", n)
+	}
+	if err := e.checkLease(lease); err != nil {
+		return nil, false, err
+	}
+	pub, err := e.Publish(ctx)
+	if err != nil {
+		return nil, false, e.OpErr("acquire", err)
+	}
+	var ids []PermitID
+	ok, err := e.Wait(ctx, pubsub.WakeCount, wait, forever, func(ctx context.Context) (bool, time.Duration, error) {
+		got, ok, retryIn, err := e.try(ctx, n, lease, pub)
+		if ok {
+			ids = got
+		}
+		return ok, retryIn, err
+	})
+	if err != nil || !ok {
+		return nil, false, e.OpErr("acquire", err)
+	}
+	return ids, true, nil
+}
+
+// try sends one acquire attempt with fresh ids. When busy it returns how
+// long until the nearest lease runs out (-1: none will). A reply that was
+// lost, or too few replicas in safe mode, is taken back by releasing the
+// ids, which changes nothing if the attempt took nothing.
+func (e *Expirable) try(ctx context.Context, n int, lease time.Duration, pub string) ([]PermitID, bool, time.Duration, error) {
+	if e.RT().Closed() {
+		return nil, false, 0, interlock.ErrClosed
+	}
+	ids := newPermitIDs(n)
+	now := e.now()
+	args := append(make([]string, 0, 5+n), strconv.Itoa(n), e.expiry(now, lease), itoa(now), never, pub)
+	for _, id := range ids {
+		args = append(args, id.raw())
+	}
+	sent := time.Now()
+	res, acked := e.RunAcked(ctx, lua.PESAcquire(), []string{e.Name(), e.timeout, e.Channel()}, args...)
+	reply, err := res.ToString()
+	switch {
+	case rueidis.IsRedisNil(err):
+		return nil, false, -1, nil
+	case lockcore.Lost(err):
+		e.undo(ids, pub, lease)
+		return nil, false, 0, err
+	case err != nil:
+		return nil, false, 0, err
+	case strings.HasPrefix(reply, ":"):
+		at, perr := strconv.ParseInt(reply[1:], 10, 64)
+		if perr != nil {
+			return nil, false, 0, fmt.Errorf("acquire script answered %q", reply)
+		}
+		return nil, false, max(time.Duration(at-e.now())*time.Millisecond, time.Millisecond), nil
+	case reply != "OK":
+		return nil, false, 0, fmt.Errorf("acquire script answered %q", reply)
+	}
+	if err := acked(); err != nil {
+		e.undo(ids, pub, lease)
+		return nil, false, 0, err
+	}
+	hold := lease
+	if lease == NoExpiry {
+		hold = forever
+	}
+	for _, id := range ids {
+		if err := e.RT().Renewal.Hold(e.timeout, id.raw(), e.task(), hold, sent); err != nil {
+			e.undo(ids, pub, lease)
+			return nil, false, 0, interlock.ErrClosed
+		}
+	}
+	return ids, true, 0, nil
+}
+
+// undo releases ids in the background until they would have expired (for
+// permits that never expire, for a receipt's lifetime).
+func (e *Expirable) undo(ids []PermitID, pub string, lease time.Duration) {
+	for _, id := range ids {
+		e.forget(id, renewal.Released)
+	}
+	until := lockcore.ReceiptTTL
+	if lease > 0 {
+		until = lease
+	} else if lease == 0 {
+		until = e.RT().Cfg.Watchdog
+	}
+	e.Later(ids[0].String(), time.Now().Add(until), func(ctx context.Context) error {
+		return done(e.release(ctx, ids, pub))
+	})
+}
+
+// forget ends this Client's record of permit id with outcome o.
+func (e *Expirable) forget(id PermitID, o renewal.Outcome) {
+	_, held, end := e.RT().Renewal.Release(e.timeout, id.raw())
+	if held {
+		end(o)
+	}
+}
+
+// release sends Redisson's release of one id, or of a list.
+func (e *Expirable) release(ctx context.Context, ids []PermitID, pub string) rueidis.RedisResult {
+	s, keys, args := e.releaseCall(ids, pub)
+	return e.Run(ctx, s, keys, args...)
+}
+
+func (e *Expirable) releaseCall(ids []PermitID, pub string) (*lua.Script, []string, []string) {
+	keys := []string{e.Name(), e.Channel(), e.timeout}
+	now := itoa(e.now())
+	if len(ids) == 1 {
+		return lua.PESReleaseOne(), keys, []string{ids[0].raw(), "1", now, pub}
+	}
+	args := append(make([]string, 0, 3+len(ids)), strconv.Itoa(len(ids)), now, pub)
+	for _, id := range ids {
+		args = append(args, id.raw())
+	}
+	return lua.PESRelease(), keys, args
+}
+
+// Release gives back every one of ids, or none of them: it fails with
+// ErrUnknownPermit when one is not acquired, and with ErrPermitExpired
+// when one's lease ran out (that permit comes back by the reclaim).
+func (e *Expirable) Release(ctx context.Context, ids ...PermitID) error {
+	ok, why, err := e.tryRelease(ctx, ids)
+	if err == nil && !ok {
+		err = e.OpErr("release", why)
+	}
+	return err
+}
+
+// TryRelease is Release reporting a permit that is not acquired, or has
+// expired, as false rather than as an error.
+func (e *Expirable) TryRelease(ctx context.Context, ids ...PermitID) (bool, error) {
+	ok, _, err := e.tryRelease(ctx, ids)
+	return ok, err
+}
+
+// tryRelease releases ids; when it could not, why says which id was
+// unknown or expired, read just before the release in the same pipeline.
+func (e *Expirable) tryRelease(ctx context.Context, ids []PermitID) (ok bool, why error, err error) {
+	if err := e.checkIDs(ids); err != nil {
+		return false, nil, err
+	}
+	pub, err := e.Publish(ctx)
+	if err != nil {
+		return false, nil, e.OpErr("release", err)
+	}
+	// The scores, read in the same pipeline, tell an unknown id from an
+	// expired one when the release fails.
+	rc := e.RT().RC
+	raw := make([]string, len(ids))
+	for i, id := range ids {
+		raw[i] = id.raw()
+	}
+	script, keys, args := e.releaseCall(ids, pub)
+	send := func(cmd rueidis.Completed) []rueidis.RedisResult {
+		return rc.DoMulti(ctx, rc.B().Zmscore().Key(e.timeout).Member(raw...).Build(), cmd)
+	}
+	res := send(script.EvalSHA(rc, keys, args))
+	if lua.IsNoScript(res[1].Error()) {
+		res = send(script.Eval(rc, keys, args))
+	}
+	n, err := lockcore.Int(res[1])
+	if err != nil {
+		return false, nil, e.OpErr("release", err)
+	}
+	scores, err := res[0].ToArray()
+	if err != nil {
+		return false, nil, e.OpErr("release", err)
+	}
+	if n == int64(len(ids)) {
+		for _, id := range ids {
+			e.forget(id, renewal.Released)
+		}
+		return true, nil, nil
+	}
+	now := e.now()
+	for i, s := range scores {
+		at, err := s.AsFloat64()
+		switch {
+		case err != nil:
+			why = fmt.Errorf("%w: %s", ErrUnknownPermit, ids[i])
+		case int64(at) <= now:
+			why = fmt.Errorf("%w: %s", ErrPermitExpired, ids[i])
+		default:
+			continue
+		}
+		e.forget(ids[i], renewal.NotHeld)
+		break
+	}
+	if why == nil {
+		why = fmt.Errorf("%w: one of %d ids was released meanwhile", ErrUnknownPermit, len(ids))
+	}
+	return false, why, nil
+}
+
+// checkIDs validates a list of ids to release.
+func (e *Expirable) checkIDs(ids []PermitID) error {
+	if err := e.Ready(); err != nil {
+		return err
+	}
+	if len(ids) == 0 {
+		return e.Invalid("no permit ids")
+	}
+	seen := make(map[PermitID]bool, len(ids))
+	for _, id := range ids {
+		if seen[id] {
+			return e.Invalid("permit id %s given twice", id)
+		}
+		seen[id] = true
+	}
+	return nil
+}
+
+// UpdateLease gives the acquired permit id a new lease from now (0: the
+// watchdog; NoExpiry: none), and reports whether the permit was still
+// acquired: an expired one is reclaimed first, so it cannot be extended.
+func (e *Expirable) UpdateLease(ctx context.Context, id PermitID, lease time.Duration) (bool, error) {
+	if err := e.Ready(); err != nil {
+		return false, err
+	}
+	if err := e.checkLease(lease); err != nil {
+		return false, err
+	}
+	pub, err := e.Publish(ctx)
+	if err != nil {
+		return false, e.OpErr("update lease", err)
+	}
+	now, sent := e.now(), time.Now()
+	n, err := lockcore.Int(e.Run(ctx, lua.PESUpdateLease(), []string{e.Name(), e.timeout, e.Channel()},
+		id.raw(), e.expiry(now, lease), itoa(now), pub))
+	if err != nil {
+		return false, e.OpErr("update lease", err)
+	}
+	if n != 1 {
+		e.forget(id, renewal.NotHeld)
+		return false, nil
+	}
+	hold := lease
+	if lease == NoExpiry {
+		hold = forever
+	}
+	e.RT().Renewal.Relet(e.timeout, id.raw(), hold, sent)
+	return true, nil
+}
+
+// LeaseLeft returns how long the acquired permit id has left: NoExpiry
+// when it never expires. It fails with ErrUnknownPermit when id is not
+// acquired (or expired and was reclaimed).
+func (e *Expirable) LeaseLeft(ctx context.Context, id PermitID) (time.Duration, error) {
+	if err := e.Ready(); err != nil {
+		return 0, err
+	}
+	pub, err := e.Publish(ctx)
+	if err != nil {
+		return 0, e.OpErr("lease", err)
+	}
+	ms, err := lockcore.Int(e.Run(ctx, lua.PESLease(), []string{e.Name(), e.timeout, e.Channel()},
+		id.raw(), never, itoa(e.now()), pub))
+	switch {
+	case err != nil:
+		return 0, e.OpErr("lease", err)
+	case ms == -1:
+		return NoExpiry, nil
+	case ms <= 0:
+		return 0, e.OpErr("lease", fmt.Errorf("%w: %s", ErrUnknownPermit, id))
+	}
+	return time.Duration(ms) * time.Millisecond, nil
+}
+
+// Guard derives from ctx a context cancelled when one of ids, acquired by
+// this Client, is lost (cause ErrPermitLost: its lease ran out, or renewal
+// failed for a whole watchdog timeout) or released (context.Canceled). It
+// is cancelled at once, with ErrUnknownPermit, for an id this Client does
+// not hold.
+func (e *Expirable) Guard(ctx context.Context, ids ...PermitID) context.Context {
+	for _, id := range ids {
+		g, ok := e.RT().Renewal.Guard(ctx, e.timeout, id.raw())
+		if !ok {
+			c, cancel := context.WithCancelCause(ctx)
+			cancel(fmt.Errorf("%w: %s is not held by this client", ErrUnknownPermit, id))
+			return c
+		}
+		ctx = g
+	}
+	return ctx
+}
+
+// Remaining returns how long permit id, acquired by this Client, is still
+// certainly valid on the server, from what the Client last set; 0 when
+// the Client does not hold it. It sends nothing.
+func (e *Expirable) Remaining(id PermitID) time.Duration {
+	return e.RT().Renewal.Remaining(e.timeout, id.raw())
+}
+
+// TTL returns the semaphore key's time to live: 0 when the semaphore does
+// not exist, -1 when it never expires.
+func (e *Expirable) TTL(ctx context.Context) (time.Duration, error) {
+	return pttl(ctx, &e.Object, e.Name())
+}
+
+// Delete removes the semaphore and its acquired permits, and reports
+// whether it existed. This Client's holds of its permits end as lost.
+func (e *Expirable) Delete(ctx context.Context) (bool, error) {
+	ok, err := del(ctx, &e.Object, e.Name(), e.timeout)
+	if err == nil {
+		e.RT().Renewal.Drop(e.timeout, ErrPermitLost)
+	}
+	return ok, err
+}
+
+// done returns the error of a script's reply; a nil reply is no error.
+func done(r rueidis.RedisResult) error {
+	if err := r.Error(); err != nil && !rueidis.IsRedisNil(err) {
+		return err
+	}
+	return nil
+}

@@ -1,0 +1,275 @@
+package semaphore
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"time"
+
+	"github.com/redis/rueidis"
+
+	"github.com/interlock-go/interlock"
+	"github.com/interlock-go/interlock/internal/keys"
+	"github.com/interlock-go/interlock/internal/lockcore"
+	"github.com/interlock-go/interlock/lua"
+	"github.com/interlock-go/interlock/pubsub"
+)
+
+// The package's errors. The first three are the root's.
+var (
+	ErrInvalid    = interlock.ErrInvalid
+	ErrClosed     = interlock.ErrClosed
+	ErrPermitLost = interlock.ErrLockLost
+	// ErrUnknownPermit: no acquired permit has that id.
+	ErrUnknownPermit = errors.New("semaphore: no such permit")
+	// ErrPermitExpired: the permit's lease ran out before its release; the
+	// release gave it back all the same.
+	ErrPermitExpired = errors.New("semaphore: permit expired")
+)
+
+// receiptTTL is how long a receipt outlives its operation.
+var receiptTTL = lockcore.MS(lockcore.ReceiptTTL)
+
+// Semaphore is a counting semaphore shared with Redisson's RSemaphore of
+// the same name: a count of free permits, with no record of who took them.
+type Semaphore struct {
+	lockcore.Object
+}
+
+// New returns the semaphore called name. A bad name or a nil client is
+// reported by every method, before anything is sent.
+func New(c *interlock.Client, name string) *Semaphore {
+	return &Semaphore{lockcore.NewObject(c, "semaphore", name, keys.SemaphoreChannel(name))}
+}
+
+// TrySetPermits creates the semaphore with permits free, and reports
+// whether it did: it changes nothing when the semaphore exists.
+func (s *Semaphore) TrySetPermits(ctx context.Context, permits int) (bool, error) {
+	return trySet(ctx, &s.Object, permits, 0)
+}
+
+// TrySetPermitsTTL is TrySetPermits for a semaphore whose key expires
+// after ttl, unless AddPermits or Drain clears the TTL (as in Redisson).
+func (s *Semaphore) TrySetPermitsTTL(ctx context.Context, permits int, ttl time.Duration) (bool, error) {
+	if ttl < time.Millisecond {
+		return false, s.Invalid("ttl %v must be at least 1ms", ttl)
+	}
+	return trySet(ctx, &s.Object, permits, ttl)
+}
+
+// trySet runs the try-set script both semaphores share.
+func trySet(ctx context.Context, o *lockcore.Object, permits int, ttl time.Duration) (bool, error) {
+	if err := o.Ready(); err != nil {
+		return false, err
+	}
+	if permits < 0 {
+		return false, o.Invalid("%d permits: the count must not be negative", permits)
+	}
+	pub, err := o.Publish(ctx)
+	if err != nil {
+		return false, o.OpErr("set permits", err)
+	}
+	args := []string{strconv.Itoa(permits), pub}
+	if ttl > 0 {
+		args = append(args, lockcore.MS(ttl))
+	}
+	n, err := lockcore.Int(o.Run(ctx, lua.SemTrySet(), []string{o.Name(), o.Channel()}, args...))
+	return n == 1, o.OpErr("set permits", err)
+}
+
+// AddPermits adds delta free permits, or takes them away when delta is
+// negative; the count may go below zero. It clears the key's TTL.
+func (s *Semaphore) AddPermits(ctx context.Context, delta int) error {
+	return add(ctx, &s.Object, lua.SemAdd(), delta)
+}
+
+// add runs an add script with a receipt, resent until it has an answer.
+func add(ctx context.Context, o *lockcore.Object, script *lua.Script, delta int) error {
+	if err := o.Ready(); err != nil {
+		return err
+	}
+	if delta == 0 {
+		return o.Invalid("0 permits: nothing to add")
+	}
+	pub, err := o.Publish(ctx)
+	if err != nil {
+		return o.OpErr("add permits", err)
+	}
+	keys := []string{o.Name(), o.Channel(), o.Receipt()}
+	return o.OpErr("add permits", done(o.Run(ctx, script, keys, strconv.Itoa(delta), pub, receiptTTL)))
+}
+
+// Acquire takes n permits, waiting until they are free or ctx ends.
+func (s *Semaphore) Acquire(ctx context.Context, n int) error {
+	_, err := s.acquire(ctx, n, 0, true)
+	return err
+}
+
+// TryAcquire takes n permits if they are free within wait (0: at once),
+// and reports whether it did.
+func (s *Semaphore) TryAcquire(ctx context.Context, n int, wait time.Duration) (bool, error) {
+	if wait < 0 {
+		return false, s.Invalid("wait %v must not be negative", wait)
+	}
+	return s.acquire(ctx, n, wait, false)
+}
+
+func (s *Semaphore) acquire(ctx context.Context, n int, wait time.Duration, forever bool) (bool, error) {
+	if err := s.check(n); err != nil {
+		return false, err
+	}
+	p := strconv.Itoa(n)
+	ok, err := s.Wait(ctx, pubsub.WakeCount, wait, forever, func(ctx context.Context) (bool, time.Duration, error) {
+		return s.try(ctx, p)
+	})
+	if err != nil {
+		return false, s.OpErr("acquire", err)
+	}
+	return ok, nil
+}
+
+// check validates a permit count for acquire and release.
+func (s *Semaphore) check(n int) error {
+	if err := s.Ready(); err != nil {
+		return err
+	}
+	if n < 1 {
+		return s.Invalid("%d permits: at least 1 is needed", n)
+	}
+	return nil
+}
+
+// try sends one acquire attempt under a fresh receipt. A reply that was
+// lost, or too few replicas in safe mode, is taken back through the same
+// receipt, so the permits are neither kept nor given back twice.
+func (s *Semaphore) try(ctx context.Context, p string) (bool, time.Duration, error) {
+	if s.RT().Closed() {
+		return false, 0, interlock.ErrClosed
+	}
+	receipt := s.Receipt()
+	res, acked := s.RunAcked(ctx, lua.SemAcquire(), []string{s.Name(), receipt}, p, receiptTTL)
+	n, err := res.AsInt64()
+	if lockcore.Lost(err) {
+		s.undo(receipt, p)
+		return false, 0, err
+	}
+	if err != nil {
+		return false, 0, err
+	}
+	if n != 1 {
+		return false, -1, nil // no expiry to wait for: a release announces itself
+	}
+	if err := acked(); err != nil {
+		s.undo(receipt, p)
+		return false, 0, err
+	}
+	return true, 0, nil
+}
+
+// undo gives back the permits the acquisition under receipt took, if it
+// took them, and makes sure a late copy of it takes nothing.
+func (s *Semaphore) undo(receipt, p string) {
+	s.Later(receipt, time.Now().Add(lockcore.ReceiptTTL), func(ctx context.Context) error {
+		pub, err := s.Publish(ctx)
+		if err != nil {
+			return err
+		}
+		return done(s.Run(ctx, lua.SemUndoAcquire(), []string{s.Name(), s.Channel(), receipt}, p, pub, receiptTTL))
+	})
+}
+
+// Release adds n free permits and wakes up to n waiters. Like Redisson's,
+// it does not check that the caller acquired them, and creates the
+// semaphore when it does not exist: ReleaseIfExists does not.
+func (s *Semaphore) Release(ctx context.Context, n int) error {
+	if err := s.check(n); err != nil {
+		return err
+	}
+	pub, err := s.Publish(ctx)
+	if err != nil {
+		return s.OpErr("release", err)
+	}
+	keys := []string{s.Name(), s.Channel(), s.Receipt()}
+	return s.OpErr("release", done(s.Run(ctx, lua.SemRelease(), keys, strconv.Itoa(n), pub, receiptTTL)))
+}
+
+// ReleaseIfExists is Release for an existing semaphore only, and reports
+// whether the semaphore existed.
+func (s *Semaphore) ReleaseIfExists(ctx context.Context, n int) (bool, error) {
+	if err := s.check(n); err != nil {
+		return false, err
+	}
+	pub, err := s.Publish(ctx)
+	if err != nil {
+		return false, s.OpErr("release", err)
+	}
+	keys := []string{s.Name(), s.Channel(), s.Receipt()}
+	r, err := lockcore.Int(s.Run(ctx, lua.SemReleaseIfExists(), keys, strconv.Itoa(n), pub, receiptTTL))
+	return r == 1, s.OpErr("release", err)
+}
+
+// Available returns the number of free permits, 0 when the semaphore does
+// not exist; it may be negative (see AddPermits).
+func (s *Semaphore) Available(ctx context.Context) (int64, error) {
+	if err := s.Ready(); err != nil {
+		return 0, err
+	}
+	rc := s.RT().RC
+	n, err := lockcore.Int(rc.Do(ctx, rc.B().Get().Key(s.Name()).Build()))
+	return n, s.OpErr("available", err)
+}
+
+// Drain takes every free permit and returns how many it took. It clears
+// the key's TTL and, as in Redisson, announces nothing.
+func (s *Semaphore) Drain(ctx context.Context) (int64, error) {
+	if err := s.Ready(); err != nil {
+		return 0, err
+	}
+	n, err := lockcore.Int(s.Run(ctx, lua.SemDrain(), []string{s.Name()}))
+	return n, s.OpErr("drain", err)
+}
+
+// TTL returns the semaphore key's time to live: 0 when the semaphore does
+// not exist, -1 when it never expires.
+func (s *Semaphore) TTL(ctx context.Context) (time.Duration, error) {
+	return pttl(ctx, &s.Object, s.Name())
+}
+
+func pttl(ctx context.Context, o *lockcore.Object, key string) (time.Duration, error) {
+	if err := o.Ready(); err != nil {
+		return 0, err
+	}
+	rc := o.RT().RC
+	ms, err := rc.Do(ctx, rc.B().Pttl().Key(key).Build()).AsInt64()
+	switch {
+	case err != nil:
+		return 0, o.OpErr("ttl", err)
+	case ms == -2:
+		return 0, nil
+	case ms < 0:
+		return -1, nil
+	}
+	return time.Duration(ms) * time.Millisecond, nil
+}
+
+// Delete removes the semaphore, and reports whether it existed. Waiters
+// keep waiting, as in Redisson, until permits are released again.
+func (s *Semaphore) Delete(ctx context.Context) (bool, error) {
+	return del(ctx, &s.Object, s.Name())
+}
+
+func del(ctx context.Context, o *lockcore.Object, keys ...string) (bool, error) {
+	if err := o.Ready(); err != nil {
+		return false, err
+	}
+	rc := o.RT().RC
+	var n int64
+	for _, k := range keys { // one by one: the keys share a slot, but not a DEL in every client mode
+		c, err := rc.Do(ctx, rc.B().Del().Key(k).Build()).AsInt64()
+		if err != nil && !rueidis.IsRedisNil(err) {
+			return false, o.OpErr("delete", err)
+		}
+		n += c
+	}
+	return n > 0, nil
+}
