@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -59,17 +60,57 @@ func withPeerWatchdog(d time.Duration) peerOption {
 // tryLockToken, getToken, threadId; Kind is reentrant, fair, read, write or
 // fenced. Wait and Lease are sent in whole milliseconds; a Lease of 0 means
 // the watchdog, as in Redisson.
+//
+// The kinds semaphore (RSemaphore), expirable (RPermitExpirableSemaphore)
+// and latch (RCountDownLatch) take these ops (replies in parentheses; "ids"
+// is a JSON array of 32-hex permit ids, empty when nothing was acquired):
+//
+//	semaphore: trySetPermits Permits [TTL] (bool), addPermits Permits (null),
+//	  acquire Permits (null), tryAcquire Permits Wait (bool),
+//	  release Permits (null), releaseIfExists Permits (bool; Redisson 4.x only,
+//	  else "UnsupportedOperationException: ..."), availablePermits (int),
+//	  drainPermits (int), delete (bool), remainTimeToLive (ms, -1, -2)
+//	expirable: trySetPermits Permits (bool), setPermits Permits (null),
+//	  addPermits Permits (null), acquire Permits Lease (ids),
+//	  tryAcquire Permits Wait Lease (ids), release IDs (null),
+//	  releaseOne IDs[0] (null), tryRelease IDs (int), tryReleaseOne IDs[0]
+//	  (bool), updateLeaseTime IDs[0] Lease (bool), getLeaseTime IDs[0] (ms or
+//	  -1), availablePermits, getPermits, acquiredPermits (int), delete (bool),
+//	  remainTimeToLive
+//	latch: trySetCount Count (bool), countDown (null), getCount (int),
+//	  await Wait (bool; with Wait peerForever the untimed await(): null), delete (bool)
+//
+// Permits and Count are sent as given, 0 included. Wait peerNoWait selects
+// the no-wait tryAcquire(permits) (for expirable: only with no lease). For
+// expirable, a Lease of 0 or peerNoLease means no lease (Redisson's -1);
+// other values are passed as is. A TTL of 0 selects trySetPermits(p), any
+// other trySetPermits(p, ttl). The *One ops and updateLeaseTime and
+// getLeaseTime need exactly one id; release and tryRelease always use the
+// list forms.
 type peerReq struct {
 	Thread      int
 	Op          string
 	Kind        string
 	Name        string
 	Wait, Lease time.Duration
+	Permits     int
+	Count       int64
+	IDs         []string // hex permit ids
+	TTL         time.Duration
 }
 
+// Special Wait and Lease values of the semaphore and latch ops (-1 ms on the
+// wire, as in Redisson).
+const (
+	peerNoWait  = -time.Millisecond // tryAcquire: the no-wait form
+	peerForever = -time.Millisecond // latch await: the untimed await()
+	peerNoLease = -time.Millisecond // expirable: a permit with no lease
+)
+
 // peerReply is the peer's answer. When OK is false, Err is
-// "<ExceptionSimpleName>: <message>" from Java, or, when the peer could not
-// answer (it exited, or the request could not be sent), "peer: ...".
+// "<ExceptionSimpleName>: <message>" from Java, then "; caused by
+// <ExceptionSimpleName>: <message>" for each cause; or, when the peer could
+// not answer (it exited, or the request could not be sent), "peer: ...".
 // ThreadID is the Java thread's id; Elapsed how long the call took in Java.
 type peerReply struct {
 	OK       bool
@@ -103,6 +144,38 @@ func (r peerReply) Int(t *testing.T) int64 {
 	return n
 }
 
+// IDs returns the result as a list of permit ids (hex), failing t if the
+// call failed or the result is not a list of strings (null included).
+func (r peerReply) IDs(t *testing.T) []string {
+	t.Helper()
+	r.mustOK(t)
+	var ids []string
+	if err := json.Unmarshal(r.Result, &ids); err != nil || string(r.Result) == "null" {
+		t.Fatalf("peer result %s is not a list of ids", r.Result)
+	}
+	return ids
+}
+
+// Void fails t unless the call succeeded with a null result.
+func (r peerReply) Void(t *testing.T) {
+	t.Helper()
+	r.mustOK(t)
+	if string(r.Result) != "null" {
+		t.Fatalf("peer result %s is not null", r.Result)
+	}
+}
+
+// peerPermitRaw returns the 16 raw bytes that Redis stores for the hex
+// permit id, failing t if id is not 32 hex characters.
+func peerPermitRaw(t *testing.T, id string) string {
+	t.Helper()
+	b, err := hex.DecodeString(id)
+	if err != nil || len(b) != 16 {
+		t.Fatalf("permit id %q is not 32 hex characters", id)
+	}
+	return string(b)
+}
+
 func (r peerReply) mustOK(t *testing.T) {
 	t.Helper()
 	if !r.OK {
@@ -112,13 +185,17 @@ func (r peerReply) mustOK(t *testing.T) {
 
 // peerWireReq and peerWireReply are the JSON lines.
 type peerWireReq struct {
-	ID      int64  `json:"id"`
-	Thread  int    `json:"thread"`
-	Op      string `json:"op"`
-	Kind    string `json:"kind,omitempty"`
-	Name    string `json:"name,omitempty"`
-	WaitMs  int64  `json:"waitMs"`
-	LeaseMs int64  `json:"leaseMs"`
+	ID      int64    `json:"id"`
+	Thread  int      `json:"thread"`
+	Op      string   `json:"op"`
+	Kind    string   `json:"kind,omitempty"`
+	Name    string   `json:"name,omitempty"`
+	WaitMs  int64    `json:"waitMs"`
+	LeaseMs int64    `json:"leaseMs"`
+	Permits int      `json:"permits,omitempty"`
+	Count   int64    `json:"count,omitempty"`
+	IDs     []string `json:"ids,omitempty"`
+	TTLMs   int64    `json:"ttlMs,omitempty"`
 }
 
 type peerWireReply struct {
@@ -265,6 +342,7 @@ func (p *javaPeer) Start(t *testing.T, req peerReq) <-chan peerReply {
 	line, err := json.Marshal(peerWireReq{
 		ID: id, Thread: req.Thread, Op: req.Op, Kind: req.Kind, Name: req.Name,
 		WaitMs: req.Wait.Milliseconds(), LeaseMs: req.Lease.Milliseconds(),
+		Permits: req.Permits, Count: req.Count, IDs: req.IDs, TTLMs: req.TTL.Milliseconds(),
 	})
 	if err == nil {
 		err = p.send(line)

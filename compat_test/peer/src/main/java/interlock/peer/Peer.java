@@ -37,7 +37,11 @@ import org.redisson.config.Config;
  * stdin line is a command
  * {"id":N,"thread":T,"op":OP,"kind":K,"name":NAME,"waitMs":W,"leaseMs":L}
  * and gets one stdout line back, {"id":N,"ok":true,"result":R,"threadId":J,"elapsedMs":E}
- * or {"id":N,"ok":false,"error":"Class: message","threadId":J,"elapsedMs":E}.
+ * or {"id":N,"ok":false,"error":"Class: message","threadId":J,"elapsedMs":E}, where the
+ * error goes on with "; caused by Class: message" for each cause.
+ * Lock kinds are reentrant, fair, read, write and fenced; the kinds semaphore,
+ * expirable and latch, with their extra fields "permits", "count", "ids" and
+ * "ttlMs", are described in {@link Sync}.
  * Each logical thread T is one dedicated Java thread, created on first use, so
  * that ownership and reentrancy are those of a Java application; commands for
  * different threads run concurrently and their replies may come in any order.
@@ -151,7 +155,7 @@ public final class Peer {
     }
 
     /** The version of the Redisson on the class path, from its Maven metadata or our manifest. */
-    private static String redissonVersion() {
+    static String redissonVersion() {
         try (InputStream in = Redisson.class.getResourceAsStream(
                 "/META-INF/maven/org.redisson/redisson/pom.properties")) {
             if (in != null) {
@@ -275,6 +279,9 @@ public final class Peer {
             default:
                 break;
         }
+        if (Sync.handles(string(cmd, "kind"))) {
+            return Sync.execute(this, op, cmd);
+        }
         long waitMs = number(cmd, "waitMs", 0);
         long leaseMs = number(cmd, "leaseMs", 0);
         long lease = leaseMs > 0 ? leaseMs : -1; // -1: watchdog
@@ -394,11 +401,31 @@ public final class Peer {
         Map<String, Object> r = new LinkedHashMap<>();
         r.put("id", id);
         r.put("ok", false);
-        String msg = e.getMessage();
-        r.put("error", e.getClass().getSimpleName() + (msg == null ? "" : ": " + msg));
+        r.put("error", describe(e));
         r.put("threadId", threadId);
         r.put("elapsedMs", elapsedMs);
         write(r);
+    }
+
+    /**
+     * "Class: message", then "; caused by Class: message" for each cause (the
+     * sync API wraps, for example, the IllegalArgumentException of a failed
+     * release in a RedisException).
+     */
+    private static String describe(Throwable e) {
+        StringBuilder sb = new StringBuilder();
+        for (int depth = 0; e != null && depth < 5; depth++) {
+            if (depth > 0) {
+                sb.append("; caused by ");
+            }
+            sb.append(e.getClass().getSimpleName());
+            if (e.getMessage() != null) {
+                sb.append(": ").append(e.getMessage());
+            }
+            Throwable c = e.getCause();
+            e = c == e ? null : c;
+        }
+        return sb.toString();
     }
 
     private static void write(Map<String, Object> m) {
