@@ -423,3 +423,25 @@ func reportedOnce(t *testing.T, lost *atomic.Int64) {
 	require.Eventually(t, func() bool { return lost.Load() > 0 }, 2*time.Second, time.Millisecond, "loss not reported")
 	assert.Equal(t, int64(1), lost.Load())
 }
+
+func TestReletTurnsALeaseIntoAWatchdogHold(t *testing.T) {
+	rc := redistest.NewClient(t, addr)
+	const lease = 300 * time.Millisecond
+	s := newScheduler(t, rc, renewal.Config{Lease: lease, BatchSize: 100})
+	key := "renew:relet:" + t.Name()
+	hold(t, rc, key, "me:1", lease)
+	require.NoError(t, s.Hold(key, "me:1", task, 100*time.Millisecond, time.Now()))
+	assert.False(t, s.Relet("renew:none:"+t.Name(), "me:1", 0, time.Now()), "no entry")
+
+	require.True(t, s.Relet(key, "me:1", 0, time.Now()))
+	g := guard(t, s, key, "me:1")
+	time.Sleep(3 * lease)
+	require.NoError(t, g.Err(), "renewed as a watchdog hold, past the old lease")
+	assert.Greater(t, pttl(t, rc, key), int64(0))
+	assert.Equal(t, 1, s.Holds(key, "me:1"), "one hold replaces the old ones")
+
+	require.True(t, s.Relet(key, "me:1", 100*time.Millisecond, time.Now()))
+	g = guard(t, s, key, "me:1")
+	<-g.Done()
+	assert.ErrorIs(t, context.Cause(g), errLost, "the new lease ran out")
+}
