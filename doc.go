@@ -1,17 +1,20 @@
 // Package interlock is the Client every interlock synchronizer runs on, and
 // the API they share.
 //
-// interlock's locks are Java Redisson's locks: the same Redis keys, hash
+// interlock's synchronizers are Java Redisson's: the same Redis keys, hash
 // fields, scripts, pub/sub channels and messages. A Go service and a Java
-// service that name the same lock exclude each other, wait for each other
-// and wake each other up. The kinds live in their own packages:
+// service that name the same lock, semaphore or latch exclude each other,
+// wait for each other and wake each other up. The kinds live in their own
+// packages:
 //
-//	rlock     reentrant lock (Redisson RLock)
-//	fairlock  fair FIFO lock (Redisson RFairLock)
-//	rwlock    read/write lock (Redisson RReadWriteLock)
-//	fenced    fenced lock with monotonic tokens (Redisson RFencedLock)
+//	rlock      reentrant lock (Redisson RLock)
+//	fairlock   fair FIFO lock (Redisson RFairLock)
+//	rwlock     read/write lock (Redisson RReadWriteLock)
+//	fenced     fenced lock with monotonic tokens (Redisson RFencedLock)
+//	semaphore  counting semaphores (RSemaphore, RPermitExpirableSemaphore)
+//	latch      count-down latch (RCountDownLatch)
 //
-// Each has the methods of Locker. A Client wraps a rueidis.Client that the
+// Each lock has the methods of Locker. A Client wraps a rueidis.Client that the
 // caller creates and closes:
 //
 //	rc, _ := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{"127.0.0.1:6379"}})
