@@ -426,13 +426,13 @@ func (h *Hub) dispatch(key chanKey, payload string) {
 	switch e.policy {
 	case WakeLock:
 		if payload == unlockMessage {
-			e.release(1)
+			e.release()
 		} else {
 			e.wakeAll()
 		}
 	case WakeCount:
 		if n, err := strconv.ParseInt(payload, 10, 64); err == nil && n > 0 {
-			e.release(n)
+			e.releaseCount(n)
 		}
 	case WakeOnZero:
 		if payload == unlockMessage {

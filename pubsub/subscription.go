@@ -74,6 +74,10 @@ type entry struct {
 	// pushes counts parks; the waiters with a seq below relayTo are owed
 	// the latest wake-all's relay (see wakeAll).
 	pushes, relayTo uint64
+	// trying counts the Subscriptions woken one at a time (or that took a
+	// stored permit) that have not yet acted on it (Subscription.Pass):
+	// a WakeCount message wakes only as many more as it announced.
+	trying int
 }
 
 func newEntry(key chanKey, slot uint16, policy Policy) *entry {
@@ -128,6 +132,9 @@ func (e *entry) unpark(w *waiter) {
 func (e *entry) signal(w *waiter, reason wakeReason) {
 	e.unpark(w)
 	w.reason = reason
+	if reason == wakeOne {
+		e.trying++
+	}
 	select {
 	case w.ch <- struct{}{}:
 	default: // cannot happen: the channel is empty while parked
@@ -146,10 +153,21 @@ func (e *entry) releaseOneLocked() {
 	}
 }
 
-// release wakes n waiters, one at a time as releaseOneLocked does.
-func (e *entry) release(n int64) {
+// release wakes one waiter, as releaseOneLocked does.
+func (e *entry) release() {
 	e.mu.Lock()
-	for ; n > 0 && (e.head != nil || e.permits < e.maxPermits); n-- {
+	e.releaseOneLocked()
+	e.mu.Unlock()
+}
+
+// releaseCount handles a WakeCount message announcing n permits: it wakes
+// waiters, one at a time as releaseOneLocked does, until n of them are
+// trying or hold a stored wake-up. Those already trying were woken for
+// permits that an earlier message announced, and the count a semaphore
+// announces is its whole free count, not what the release added.
+func (e *entry) releaseCount(n int64) {
+	e.mu.Lock()
+	for n -= int64(e.trying + e.permits); n > 0 && (e.head != nil || e.permits < e.maxPermits); n-- {
 		e.releaseOneLocked()
 	}
 	e.mu.Unlock()
@@ -238,6 +256,9 @@ type Subscription struct {
 	// relay is set while this Subscription holds its turn in a wake-all,
 	// which Pass hands on; guarded by e.mu.
 	relay bool
+	// one is set when the last Wait returned for a wake-up of one waiter,
+	// which HandOn hands on; guarded by e.mu.
+	one bool
 }
 
 func newSubscription(h *Hub, e *entry) *Subscription {
@@ -296,6 +317,8 @@ func (s *Subscription) Wait(ctx context.Context, d time.Duration) error {
 		return ErrClosed
 	case e.permits > 0:
 		e.permits--
+		e.trying++
+		s.one = true
 		e.mu.Unlock()
 		return nil
 	case e.wakeAlls != s.seen:
@@ -349,6 +372,7 @@ func (s *Subscription) Wait(ctx context.Context, d time.Duration) error {
 	}
 	w.reason = wakeNone
 	s.seen = e.wakeAlls
+	s.one = reason == wakeOne
 	if reason == wakeRelay {
 		s.relay = true // handed on by Pass, the next Wait or Close
 	}
@@ -403,9 +427,31 @@ func (s *Subscription) Pass() {
 	s.e.mu.Unlock()
 }
 
+// HandOn passes the wake-up of one waiter that the last Wait returned for
+// to the longest-parked other waiter, if one is parked: a semaphore waiter
+// for several permits that could not use the ones announced leaves them
+// to a waiter that may need fewer. Call it before Pass; it does nothing
+// after any other return.
+func (s *Subscription) HandOn() {
+	e := s.e
+	e.mu.Lock()
+	if s.one {
+		s.one = false
+		e.trying--
+		if e.head != nil && !e.closed {
+			e.signal(e.head, wakeOne)
+		}
+	}
+	e.mu.Unlock()
+}
+
 // passLocked hands this Subscription's turn in a wake-all, if it holds
 // one, to the next waiter. e.mu must be held.
 func (s *Subscription) passLocked() {
+	if s.one {
+		s.one = false
+		s.e.trying--
+	}
 	if s.relay {
 		s.relay = false
 		s.e.relayLocked()

@@ -27,6 +27,15 @@ type Spec struct {
 	Sharded bool
 	// Policy is the channel's wake policy (the locks' by default).
 	Policy pubsub.Policy
+	// Pace, when set, replaces the default pacing of wake-ups that led
+	// nowhere: a semaphore's releases announce the free count, so that
+	// under contention several waiters are woken for each permit, and
+	// losing the race is not a sign of spoofed messages.
+	Pace Pace
+	// HandOn passes a wake-up of one waiter that led to a failed try on
+	// to the next waiter of the process (pubsub.Subscription.HandOn): set
+	// it for a semaphore acquisition of several permits.
+	HandOn bool
 	// Forever waits until acquired or ctx ends; otherwise Deadline bounds
 	// the whole acquisition, and a Deadline not after the first attempt
 	// makes it a single attempt with no subscription.
@@ -121,7 +130,7 @@ const (
 // wake the waiter as fast as before, unless spoofed ones came just before.
 func loop(ctx context.Context, s Spec, sub *pubsub.Subscription, d time.Duration) (bool, error) {
 	var (
-		p       pacer
+		p       = pacer{pace: s.Pace}
 		lastTTL = d
 		lastAt  = time.Now()
 	)
@@ -155,6 +164,9 @@ func loop(ctx context.Context, s Spec, sub *pubsub.Subscription, d time.Duration
 		}
 		woken := d < 0 || time.Since(start) < d
 		ok, next, err := s.Try(ctx)
+		if !ok && err == nil && s.HandOn {
+			sub.HandOn()
+		}
 		sub.Pass() // the next waiter of a wake-all tries after us
 		if ok || err != nil {
 			return ok, err
@@ -174,14 +186,32 @@ func handedOff(last, next, elapsed time.Duration) bool {
 	return last >= 0 && next >= 0 && next > last-elapsed+handOffSlack
 }
 
-// pacer limits wasted wake-ups to RetryBurst at once and one per
-// RetryInterval after that (a generic cell rate algorithm: tat is when the
-// bucket would be full again).
-type pacer struct{ tat time.Time }
+// Pace is how many wake-ups that led nowhere a waiter may spend at once
+// (Burst), and how often after that (Interval).
+type Pace struct {
+	Burst    int
+	Interval time.Duration
+}
+
+// pacer limits wasted wake-ups to a Pace, by default RetryBurst at once
+// and one per RetryInterval after that (a generic cell rate algorithm: tat
+// is when the bucket would be full again).
+type pacer struct {
+	tat  time.Time
+	pace Pace
+}
+
+func (p *pacer) limits() (int, time.Duration) {
+	if p.pace.Burst > 0 && p.pace.Interval > 0 {
+		return p.pace.Burst, p.pace.Interval
+	}
+	return RetryBurst, RetryInterval
+}
 
 // hold returns how long to stay away before the next try may be wasted.
 func (p *pacer) hold(now time.Time) time.Duration {
-	return p.tat.Add(-(RetryBurst - 1) * RetryInterval).Sub(now)
+	burst, interval := p.limits()
+	return p.tat.Add(-time.Duration(burst-1) * interval).Sub(now)
 }
 
 // spend records a wasted try at now.
@@ -189,7 +219,8 @@ func (p *pacer) spend(now time.Time) {
 	if p.tat.Before(now) {
 		p.tat = now
 	}
-	p.tat = p.tat.Add(RetryInterval)
+	_, interval := p.limits()
+	p.tat = p.tat.Add(interval)
 }
 
 // pause waits for d or until ctx ends.
