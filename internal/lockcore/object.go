@@ -41,7 +41,7 @@ func NewObject(c *interlock.Client, kind, name, channel string) Object {
 	case c == nil:
 		o.err = fmt.Errorf("%w: %s: nil client", interlock.ErrInvalid, kind)
 	case err != nil:
-		o.err = fmt.Errorf("%w: %s: %w", interlock.ErrInvalid, kind, strings.Replace(err.Error(), "lock name", "name", 1))
+		o.err = fmt.Errorf("%w: %s: %s", interlock.ErrInvalid, kind, strings.Replace(err.Error(), "lock name", "name", 1))
 	}
 	return o
 }
@@ -123,6 +123,11 @@ func (o *Object) RunAcked(ctx context.Context, s *lua.Script, keys []string, arg
 // most once, however often it is sent.
 func (o *Object) Receipt() string { return keys.Receipt(o.name, keys.RequestID()) }
 
+// Answered drops a receipt whose operation has answered: no resend of it
+// can follow. The Client deletes such receipts in batches, off the
+// caller's path, so that they do not pile up on the server.
+func (o *Object) Answered(receipt string) { o.rt.DeleteLater(receipt) }
+
 // Later runs step on the Client's clean-up goroutine, retried until it
 // succeeds or until; a caller's next operation never waits for it.
 func (o *Object) Later(id string, until time.Time, step func(ctx context.Context) error) {
@@ -153,18 +158,27 @@ func Int(r rueidis.RedisResult) (int64, error) {
 // (Redisson's waiters would hang on it) costs at most this long.
 const Repoll = 2 * time.Second
 
+// objectPace paces wake-ups that led nowhere: at most 8 at once and one per
+// 10ms after that, so that a waiter that lost the race for the permits a
+// message announced tries again soon, while spoofed messages still cost
+// at most 100 attempts a second per waiter.
+var objectPace = wait.Pace{Burst: 8, Interval: 10 * time.Millisecond}
+
 // Wait runs the locks' waiting algorithm (internal/wait) for one
 // acquisition of the object under the channel's wake policy: forever, or
-// for up to maxWait, trying with try.
-func (o *Object) Wait(ctx context.Context, policy pubsub.Policy, maxWait time.Duration, forever bool, try wait.Attempt) (bool, error) {
+// for up to maxWait, trying with try. handOn passes on wake-ups the
+// acquisition could not use (wait.Spec.HandOn).
+func (o *Object) Wait(ctx context.Context, policy pubsub.Policy, handOn bool, maxWait time.Duration, forever bool, try wait.Attempt) (bool, error) {
 	spec := wait.Spec{
 		Hub:      o.rt.Hub,
 		Channel:  o.channel,
 		Policy:   policy,
+		HandOn:   handOn,
 		Forever:  forever,
 		Deadline: time.Now().Add(maxWait),
 		Queue:    true,
 		MaxWait:  Repoll,
+		Pace:     objectPace,
 		Try:      try,
 	}
 	if forever || maxWait > 0 {
