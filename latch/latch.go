@@ -68,10 +68,12 @@ func (l *Latch) CountDown(ctx context.Context) error {
 	if err != nil {
 		return l.OpErr("count down", err)
 	}
-	res := l.Run(ctx, lua.LatchCountDown(), []string{l.Name(), l.Channel(), l.Receipt()}, "0", pub, lockcore.MS(lockcore.ReceiptTTL))
+	receipt := l.Receipt()
+	res := l.Run(ctx, lua.LatchCountDown(), []string{l.Name(), l.Channel(), receipt}, "0", pub, lockcore.MS(lockcore.ReceiptTTL))
 	if err := res.Error(); err != nil && !rueidis.IsRedisNil(err) {
 		return l.OpErr("count down", err)
 	}
+	l.Answered(receipt)
 	return nil
 }
 

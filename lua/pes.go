@@ -4,6 +4,7 @@ package lua
 // and pes_renew, the watchdog's. Its trySetPermits is SemTrySet.
 var (
 	pesAcquire     = load("pes_acquire", false)
+	pesUndoAcquire = load("pes_undo_acquire", true)
 	pesReleaseOne  = load("pes_release_one", true)
 	pesRelease     = load("pes_release", true)
 	pesAvailable   = load("pes_available", true)
@@ -22,6 +23,9 @@ const NeverExpires = "922337203685477"
 
 // PESAcquire returns pes_acquire.lua.
 func PESAcquire() *Script { return pesAcquire }
+
+// PESUndoAcquire returns pes_undo_acquire.lua.
+func PESUndoAcquire() *Script { return pesUndoAcquire }
 
 // PESReleaseOne returns pes_release_one.lua.
 func PESReleaseOne() *Script { return pesReleaseOne }

@@ -187,7 +187,7 @@ func (e *Expirable) acquire(ctx context.Context, n int, wait, lease time.Duratio
 		return nil, false, e.OpErr("acquire", err)
 	}
 	var ids []PermitID
-	ok, err := e.Wait(ctx, pubsub.WakeCount, wait, forever, func(ctx context.Context) (bool, time.Duration, error) {
+	ok, err := e.Wait(ctx, pubsub.WakeCount, n > 1, wait, forever, func(ctx context.Context) (bool, time.Duration, error) {
 		got, ok, retryIn, err := e.try(ctx, n, lease, pub)
 		if ok {
 			ids = got
@@ -200,28 +200,31 @@ func (e *Expirable) acquire(ctx context.Context, n int, wait, lease time.Duratio
 	return ids, true, nil
 }
 
-// try sends one acquire attempt with fresh ids. When busy it returns how
-// long until the nearest lease runs out (-1: none will). A reply that was
-// lost, or too few replicas in safe mode, is taken back by releasing the
-// ids, which changes nothing if the attempt took nothing.
+// try sends one acquire attempt with fresh ids, under a fresh receipt.
+// When busy it returns how long until the nearest lease runs out (-1: none
+// will). A reply that was lost, or too few replicas in safe mode, is taken
+// back through the receipt, so the permits are neither kept nor given back
+// twice, even when the attempt reaches Redis after its undo.
 func (e *Expirable) try(ctx context.Context, n int, lease time.Duration, pub string) ([]PermitID, bool, time.Duration, error) {
 	if e.RT().Closed() {
 		return nil, false, 0, interlock.ErrClosed
 	}
 	ids := newPermitIDs(n)
+	receipt := e.Receipt()
 	now := e.now()
-	args := append(make([]string, 0, 5+n), strconv.Itoa(n), e.expiry(now, lease), itoa(now), never, pub)
+	args := append(make([]string, 0, 6+n), strconv.Itoa(n), e.expiry(now, lease), itoa(now), never, pub)
 	for _, id := range ids {
 		args = append(args, id.raw())
 	}
+	args = append(args, receiptTTL)
 	sent := time.Now()
-	res, acked := e.RunAcked(ctx, lua.PESAcquire(), []string{e.Name(), e.timeout, e.Channel()}, args...)
+	res, acked := e.RunAcked(ctx, lua.PESAcquire(), []string{e.Name(), e.timeout, e.Channel(), receipt}, args...)
 	reply, err := res.ToString()
 	switch {
 	case rueidis.IsRedisNil(err):
 		return nil, false, -1, nil
 	case lockcore.Lost(err):
-		e.undo(ids, pub, lease)
+		e.undo(receipt, ids, pub)
 		return nil, false, 0, err
 	case err != nil:
 		return nil, false, 0, err
@@ -235,7 +238,7 @@ func (e *Expirable) try(ctx context.Context, n int, lease time.Duration, pub str
 		return nil, false, 0, fmt.Errorf("acquire script answered %q", reply)
 	}
 	if err := acked(); err != nil {
-		e.undo(ids, pub, lease)
+		e.undo(receipt, ids, pub)
 		return nil, false, 0, err
 	}
 	hold := lease
@@ -244,27 +247,27 @@ func (e *Expirable) try(ctx context.Context, n int, lease time.Duration, pub str
 	}
 	for _, id := range ids {
 		if err := e.RT().Renewal.Hold(e.timeout, id.raw(), e.task(), hold, sent); err != nil {
-			e.undo(ids, pub, lease)
+			e.undo(receipt, ids, pub)
 			return nil, false, 0, interlock.ErrClosed
 		}
 	}
+	e.Answered(receipt)
 	return ids, true, 0, nil
 }
 
-// undo releases ids in the background until they would have expired (for
-// permits that never expire, for a receipt's lifetime).
-func (e *Expirable) undo(ids []PermitID, pub string, lease time.Duration) {
+// undo takes back, in the background, the acquisition of ids under
+// receipt, if it happened, and makes sure a late copy of it takes nothing.
+func (e *Expirable) undo(receipt string, ids []PermitID, pub string) {
 	for _, id := range ids {
 		e.forget(id, renewal.Released)
 	}
-	until := lockcore.ReceiptTTL
-	if lease > 0 {
-		until = lease
-	} else if lease == 0 {
-		until = e.RT().Cfg.Watchdog
+	args := append(make([]string, 0, 3+len(ids)), strconv.Itoa(len(ids)), pub, receiptTTL)
+	for _, id := range ids {
+		args = append(args, id.raw())
 	}
-	e.Later(ids[0].String(), time.Now().Add(until), func(ctx context.Context) error {
-		return done(e.release(ctx, ids, pub))
+	keys := []string{e.Name(), e.Channel(), e.timeout, receipt}
+	e.Later(receipt, time.Now().Add(lockcore.ReceiptTTL), func(ctx context.Context) error {
+		return done(e.Run(ctx, lua.PESUndoAcquire(), keys, args...))
 	})
 }
 
@@ -276,23 +279,19 @@ func (e *Expirable) forget(id PermitID, o renewal.Outcome) {
 	}
 }
 
-// release sends Redisson's release of one id, or of a list.
-func (e *Expirable) release(ctx context.Context, ids []PermitID, pub string) rueidis.RedisResult {
-	s, keys, args := e.releaseCall(ids, pub)
-	return e.Run(ctx, s, keys, args...)
-}
-
-func (e *Expirable) releaseCall(ids []PermitID, pub string) (*lua.Script, []string, []string) {
-	keys := []string{e.Name(), e.Channel(), e.timeout}
+// releaseCall is Redisson's release of one id, or of a list, under
+// receipt, so that a resend answers what the first send did.
+func (e *Expirable) releaseCall(ids []PermitID, pub, receipt string) (*lua.Script, []string, []string) {
+	keys := []string{e.Name(), e.Channel(), e.timeout, receipt}
 	now := itoa(e.now())
 	if len(ids) == 1 {
-		return lua.PESReleaseOne(), keys, []string{ids[0].raw(), "1", now, pub}
+		return lua.PESReleaseOne(), keys, []string{ids[0].raw(), "1", now, pub, receiptTTL}
 	}
-	args := append(make([]string, 0, 3+len(ids)), strconv.Itoa(len(ids)), now, pub)
+	args := append(make([]string, 0, 4+len(ids)), strconv.Itoa(len(ids)), now, pub)
 	for _, id := range ids {
 		args = append(args, id.raw())
 	}
-	return lua.PESRelease(), keys, args
+	return lua.PESRelease(), keys, append(args, receiptTTL)
 }
 
 // Release gives back every one of ids, or none of them: it fails with
@@ -314,7 +313,7 @@ func (e *Expirable) TryRelease(ctx context.Context, ids ...PermitID) (bool, erro
 }
 
 // tryRelease releases ids; when it could not, why says which id was
-// unknown or expired, read just before the release in the same pipeline.
+// unknown or expired.
 func (e *Expirable) tryRelease(ctx context.Context, ids []PermitID) (ok bool, why error, err error) {
 	if err := e.checkIDs(ids); err != nil {
 		return false, nil, err
@@ -323,53 +322,81 @@ func (e *Expirable) tryRelease(ctx context.Context, ids []PermitID) (ok bool, wh
 	if err != nil {
 		return false, nil, e.OpErr("release", err)
 	}
-	// The scores, read in the same pipeline, tell an unknown id from an
-	// expired one when the release fails.
+	// When the release of one id fails, the id is gone either way: an
+	// expired permit is given back, an unknown one was not there. For ids
+	// this Client holds it knows which; for others their scores are read
+	// in the same pipeline, before the release.
 	rc := e.RT().RC
-	raw := make([]string, len(ids))
-	for i, id := range ids {
-		raw[i] = id.raw()
+	receipt := e.Receipt()
+	script, keys, args := e.releaseCall(ids, pub, receipt)
+	foreign := len(ids) == 1 && e.RT().Renewal.Holds(e.timeout, ids[0].raw()) == 0
+	send := func(cmd rueidis.Completed) (score, res rueidis.RedisResult) {
+		if !foreign {
+			return rueidis.RedisResult{}, rc.Do(ctx, cmd)
+		}
+		r := rc.DoMulti(ctx, rc.B().Zscore().Key(e.timeout).Member(ids[0].raw()).Build(), cmd)
+		return r[0], r[1]
 	}
-	script, keys, args := e.releaseCall(ids, pub)
-	send := func(cmd rueidis.Completed) []rueidis.RedisResult {
-		return rc.DoMulti(ctx, rc.B().Zmscore().Key(e.timeout).Member(raw...).Build(), cmd)
+	score, res := send(script.EvalSHA(rc, keys, args))
+	if lua.IsNoScript(res.Error()) {
+		score, res = send(script.Eval(rc, keys, args))
 	}
-	res := send(script.EvalSHA(rc, keys, args))
-	if lua.IsNoScript(res[1].Error()) {
-		res = send(script.Eval(rc, keys, args))
-	}
-	n, err := lockcore.Int(res[1])
+	n, err := lockcore.Int(res)
 	if err != nil {
 		return false, nil, e.OpErr("release", err)
 	}
-	scores, err := res[0].ToArray()
-	if err != nil {
-		return false, nil, e.OpErr("release", err)
-	}
+	e.Answered(receipt)
 	if n == int64(len(ids)) {
 		for _, id := range ids {
 			e.forget(id, renewal.Released)
 		}
 		return true, nil, nil
 	}
+	switch {
+	case foreign:
+		why = fmt.Errorf("%w: %s", ErrUnknownPermit, ids[0])
+		if at, err := score.AsFloat64(); err == nil && int64(at) <= e.now() {
+			why = fmt.Errorf("%w: %s", ErrPermitExpired, ids[0])
+		}
+		e.forget(ids[0], renewal.NotHeld) // a lease of this Client's that ran out
+	case len(ids) == 1:
+		// Still valid by this Client's records: someone else released it.
+		why = fmt.Errorf("%w: %s", ErrPermitExpired, ids[0])
+		if e.Remaining(ids[0]) > 0 {
+			why = fmt.Errorf("%w: %s was released by another client", ErrUnknownPermit, ids[0])
+		}
+		e.forget(ids[0], renewal.NotHeld)
+	default:
+		why = e.whyNot(ctx, ids)
+	}
+	return false, why, nil
+}
+
+// whyNot explains a failed release of several ids, which changed nothing:
+// it names the first id that is unknown or expired.
+func (e *Expirable) whyNot(ctx context.Context, ids []PermitID) error {
+	rc := e.RT().RC
+	raw := make([]string, len(ids))
+	for i, id := range ids {
+		raw[i] = id.raw()
+	}
+	scores, err := rc.Do(ctx, rc.B().Zmscore().Key(e.timeout).Member(raw...).Build()).ToArray()
+	if err != nil {
+		return fmt.Errorf("%w: one of %d ids (reading which failed: %w)", ErrUnknownPermit, len(ids), err)
+	}
 	now := e.now()
 	for i, s := range scores {
 		at, err := s.AsFloat64()
 		switch {
 		case err != nil:
-			why = fmt.Errorf("%w: %s", ErrUnknownPermit, ids[i])
+			e.forget(ids[i], renewal.NotHeld)
+			return fmt.Errorf("%w: %s", ErrUnknownPermit, ids[i])
 		case int64(at) <= now:
-			why = fmt.Errorf("%w: %s", ErrPermitExpired, ids[i])
-		default:
-			continue
+			e.forget(ids[i], renewal.NotHeld)
+			return fmt.Errorf("%w: %s", ErrPermitExpired, ids[i])
 		}
-		e.forget(ids[i], renewal.NotHeld)
-		break
 	}
-	if why == nil {
-		why = fmt.Errorf("%w: one of %d ids was released meanwhile", ErrUnknownPermit, len(ids))
-	}
-	return false, why, nil
+	return fmt.Errorf("%w: one of %d ids was released meanwhile", ErrUnknownPermit, len(ids))
 }
 
 // checkIDs validates a list of ids to release.

@@ -95,8 +95,12 @@ func add(ctx context.Context, o *lockcore.Object, script *lua.Script, delta int)
 	if err != nil {
 		return o.OpErr("add permits", err)
 	}
-	keys := []string{o.Name(), o.Channel(), o.Receipt()}
-	return o.OpErr("add permits", done(o.Run(ctx, script, keys, strconv.Itoa(delta), pub, receiptTTL)))
+	receipt := o.Receipt()
+	err = done(o.Run(ctx, script, []string{o.Name(), o.Channel(), receipt}, strconv.Itoa(delta), pub, receiptTTL))
+	if err == nil {
+		o.Answered(receipt)
+	}
+	return o.OpErr("add permits", err)
 }
 
 // Acquire takes n permits, waiting until they are free or ctx ends.
@@ -119,7 +123,7 @@ func (s *Semaphore) acquire(ctx context.Context, n int, wait time.Duration, fore
 		return false, err
 	}
 	p := strconv.Itoa(n)
-	ok, err := s.Wait(ctx, pubsub.WakeCount, wait, forever, func(ctx context.Context) (bool, time.Duration, error) {
+	ok, err := s.Wait(ctx, pubsub.WakeCount, n > 1, wait, forever, func(ctx context.Context) (bool, time.Duration, error) {
 		return s.try(ctx, p)
 	})
 	if err != nil {
@@ -163,6 +167,7 @@ func (s *Semaphore) try(ctx context.Context, p string) (bool, time.Duration, err
 		s.undo(receipt, p)
 		return false, 0, err
 	}
+	s.Answered(receipt)
 	return true, 0, nil
 }
 
@@ -189,8 +194,12 @@ func (s *Semaphore) Release(ctx context.Context, n int) error {
 	if err != nil {
 		return s.OpErr("release", err)
 	}
-	keys := []string{s.Name(), s.Channel(), s.Receipt()}
-	return s.OpErr("release", done(s.Run(ctx, lua.SemRelease(), keys, strconv.Itoa(n), pub, receiptTTL)))
+	receipt := s.Receipt()
+	err = done(s.Run(ctx, lua.SemRelease(), []string{s.Name(), s.Channel(), receipt}, strconv.Itoa(n), pub, receiptTTL))
+	if err == nil {
+		s.Answered(receipt)
+	}
+	return s.OpErr("release", err)
 }
 
 // ReleaseIfExists is Release for an existing semaphore only, and reports
@@ -203,8 +212,11 @@ func (s *Semaphore) ReleaseIfExists(ctx context.Context, n int) (bool, error) {
 	if err != nil {
 		return false, s.OpErr("release", err)
 	}
-	keys := []string{s.Name(), s.Channel(), s.Receipt()}
-	r, err := lockcore.Int(s.Run(ctx, lua.SemReleaseIfExists(), keys, strconv.Itoa(n), pub, receiptTTL))
+	receipt := s.Receipt()
+	r, err := lockcore.Int(s.Run(ctx, lua.SemReleaseIfExists(), []string{s.Name(), s.Channel(), receipt}, strconv.Itoa(n), pub, receiptTTL))
+	if err == nil {
+		s.Answered(receipt)
+	}
 	return r == 1, s.OpErr("release", err)
 }
 
