@@ -100,7 +100,7 @@ func supervise(ctx context.Context, io stdio, l locker, cfg *runConfig, sigs <-c
 			c.forward(sig)
 		case <-guardDone:
 			guardDone, lost = nil, true
-			fmt.Fprintf(io.err, "interlock: lock %q lost while CMD ran (%v); sending SIGTERM to CMD\n", cfg.lock, context.Cause(guard))
+			fmt.Fprintf(io.err, "interlock: %s lost while CMD ran (%v); sending SIGTERM to CMD\n", cfg.describeLock(), context.Cause(guard))
 			c.signal(syscall.SIGTERM)
 			t := time.NewTimer(cfg.grace)
 			defer t.Stop()
@@ -117,7 +117,7 @@ func supervise(ctx context.Context, io stdio, l locker, cfg *runConfig, sigs <-c
 			if c.ownGroup {
 				c.signal(syscall.SIGKILL)
 			}
-			return true, failf(exitLost, "lock %q was lost while CMD ran; CMD was terminated (%v)", cfg.lock, c.describeExit())
+			return true, failf(exitLost, "%s was lost while CMD ran; CMD was terminated (%v)", cfg.describeLock(), c.describeExit())
 		}
 	}
 }

@@ -2,22 +2,28 @@ package main
 
 import (
 	"context"
+	"slices"
+	"strings"
 
 	"github.com/interlock-go/interlock/internal/keys"
 )
 
 // inspectCmd is "interlock inspect": decode and print what Redis holds for
-// each lock name.
+// each name: a lock, a semaphore or a latch.
 func inspectCmd(ctx context.Context, io stdio, args []string) error {
 	fs := newFlagSet("inspect")
 	redis := addRedisFlag(fs, io.getenv)
 	asJSON := fs.Bool("json", false, "print JSON")
+	hint := fs.String("kind", "", "what a counter is: semaphore, expirable-semaphore or latch")
 	names, err := parseFlags(fs, io, args)
 	if err != nil {
 		return err
 	}
 	if len(names) == 0 {
 		return usageErrorf("inspect", "no LOCK given")
+	}
+	if *hint != "" && !slices.Contains(inspectKinds, *hint) {
+		return usageErrorf("inspect", "unknown --kind %q (want %s)", *hint, strings.Join(inspectKinds, ", "))
 	}
 	for _, name := range names {
 		if err := keys.Check(name); err != nil {
@@ -35,7 +41,7 @@ func inspectCmd(ctx context.Context, io stdio, args []string) error {
 		if err != nil {
 			return failf(exitUnavailable, "inspect %q: %w", name, err)
 		}
-		reports = append(reports, decode(f))
+		reports = append(reports, decodeAs(f, *hint))
 	}
 	if *asJSON {
 		err = writeJSON(io.out, reports)

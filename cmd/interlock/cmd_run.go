@@ -20,26 +20,33 @@ const (
 	// unlockTimeout bounds the unlock after CMD exited, and the unlock of a
 	// lock acquired just as a signal arrived.
 	unlockTimeout = 5 * time.Second
+	// maxExpirablePermits bounds --permits of an expirable semaphore, whose
+	// ids all travel in one script call and in CMD's environment.
+	maxExpirablePermits = 1000
 )
 
 // runConfig is what "interlock run" was asked to do.
 type runConfig struct {
 	redis    []string
 	kind     string
+	permits  int           // the permits a semaphore kind holds; 0 for locks
 	wait     durationFlag  // not set: wait until acquired or interrupted
 	lease    time.Duration // 0: watchdog
 	watchdog time.Duration
 	grace    time.Duration
-	lock     string
+	lock     string   // the name of the lock or semaphore
 	argv     []string // CMD and its arguments
 }
 
 // parseRunArgs parses run's arguments: flags and LOCK, "--", then CMD.
+// Every check is made here, before anything is sent.
 func parseRunArgs(io stdio, args []string) (*runConfig, error) {
 	cfg := &runConfig{wait: durationFlag{unset: "forever"}}
 	fs := newFlagSet("run")
 	redis := addRedisFlag(fs, io.getenv)
 	fs.StringVar(&cfg.kind, "kind", kindReentrant, "lock kind")
+	permits := &countFlag{n: 1}
+	fs.Var(permits, "permits", "permits a semaphore kind holds")
 	fs.Var(&cfg.wait, "wait", "how long to wait for a busy lock")
 	lease := &durationFlag{}
 	fs.Var(lease, "lease", "fixed lease instead of the watchdog")
@@ -75,18 +82,41 @@ func parseRunArgs(io stdio, args []string) (*runConfig, error) {
 	if cfg.lease > 0 && cfg.lease < time.Millisecond {
 		return nil, usageErrorf("run", "--lease %v: a lease must be at least 1ms", cfg.lease)
 	}
+	if err := checkPermits(cfg, permits, lease.set); err != nil {
+		return nil, err
+	}
 	if cfg.watchdog < interlock.MinWatchdogTimeout {
 		return nil, usageErrorf("run", "--watchdog-timeout %v: the minimum is %v", cfg.watchdog, interlock.MinWatchdogTimeout)
 	}
 	return cfg, nil
 }
 
-// checkKind accepts the lock kinds run knows.
+// checkKind accepts the kinds run knows.
 func checkKind(kind string) error {
-	if slices.Contains(lockKinds, kind) {
+	if slices.Contains(runKinds, kind) {
 		return nil
 	}
-	return usageErrorf("run", "unknown --kind %q (want %s)", kind, strings.Join(lockKinds, ", "))
+	return usageErrorf("run", "unknown --kind %q (want %s)", kind, strings.Join(runKinds, ", "))
+}
+
+// checkPermits checks --permits against the kind and sets cfg.permits,
+// and refuses --lease for an RSemaphore, whose permits have none.
+func checkPermits(cfg *runConfig, permits *countFlag, leaseSet bool) error {
+	switch {
+	case !isSemaphoreKind(cfg.kind):
+		if permits.set {
+			return usageErrorf("run", "--permits is for --kind %s and %s, not for a %s lock", kindSemaphore, kindExpirable, cfg.kind)
+		}
+		return nil
+	case permits.n < 1:
+		return usageErrorf("run", "--permits %d: at least 1 permit is needed", permits.n)
+	case cfg.kind == kindExpirable && permits.n > maxExpirablePermits:
+		return usageErrorf("run", "--permits %d: at most %d expirable permits can be held at once", permits.n, maxExpirablePermits)
+	case cfg.kind == kindSemaphore && leaseSet:
+		return usageErrorf("run", "--lease is not for --kind %s: its permits have no lease (use --kind %s)", kindSemaphore, kindExpirable)
+	}
+	cfg.permits = permits.n
+	return nil
 }
 
 // runCmd is "interlock run": lock, run CMD under the lock, unlock.
@@ -109,7 +139,7 @@ func runCmd(ctx context.Context, io stdio, args []string) error {
 	// The owner id is the pid, so that "interlock inspect" tells which
 	// process on the client's host holds the lock.
 	ctx = interlock.WithOwner(ctx, int64(os.Getpid()))
-	l, err := newLocker(c.lc, cfg.kind, cfg.lock)
+	l, err := newLocker(c.lc, cfg.kind, cfg.lock, cfg.permits)
 	if err != nil {
 		return withCode(exitUsage, err)
 	}
@@ -145,8 +175,14 @@ func acquire(ctx context.Context, l locker, cfg *runConfig, sigs <-chan os.Signa
 		return failf(signalExit(got), "%v while waiting for %s", got, cfg.describeLock())
 	}
 	switch {
+	case errors.Is(err, interlock.ErrInvalid):
+		// Refused before anything changed: a key of the name holds
+		// another type of data, say a lock's hash.
+		return failf(exitUsage, "cannot take %s: %w", cfg.describeLock(), err)
 	case err != nil:
 		return failf(exitUnavailable, "cannot take %s: %w", cfg.describeLock(), err)
+	case !ok && isSemaphoreKind(cfg.kind):
+		return failf(exitBusy, "%s is busy: %s not free within --wait %v", cfg.describeLock(), cfg.permitsWere(), cfg.wait.d)
 	case !ok:
 		return failf(exitBusy, "%s is busy: another owner still held it after --wait %v", cfg.describeLock(), cfg.wait.d)
 	}
@@ -154,12 +190,27 @@ func acquire(ctx context.Context, l locker, cfg *runConfig, sigs <-chan os.Signa
 }
 
 // describeLock names the lock for messages: `lock "L"`, or with the kind
-// when it is not the default, as in `write lock "L"`.
+// when it is not the default, as in `write lock "L"`, or the semaphore, as
+// in `semaphore "S"`.
 func (cfg *runConfig) describeLock() string {
-	if cfg.kind == kindReentrant {
+	switch cfg.kind {
+	case kindReentrant:
 		return fmt.Sprintf("lock %q", cfg.lock)
+	case kindSemaphore:
+		return fmt.Sprintf("semaphore %q", cfg.lock)
+	case kindExpirable:
+		return fmt.Sprintf("expirable semaphore %q", cfg.lock)
 	}
 	return fmt.Sprintf("%s lock %q", cfg.kind, cfg.lock)
+}
+
+// permitsWere says how many permits cfg holds, as the subject of "were":
+// "1 permit was", "2 permits were".
+func (cfg *runConfig) permitsWere() string {
+	if cfg.permits == 1 {
+		return "1 permit was"
+	}
+	return plural(cfg.permits, "permit") + " were"
 }
 
 // release unlocks after CMD exited and decides the exit: CMD's status, or
@@ -171,8 +222,17 @@ func release(ctx context.Context, io stdio, l locker, cfg *runConfig, lost bool,
 	switch {
 	case lost:
 		return status // already exitLost
+	case errors.Is(err, interlock.ErrNotHeld) && cfg.kind == kindExpirable:
+		return failf(exitLost, "a permit of %s was gone when CMD exited: its lease ran out, or it was released or deleted, "+
+			"while CMD ran", cfg.describeLock())
 	case errors.Is(err, interlock.ErrNotHeld):
 		return failf(exitLost, "lock %q was gone when CMD exited: it expired or was force-unlocked while CMD ran", cfg.lock)
+	case err != nil && cfg.kind == kindSemaphore:
+		fmt.Fprintf(io.err, "interlock: warning: cannot release %s of %s: %v; if they were not given back, "+
+			"nothing gives them back (see 'interlock help semaphore')\n", plural(cfg.permits, "permit"), cfg.describeLock(), err)
+	case err != nil && cfg.kind == kindExpirable:
+		fmt.Fprintf(io.err, "interlock: warning: cannot release the permits of %s: %v; they come back by themselves within %v\n",
+			cfg.describeLock(), err, holdLease(cfg))
 	case err != nil:
 		fmt.Fprintf(io.err, "interlock: warning: cannot unlock %q: %v; it expires by itself within %v\n", cfg.lock, err, holdLease(cfg))
 	}

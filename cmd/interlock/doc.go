@@ -1,16 +1,24 @@
-// Command interlock uses Redisson-compatible distributed locks from the
-// shell: its locks are the ones a Java application gets from
-// RedissonClient.getLock(name), getFairLock, getReadWriteLock and
-// getFencedLock, so the two exclude each other.
+// Command interlock uses Redisson-compatible distributed locks,
+// semaphores and count-down latches from the shell: its locks are the ones
+// a Java application gets from RedissonClient.getLock(name), getFairLock,
+// getReadWriteLock and getFencedLock, so the two exclude each other, and
+// its semaphores and latches are getSemaphore's,
+// getPermitExpirableSemaphore's and getCountDownLatch's.
 //
 // Usage:
 //
-//	interlock run     [--redis URL] [--kind KIND] [--wait D] [--lease D]
-//	                  [--watchdog-timeout D] [--grace D] LOCK -- CMD [ARGS...]
-//	interlock inspect [--redis URL] [--json] LOCK...
-//	interlock unlock  [--redis URL] [--kind KIND] --force LOCK
-//	interlock demo    [--redis URL]
-//	interlock help    [COMMAND]
+//	interlock run       [--redis URL] [--kind KIND] [--permits N] [--wait D]
+//	                    [--lease D] [--watchdog-timeout D] [--grace D]
+//	                    LOCK -- CMD [ARGS...]
+//	interlock semaphore [--redis URL] [--kind KIND] [--ttl D] init NAME N
+//	interlock semaphore [--redis URL] [--kind KIND] add NAME N
+//	interlock latch     [--redis URL] init NAME N
+//	interlock latch     [--redis URL] countdown NAME
+//	interlock latch     [--redis URL] [--wait D] await NAME
+//	interlock inspect   [--redis URL] [--json] [--kind KIND] NAME...
+//	interlock unlock    [--redis URL] [--kind KIND] --force LOCK
+//	interlock demo      [--redis URL]
+//	interlock help      [COMMAND]
 //
 // run is a distributed flock(1): it acquires LOCK (waiting forever by
 // default, once with --wait 0, up to D with --wait D), runs CMD with
@@ -26,14 +34,36 @@
 // INTERLOCK_FENCE_TOKEN, the acquisition's fencing token, larger than every
 // token handed out for the lock before).
 //
+// run --kind semaphore holds --permits N permits (default 1) of an
+// RSemaphore while CMD runs, waiting for them as for a lock (--wait, exit
+// 75 when busy), and releases them after. Such permits record no holder:
+// they cannot be lost, nor do they come back by themselves if interlock is
+// killed. run --kind expirable-semaphore holds permits of an
+// RPermitExpirableSemaphore, renewed by the watchdog or with a fixed
+// --lease; CMD gets their ids in INTERLOCK_PERMIT_IDS (comma-separated,
+// 32 hex characters each), and a permit lost while CMD runs ends CMD as a
+// lost lock does, with exit 79.
+//
+// semaphore init NAME N sets up a semaphore with N permits unless it is set
+// up already (exit 1); semaphore add NAME N adds N permits (a negative N
+// takes some away). latch init NAME N closes a latch with count N unless it
+// exists (exit 1); latch countdown NAME counts it down; latch await NAME
+// waits until it is open, for at most --wait D (exit 75 when it runs out).
+//
 // inspect decodes what Redis holds for a lock, whoever wrote it (Go or
 // Java): its kind and TTL; its holders (client id, owner id, hold count),
 // for a read/write lock its mode, readers with the TTL of each read hold
 // and the writer; for a fair lock the queue in order, each waiter with its
 // deadline as an absolute time and as the time left, stale waiters marked;
-// for a fenced lock the current token. It prints a table or JSON (one
-// object per line); what does not look like a lock becomes a note, never
-// a failure. unlock --force deletes a lock whoever holds it, with the
+// for a fenced lock the current token; for a semaphore its free permits
+// and TTL, for an expirable one each acquired permit's id and lease left
+// (without giving back expired ones, as Redisson's reads would); for a
+// latch its count. A string key holding an integer, with nothing beside it,
+// is an RSemaphore or an RCountDownLatch alike: inspect shows it as
+// "semaphore/latch" with both readings, unless --kind semaphore, latch or
+// expirable-semaphore says which. It prints a table or JSON (one object per
+// line); what does not look like a Redisson object becomes a note, never a
+// failure. unlock --force deletes a lock whoever holds it, with the
 // forceUnlock of its kind (found in Redis, or given with --kind). demo
 // tells, with real timings, why locks need a watchdog; with no Redis at
 // hand it starts a throwaway redis-server from PATH.
@@ -48,13 +78,17 @@
 //
 //	0-125  run: CMD's exit status; other commands: 0 on success
 //	1      another failure (a demo scene that did not go as told, a lock
-//	       unlock left because it is not locked as --kind said)
-//	64     usage error: bad flags or arguments, an unusable lock name,
-//	       unlock without --force or of a key that is no lock of that kind
+//	       unlock left because it is not locked as --kind said, a semaphore
+//	       or latch init that found it set already)
+//	64     usage error: bad flags or arguments (permits below 1, a negative
+//	       count, a lease under 1ms), an unusable name, a name whose key
+//	       holds another type of data, unlock without --force or of a key
+//	       that is no lock of that kind
 //	69     Redis unreachable or failing, or another failure before CMD started
-//	75     run: the lock was still busy when --wait ran out
-//	79     run: the lock was lost while CMD ran (CMD was terminated), or
-//	       was found gone when CMD exited
+//	75     run: the lock or permits were still busy when --wait ran out;
+//	       latch await: the latch was still closed when --wait ran out
+//	79     run: the lock or an expirable permit was lost while CMD ran (CMD
+//	       was terminated), or was found gone when CMD exited
 //	126    run: CMD could not be executed
 //	127    run: CMD was not found
 //	128+N  run: CMD died of signal N, or interlock got signal N while

@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -135,3 +136,77 @@ func parseFlags(fs *flag.FlagSet, io stdio, args []string) ([]string, error) {
 // errHelp is returned by parseFlags after printing help: the command ends
 // with status 0 and prints nothing else.
 var errHelp error = &exitError{code: exitOK}
+
+// countFlag is an integer flag that remembers whether it was given, so
+// that a flag that does not apply can be refused. Its range is checked by
+// the command, which knows what the number counts.
+type countFlag struct {
+	n   int
+	set bool
+}
+
+// String returns the number.
+func (f *countFlag) String() string {
+	if f == nil {
+		return "0"
+	}
+	return strconv.Itoa(f.n)
+}
+
+// Set parses a decimal integer.
+func (f *countFlag) Set(s string) error {
+	n, err := strconv.Atoi(s)
+	if err != nil {
+		return errors.New("not an integer")
+	}
+	f.n, f.set = n, true
+	return nil
+}
+
+// parseFlagsNumbers is parseFlags for commands whose arguments may be
+// negative integers, such as "semaphore add NAME -2": such an argument is
+// positional, never a flag, unless it follows a flag that takes a value.
+func parseFlagsNumbers(fs *flag.FlagSet, io stdio, args []string) ([]string, error) {
+	var positional, seg []string
+	flush := func() error {
+		p, err := parseFlags(fs, io, seg)
+		positional, seg = append(positional, p...), nil
+		return err
+	}
+	for i, a := range args {
+		if a == "--" {
+			seg = append(seg, args[i:]...)
+			break
+		}
+		if _, err := strconv.Atoi(a); err == nil && strings.HasPrefix(a, "-") && !takesValue(fs, seg) {
+			if err := flush(); err != nil {
+				return nil, err
+			}
+			positional = append(positional, a)
+			continue
+		}
+		seg = append(seg, a)
+	}
+	if err := flush(); err != nil {
+		return nil, err
+	}
+	return positional, nil
+}
+
+// takesValue reports whether the last of args is a flag of fs that needs
+// a value after it: a non-boolean flag written without "=".
+func takesValue(fs *flag.FlagSet, args []string) bool {
+	if len(args) == 0 {
+		return false
+	}
+	name, ok := strings.CutPrefix(args[len(args)-1], "-")
+	if !ok || strings.Contains(name, "=") {
+		return false
+	}
+	f := fs.Lookup(strings.TrimPrefix(name, "-"))
+	if f == nil {
+		return false
+	}
+	b, isBool := f.Value.(interface{ IsBoolFlag() bool })
+	return !isBool || !b.IsBoolFlag()
+}

@@ -13,7 +13,8 @@ import (
 )
 
 // Lock kinds as inspect names them, besides kindReentrant, kindFair and
-// kindFenced (locker.go).
+// kindFenced (locker.go); inspect_sync.go adds the semaphores and the
+// latch.
 const (
 	kindNone      = "none"       // nothing in Redis under this name
 	kindReadWrite = "read/write" // RedissonReadWriteLock
@@ -31,11 +32,14 @@ const (
 // lockReport is inspect's answer for one lock, printed as table rows or
 // as one JSON object.
 type lockReport struct {
-	Name   string `json:"name"`
-	Kind   string `json:"kind"`
-	Locked bool   `json:"locked"`
-	// TTLms is the lock's remaining time to live in milliseconds: 0 when it
-	// is not locked, -1 when it is locked with no expiry.
+	Name string `json:"name"`
+	Kind string `json:"kind"`
+	// Locked reports whether a lock is held: false for a semaphore or a
+	// latch.
+	Locked bool `json:"locked"`
+	// TTLms is the remaining time to live of the name's key (the lock, or
+	// a semaphore's or latch's counter) in milliseconds: 0 when there is
+	// no such key, -1 when it has no expiry.
 	TTLms int64 `json:"ttl_ms"`
 	// Mode is a read/write lock's "mode" field: "read" or "write".
 	Mode    string   `json:"mode,omitempty"`
@@ -47,6 +51,16 @@ type lockReport struct {
 	// FenceToken is the last fencing token a fenced lock handed out: the
 	// holder's, while it is locked.
 	FenceToken string `json:"fence_token,omitempty"`
+	// Permits is a semaphore's number of free permits as stored (an
+	// expirable semaphore's expired permits are not yet counted back in);
+	// for a "semaphore/latch" counter, its value read as permits.
+	Permits *int64 `json:"permits,omitempty"`
+	// Count is a latch's count (0 or less: open); for a "semaphore/latch"
+	// counter, its value read as a count.
+	Count *int64 `json:"count,omitempty"`
+	// Acquired are an expirable semaphore's acquired permits, the soonest
+	// to expire first.
+	Acquired []permit `json:"acquired,omitempty"`
 	// Notes say what was found but is not decoded, or looks wrong.
 	Notes []string `json:"notes,omitempty"`
 }
@@ -149,16 +163,32 @@ func detectKind(f *facts) string {
 	return kindUnknown
 }
 
-// decode turns the facts about one lock into a report. It never fails:
-// whatever does not look like a Redisson lock becomes a note.
-func decode(f *facts) lockReport {
-	r := lockReport{Name: f.name, Kind: detectKind(f), Holders: []holder{}}
+// decode turns the facts about one lock into a report, telling a
+// semaphore from a latch as inspect does with no --kind.
+func decode(f *facts) lockReport { return decodeAs(f, "") }
+
+// decodeAs turns the facts about one lock, semaphore or latch into a
+// report; hint (inspect's --kind, or "") says what a counter that could
+// be either a semaphore or a latch is. It never fails: whatever does not
+// look like a Redisson object becomes a note.
+func decodeAs(f *facts, hint string) lockReport {
+	kind := detectKind(f)
+	if sk, ok := syncKind(f, kind, hint); ok {
+		return decodeSync(f, sk, hint)
+	}
+	r := lockReport{Name: f.name, Kind: kind, Holders: []holder{}}
 	switch f.keyType {
 	case "none", "":
 	case "hash":
 		r.Locked = true
 		r.TTLms = f.pttl
 		r.Holders, r.Notes = decodeHolders(f.fields, hasMode(f))
+	case "string":
+		r.Locked = true
+		r.TTLms = f.pttl
+		r.KeyType = f.keyType
+		r.Notes = append(r.Notes, fmt.Sprintf("the key is a string, not a hash, and holds %s, no integer: "+
+			"not a Redisson lock, semaphore or latch", quoteShort(f.value)))
 	default:
 		r.Locked = true
 		r.TTLms = f.pttl
@@ -176,6 +206,13 @@ func decode(f *facts) lockReport {
 	}
 	r.Notes = append(r.Notes, decodeToken(f, &r)...)
 	r.Notes = append(r.Notes, mixedKinds(f, r.Kind)...)
+	if f.permitsType == "zset" {
+		r.Notes = append(r.Notes, "Redis also holds acquired permits of an expirable semaphore under this name ("+
+			keys.Suffix(f.name, suffixPermits)+")")
+	}
+	if hint != "" {
+		r.Notes = append(r.Notes, fmt.Sprintf("--kind %s does not apply: this is no semaphore or latch", hint))
+	}
 	for _, e := range f.replyErrors {
 		r.Notes = append(r.Notes, "Redis replied with an error (did the lock change meanwhile?): "+e)
 	}

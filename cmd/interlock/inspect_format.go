@@ -26,8 +26,8 @@ func writeJSON(w io.Writer, reports []lockReport) error {
 const tableTime = "2006-01-02 15:04:05.000 MST"
 
 // writeTable prints the reports as a table with one row per holder and per
-// fair-lock waiter (a row saying "not locked" for a free lock), followed
-// by the notes.
+// fair-lock waiter (a row saying "not locked" for a free lock), one row
+// per semaphore or latch and per acquired permit, followed by the notes.
 func writeTable(w io.Writer, reports []lockReport) error {
 	var buf bytes.Buffer
 	tw := tabwriter.NewWriter(&buf, 0, 8, 2, ' ', 0)
@@ -35,6 +35,19 @@ func writeTable(w io.Writer, reports []lockReport) error {
 	row("LOCK", "KIND", "TTL", "ROLE", "CLIENT ID", "OWNER ID", "HOLDS", "DETAIL")
 	var notes []string
 	for _, r := range reports {
+		for _, n := range r.Notes {
+			notes = append(notes, r.Name+": "+n)
+		}
+		if isSyncKind(r.Kind) {
+			ttl := "-" // no key
+			if r.TTLms != 0 {
+				ttl = formatTTL(r.ttl())
+			}
+			for _, cells := range syncRows(&r) {
+				row(append([]string{r.Name, r.Kind, ttl}, cells...)...)
+			}
+			continue
+		}
 		kind := r.Kind
 		if r.Mode != "" {
 			kind += " (" + r.Mode + ")"
@@ -76,9 +89,6 @@ func writeTable(w io.Writer, reports []lockReport) error {
 				client, owner = q.Owner, "?"
 			}
 			row(r.Name, kind, ttl, roleWaiter, client, owner, "-", waiterDetail(q))
-		}
-		for _, n := range r.Notes {
-			notes = append(notes, r.Name+": "+n)
 		}
 	}
 	if err := tw.Flush(); err != nil {

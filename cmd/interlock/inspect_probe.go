@@ -23,6 +23,9 @@ const (
 	// suffixReadTimeout follows "<owner>:" in a read hold's timeout key,
 	// keys.Suffix(name, "<owner>:rwlock_timeout:<k>").
 	suffixReadTimeout = "rwlock_timeout"
+	// suffixPermits names an expirable semaphore's sorted set of acquired
+	// permits, keys.Suffix(name, "timeout").
+	suffixPermits = "timeout"
 )
 
 // Bounds on what inspect reads of one lock, so that a huge or corrupt
@@ -30,6 +33,7 @@ const (
 const (
 	maxWaiters  = 1000 // fair queue entries read
 	maxHoldKeys = 1000 // reader timeout keys read
+	maxPermits  = 1000 // acquired permits of an expirable semaphore read
 )
 
 // facts is what Redis holds for one lock name (see probe). Decoding the
@@ -43,6 +47,7 @@ type facts struct {
 	keyType string            // TYPE of the lock key: "none", "hash", ...
 	pttl    int64             // PTTL of the lock key: -2 absent, -1 no expiry
 	fields  map[string]string // the lock hash, when it is one
+	value   string            // the key's value, when it is a string (a semaphore's or latch's counter)
 
 	queueType string   // TYPE of redisson_lock_queue:{name}
 	queue     []string // its first maxWaiters entries, when it is a list
@@ -56,6 +61,13 @@ type facts struct {
 	tokenType string // TYPE of redisson_lock_token:{name}
 	token     string // its value, when it is a string
 
+	permitsType string // TYPE of {name}:timeout, an expirable semaphore's acquired permits
+	// permits are its first maxPermits members (raw ids) and scores
+	// (expiries in epoch ms, or neverExpires), soonest expiry first, when
+	// it is a sorted set.
+	permits    []rueidis.ZScore
+	permitsLen int64 // its size, when it is a sorted set
+
 	// holdTTLs maps each reader timeout key read (holdKeys) to its PTTL.
 	holdTTLs map[string]int64
 
@@ -64,9 +76,11 @@ type facts struct {
 	replyErrors []string
 }
 
-// probe reads the facts about one lock in at most two round trips: the
-// lock and the keys beside it, then what those name (the deadlines of the
-// queued waiters, the TTLs of the read holds). All the keys share the
+// probe reads the facts about one lock, semaphore or latch in at most two
+// round trips: the key of the name and the keys beside it, then what those
+// name (the deadlines of the queued waiters, the TTLs of the read holds).
+// It only reads: unlike Redisson's own reads of an expirable semaphore, it
+// reclaims no expired permit. All the keys share the
 // lock's cluster slot (keys.Check made sure of it), so each pipeline goes
 // to one node. The reads are not one atomic snapshot: a lock that changes
 // meanwhile can show, say, the TTL of a key that has just vanished; decode
@@ -75,6 +89,7 @@ func probe(ctx context.Context, rc rueidis.Client, name string) (*facts, error) 
 	queueKey := keys.Prefix(prefixFairQueue, name)
 	timesKey := keys.Prefix(prefixFairTimeouts, name)
 	tokenKey := keys.Prefix(prefixFenceToken, name)
+	permitsKey := keys.Suffix(name, suffixPermits)
 	b := rc.B()
 	res := rc.DoMulti(ctx,
 		b.Type().Key(name).Build(),
@@ -87,6 +102,10 @@ func probe(ctx context.Context, rc rueidis.Client, name string) (*facts, error) 
 		b.Zcard().Key(timesKey).Build(),
 		b.Type().Key(tokenKey).Build(),
 		b.Get().Key(tokenKey).Build(),
+		b.Get().Key(name).Build(),
+		b.Type().Key(permitsKey).Build(),
+		b.Zcard().Key(permitsKey).Build(),
+		b.Zrange().Key(permitsKey).Min("0").Max(strconv.Itoa(maxPermits-1)).Withscores().Build(),
 	)
 	f := &facts{name: name, now: time.Now()}
 	// Each read is used only when TYPE said the key has the type it
@@ -109,6 +128,14 @@ func probe(ctx context.Context, rc rueidis.Client, name string) (*facts, error) 
 	}
 	if f.tokenType == "string" {
 		f.token = r.str(res[9], "GET "+tokenKey)
+	}
+	if f.keyType == "string" {
+		f.value = r.str(res[10], "GET "+name)
+	}
+	f.permitsType = r.str(res[11], "TYPE "+permitsKey)
+	if f.permitsType == "zset" {
+		f.permitsLen = r.int(res[12], "ZCARD "+permitsKey)
+		f.permits = r.zscores(res[13], "ZRANGE "+permitsKey)
 	}
 	if r.err != nil {
 		return nil, r.err
@@ -203,6 +230,14 @@ func (r *replies) strMap(res rueidis.RedisResult, what string) map[string]string
 		return nil
 	}
 	return m
+}
+
+func (r *replies) zscores(res rueidis.RedisResult, what string) []rueidis.ZScore {
+	z, err := res.AsZScores()
+	if r.failed(err, what) {
+		return nil
+	}
+	return z
 }
 
 func (r *replies) strSlice(res rueidis.RedisResult, what string) []string {

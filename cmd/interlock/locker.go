@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"slices"
 	"strconv"
 	"time"
 
@@ -11,6 +12,7 @@ import (
 	"github.com/interlock-go/interlock/fenced"
 	"github.com/interlock-go/interlock/rlock"
 	"github.com/interlock-go/interlock/rwlock"
+	"github.com/interlock-go/interlock/semaphore"
 )
 
 // Lock kinds, as --kind names them.
@@ -22,15 +24,21 @@ const (
 	kindFenced    = "fenced"    // fenced: RFencedLock
 )
 
-// lockKinds are the values of --kind, in the order the help lists them.
+// lockKinds are the lock kinds, in the order the help lists them: the
+// values of unlock's --kind.
 var lockKinds = []string{kindReentrant, kindFair, kindRead, kindWrite, kindFenced}
+
+// runKinds are the values of run's --kind: the locks, then the semaphores
+// (locker_semaphore.go).
+var runKinds = append(slices.Clip(lockKinds), kindSemaphore, kindExpirable)
 
 // envFenceToken names the variable that gives CMD the fencing token of
 // run's acquisition (--kind fenced).
 const envFenceToken = "INTERLOCK_FENCE_TOKEN"
 
-// locker is one kind of lock as run uses it: one code path (acquire,
-// supervise, release) drives every kind through it.
+// locker is one kind of lock, or a semaphore's permits, as run uses it:
+// one code path (acquire, supervise, release) drives every kind through
+// it.
 type locker interface {
 	// acquire takes the lock as --wait and --lease say: with wait not
 	// set, until it is acquired or ctx ends; with wait set, for up to
@@ -38,7 +46,8 @@ type locker interface {
 	// A lease of 0 is a watchdog hold.
 	acquire(ctx context.Context, wait durationFlag, lease time.Duration) (bool, error)
 	// unlock releases the hold acquire took. An error matching
-	// interlock.ErrNotHeld means the hold was gone already.
+	// interlock.ErrNotHeld means the hold (or one of its permits) was
+	// gone already.
 	unlock(ctx context.Context) error
 	// guard returns a context cancelled when the hold is lost.
 	guard(ctx context.Context) context.Context
@@ -65,9 +74,16 @@ func newLock(c *interlock.Client, kind, name string) (interlock.Locker, error) {
 	return nil, errors.New("unknown lock kind " + strconv.Quote(kind))
 }
 
-// newLocker returns the locker of kind (one of lockKinds) for the lock
-// called name.
-func newLocker(c *interlock.Client, kind, name string) (locker, error) {
+// newLocker returns the locker of kind (one of runKinds) for the lock or
+// semaphore called name; permits is how many permits a semaphore kind
+// takes.
+func newLocker(c *interlock.Client, kind, name string, permits int) (locker, error) {
+	switch kind {
+	case kindSemaphore:
+		return &semaphoreLocker{s: semaphore.New(c, name), n: permits}, nil
+	case kindExpirable:
+		return &expirableLocker{e: semaphore.NewExpirable(c, name), n: permits}, nil
+	}
 	m, err := newLock(c, kind, name)
 	if err != nil {
 		return nil, err

@@ -29,6 +29,8 @@ type command struct {
 // commands lists the subcommands in the order the usage text gives them.
 var commands = []command{
 	{name: "run", run: runCmd},
+	{name: "semaphore", run: semaphoreCmd},
+	{name: "latch", run: latchCmd},
 	{name: "inspect", run: inspectCmd},
 	{name: "unlock", run: unlockCmd},
 	{name: "demo", run: demoCmd},

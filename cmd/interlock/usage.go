@@ -13,14 +13,18 @@ const redisHelp = `  --redis URL        Redis to use: redis://[user:password@]ho
 // exitHelp lists the exit codes (see exitcode.go).
 const exitHelp = `Exit status:
   0-125   run: CMD's own exit status; other commands: 0 on success
-  1       another failure (for example a demo scene that went wrong, or a
-          lock unlock left because it is not locked as --kind said)
-  64      usage error: bad flags or arguments, an unusable lock name,
-          unlock without --force or of a key that is no lock of that kind
+  1       another failure (for example a demo scene that went wrong, a lock
+          unlock left because it is not locked as --kind said, or a
+          semaphore or latch init found it already set)
+  64      usage error: bad flags or arguments (such as permits below 1, a
+          negative count, a lease under 1ms), an unusable name, a name whose
+          key holds another type of data, unlock without --force or of a
+          key that is no lock of that kind
   69      Redis unreachable or failing, or another failure before CMD started
-  75      run: the lock was still busy when --wait ran out
-  79      run: the lock was lost while CMD ran (CMD was terminated), or was
-          found gone when CMD exited
+  75      run: the lock or the permits were still busy when --wait ran out;
+          latch await: the latch was still closed when --wait ran out
+  79      run: the lock or an expirable permit was lost while CMD ran (CMD
+          was terminated), or was found gone when CMD exited
   126     run: CMD could not be executed
   127     run: CMD was not found
   128+N   run: CMD died of signal N, or interlock got signal N
@@ -31,28 +35,43 @@ starting with "interlock: " on stderr.
 `
 
 // mainUsage is printed by "interlock help" and when no command is given.
-const mainUsage = `interlock: Redisson-compatible distributed locks for the shell.
+const mainUsage = `interlock: Redisson-compatible distributed locks, semaphores and latches for
+the shell.
 
 Usage:
-  interlock run     [--redis URL] [--kind KIND] [--wait D] [--lease D]
-                    [--watchdog-timeout D] [--grace D] LOCK -- CMD [ARGS...]
-  interlock inspect [--redis URL] [--json] LOCK...
-  interlock unlock  [--redis URL] [--kind KIND] --force LOCK
-  interlock demo    [--redis URL]
-  interlock help    [COMMAND]
+  interlock run       [--redis URL] [--kind KIND] [--permits N] [--wait D]
+                      [--lease D] [--watchdog-timeout D] [--grace D]
+                      LOCK -- CMD [ARGS...]
+  interlock semaphore [--redis URL] [--kind KIND] [--ttl D] init NAME N
+  interlock semaphore [--redis URL] [--kind KIND] add NAME N
+  interlock latch     [--redis URL] init NAME N
+  interlock latch     [--redis URL] countdown NAME
+  interlock latch     [--redis URL] [--wait D] await NAME
+  interlock inspect   [--redis URL] [--json] [--kind KIND] NAME...
+  interlock unlock    [--redis URL] [--kind KIND] --force LOCK
+  interlock demo      [--redis URL]
+  interlock help      [COMMAND]
 
-  run      hold LOCK while CMD runs, like flock(1) across machines
-  inspect  show who holds and who waits for LOCK, whoever wrote it (Go or
-           Java Redisson)
-  unlock   delete LOCK whoever holds it (needs --force)
-  demo     show with real Redis why locks need a watchdog
+  run        hold LOCK, or N permits of a semaphore, while CMD runs, like
+             flock(1) across machines
+  semaphore  set up a semaphore's permits, or add some
+  latch      set up a count-down latch, count it down, or wait until open
+  inspect    show who holds and who waits for LOCK, a semaphore's permits,
+             a latch's count, whoever wrote them (Go or Java Redisson)
+  unlock     delete LOCK whoever holds it (needs --force)
+  demo       show with real Redis why locks need a watchdog
 
-KIND is the kind of lock, the same as Redisson's of that name:
+KIND is the kind of lock or semaphore, the same as Redisson's of that name:
   reentrant  RLock (getLock), the default
   fair       RFairLock (getFairLock): waiters served in arrival order
   read       RReadWriteLock's readLock(): shared with other readers
   write      RReadWriteLock's writeLock(): exclusive
   fenced     RFencedLock (getFencedLock): each acquisition gets a larger token
+  semaphore  RSemaphore (getSemaphore): N permits, no record of who holds them
+  expirable-semaphore
+             RPermitExpirableSemaphore (getPermitExpirableSemaphore):
+             permits with ids and leases
+Latches are Redisson's RCountDownLatch (getCountDownLatch).
 
 Flags may be written -flag or --flag. Durations look like 500ms, 10s, 2m.
 
@@ -61,6 +80,10 @@ Flags may be written -flag or --flag. Durations look like 500ms, 10s, 2m.
 
 // runUsage is the help of "interlock run".
 const runUsage = `Usage: interlock run [flags] LOCK -- CMD [ARGS...]
+       interlock run --kind semaphore [--permits N] [flags]
+                     NAME -- CMD [ARGS...]
+       interlock run --kind expirable-semaphore [--permits N] [--lease D]
+                     [flags] NAME -- CMD [ARGS...]
 
 Acquires LOCK, by default the reentrant lock that Redisson's
 RedissonClient.getLock(LOCK) returns (--kind chooses another kind), runs CMD
@@ -78,6 +101,27 @@ someone force-unlocked it), interlock sends SIGTERM to CMD, SIGKILL after
 --grace, and exits 79: CMD was no longer protected by the lock. It also exits
 79 when CMD finished but the lock turned out to be gone already at unlock.
 
+With --kind semaphore, run takes N permits (--permits, default 1) of the
+semaphore NAME, RedissonClient.getSemaphore(NAME), waiting as for a lock, and
+releases them when CMD exits. Such permits cannot be lost: the semaphore
+records no holder, so nothing renews them and nothing takes them back. If
+interlock dies without releasing them (SIGKILL, a crash), they are gone
+until someone adds them again ('interlock semaphore add NAME N'); use an
+expirable semaphore when that matters. A semaphore that was never set up
+has no permits: run waits until 'interlock semaphore init' or a release
+provides some.
+
+With --kind expirable-semaphore, run takes N permits of the
+RPermitExpirableSemaphore NAME, each with an id and a lease: renewed by the
+watchdog (every third of --watchdog-timeout) or, with --lease, for that long
+only. CMD gets their ids in INTERLOCK_PERMIT_IDS, comma-separated, each 32
+lower-case hex characters (Redisson's form). A permit of a crashed interlock
+comes back within --watchdog-timeout. When a permit is lost while CMD runs
+(its lease ended, a client released or reclaimed it, the semaphore was
+deleted), CMD is terminated as for a lost lock and run exits 79; it also
+exits 79 when a permit is gone at release. Permits are acquired all at once
+or not at all; at most 1000.
+
 CMD runs in a process group of its own, so that these signals reach its
 children too; SIGINT, SIGTERM, SIGHUP and SIGQUIT sent to interlock are
 passed on to that group. When interlock runs in the foreground of its
@@ -87,7 +131,8 @@ directly, SIGTERM is passed on, and a lost lock signals CMD alone. If
 interlock itself dies, the kernel sends CMD SIGTERM (Linux).
 
 Flags:
-` + redisHelp + `  --kind KIND        the kind of lock (Redisson's of the same name):
+` + redisHelp + `  --kind KIND        the kind of lock or semaphore (Redisson's of the same
+                     name):
                      reentrant  RLock, getLock(LOCK) (the default)
                      fair       RFairLock, getFairLock(LOCK): waiters take
                                 the lock in the order they queued
@@ -97,20 +142,31 @@ Flags:
                                 writer, no readers
                      fenced     RFencedLock, getFencedLock(LOCK): exports
                                 INTERLOCK_FENCE_TOKEN to CMD
-  --wait D           give up when the lock is still busy after D and exit 75;
-                     0 makes a single attempt. Default: wait until the lock
-                     is free or interlock gets SIGINT or SIGTERM. For a fair
-                     lock D is also how long the waiter keeps its place in
-                     the queue after the waiter ahead of it was due (with no
-                     --wait: 5m, Redisson's default); a waiter that gives up
-                     leaves the queue.
-  --lease D          hold the lock for at most D, with no watchdog; CMD is
-                     terminated when the lease ends before it does.
+                     semaphore  RSemaphore, getSemaphore(NAME): holds
+                                --permits permits
+                     expirable-semaphore
+                                RPermitExpirableSemaphore,
+                                getPermitExpirableSemaphore(NAME): holds
+                                --permits permits with ids, exported in
+                                INTERLOCK_PERMIT_IDS
+  --permits N        the number of permits a semaphore kind takes, at least
+                     1. Default 1. Not for locks.
+  --wait D           give up when the lock (the permits) is still busy after
+                     D and exit 75; 0 makes a single attempt. Default: wait
+                     until it is free or interlock gets SIGINT or SIGTERM.
+                     For a fair lock D is also how long the waiter keeps its
+                     place in the queue after the waiter ahead of it was due
+                     (with no --wait: 5m, Redisson's default); a waiter that
+                     gives up leaves the queue.
+  --lease D          hold the lock (the expirable permits) for at most D, with
+                     no watchdog; CMD is terminated when the lease ends before
+                     it does. At least 1ms; not for --kind semaphore.
                      Default 0: the watchdog keeps the lock while CMD runs.
   --watchdog-timeout D
                      the lease of a watchdog hold, renewed every D/3; a
-                     crashed interlock's lock expires within D. Use the same
-                     value as the Java fleet's lockWatchdogTimeout.
+                     crashed interlock's lock (expirable permits) expires
+                     within D. Use the same value as the Java fleet's
+                     lockWatchdogTimeout.
                      Default 30s, minimum 30ms.
   --grace D          after SIGTERM on a lost lock, wait D for CMD to exit
                      before sending SIGKILL. Default 10s.
@@ -118,11 +174,14 @@ Flags:
 ` + exitHelp
 
 // inspectUsage is the help of "interlock inspect".
-const inspectUsage = `Usage: interlock inspect [flags] LOCK...
+const inspectUsage = `Usage: interlock inspect [flags] NAME...
 
-Decodes what Redis holds for each LOCK, whoever wrote it (interlock or Java
-Redisson): the kind of lock, its TTL, and one row per holder (client id,
-owner or thread id, hold count) and per waiter, or "not locked".
+Decodes what Redis holds for each NAME, whoever wrote it (interlock or Java
+Redisson): for a lock its kind, its TTL, and one row per holder (client id,
+owner or thread id, hold count) and per waiter, or "not locked"; for a
+semaphore its free permits and TTL, and for an expirable one every acquired
+permit with its id and the lease it has left; for a latch its count. It
+only reads: unlike Redisson's own reads it gives back no expired permit.
 
 Kinds are detected by Redisson's keys:
   read/write  the hash has a "mode" field: "read" or "write". Each reader's
@@ -139,22 +198,102 @@ Kinds are detected by Redisson's keys:
               and dropped when it reaches the head of the queue. Deadlines
               are the waiting clients' clocks; the time left is this host's.
   reentrant   any other hash. (A fair lock nobody waits for looks the same.)
-What does not look like a Redisson lock (another key type, fields that do
+  expirable-semaphore
+              {NAME}:timeout, the sorted set of acquired permits, exists.
+              Each permit shows its id (the 16 bytes as 32 hex characters)
+              and its lease left, or "no expiry"; one whose lease ended is
+              marked EXPIRED: it is given back by the next operation on the
+              semaphore, by any client. Leases are the acquiring clients'
+              clocks; the time left is this host's.
+  semaphore/latch
+              the key is a string holding an integer and nothing else
+              exists: an RSemaphore and an RCountDownLatch (and an
+              expirable semaphore with no permit acquired) are stored just
+              the same, so both readings are shown: that many free permits,
+              or a latch with that count (open at 0). --kind tells which.
+What does not look like a Redisson object (another key type, fields that do
 not parse, keys of several kinds) is shown as far as it goes and explained
-in notes below the table.
+in notes below the table. A name with nothing under it is "none", not
+locked: an open latch, or a semaphore never set up, looks the same.
 
 Flags:
-` + redisHelp + `  --json             print one JSON object per lock, one per line, instead of
-                     a table: name, kind, locked, ttl_ms, mode, holders
+` + redisHelp + `  --json             print one JSON object per name, one per line, instead
+                     of a table: name, kind, locked, ttl_ms, mode, holders
                      (field, client_id, owner_id, write, holds,
                      read_hold_ttl_ms, stale), queue (position, owner,
                      client_id, owner_id, deadline_ms, deadline,
-                     remaining_ms, stale), fence_token, key_type, notes.
-                     TTLs are milliseconds: -1 no expiry, -2 (read holds)
-                     gone.
+                     remaining_ms, stale), fence_token, permits (free
+                     permits), count (a latch's), acquired (id, expiry_ms,
+                     lease_left_ms, expired), key_type, notes. TTLs are
+                     milliseconds: -1 no expiry, -2 (read holds) gone;
+                     lease_left_ms is -1 for no expiry and 0 once expired.
+                     A semaphore/latch has both permits and count.
+  --kind KIND        what a string key holding an integer is: semaphore,
+                     expirable-semaphore or latch. With it, a name with
+                     nothing under it shows as that kind (no permits, or an
+                     open latch). Locks, and expirable semaphores with
+                     acquired permits, are told apart without it.
 
-Exit status: 0 when every lock was inspected (locked or not), 64 for an
-unusable lock name, 69 when Redis fails.
+Exit status: 0 when every name was inspected (whatever it holds), 64 for an
+unusable name or --kind, 69 when Redis fails.
+`
+
+// semaphoreUsage is the help of "interlock semaphore".
+const semaphoreUsage = `Usage: interlock semaphore [flags] init NAME N
+       interlock semaphore [flags] add NAME N
+
+init sets up the semaphore NAME with N free permits (N at least 1), as
+Redisson's trySetPermits(N): only if it is not set up already. It exits 1,
+changing nothing, when the semaphore exists. With --ttl D the semaphore's key
+expires after D, as trySetPermits(N, D), unless an add clears the TTL.
+
+add adds N free permits, as addPermits(N), waking as many waiters; the
+semaphore is created if it does not exist. A negative N takes permits away
+(the free count may go below 0). It clears the semaphore's TTL. This is how
+permits lost with a crashed holder of --kind semaphore are given back.
+
+Either works on both kinds of semaphore, which share the key of free
+permits; --kind expirable-semaphore makes add announce the permits as an
+RPermitExpirableSemaphore does, for Java waiters on one.
+
+Flags:
+` + redisHelp + `  --kind KIND        semaphore (the default: RSemaphore) or
+                     expirable-semaphore (RPermitExpirableSemaphore).
+  --ttl D            init: the semaphore's key expires after D, at least 1ms.
+                     Not for expirable-semaphore.
+
+Exit status: 0 on success, 1 when init found the semaphore already set, 64
+for bad arguments (N not an integer, init of fewer than 1 permit, add of 0)
+or a name whose key holds another type of data, 69 when Redis fails.
+`
+
+// latchUsage is the help of "interlock latch".
+const latchUsage = `Usage: interlock latch [flags] init NAME N
+       interlock latch [flags] countdown NAME
+       interlock latch [flags] [--wait D] await NAME
+
+The count-down latch NAME is Redisson's RCountDownLatch of that name:
+closed while its count is above 0, open at 0 or when it does not exist.
+
+init closes the latch with count N (0 or more), as trySetCount(N): only if
+it does not exist. It exits 1, changing nothing, when the latch exists.
+
+countdown takes 1 from the count, as countDown(); at 0 the latch opens and
+every waiter, Go or Java, wakes. On an open latch it does nothing.
+
+await returns once the latch is open: at once when it is, else when a
+countdown opens it. With --wait D it gives up after D and exits 75, when a
+last look at the count finds it still closed.
+
+Flags:
+` + redisHelp + `  --wait D           await: give up after D and exit 75 if the latch is still
+                     closed; 0 looks once. Default: wait until it opens or
+                     interlock gets SIGINT or SIGTERM (exit 128+N).
+
+Exit status: 0 on success (await: the latch is open), 1 when init found the
+latch already set, 64 for bad arguments (a negative count) or a name whose
+key holds another type of data, 69 when Redis fails, 75 when await's --wait
+ran out.
 `
 
 // unlockUsage is the help of "interlock unlock".
@@ -206,11 +345,13 @@ flags, 69 when no Redis could be used, 130 on Ctrl-C.
 
 // commandUsage maps each documented command to its help text.
 var commandUsage = map[string]string{
-	"run":     runUsage,
-	"inspect": inspectUsage,
-	"unlock":  unlockUsage,
-	"demo":    demoUsage,
-	"help":    mainUsage,
+	"run":       runUsage,
+	"semaphore": semaphoreUsage,
+	"latch":     latchUsage,
+	"inspect":   inspectUsage,
+	"unlock":    unlockUsage,
+	"demo":      demoUsage,
+	"help":      mainUsage,
 }
 
 // usageErrorf returns a usage error (exit 64) for cmd ("" for interlock

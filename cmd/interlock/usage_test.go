@@ -59,18 +59,23 @@ func TestUsageDocumentsEveryFlag(t *testing.T) {
 	t.Parallel()
 	getenv := func(string) string { return "" }
 	sets := map[string]*flag.FlagSet{}
-	for _, name := range []string{"run", "inspect", "unlock", "demo"} {
+	for _, name := range []string{"run", "semaphore", "latch", "inspect", "unlock", "demo"} {
 		fs := newFlagSet(name)
 		addRedisFlag(fs, getenv)
 		sets[name] = fs
 	}
 	// The flags each command defines besides --redis.
 	sets["run"].String("kind", "", "")
+	sets["run"].String("permits", "", "")
 	sets["run"].String("wait", "", "")
 	sets["run"].String("lease", "", "")
 	sets["run"].String("watchdog-timeout", "", "")
 	sets["run"].String("grace", "", "")
 	sets["inspect"].Bool("json", false, "")
+	sets["inspect"].String("kind", "", "")
+	sets["semaphore"].String("kind", "", "")
+	sets["semaphore"].String("ttl", "", "")
+	sets["latch"].String("wait", "", "")
 	sets["unlock"].Bool("force", false, "")
 	sets["unlock"].String("kind", "", "")
 	for name, fs := range sets {
@@ -79,7 +84,8 @@ func TestUsageDocumentsEveryFlag(t *testing.T) {
 		})
 	}
 	// And the real flag sets define no others: unknown flags are refused.
-	for _, bad := range []string{"run --nope L -- true", "inspect --nope L", "unlock --nope L", "demo --nope"} {
+	for _, bad := range []string{"run --nope L -- true", "inspect --nope L", "unlock --nope L", "demo --nope",
+		"semaphore --nope init S 1", "latch --nope await L"} {
 		res := runInProcess(t, strings.Fields(bad)...)
 		require.Equal(t, exitUsage, res.code, bad)
 		assert.Contains(t, res.stderr, "flag provided but not defined: -nope", bad)

@@ -1,0 +1,123 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+
+	"github.com/interlock-go/interlock"
+	"github.com/interlock-go/interlock/internal/keys"
+	"github.com/interlock-go/interlock/latch"
+)
+
+// latchCmd is "interlock latch init NAME N", "latch countdown NAME" and
+// "latch await [--wait D] NAME": RCountDownLatch's trySetCount, countDown
+// and await.
+func latchCmd(ctx context.Context, io stdio, args []string) error {
+	fs := newFlagSet("latch")
+	redis := addRedisFlag(fs, io.getenv)
+	wait := &durationFlag{unset: "forever"}
+	fs.Var(wait, "wait", "how long await waits")
+	positional, err := parseFlagsNumbers(fs, io, args)
+	if err != nil {
+		return err
+	}
+	if len(positional) == 0 {
+		return usageErrorf("latch", "want a subcommand: init, countdown or await")
+	}
+	sub, rest := positional[0], positional[1:]
+	want := 1 // NAME
+	switch sub {
+	case "init":
+		want = 2 // NAME N
+	case "countdown", "await":
+	default:
+		return usageErrorf("latch", "unknown subcommand %q (want init, countdown or await)", sub)
+	}
+	if len(rest) != want {
+		args := "NAME"
+		if want == 2 {
+			args = "NAME and N"
+		}
+		return usageErrorf("latch", "%s: want %s, got %d arguments", sub, args, len(rest))
+	}
+	name := rest[0]
+	if err := keys.Check(name); err != nil {
+		return usageErrorf("latch", "%v", err)
+	}
+	if wait.set && sub != "await" {
+		return usageErrorf("latch", "--wait is for await only")
+	}
+	var count int64
+	if sub == "init" {
+		if count, err = strconv.ParseInt(rest[1], 10, 64); err != nil {
+			return usageErrorf("latch", "init: N %q is not an integer", rest[1])
+		}
+		if count < 0 {
+			return usageErrorf("latch", "init: count %d must not be negative", count)
+		}
+	}
+
+	c, err := connect(redis.urls)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	l := latch.New(c.lc, name)
+	switch sub {
+	case "init":
+		ok, err := l.TrySetCount(ctx, count)
+		if err != nil {
+			return syncFailure("latch init", err)
+		}
+		if !ok {
+			n, err := l.Count(ctx)
+			if errors.Is(err, interlock.ErrInvalid) {
+				return syncFailure("latch init", err) // a lock's hash, say
+			}
+			if err != nil {
+				return failf(exitFailure, "latch init: %q is already set; nothing changed", name)
+			}
+			return failf(exitFailure, "latch init: %q is already set (count %d); nothing changed", name, n)
+		}
+		fmt.Fprintf(io.out, "%s: count set to %d\n", name, count)
+		return nil
+	case "countdown":
+		return syncFailure("latch countdown", l.CountDown(ctx))
+	}
+	return awaitLatch(ctx, l, name, *wait)
+}
+
+// awaitLatch waits until the latch is open: forever, or for wait when it
+// is set. SIGINT or SIGTERM ends the wait with 128+N.
+func awaitLatch(ctx context.Context, l *latch.Latch, name string, wait durationFlag) error {
+	ictx, interrupted := interruptible(ctx)
+	defer interrupted()
+	wctx, cancel := ictx, context.CancelFunc(func() {})
+	if wait.set {
+		wctx, cancel = context.WithTimeout(ictx, wait.d)
+	}
+	defer cancel()
+	err := l.Await(wctx)
+	// Stop listening: from here on a signal ends interlock as usual.
+	if sig := interrupted(); sig != nil {
+		return failf(signalExit(sig), "%v while waiting for latch %q", sig, name)
+	}
+	if err == nil {
+		return nil
+	}
+	if !wait.set || !errors.Is(wctx.Err(), context.DeadlineExceeded) {
+		return syncFailure("latch await", err)
+	}
+	// The last look, at the deadline: a latch opened just then, or
+	// deleted (which wakes nobody), counts as open.
+	n, err := l.Count(ctx)
+	switch {
+	case err != nil:
+		return syncFailure("latch await", err)
+	case n > 0:
+		return failf(exitBusy, "latch %q is still closed after --wait %v: its count is %d", name, wait.d, n)
+	}
+	return nil
+}

@@ -1,0 +1,230 @@
+package main
+
+import (
+	"encoding/hex"
+	"fmt"
+	"math"
+	"strconv"
+	"time"
+
+	"github.com/interlock-go/interlock/internal/keys"
+)
+
+// Kinds as inspect names them besides the locks and run's kindSemaphore
+// and kindExpirable (locker_semaphore.go).
+const (
+	kindLatch = "latch" // latch.Latch: Redisson's RCountDownLatch
+	// kindCounter is a string key holding an integer and nothing beside
+	// it: an RSemaphore and an RCountDownLatch are stored the same way (so
+	// is an RPermitExpirableSemaphore with no permit acquired), and only
+	// inspect's --kind tells which it is.
+	kindCounter = "semaphore/latch"
+)
+
+// inspectKinds are the values of inspect's --kind.
+var inspectKinds = []string{kindSemaphore, kindExpirable, kindLatch}
+
+// rolePermit is the role of an expirable semaphore's acquired permit in
+// the table.
+const rolePermit = "permit"
+
+// neverExpires is the score of a permit acquired with no lease
+// (Redisson's Long.MAX_VALUE/10000).
+const neverExpires = 922337203685477
+
+// permit is one acquired permit of an expirable semaphore: a member of
+// {NAME}:timeout.
+type permit struct {
+	// ID is the member, 16 raw bytes, as 32 lower-case hex characters
+	// (Redisson's form, and INTERLOCK_PERMIT_IDS's).
+	ID string `json:"id"`
+	// ExpiryMs is when the lease ends, in epoch milliseconds of the
+	// acquiring client's clock; 0 for a permit that never expires.
+	ExpiryMs int64 `json:"expiry_ms,omitempty"`
+	// LeaseLeftMs is the time left until ExpiryMs on inspect's clock: -1
+	// for a permit that never expires, 0 once the lease ended.
+	LeaseLeftMs int64 `json:"lease_left_ms"`
+	// Expired marks a permit whose lease ended: still stored, it is given
+	// back by the next operation on the semaphore, by any client.
+	Expired bool `json:"expired,omitempty"`
+}
+
+// isSyncKind reports whether kind is a semaphore, a latch, or a counter
+// that is one or the other.
+func isSyncKind(kind string) bool {
+	return isSemaphoreKind(kind) || kind == kindLatch || kind == kindCounter
+}
+
+// syncKind names the semaphore or latch kind the facts show, given the
+// lock kind detectKind found and inspect's --kind hint. It reports false
+// for locks, and for keys that are no Redisson object at all.
+//
+// An expirable semaphore with acquired permits is told by its sorted set
+// {NAME}:timeout. Otherwise a string key holding an integer is a counter:
+// a semaphore (an expirable one with no permit acquired) or a latch, as
+// the hint says, or kindCounter with no hint. With a hint, a name with
+// nothing under it is shown as that kind, not set up or open.
+func syncKind(f *facts, lockKind, hint string) (string, bool) {
+	if lockKind != kindUnknown && lockKind != kindNone {
+		return "", false
+	}
+	if f.permitsType == "zset" {
+		return kindExpirable, true
+	}
+	_, isInt := parseCounter(f.value)
+	switch {
+	case f.keyType == "string" && isInt && hint == "":
+		return kindCounter, true
+	case f.keyType == "string" && isInt, f.keyType == "none" && hint != "":
+		return hint, true
+	}
+	return "", false
+}
+
+// parseCounter parses the value of a semaphore's or latch's key.
+func parseCounter(s string) (int64, bool) {
+	n, err := strconv.ParseInt(s, 10, 64)
+	return n, err == nil
+}
+
+// decodeSync turns the facts about a semaphore, a latch or a counter of
+// one of them into a report.
+func decodeSync(f *facts, kind, hint string) lockReport {
+	r := lockReport{Name: f.name, Kind: kind, Holders: []holder{}, TTLms: max(f.pttl, 0)}
+	if f.pttl == -1 {
+		r.TTLms = -1
+	}
+	n, _ := parseCounter(f.value)
+	switch f.keyType {
+	case "string":
+		if _, ok := parseCounter(f.value); !ok {
+			r.Notes = append(r.Notes, fmt.Sprintf("the key holds %s, not an integer: no free permit can be counted", quoteShort(f.value)))
+		}
+	case "none":
+		r.Notes = append(r.Notes, noKeyNote(f, kind))
+	default:
+		r.KeyType = f.keyType
+		r.Notes = append(r.Notes, fmt.Sprintf("the key is a %s, not a string holding the count of free permits", f.keyType))
+	}
+	switch kind {
+	case kindSemaphore, kindExpirable:
+		r.Permits = &n
+	case kindLatch:
+		r.Count = &n
+	case kindCounter:
+		count := n
+		r.Permits, r.Count = &n, &count
+	}
+	permitsKey := keys.Suffix(f.name, suffixPermits)
+	switch {
+	case kind == kindExpirable:
+		r.Notes = append(r.Notes, decodePermits(f, &r)...)
+	case f.permitsType != "none" && f.permitsType != "":
+		r.Notes = append(r.Notes, fmt.Sprintf("%s is a %s, not the sorted set of an expirable semaphore's permits", permitsKey, f.permitsType))
+	}
+	if hint != "" && hint != kind && !(hint == kindSemaphore && kind == kindExpirable) {
+		r.Notes = append(r.Notes, fmt.Sprintf("--kind %s does not apply: %s exists, so this is an expirable semaphore", hint, permitsKey))
+	}
+	for _, e := range f.replyErrors {
+		r.Notes = append(r.Notes, "Redis replied with an error (did the key change meanwhile?): "+e)
+	}
+	return r
+}
+
+// noKeyNote explains a kind shown for a name whose key does not exist.
+func noKeyNote(f *facts, kind string) string {
+	switch {
+	case kind == kindLatch:
+		return "there is no key: the latch is open (or was never set)"
+	case f.permitsType == "zset":
+		return "there is no key counting the free permits: none is free until one is released"
+	}
+	return "there is no key: the semaphore is not set up, and no permit is free"
+}
+
+// decodePermits fills in an expirable semaphore's acquired permits and
+// returns notes on them.
+func decodePermits(f *facts, r *lockReport) []string {
+	var notes []string
+	expired := 0
+	now := f.now.UnixMilli()
+	for _, z := range f.permits {
+		p := permit{ID: hex.EncodeToString([]byte(z.Member))}
+		if len(z.Member) != 16 {
+			notes = append(notes, fmt.Sprintf("permit %s is %d bytes long, not 16: no id Redisson makes", p.ID, len(z.Member)))
+		}
+		switch s := z.Score; {
+		case s == neverExpires:
+			p.LeaseLeftMs = -1
+		case math.IsNaN(s) || math.IsInf(s, 0) || s < 0 || s >= 1e15:
+			notes = append(notes, fmt.Sprintf("permit %s has score %v: no expiry in epoch milliseconds", p.ID, s))
+		default:
+			p.ExpiryMs = int64(s)
+			// Redisson reclaims a permit once its expiry is <= now.
+			if left := p.ExpiryMs - now; left > 0 {
+				p.LeaseLeftMs = left
+			} else {
+				p.Expired = true
+				expired++
+			}
+		}
+		r.Acquired = append(r.Acquired, p)
+	}
+	if n := int64(len(f.permits)); f.permitsLen > n {
+		notes = append(notes, fmt.Sprintf("%d permits are acquired; the %d that expire first are shown", f.permitsLen, n))
+	}
+	if expired > 0 {
+		notes = append(notes, fmt.Sprintf("%s expired but not given back yet: the next operation on the semaphore, "+
+			"by any client, gives them back (expiries are the acquiring clients' clocks; the time left is this host's)",
+			plural(expired, "acquired permit")))
+	}
+	return notes
+}
+
+// quoteShort quotes s for a note, cut to 40 bytes.
+func quoteShort(s string) string {
+	if len(s) > 40 {
+		return strconv.Quote(s[:40]) + "..."
+	}
+	return strconv.Quote(s)
+}
+
+// syncRows returns the table rows of a semaphore, latch or counter report:
+// one for the object, then one per acquired permit. Each row has the
+// table's cells after LOCK, KIND and TTL.
+func syncRows(r *lockReport) [][]string {
+	var detail string
+	switch {
+	case r.Kind == kindCounter && r.Permits != nil:
+		n := *r.Permits
+		state := "closed"
+		if n <= 0 {
+			state = "open"
+		}
+		detail = fmt.Sprintf("%d: as a semaphore, %s available; as a latch, count %d (%s); --kind tells which",
+			n, plural(int(n), "permit"), n, state)
+	case r.Kind == kindLatch && r.Count != nil:
+		state := "closed"
+		if *r.Count <= 0 {
+			state = "open"
+		}
+		detail = fmt.Sprintf("count %d: %s", *r.Count, state)
+	case r.Permits != nil:
+		detail = plural(int(*r.Permits), "permit") + " available"
+		if r.Kind == kindExpirable {
+			detail += ", " + strconv.Itoa(len(r.Acquired)) + " acquired"
+		}
+	}
+	rows := [][]string{{"-", "-", "-", "-", detail}}
+	for _, p := range r.Acquired {
+		lease := "lease left " + formatTTL(time.Duration(p.LeaseLeftMs)*time.Millisecond)
+		switch {
+		case p.LeaseLeftMs < 0:
+			lease = "no expiry"
+		case p.Expired:
+			lease = "lease ended " + time.UnixMilli(p.ExpiryMs).Format(tableTime) + "; EXPIRED: given back by the next operation"
+		}
+		rows = append(rows, []string{rolePermit, "-", "-", "-", "id " + p.ID + ", " + lease})
+	}
+	return rows
+}

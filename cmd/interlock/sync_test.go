@@ -1,0 +1,604 @@
+//go:build unix
+
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/hex"
+	"encoding/json"
+	"math"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/redis/rueidis"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/interlock-go/interlock"
+	"github.com/interlock-go/interlock/internal/keys"
+	"github.com/interlock-go/interlock/latch"
+	"github.com/interlock-go/interlock/semaphore"
+)
+
+// permitsKey is an expirable semaphore's sorted set of acquired permits.
+func permitsKey(name string) string { return keys.Suffix(name, suffixPermits) }
+
+// cleanupKeys deletes keys when the test ends.
+func cleanupKeys(t *testing.T, rc rueidis.Client, keys ...string) {
+	t.Helper()
+	t.Cleanup(func() { rc.Do(context.Background(), rc.B().Del().Key(keys...).Build()) })
+}
+
+// newSemaphore returns a semaphore with permits free, deleted when the
+// test ends.
+func newSemaphore(t *testing.T, permits int) (*semaphore.Semaphore, rueidis.Client) {
+	t.Helper()
+	c, rc := newLockClient(t)
+	s := semaphore.New(c, lockName(t))
+	cleanupKeys(t, rc, s.Name())
+	ok, err := s.TrySetPermits(t.Context(), permits)
+	require.NoError(t, err)
+	require.True(t, ok)
+	return s, rc
+}
+
+// available returns a semaphore's free permits as stored.
+func available(t *testing.T, rc rueidis.Client, name string) int64 {
+	t.Helper()
+	n, err := rc.Do(t.Context(), rc.B().Get().Key(name).Build()).AsInt64()
+	require.NoError(t, err)
+	return n
+}
+
+// run --kind semaphore holds its permits while CMD runs (CMD inspects
+// them), gives them back after, and exits 75 when they are busy past
+// --wait.
+func TestRunSemaphore(t *testing.T) {
+	t.Parallel()
+	s, rc := newSemaphore(t, 3)
+	name := s.Name()
+	res := runBinary(t, "", "run", "--redis", redisURL(), "--kind", "semaphore", "--permits", "2", name, "--",
+		bin, "inspect", "--json", "--kind", "semaphore", "--redis", redisURL(), name)
+	require.Equal(t, 0, res.code, res.stderr)
+	var r lockReport
+	require.NoError(t, json.Unmarshal([]byte(res.stdout), &r), res.stdout)
+	assert.Equal(t, kindSemaphore, r.Kind)
+	require.NotNil(t, r.Permits)
+	assert.Equal(t, int64(1), *r.Permits, "2 of 3 permits were held while CMD ran")
+	assert.Equal(t, int64(3), available(t, rc, name), "run gives the permits back when CMD exits")
+
+	// All permits taken by another holder: busy.
+	require.NoError(t, s.Acquire(t.Context(), 3))
+	res = runBinary(t, "", "run", "--redis", redisURL(), "--kind", "semaphore", "--wait", "200ms", name, "--", "echo", "must not run")
+	assert.Equal(t, exitBusy, res.code, res.stderr)
+	assert.Empty(t, res.stdout)
+	assert.Contains(t, res.stderr, `interlock: semaphore "`+name+`" is busy: 1 permit was not free within --wait 200ms`)
+	assert.GreaterOrEqual(t, res.took, 200*time.Millisecond)
+	assert.Less(t, res.took, 200*time.Millisecond+slack)
+	res = runBinary(t, "", "run", "--redis", redisURL(), "--kind", "semaphore", "--wait", "0", name, "--", "true")
+	assert.Equal(t, exitBusy, res.code, "--wait 0 makes one attempt")
+
+	// A waiter gets the permits once they are released.
+	cmd := interlockCmd("run", "--redis", redisURL(), "--kind", "semaphore", "--permits", "2", name, "--", "true")
+	var stderr syncBuffer
+	cmd.Stderr = &stderr
+	require.NoError(t, cmd.Start())
+	channel := keys.SemaphoreChannel(name)
+	require.Eventually(t, func() bool {
+		n, err := rc.Do(t.Context(), rc.B().PubsubNumsub().Channel(channel).Build()).AsIntMap()
+		return err == nil && n[channel] > 0
+	}, 10*time.Second, 10*time.Millisecond, "run waits on the semaphore's channel")
+	require.NoError(t, s.Release(t.Context(), 3))
+	waitRunCmd(t, cmd, &stderr, 0)
+	assert.Equal(t, int64(3), available(t, rc, name))
+}
+
+// waitRunCmd waits, a minute at most, for cmd to exit with code.
+func waitRunCmd(t *testing.T, cmd interface {
+	Wait() error
+}, stderr *syncBuffer, code int) {
+	t.Helper()
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		got := 0
+		if e, ok := err.(interface{ ExitCode() int }); ok {
+			got = e.ExitCode()
+		} else {
+			require.NoError(t, err)
+		}
+		assert.Equal(t, code, got, stderr.String())
+	case <-time.After(time.Minute):
+		t.Fatalf("interlock did not exit; stderr:\n%s", stderr.String())
+	}
+}
+
+// run --kind expirable-semaphore gives CMD the ids of its permits, held by
+// the watchdog or with --lease, and releases them when CMD exits.
+func TestRunExpirableSemaphore(t *testing.T) {
+	t.Parallel()
+	c, rc := newLockClient(t)
+	name := lockName(t)
+	e := semaphore.NewExpirable(c, name)
+	cleanupKeys(t, rc, name, permitsKey(name))
+	ok, err := e.TrySetPermits(t.Context(), 3)
+	require.NoError(t, err)
+	require.True(t, ok)
+
+	for _, tc := range []struct {
+		name  string
+		args  []string
+		lease time.Duration
+	}{
+		{"watchdog", nil, interlock.DefaultWatchdogTimeout},
+		{"lease", []string{"--lease", "10s"}, 10 * time.Second},
+	} {
+		args := append([]string{"run", "--redis", redisURL(), "--kind", "expirable-semaphore", "--permits", "2"}, tc.args...)
+		args = append(args, name, "--", "sh", "-c", `echo "$INTERLOCK_PERMIT_IDS"; exec "$0" inspect --json --redis "$1" "$2"`,
+			bin, redisURL(), name)
+		res := runBinary(t, "", args...)
+		require.Equal(t, 0, res.code, "%s: %s", tc.name, res.stderr)
+		line, report, _ := strings.Cut(res.stdout, "\n")
+		ids := strings.Split(line, ",")
+		require.Len(t, ids, 2, tc.name)
+		for _, id := range ids {
+			_, err := semaphore.ParsePermitID(id)
+			require.NoError(t, err, tc.name)
+			assert.Equal(t, strings.ToLower(id), id, "lower-case hex")
+		}
+		var r lockReport
+		require.NoError(t, json.Unmarshal([]byte(report), &r), report)
+		assert.Equal(t, kindExpirable, r.Kind, tc.name)
+		require.NotNil(t, r.Permits)
+		assert.Equal(t, int64(1), *r.Permits, tc.name)
+		require.Len(t, r.Acquired, 2, tc.name)
+		for _, p := range r.Acquired {
+			assert.Contains(t, ids, p.ID, tc.name)
+			assert.InDelta(t, tc.lease.Milliseconds(), p.LeaseLeftMs, float64(slack.Milliseconds()), tc.name)
+			assert.False(t, p.Expired)
+		}
+		assert.Empty(t, r.Notes, tc.name)
+
+		assert.Equal(t, int64(3), available(t, rc, name), "%s: the permits are back", tc.name)
+		assert.False(t, exists(t, rc, permitsKey(name)), "%s: none is acquired", tc.name)
+	}
+}
+
+// A permit taken away while CMD runs ends CMD as a lost lock does: exit 79.
+func TestRunExpirablePermitLost(t *testing.T) {
+	t.Parallel()
+	c, rc := newLockClient(t)
+	name := lockName(t)
+	e := semaphore.NewExpirable(c, name)
+	cleanupKeys(t, rc, name, permitsKey(name))
+	ok, err := e.TrySetPermits(t.Context(), 2)
+	require.NoError(t, err)
+	require.True(t, ok)
+
+	cmd, pid := startRun(t, "--kind", "expirable-semaphore", "--permits", "2", "--watchdog-timeout", "300ms", name, "--",
+		"sh", "-c", "echo $$; exec sleep 30")
+	members, err := rc.Do(t.Context(), rc.B().Zrange().Key(permitsKey(name)).Min("0").Max("-1").Build()).AsStrSlice()
+	require.NoError(t, err)
+	require.Len(t, members, 2)
+	require.NoError(t, rc.Do(t.Context(), rc.B().Zrem().Key(permitsKey(name)).Member(members[0]).Build()).Error())
+	removed := time.Now()
+	code, stderr := waitRun(t, cmd)
+	assert.Equal(t, exitLost, code, stderr)
+	assert.Less(t, time.Since(removed), time.Second+slack)
+	assert.Contains(t, stderr, "lost while CMD ran")
+	assert.True(t, dead(pid), "CMD is gone")
+	// The permit still held was released; the one taken away is gone.
+	assert.Equal(t, int64(1), available(t, rc, name))
+	assert.False(t, exists(t, rc, permitsKey(name)))
+}
+
+// With --lease, CMD is terminated when the permit's lease ends first.
+func TestRunExpirableLeaseEnds(t *testing.T) {
+	t.Parallel()
+	c, rc := newLockClient(t)
+	name := lockName(t)
+	cleanupKeys(t, rc, name, permitsKey(name))
+	ok, err := semaphore.NewExpirable(c, name).TrySetPermits(t.Context(), 1)
+	require.NoError(t, err)
+	require.True(t, ok)
+	res := runBinary(t, "", "run", "--redis", redisURL(), "--kind", "expirable-semaphore", "--lease", "300ms", name, "--", "sleep", "30")
+	assert.Equal(t, exitLost, res.code, res.stderr)
+	assert.Less(t, res.took, 300*time.Millisecond+slack)
+}
+
+func TestSemaphoreInitAdd(t *testing.T) {
+	t.Parallel()
+	_, rc := newLockClient(t)
+	name, ttlName := lockName(t), lockName(t)+":ttl"
+	cleanupKeys(t, rc, name, ttlName)
+
+	res := runInProcess(t, "semaphore", "--redis", redisURL(), "init", name, "2")
+	require.Equal(t, 0, res.code, res.stderr)
+	assert.Equal(t, name+": set to 2 permits\n", res.stdout)
+	res = runInProcess(t, "semaphore", "init", "--redis", redisURL(), name, "5")
+	assert.Equal(t, exitFailure, res.code)
+	assert.Equal(t, "interlock: semaphore init: \""+name+"\" is already set (2 permits available); nothing changed\n", res.stderr)
+	assert.Equal(t, int64(2), available(t, rc, name))
+
+	res = runInProcess(t, "semaphore", "add", name, "3", "--redis", redisURL())
+	require.Equal(t, 0, res.code, res.stderr)
+	assert.Equal(t, name+": added 3 permits\n", res.stdout)
+	assert.Equal(t, int64(5), available(t, rc, name))
+	res = runInProcess(t, "semaphore", "--redis", redisURL(), "add", name, "-2")
+	require.Equal(t, 0, res.code, res.stderr)
+	assert.Equal(t, name+": took away 2 permits\n", res.stdout)
+	res = runInProcess(t, "semaphore", "--redis", redisURL(), "--kind", "expirable-semaphore", "add", name, "--", "-1")
+	require.Equal(t, 0, res.code, res.stderr)
+	assert.Equal(t, int64(2), available(t, rc, name))
+
+	res = runInProcess(t, "semaphore", "--redis", redisURL(), "init", "--ttl", "10s", ttlName, "1")
+	require.Equal(t, 0, res.code, res.stderr)
+	ttl, err := rc.Do(t.Context(), rc.B().Pttl().Key(ttlName).Build()).AsInt64()
+	require.NoError(t, err)
+	assert.InDelta(t, 10000, ttl, float64(slack.Milliseconds()))
+}
+
+func TestLatchInitCountdownAwait(t *testing.T) {
+	t.Parallel()
+	_, rc := newLockClient(t)
+	name := lockName(t)
+	cleanupKeys(t, rc, name)
+
+	res := runInProcess(t, "latch", "--redis", redisURL(), "init", name, "2")
+	require.Equal(t, 0, res.code, res.stderr)
+	assert.Equal(t, name+": count set to 2\n", res.stdout)
+	res = runInProcess(t, "latch", "--redis", redisURL(), "init", name, "1")
+	assert.Equal(t, exitFailure, res.code)
+	assert.Contains(t, res.stderr, `"`+name+`" is already set (count 2); nothing changed`)
+
+	res = runBinary(t, "", "latch", "--redis", redisURL(), "await", "--wait", "200ms", name)
+	assert.Equal(t, exitBusy, res.code, res.stderr)
+	assert.Contains(t, res.stderr, `interlock: latch "`+name+`" is still closed after --wait 200ms: its count is 2`)
+	assert.GreaterOrEqual(t, res.took, 200*time.Millisecond)
+	assert.Less(t, res.took, 200*time.Millisecond+slack)
+	res = runBinary(t, "", "latch", "--redis", redisURL(), "await", "--wait", "0", name)
+	assert.Equal(t, exitBusy, res.code, res.stderr)
+
+	// A waiter with no --wait, released by countdowns of other processes.
+	cmd := interlockCmd("latch", "--redis", redisURL(), "await", name)
+	var stderr syncBuffer
+	cmd.Stderr = &stderr
+	require.NoError(t, cmd.Start())
+	t.Cleanup(func() {
+		if cmd.ProcessState == nil {
+			_ = cmd.Process.Kill()
+			_ = cmd.Wait()
+		}
+	})
+	channel := keys.LatchChannel(name)
+	require.Eventually(t, func() bool {
+		n, err := rc.Do(t.Context(), rc.B().PubsubNumsub().Channel(channel).Build()).AsIntMap()
+		return err == nil && n[channel] > 0
+	}, 10*time.Second, 10*time.Millisecond, "await waits on the latch's channel")
+	for range 2 {
+		res = runBinary(t, "", "latch", "--redis", redisURL(), "countdown", name)
+		require.Equal(t, 0, res.code, res.stderr)
+		assert.Empty(t, res.stdout)
+	}
+	opened := time.Now()
+	waitRunCmd(t, cmd, &stderr, 0)
+	assert.Less(t, time.Since(opened), slack, "the countdown to 0 wakes the waiter")
+	assert.False(t, exists(t, rc, name), "an open latch has no key")
+
+	res = runBinary(t, "", "latch", "--redis", redisURL(), "await", "--wait", "0", name)
+	assert.Equal(t, 0, res.code, "an open latch: at once")
+	res = runInProcess(t, "latch", "--redis", redisURL(), "countdown", name)
+	assert.Equal(t, 0, res.code, "counting down an open latch does nothing")
+}
+
+// A signal ends latch await with 128+signal.
+func TestLatchAwaitInterrupted(t *testing.T) {
+	t.Parallel()
+	c, rc := newLockClient(t)
+	name := lockName(t)
+	cleanupKeys(t, rc, name)
+	ok, err := latch.New(c, name).TrySetCount(t.Context(), 1)
+	require.NoError(t, err)
+	require.True(t, ok)
+	cmd := interlockCmd("latch", "--redis", redisURL(), "await", name)
+	var stderr syncBuffer
+	cmd.Stderr = &stderr
+	require.NoError(t, cmd.Start())
+	channel := keys.LatchChannel(name)
+	require.Eventually(t, func() bool {
+		n, err := rc.Do(t.Context(), rc.B().PubsubNumsub().Channel(channel).Build()).AsIntMap()
+		return err == nil && n[channel] > 0
+	}, 10*time.Second, 10*time.Millisecond)
+	require.NoError(t, cmd.Process.Signal(syscall.SIGINT))
+	waitRunCmd(t, cmd, &stderr, 128+int(syscall.SIGINT))
+	assert.Contains(t, stderr.String(), "while waiting for latch")
+}
+
+// Semaphores and latches as Java Redisson writes them (the reference's
+// vectors, §11), decoded without changing them.
+func TestInspectJavaWrittenSynchronizers(t *testing.T) {
+	t.Parallel()
+	_, rc := newLockClient(t)
+	base := lockName(t)
+	sem, semTTL, pes, lat := base+":sem", base+":semttl", base+":pes", base+":lat"
+	timeout := permitsKey(pes)
+	cleanupKeys(t, rc, sem, semTTL, pes, timeout, lat)
+	// Permit A leased for 10s, B with no lease, C whose lease ended 1.5s
+	// ago, not reclaimed yet.
+	a, _ := hex.DecodeString("f931c493916289a8b33eefa41cfb0ce3")
+	b, _ := hex.DecodeString("0123456789abcdef0123456789abcdef")
+	cc, _ := hex.DecodeString("fedcba9876543210fedcba9876543210")
+	now := time.Now().UnixMilli()
+	redisDo(t, rc, []string{
+		"SET " + sem + " 3",
+		"SET " + semTTL + " 4 PX 60000",
+		"SET " + pes + " 1",
+		"SET " + lat + " 2",
+	})
+	require.NoError(t, rc.Do(t.Context(), rc.B().Zadd().Key(timeout).ScoreMember().
+		ScoreMember(float64(now+10000), string(a)).ScoreMember(neverExpires, string(b)).ScoreMember(float64(now-1500), string(cc)).
+		Build()).Error())
+
+	reports := inspectJSON(t, sem, semTTL, pes, lat)
+	r := reports[0]
+	assert.Equal(t, kindCounter, r.Kind, "a bare counter is a semaphore or a latch")
+	require.NotNil(t, r.Permits)
+	require.NotNil(t, r.Count)
+	assert.Equal(t, int64(3), *r.Permits)
+	assert.Equal(t, int64(3), *r.Count)
+	assert.Equal(t, int64(-1), r.TTLms)
+	assert.False(t, r.Locked)
+	assert.Empty(t, r.Notes)
+
+	assert.InDelta(t, 60000, reports[1].TTLms, float64(slack.Milliseconds()))
+
+	r = reports[2]
+	assert.Equal(t, kindExpirable, r.Kind)
+	require.NotNil(t, r.Permits)
+	assert.Equal(t, int64(1), *r.Permits)
+	assert.Nil(t, r.Count)
+	require.Len(t, r.Acquired, 3)
+	// Soonest expiry first: C (expired), A, then B (never).
+	assert.Equal(t, permit{ID: hex.EncodeToString(cc), ExpiryMs: now - 1500, Expired: true}, r.Acquired[0])
+	assert.Equal(t, hex.EncodeToString(a), r.Acquired[1].ID)
+	assert.Equal(t, now+10000, r.Acquired[1].ExpiryMs)
+	assert.InDelta(t, 10000, r.Acquired[1].LeaseLeftMs, float64(slack.Milliseconds()))
+	assert.Equal(t, permit{ID: hex.EncodeToString(b), LeaseLeftMs: -1}, r.Acquired[2])
+	require.Len(t, r.Notes, 1)
+	assert.Contains(t, r.Notes[0], "1 acquired permit expired but not given back yet")
+
+	assert.Equal(t, kindCounter, reports[3].Kind)
+
+	// inspect only reads: the expired permit is still there.
+	assert.Equal(t, int64(1), available(t, rc, pes))
+	n, err := rc.Do(t.Context(), rc.B().Zcard().Key(timeout).Build()).AsInt64()
+	require.NoError(t, err)
+	assert.Equal(t, int64(3), n)
+
+	// --kind says what a counter is, and does not override what is plain.
+	res := runInProcess(t, "inspect", "--redis", redisURL(), "--json", "--kind", "latch", lat, pes, base+":nothing")
+	require.Equal(t, 0, res.code, res.stderr)
+	var hinted []lockReport
+	for line := range strings.Lines(res.stdout) {
+		var r lockReport
+		require.NoError(t, json.Unmarshal([]byte(line), &r), line)
+		hinted = append(hinted, r)
+	}
+	require.Len(t, hinted, 3)
+	assert.Equal(t, kindLatch, hinted[0].Kind)
+	require.NotNil(t, hinted[0].Count)
+	assert.Equal(t, int64(2), *hinted[0].Count)
+	assert.Nil(t, hinted[0].Permits)
+	assert.Equal(t, kindExpirable, hinted[1].Kind)
+	assert.Contains(t, hinted[1].Notes, "--kind latch does not apply: "+timeout+" exists, so this is an expirable semaphore")
+	assert.Equal(t, kindLatch, hinted[2].Kind)
+	assert.Equal(t, []string{"there is no key: the latch is open (or was never set)"}, hinted[2].Notes)
+	r = inspectJSONKind(t, "semaphore", sem)
+	assert.Equal(t, kindSemaphore, r.Kind)
+	assert.Equal(t, int64(3), *r.Permits)
+	assert.Nil(t, r.Count)
+
+	table := inspectTable(t, sem, semTTL, pes, lat)
+	for _, want := range []string{
+		sem + " semaphore/latch no expiry - - - - 3: as a semaphore, 3 permits available; as a latch, count 3 (closed); --kind tells which",
+		pes + " expirable-semaphore no expiry - - - - 1 permit available, 3 acquired",
+		pes + " expirable-semaphore no expiry permit - - - id " + hex.EncodeToString(cc) + ", lease ended " +
+			strings.Join(strings.Fields(time.UnixMilli(now-1500).Format(tableTime)), " ") + "; EXPIRED: given back by the next operation",
+		pes + " expirable-semaphore no expiry permit - - - id " + hex.EncodeToString(b) + ", no expiry",
+	} {
+		assert.Contains(t, fieldLines(table), want)
+	}
+	assert.Contains(t, table, "permit  -          -         -      id "+hex.EncodeToString(a)+", lease left ")
+	res = runInProcess(t, "inspect", "--redis", redisURL(), "--kind", "latch", lat)
+	require.Equal(t, 0, res.code, res.stderr)
+	assert.Contains(t, fieldLines(res.stdout), lat+" latch no expiry - - - - count 2: closed")
+}
+
+// inspectJSONKind runs "inspect --json --kind kind" on one name.
+func inspectJSONKind(t *testing.T, kind, name string) lockReport {
+	t.Helper()
+	res := runInProcess(t, "inspect", "--redis", redisURL(), "--json", "--kind", kind, name)
+	require.Equal(t, 0, res.code, res.stderr)
+	var r lockReport
+	require.NoError(t, json.Unmarshal([]byte(res.stdout), &r), res.stdout)
+	return r
+}
+
+// Semaphores and latches written by the Go packages, as inspect shows
+// them.
+func TestInspectGoWrittenSynchronizers(t *testing.T) {
+	t.Parallel()
+	c, rc := newLockClient(t)
+	base := lockName(t)
+	pes, lat := base+":pes", base+":lat"
+	cleanupKeys(t, rc, pes, permitsKey(pes), lat)
+	e := semaphore.NewExpirable(c, pes)
+	ok, err := e.TrySetPermits(t.Context(), 2)
+	require.NoError(t, err)
+	require.True(t, ok)
+	ids, err := e.Acquire(t.Context(), 1, semaphore.NoExpiry)
+	require.NoError(t, err)
+	l := latch.New(c, lat)
+	ok, err = l.TrySetCount(t.Context(), 1)
+	require.NoError(t, err)
+	require.True(t, ok)
+
+	r := inspectJSON(t, pes)[0]
+	assert.Equal(t, kindExpirable, r.Kind)
+	assert.Equal(t, []permit{{ID: ids[0].String(), LeaseLeftMs: -1}}, r.Acquired)
+	r = inspectJSONKind(t, "latch", lat)
+	assert.Equal(t, int64(1), *r.Count)
+
+	require.NoError(t, e.Release(t.Context(), ids...))
+	require.NoError(t, l.CountDown(t.Context()))
+	r = inspectJSON(t, pes)[0]
+	assert.Equal(t, kindCounter, r.Kind, "with no permit acquired, an expirable semaphore is a bare counter")
+	assert.Equal(t, int64(2), *r.Permits)
+	r = inspectJSONKind(t, "expirable-semaphore", pes)
+	assert.Equal(t, kindExpirable, r.Kind)
+	assert.Empty(t, r.Acquired)
+	r = inspectJSON(t, lat)[0]
+	assert.Equal(t, kindNone, r.Kind, "an open latch has no key")
+}
+
+// Bad input is a usage error, found before anything is sent: the Redis
+// given does not even exist.
+func TestSyncUsageErrors(t *testing.T) {
+	t.Parallel()
+	const nowhere = "redis://127.0.0.1:1"
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"run", "--kind", "semaphore", "--permits", "0", "S", "--", "true"}, "run: --permits 0: at least 1 permit is needed"},
+		{[]string{"run", "--kind", "expirable-semaphore", "--permits", "-2", "S", "--", "true"}, "run: --permits -2: at least 1 permit is needed"},
+		{[]string{"run", "--kind", "expirable-semaphore", "--permits", "1001", "S", "--", "true"}, "at most 1000 expirable permits"},
+		{[]string{"run", "--kind", "semaphore", "--permits", "two", "S", "--", "true"}, "not an integer"},
+		{[]string{"run", "--kind", "expirable-semaphore", "--lease", "500us", "S", "--", "true"}, "a lease must be at least 1ms"},
+		{[]string{"run", "--kind", "semaphore", "--lease", "1s", "S", "--", "true"}, "--lease is not for --kind semaphore"},
+		{[]string{"run", "--permits", "2", "L", "--", "true"}, "--permits is for --kind semaphore and expirable-semaphore, not for a reentrant lock"},
+		{[]string{"run", "--kind", "semaphore", "a{b", "--", "true"}, "cluster slot"},
+		{[]string{"semaphore"}, "semaphore: want a subcommand: init or add"},
+		{[]string{"semaphore", "drain", "S"}, `unknown subcommand "drain"`},
+		{[]string{"semaphore", "init", "S"}, "init: want NAME and N, got 1 arguments"},
+		{[]string{"semaphore", "init", "S", "0"}, "init: 0 permits: at least 1 is needed"},
+		{[]string{"semaphore", "init", "S", "-3"}, "init: -3 permits: at least 1 is needed"},
+		{[]string{"semaphore", "init", "S", "x"}, `init: N "x" is not an integer`},
+		{[]string{"semaphore", "add", "S", "0"}, "add: 0 permits: nothing to add"},
+		{[]string{"semaphore", "add", "--ttl", "1s", "S", "1"}, "--ttl is for init only"},
+		{[]string{"semaphore", "init", "--ttl", "500us", "S", "1"}, "--ttl 500µs: a TTL must be at least 1ms"},
+		{[]string{"semaphore", "init", "--kind", "expirable-semaphore", "--ttl", "1s", "S", "1"}, "--ttl is for --kind semaphore only"},
+		{[]string{"semaphore", "init", "--kind", "latch", "S", "1"}, `unknown --kind "latch"`},
+		{[]string{"semaphore", "init", "}x", "1"}, "cluster slot"},
+		{[]string{"latch"}, "latch: want a subcommand: init, countdown or await"},
+		{[]string{"latch", "open", "L"}, `unknown subcommand "open"`},
+		{[]string{"latch", "init", "L", "-1"}, "init: count -1 must not be negative"},
+		{[]string{"latch", "init", "L", "1.5"}, `init: N "1.5" is not an integer`},
+		{[]string{"latch", "await"}, "await: want NAME, got 0 arguments"},
+		{[]string{"latch", "countdown", "--wait", "1s", "L"}, "--wait is for await only"},
+		{[]string{"latch", "await", "--wait", "-1s", "L"}, "must not be negative"},
+		{[]string{"latch", "countdown", "a{b"}, "cluster slot"},
+		{[]string{"inspect", "--kind", "lock", "L"}, `unknown --kind "lock" (want semaphore, expirable-semaphore, latch)`},
+	} {
+		args := append([]string{tc.args[0], "--redis", nowhere}, tc.args[1:]...)
+		res := runInProcess(t, args...)
+		assert.Equal(t, exitUsage, res.code, "%v: %s", tc.args, res.stderr)
+		assert.Contains(t, res.stderr, tc.want, tc.args)
+		assert.True(t, strings.HasPrefix(res.stderr, "interlock: "+tc.args[0]+": "), res.stderr)
+	}
+	// And once through the binary, as scripts see it.
+	res := runBinary(t, "", "semaphore", "--redis", nowhere, "init", "S", "0")
+	assert.Equal(t, exitUsage, res.code, res.stderr)
+}
+
+// A name whose key holds another type of data (a lock's hash) is refused
+// with a usage error, and left as it was.
+func TestSyncOnALock(t *testing.T) {
+	t.Parallel()
+	_, rc := newLockClient(t)
+	name := lockName(t)
+	redisDo(t, rc, []string{"HSET " + name + " " + javaA + ":1 1"}, name)
+	for _, args := range [][]string{
+		{"semaphore", "init", name, "2"},
+		{"semaphore", "add", name, "2"},
+		{"latch", "init", name, "2"},
+		{"latch", "countdown", name},
+	} {
+		res := runInProcess(t, append([]string{args[0], "--redis", redisURL()}, args[1:]...)...)
+		assert.Equal(t, exitUsage, res.code, "%v: %s", args, res.stderr)
+		assert.Contains(t, res.stderr, "holds another type of data", args)
+	}
+	res := runBinary(t, "", "run", "--redis", redisURL(), "--kind", "semaphore", "--wait", "0", name, "--", "echo", "must not run")
+	assert.Equal(t, exitUsage, res.code, res.stderr)
+	assert.Empty(t, res.stdout)
+	fields, err := rc.Do(t.Context(), rc.B().Hgetall().Key(name).Build()).AsStrMap()
+	require.NoError(t, err)
+	assert.Equal(t, map[string]string{javaA + ":1": "1"}, fields, "the lock is untouched")
+}
+
+// Whatever Redis holds beside a counter, decode explains it in notes.
+func TestDecodeSyncShapes(t *testing.T) {
+	t.Parallel()
+	now := time.UnixMilli(1795995449072)
+	for _, tc := range []struct {
+		name string
+		f    facts
+		hint string
+		kind string
+		want []string
+	}{
+		{"odd permits", facts{keyType: "string", value: "0", permitsType: "zset", permitsLen: 3, permits: []rueidis.ZScore{
+			{Member: "short", Score: neverExpires}, {Member: strings.Repeat("x", 16), Score: math.NaN()},
+		}}, "", kindExpirable, []string{
+			"permit 73686f7274 is 5 bytes long, not 16: no id Redisson makes",
+			"permit 78787878787878787878787878787878 has score NaN: no expiry in epoch milliseconds",
+			"3 permits are acquired; the 2 that expire first are shown",
+		}},
+		{"permits, no counter", facts{keyType: "none", pttl: -2, permitsType: "zset"}, "", kindExpirable, []string{
+			"there is no key counting the free permits: none is free until one is released",
+		}},
+		{"counter not a number", facts{keyType: "string", value: "many", pttl: -1, permitsType: "zset"}, "", kindExpirable, []string{
+			`the key holds "many", not an integer: no free permit can be counted`,
+		}},
+		{"counter a list", facts{keyType: "list", permitsType: "zset"}, "", kindExpirable, []string{
+			"the key is a list, not a string holding the count of free permits",
+		}},
+		{"timeout of another type", facts{keyType: "string", value: "4", permitsType: "hash"}, "semaphore", kindSemaphore, []string{
+			"{n}:timeout is a hash, not the sorted set of an expirable semaphore's permits",
+		}},
+		{"semaphore not set up", facts{keyType: "none", pttl: -2}, "semaphore", kindSemaphore, []string{
+			"there is no key: the semaphore is not set up, and no permit is free",
+		}},
+		{"hint on a lock", facts{keyType: "hash", fields: map[string]string{"u:1": "1"}}, "latch", kindReentrant, []string{
+			"--kind latch does not apply: this is no semaphore or latch",
+		}},
+		{"permits beside a lock", facts{keyType: "hash", fields: map[string]string{"u:1": "1"}, permitsType: "zset"}, "", kindReentrant, []string{
+			"Redis also holds acquired permits of an expirable semaphore under this name ({n}:timeout)",
+		}},
+		{"not a counter", facts{keyType: "string", value: "x"}, "latch", kindUnknown, []string{
+			`the key is a string, not a hash, and holds "x", no integer: not a Redisson lock, semaphore or latch`,
+			"--kind latch does not apply: this is no semaphore or latch",
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.f.name, tc.f.now = "n", now
+			r := decodeAs(&tc.f, tc.hint)
+			assert.Equal(t, tc.kind, r.Kind)
+			assert.Equal(t, tc.want, r.Notes)
+			var buf bytes.Buffer
+			require.NoError(t, writeTable(&buf, []lockReport{r}))
+			require.NoError(t, writeJSON(&buf, []lockReport{r}))
+		})
+	}
+	// A negative count: an open latch, a semaphore short of permits.
+	f := &facts{name: "n", now: now, keyType: "string", value: "-2", pttl: 1500}
+	r := decode(f)
+	assert.Equal(t, int64(1500), r.TTLms)
+	var buf bytes.Buffer
+	require.NoError(t, writeTable(&buf, []lockReport{r}))
+	assert.Contains(t, fieldLines(buf.String()), "n semaphore/latch 1.5s - - - - -2: as a semaphore, -2 permits available; as a latch, count -2 (open); --kind tells which")
+}
