@@ -65,9 +65,41 @@ func wrap(t *testing.T, rc rueidis.Client, opts ...interlock.Option) *interlock.
 	return c
 }
 
-// semName returns a key unique to the test.
+// semName returns a key unique to the test. Every key that contains it
+// is deleted when the test ends, so that -count reruns start afresh.
 func semName(t *testing.T) string {
-	return "sem-test:" + strings.ReplaceAll(t.Name(), "/", ":")
+	name := "sem-test:" + strings.ReplaceAll(t.Name(), "/", ":")
+	t.Cleanup(func() {
+		servers := [][]string{{addr}}
+		if cluster != nil {
+			servers = append(servers, cluster.Addrs())
+		}
+		for _, addrs := range servers {
+			deleteLike(addrs, name)
+		}
+	})
+	return name
+}
+
+// deleteLike deletes, on the server or cluster at addrs, every key that
+// contains name.
+func deleteLike(addrs []string, name string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	rc, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: addrs})
+	if err != nil {
+		return
+	}
+	defer rc.Close()
+	pattern := "*" + glob(name) + "*"
+	for _, n := range rc.Nodes() {
+		ks, err := n.Do(ctx, n.B().Keys().Pattern(pattern).Build()).AsStrSlice()
+		for _, k := range ks {
+			if err == nil {
+				n.Do(ctx, n.B().Del().Key(k).Build())
+			}
+		}
+	}
 }
 
 func testCtx(t *testing.T) context.Context {

@@ -1,0 +1,448 @@
+package semaphore_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/interlock-go/interlock"
+	"github.com/interlock-go/interlock/internal/keys"
+	"github.com/interlock-go/interlock/lua"
+	"github.com/interlock-go/interlock/semaphore"
+)
+
+func TestSemaphoreTrySetPermits(t *testing.T) {
+	each(t, func(t *testing.T, tg target) {
+		ctx := testCtx(t)
+		c, rc := tg.client(t)
+		name := semName(t)
+		s := semaphore.New(c, name)
+		assert.Equal(t, name, s.Name())
+		in := listen(t, rc, keys.SemaphoreChannel(name), tg.cluster)
+
+		require.True(t, must[bool](t)(s.TrySetPermits(ctx, 3)))
+		assert.Equal(t, []string{"3"}, in.next(t), "the new count is announced")
+		assert.EqualValues(t, 3, must[int64](t)(s.Available(ctx)))
+		assert.Equal(t, time.Duration(-1), must[time.Duration](t)(s.TTL(ctx)))
+
+		require.False(t, must[bool](t)(s.TrySetPermits(ctx, 5)))
+		require.False(t, must[bool](t)(s.TrySetPermitsTTL(ctx, 5, time.Minute)))
+		assert.Empty(t, in.next(t), "a refused set announces nothing")
+		assert.EqualValues(t, 3, must[int64](t)(s.Available(ctx)))
+		assert.Equal(t, time.Duration(-1), must[time.Duration](t)(s.TTL(ctx)), "a refused set leaves the TTL")
+
+		// With a TTL.
+		name2 := name + ":ttl"
+		s2 := semaphore.New(c, name2)
+		in2 := listen(t, rc, keys.SemaphoreChannel(name2), tg.cluster)
+		require.True(t, must[bool](t)(s2.TrySetPermitsTTL(ctx, 2, 10*time.Second)))
+		assert.Equal(t, []string{"2"}, in2.next(t))
+		ttl := must[time.Duration](t)(s2.TTL(ctx))
+		within(t, ttl, 9*time.Second, 10*time.Second, "TTL")
+		require.False(t, must[bool](t)(s2.TrySetPermitsTTL(ctx, 7, time.Hour)))
+		require.False(t, must[bool](t)(s2.TrySetPermits(ctx, 7)))
+		assert.Empty(t, in2.next(t))
+		assert.EqualValues(t, 2, must[int64](t)(s2.Available(ctx)))
+		assert.LessOrEqual(t, must[time.Duration](t)(s2.TTL(ctx)), 10*time.Second)
+
+		// Zero permits is a valid semaphore.
+		s3 := semaphore.New(c, name+":zero")
+		require.True(t, must[bool](t)(s3.TrySetPermits(ctx, 0)))
+		assert.True(t, exists(t, rc, name+":zero"))
+		assert.EqualValues(t, 0, must[int64](t)(s3.Available(ctx)))
+		assert.Empty(t, receipts(t, rc, name), "a try-set takes no receipt")
+	})
+}
+
+func TestSemaphoreAddPermits(t *testing.T) {
+	each(t, func(t *testing.T, tg target) {
+		ctx := testCtx(t)
+		c, rc := tg.client(t)
+		name := semName(t)
+		s := semaphore.New(c, name)
+		in := listen(t, rc, keys.SemaphoreChannel(name), tg.cluster)
+
+		// On a missing semaphore AddPermits creates it.
+		require.NoError(t, s.AddPermits(ctx, 5))
+		assert.Equal(t, []string{"5"}, in.next(t))
+		assert.EqualValues(t, 5, must[int64](t)(s.Available(ctx)))
+		oneReceipt(t, rc, name, "AddPermits")
+
+		require.NoError(t, s.AddPermits(ctx, -2))
+		assert.Equal(t, []string{"3"}, in.next(t), "the new total is announced")
+		assert.EqualValues(t, 3, must[int64](t)(s.Available(ctx)))
+		oneReceipt(t, rc, name, "AddPermits")
+
+		require.NoError(t, s.AddPermits(ctx, -5))
+		assert.EqualValues(t, -2, must[int64](t)(s.Available(ctx)), "the count may go below zero")
+		assert.Equal(t, []string{"-2"}, in.next(t))
+		oneReceipt(t, rc, name, "AddPermits")
+
+		assert.ErrorIs(t, s.AddPermits(ctx, 0), interlock.ErrInvalid)
+		assert.Empty(t, in.next(t), "a zero delta sends nothing")
+		assert.Empty(t, receipts(t, rc, name))
+		assert.EqualValues(t, -2, must[int64](t)(s.Available(ctx)))
+
+		// AddPermits clears the TTL, of either sign.
+		for _, delta := range []int{3, -1} {
+			s2 := semaphore.New(c, name+":ttl")
+			_, _ = s2.Delete(ctx)
+			require.True(t, must[bool](t)(s2.TrySetPermitsTTL(ctx, 2, time.Minute)))
+			require.NoError(t, s2.AddPermits(ctx, delta))
+			assert.Equal(t, time.Duration(-1), must[time.Duration](t)(s2.TTL(ctx)), "delta %d", delta)
+			assert.EqualValues(t, 2+delta, must[int64](t)(s2.Available(ctx)))
+		}
+	})
+}
+
+func TestSemaphoreAcquire(t *testing.T) {
+	each(t, func(t *testing.T, tg target) {
+		ctx := testCtx(t)
+		c, rc := tg.client(t)
+		name := semName(t)
+		s := semaphore.New(c, name)
+
+		// On a missing semaphore nothing can be taken.
+		assert.False(t, must[bool](t)(s.TryAcquire(ctx, 1, 0)))
+		assert.False(t, exists(t, rc, name))
+		assert.Empty(t, receipts(t, rc, name), "a failed attempt leaves no receipt")
+
+		require.True(t, must[bool](t)(s.TrySetPermits(ctx, 3)))
+		require.NoError(t, s.Acquire(ctx, 2))
+		oneReceipt(t, rc, name, "Acquire")
+		assert.EqualValues(t, 1, must[int64](t)(s.Available(ctx)))
+		start := time.Now()
+		assert.False(t, must[bool](t)(s.TryAcquire(ctx, 2, 0)), "2 of 1 free")
+		assert.Less(t, time.Since(start), slack, "wait 0 is one attempt")
+		assert.EqualValues(t, 1, must[int64](t)(s.Available(ctx)), "a failed attempt takes nothing")
+		assert.Empty(t, receipts(t, rc, name))
+		assert.True(t, must[bool](t)(s.TryAcquire(ctx, 1, 0)))
+		oneReceipt(t, rc, name, "TryAcquire")
+		assert.EqualValues(t, 0, must[int64](t)(s.Available(ctx)))
+
+		// Acquire of n waits until n are free, not one.
+		got := make(chan error, 1)
+		go func() { got <- s.Acquire(ctx, 2) }()
+		require.NoError(t, s.Release(ctx, 1))
+		select {
+		case err := <-got:
+			t.Fatalf("Acquire(2) returned with 1 free: %v", err)
+		case <-time.After(quiet):
+		}
+		require.NoError(t, s.Release(ctx, 1))
+		select {
+		case err := <-got:
+			require.NoError(t, err)
+		case <-time.After(prompt):
+			t.Fatal("Acquire(2) not woken by the second release")
+		}
+		assert.EqualValues(t, 0, must[int64](t)(s.Available(ctx)))
+
+		// Acquire ends with its ctx, taking nothing.
+		short, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+		defer cancel()
+		start = time.Now()
+		err := s.Acquire(short, 1)
+		require.ErrorIs(t, err, context.DeadlineExceeded)
+		within(t, time.Since(start), 300*time.Millisecond, 300*time.Millisecond+slack, "Acquire until its deadline")
+		require.NoError(t, s.Release(ctx, 1))
+		assert.EqualValues(t, 1, must[int64](t)(s.Available(ctx)))
+	})
+}
+
+// TryAcquire waits until its deadline, and tries once more then: permits
+// that came back without a message are still found.
+func TestSemaphoreTryAcquireDeadline(t *testing.T) {
+	each(t, func(t *testing.T, tg target) {
+		ctx := testCtx(t)
+		c, cnt := tg.counted(t)
+		rc := cnt.Client
+		name := semName(t)
+		s := semaphore.New(c, name)
+		require.True(t, must[bool](t)(s.TrySetPermits(ctx, 0)))
+
+		const wait = 500 * time.Millisecond
+		start := time.Now()
+		assert.False(t, must[bool](t)(s.TryAcquire(ctx, 1, wait)))
+		within(t, time.Since(start), wait, wait+slack, "TryAcquire(500ms)")
+		// A try, a try once subscribed, a try at the deadline.
+		assert.EqualValues(t, 3, cnt.n(lua.SemAcquire()), "attempts")
+
+		// A permit put back silently in the middle of the wait is taken by
+		// the try at the deadline.
+		before := cnt.n(lua.SemAcquire())
+		done := make(chan bool, 1)
+		start = time.Now()
+		go func() {
+			ok, err := s.TryAcquire(ctx, 1, wait)
+			assert.NoError(t, err)
+			done <- ok
+		}()
+		time.Sleep(wait / 4)
+		do(t, rc, "SET", name, "1") // no message
+		ok := <-done
+		took := time.Since(start)
+		assert.True(t, ok, "the try at the deadline")
+		within(t, took, wait-10*time.Millisecond, wait+slack, "TryAcquire(500ms)")
+		assert.EqualValues(t, 3, cnt.n(lua.SemAcquire())-before, "attempts")
+		assert.EqualValues(t, 0, must[int64](t)(s.Available(ctx)))
+		oneReceipt(t, rc, name, "TryAcquire")
+	})
+}
+
+// A release wakes a parked waiter by its message, not by the repoll.
+func TestSemaphoreReleaseWakesWaiter(t *testing.T) {
+	each(t, func(t *testing.T, tg target) {
+		ctx := testCtx(t)
+		c, cnt := tg.counted(t)
+		rc := cnt.Client
+		name := semName(t)
+		s := semaphore.New(c, name)
+		in := listen(t, rc, keys.SemaphoreChannel(name), tg.cluster)
+		require.True(t, must[bool](t)(s.TrySetPermits(ctx, 0)))
+		in.next(t)
+
+		done := make(chan error, 1)
+		go func() { done <- s.Acquire(ctx, 1) }()
+		require.Eventually(t, func() bool { return cnt.n(lua.SemAcquire()) == 2 }, prompt, time.Millisecond, "waiter parked")
+		time.Sleep(50 * time.Millisecond)
+		start := time.Now()
+		require.NoError(t, s.Release(ctx, 1))
+		var woke time.Duration
+		select {
+		case err := <-done:
+			woke = time.Since(start)
+			require.NoError(t, err)
+		case <-time.After(prompt):
+			t.Fatal("waiter not woken")
+		}
+		t.Logf("woken %v after the release", woke)
+		assert.Less(t, woke, slack, "woken by the message, not by the 2s repoll")
+		assert.EqualValues(t, 3, cnt.n(lua.SemAcquire()), "one attempt after the wake-up")
+		assert.Equal(t, []string{"1"}, in.next(t), "Release announces the new free count")
+		assert.EqualValues(t, 0, must[int64](t)(s.Available(ctx)))
+		assert.Eventually(t, func() bool { return len(receipts(t, rc, name)) == 0 }, 5*time.Second, 10*time.Millisecond,
+			"answered receipts are deleted by the Client")
+	})
+}
+
+func TestSemaphoreRelease(t *testing.T) {
+	each(t, func(t *testing.T, tg target) {
+		ctx := testCtx(t)
+		c, rc := tg.client(t)
+		name := semName(t)
+		s := semaphore.New(c, name)
+		in := listen(t, rc, keys.SemaphoreChannel(name), tg.cluster)
+
+		// Release creates a missing semaphore, as Redisson's does.
+		require.NoError(t, s.Release(ctx, 2))
+		assert.Equal(t, []string{"2"}, in.next(t))
+		oneReceipt(t, rc, name, "Release")
+		require.NoError(t, s.Release(ctx, 3))
+		assert.Equal(t, []string{"5"}, in.next(t))
+		oneReceipt(t, rc, name, "Release")
+		assert.EqualValues(t, 5, must[int64](t)(s.Available(ctx)))
+	})
+}
+
+func TestSemaphoreReleaseIfExists(t *testing.T) {
+	each(t, func(t *testing.T, tg target) {
+		ctx := testCtx(t)
+		c, rc := tg.client(t)
+		name := semName(t)
+		s := semaphore.New(c, name)
+		in := listen(t, rc, keys.SemaphoreChannel(name), tg.cluster)
+
+		assert.False(t, must[bool](t)(s.ReleaseIfExists(ctx, 1)))
+		assert.False(t, exists(t, rc, name), "no semaphore created")
+		assert.Empty(t, in.next(t), "nothing announced")
+		oneReceipt(t, rc, name, "ReleaseIfExists")
+
+		require.True(t, must[bool](t)(s.TrySetPermits(ctx, 1)))
+		in.next(t)
+		assert.True(t, must[bool](t)(s.ReleaseIfExists(ctx, 2)))
+		assert.Equal(t, []string{"3"}, in.next(t))
+		assert.EqualValues(t, 3, must[int64](t)(s.Available(ctx)))
+		oneReceipt(t, rc, name, "ReleaseIfExists")
+	})
+}
+
+func TestSemaphoreDrainDeleteTTL(t *testing.T) {
+	each(t, func(t *testing.T, tg target) {
+		ctx := testCtx(t)
+		c, rc := tg.client(t)
+		name := semName(t)
+		s := semaphore.New(c, name)
+		in := listen(t, rc, keys.SemaphoreChannel(name), tg.cluster)
+
+		// Missing.
+		assert.EqualValues(t, 0, must[int64](t)(s.Drain(ctx)))
+		assert.False(t, exists(t, rc, name), "Drain creates nothing")
+		assert.EqualValues(t, 0, must[int64](t)(s.Available(ctx)))
+		assert.Zero(t, must[time.Duration](t)(s.TTL(ctx)))
+		assert.False(t, must[bool](t)(s.Delete(ctx)))
+
+		require.True(t, must[bool](t)(s.TrySetPermitsTTL(ctx, 4, time.Minute)))
+		in.next(t)
+		assert.EqualValues(t, 4, must[int64](t)(s.Drain(ctx)))
+		assert.Empty(t, in.next(t), "Drain announces nothing")
+		assert.EqualValues(t, 0, must[int64](t)(s.Available(ctx)))
+		assert.Equal(t, "string:0", state(t, rc, name))
+		assert.Equal(t, time.Duration(-1), must[time.Duration](t)(s.TTL(ctx)), "Drain clears the TTL")
+		assert.EqualValues(t, 0, must[int64](t)(s.Drain(ctx)))
+		assert.Empty(t, receipts(t, rc, name))
+
+		assert.True(t, must[bool](t)(s.Delete(ctx)))
+		assert.False(t, exists(t, rc, name))
+		assert.False(t, must[bool](t)(s.Delete(ctx)))
+		assert.Empty(t, in.next(t), "Delete announces nothing")
+
+		// Delete does not wake waiters: they wait for a release.
+		require.True(t, must[bool](t)(s.TrySetPermits(ctx, 0)))
+		got := make(chan error, 1)
+		go func() { got <- s.Acquire(ctx, 1) }()
+		time.Sleep(quiet)
+		require.True(t, must[bool](t)(s.Delete(ctx)))
+		select {
+		case err := <-got:
+			t.Fatalf("Acquire returned after Delete: %v", err)
+		case <-time.After(quiet):
+		}
+		require.NoError(t, s.Release(ctx, 1))
+		require.NoError(t, <-got)
+	})
+}
+
+func TestSemaphoreBadInput(t *testing.T) {
+	each(t, func(t *testing.T, tg target) {
+		ctx := testCtx(t)
+		c, rc := tg.client(t)
+		name := semName(t)
+
+		s := semaphore.New(c, name)
+		invalid := map[string]error{
+			"TrySetPermits(-1)":          second(s.TrySetPermits(ctx, -1)),
+			"TrySetPermitsTTL(1, 0)":     second(s.TrySetPermitsTTL(ctx, 1, 0)),
+			"TrySetPermitsTTL(1, -1s)":   second(s.TrySetPermitsTTL(ctx, 1, -time.Second)),
+			"TrySetPermitsTTL(1, 500us)": second(s.TrySetPermitsTTL(ctx, 1, 500*time.Microsecond)),
+			"TrySetPermitsTTL(-1, 1s)":   second(s.TrySetPermitsTTL(ctx, -1, time.Second)),
+			"Acquire(0)":                 s.Acquire(ctx, 0),
+			"Acquire(-1)":                s.Acquire(ctx, -1),
+			"TryAcquire(0, 0)":           second(s.TryAcquire(ctx, 0, 0)),
+			"TryAcquire(-3, 1s)":         second(s.TryAcquire(ctx, -3, time.Second)),
+			"TryAcquire(1, -1ns)":        second(s.TryAcquire(ctx, 1, -1)),
+			"Release(0)":                 s.Release(ctx, 0),
+			"Release(-1)":                s.Release(ctx, -1),
+			"ReleaseIfExists(0)":         second(s.ReleaseIfExists(ctx, 0)),
+			"AddPermits(0)":              s.AddPermits(ctx, 0),
+		}
+		for op, err := range invalid {
+			assert.ErrorIs(t, err, interlock.ErrInvalid, op)
+			assert.ErrorIs(t, err, semaphore.ErrInvalid, op)
+		}
+		assert.False(t, exists(t, rc, name), "nothing sent")
+		assert.Empty(t, receipts(t, rc, name))
+
+		// A nil client, a bad name: every method, nothing sent.
+		for what, s := range map[string]*semaphore.Semaphore{
+			"nil client": semaphore.New(nil, name),
+			"empty name": semaphore.New(c, ""),
+			"a{b":        semaphore.New(c, "a{b"),
+			"x}y":        semaphore.New(c, "x}y"),
+		} {
+			for _, o := range allOps(ctx, s) {
+				assert.ErrorIs(t, o.f(), interlock.ErrInvalid, "%s: %s", what, o.name)
+			}
+		}
+		assert.False(t, exists(t, rc, name))
+
+		// A key of another type (an rlock's hash): an argument error, and the
+		// key is left as it was.
+		hashName := name + ":hash"
+		do(t, rc, "HSET", hashName, "client:1", "1")
+		do(t, rc, "PEXPIRE", hashName, "60000")
+		before := state(t, rc, hashName)
+		h := semaphore.New(c, hashName)
+		for _, o := range allOps(ctx, h) {
+			op := o.name
+			if op == "Delete" || op == "TTL" {
+				continue // they work on a key of any type
+			}
+			err := o.f()
+			require.Error(t, err, op)
+			assert.ErrorIs(t, err, interlock.ErrInvalid, op)
+			var ie *interlock.Error
+			assert.True(t, errors.As(err, &ie), "%s: %T", op, err)
+			assert.Contains(t, err.Error(), "WRONGTYPE", op)
+			assert.Equal(t, before, state(t, rc, hashName), "%s changed the key", op)
+		}
+		assert.Empty(t, receipts(t, rc, hashName), "failed operations leave no receipt")
+
+		// A closed Client.
+		c2, _ := tg.client(t)
+		s2 := semaphore.New(c2, name)
+		require.NoError(t, c2.Close())
+		for _, o := range allOps(ctx, s2) {
+			assert.ErrorIs(t, o.f(), interlock.ErrClosed, o.name)
+		}
+		assert.False(t, exists(t, rc, name))
+	})
+}
+
+func second[T any](_ T, err error) error { return err }
+
+// op is one call of a method, run when the test says.
+type op struct {
+	name string
+	f    func() error
+}
+
+// allOps returns a call of every method of s, in an order that leaves a
+// valid semaphore with 1 free permit.
+func allOps(ctx context.Context, s *semaphore.Semaphore) []op {
+	return []op{
+		{"TrySetPermits", func() error { return second(s.TrySetPermits(ctx, 1)) }},
+		{"TrySetPermitsTTL", func() error { return second(s.TrySetPermitsTTL(ctx, 1, time.Minute)) }},
+		{"AddPermits", func() error { return s.AddPermits(ctx, 1) }},
+		{"Acquire", func() error { return s.Acquire(ctx, 1) }},
+		{"TryAcquire", func() error { return second(s.TryAcquire(ctx, 1, 100*time.Millisecond)) }},
+		{"Release", func() error { return s.Release(ctx, 1) }},
+		{"ReleaseIfExists", func() error { return second(s.ReleaseIfExists(ctx, 1)) }},
+		{"Available", func() error { return second(s.Available(ctx)) }},
+		{"Drain", func() error { return second(s.Drain(ctx)) }},
+		{"TTL", func() error { return second(s.TTL(ctx)) }},
+		{"Delete", func() error { return second(s.Delete(ctx)) }},
+	}
+}
+
+// Each operation that changes the count leaves at most one receipt, which
+// expires within 30s.
+func TestSemaphoreReceipts(t *testing.T) {
+	each(t, func(t *testing.T, tg target) {
+		ctx := testCtx(t)
+		c, rc := tg.client(t)
+		name := semName(t)
+		s := semaphore.New(c, name)
+		steps := []op{
+			{"TrySetPermitsTTL", func() error { return second(s.TrySetPermitsTTL(ctx, 1, time.Minute)) }},
+			{"AddPermits", func() error { return s.AddPermits(ctx, 2) }},
+			{"Acquire", func() error { return s.Acquire(ctx, 3) }},
+			{"TryAcquire (busy)", func() error { return second(s.TryAcquire(ctx, 1, 300*time.Millisecond)) }},
+			{"Release", func() error { return s.Release(ctx, 1) }},
+			{"TryAcquire", func() error { return second(s.TryAcquire(ctx, 1, time.Second)) }},
+			{"ReleaseIfExists", func() error { return second(s.ReleaseIfExists(ctx, 4)) }},
+			{"Available", func() error { return second(s.Available(ctx)) }},
+			{"Drain", func() error { return second(s.Drain(ctx)) }},
+			{"Delete", func() error { return second(s.Delete(ctx)) }},
+			{"ReleaseIfExists (missing)", func() error { return second(s.ReleaseIfExists(ctx, 1)) }},
+		}
+		for _, st := range steps {
+			require.NoError(t, st.f(), st.name)
+			oneReceipt(t, rc, name, st.name)
+		}
+	})
+}
