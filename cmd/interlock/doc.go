@@ -10,11 +10,11 @@
 //	interlock run       [--redis URL] [--kind KIND] [--permits N] [--wait D]
 //	                    [--lease D] [--watchdog-timeout D] [--grace D]
 //	                    LOCK -- CMD [ARGS...]
-//	interlock semaphore [--redis URL] [--kind KIND] [--ttl D] init NAME N
-//	interlock semaphore [--redis URL] [--kind KIND] add NAME N
-//	interlock latch     [--redis URL] init NAME N
-//	interlock latch     [--redis URL] countdown NAME
-//	interlock latch     [--redis URL] [--wait D] await NAME
+//	interlock semaphore init [--redis URL] [--kind KIND] [--ttl D] NAME N
+//	interlock semaphore add  [--redis URL] [--kind KIND] NAME N
+//	interlock latch     init [--redis URL] NAME N
+//	interlock latch     countdown [--redis URL] NAME
+//	interlock latch     await [--redis URL] [--wait D] NAME
 //	interlock inspect   [--redis URL] [--json] [--kind KIND] NAME...
 //	interlock unlock    [--redis URL] [--kind KIND] --force LOCK
 //	interlock demo      [--redis URL]

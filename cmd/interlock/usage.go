@@ -42,11 +42,11 @@ Usage:
   interlock run       [--redis URL] [--kind KIND] [--permits N] [--wait D]
                       [--lease D] [--watchdog-timeout D] [--grace D]
                       LOCK -- CMD [ARGS...]
-  interlock semaphore [--redis URL] [--kind KIND] [--ttl D] init NAME N
-  interlock semaphore [--redis URL] [--kind KIND] add NAME N
-  interlock latch     [--redis URL] init NAME N
-  interlock latch     [--redis URL] countdown NAME
-  interlock latch     [--redis URL] [--wait D] await NAME
+  interlock semaphore init [--redis URL] [--kind KIND] [--ttl D] NAME N
+  interlock semaphore add  [--redis URL] [--kind KIND] NAME N
+  interlock latch     init [--redis URL] NAME N
+  interlock latch     countdown [--redis URL] NAME
+  interlock latch     await [--redis URL] [--wait D] NAME
   interlock inspect   [--redis URL] [--json] [--kind KIND] NAME...
   interlock unlock    [--redis URL] [--kind KIND] --force LOCK
   interlock demo      [--redis URL]
@@ -239,8 +239,8 @@ unusable name or --kind, 69 when Redis fails.
 `
 
 // semaphoreUsage is the help of "interlock semaphore".
-const semaphoreUsage = `Usage: interlock semaphore [flags] init NAME N
-       interlock semaphore [flags] add NAME N
+const semaphoreUsage = `Usage: interlock semaphore init [flags] NAME N
+       interlock semaphore add [flags] NAME N
 
 init sets up the semaphore NAME with N free permits (N at least 1), as
 Redisson's trySetPermits(N): only if it is not set up already. It exits 1,
@@ -268,9 +268,9 @@ or a name whose key holds another type of data, 69 when Redis fails.
 `
 
 // latchUsage is the help of "interlock latch".
-const latchUsage = `Usage: interlock latch [flags] init NAME N
-       interlock latch [flags] countdown NAME
-       interlock latch [flags] [--wait D] await NAME
+const latchUsage = `Usage: interlock latch init [flags] NAME N
+       interlock latch countdown [flags] NAME
+       interlock latch await [flags] [--wait D] NAME
 
 The count-down latch NAME is Redisson's RCountDownLatch of that name:
 closed while its count is above 0, open at 0 or when it does not exist.
