@@ -54,6 +54,9 @@ func (l *Latch) TrySetCount(ctx context.Context, count int64) (bool, error) {
 		return false, l.OpErr("set count", err)
 	}
 	n, err := lockcore.Int(l.Run(ctx, lua.LatchTrySet(), []string{l.Name(), l.Channel()}, "1", strconv.FormatInt(count, 10), pub))
+	if err == nil && n != 1 {
+		err = l.CheckType(ctx, l.Name(), "string") // set, or another object's key
+	}
 	return n == 1, l.OpErr("set count", err)
 }
 
@@ -133,12 +136,16 @@ func (l *Latch) poll(ctx context.Context) error {
 	}
 }
 
-// Delete removes the latch, opening it, and reports whether it existed.
+// Delete removes the latch, opening it, and reports whether it existed; a
+// key of another type is refused.
 // As in Redisson, waiters are not woken: their next periodic read finds
 // the latch open.
 func (l *Latch) Delete(ctx context.Context) (bool, error) {
 	if err := l.Ready(); err != nil {
 		return false, err
+	}
+	if err := l.CheckType(ctx, l.Name(), "string"); err != nil {
+		return false, l.OpErr("delete", err)
 	}
 	pub, err := l.Publish(ctx)
 	if err != nil {

@@ -104,22 +104,22 @@
 // # Receipts
 //
 // Some scripts count: run twice, they take or give permits twice. Each
-// such call from Go (Semaphore's acquisition attempts, Release,
+// such call from Go (acquisition attempts and releases of both kinds,
 // ReleaseIfExists, both kinds' AddPermits, and the latch's CountDown)
 // carries a receipt: a key interlock_receipt:{N}:<32 hex characters>,
 // unique to the call and in N's cluster slot, which the script writes when
-// it applies and which expires after 30s. A copy of the call that finds
-// the receipt changes nothing and answers what the first one did, so the
-// client may resend it after a connection error without counting twice.
-// When an acquisition attempt's reply is lost (its context ended, the
-// connection broke), the Client takes it back in the background under the
-// same receipt: it returns the permits if the attempt took them, and
-// otherwise leaves a receipt that makes a late copy of the attempt take
-// nothing. An Expirable acquisition needs no receipt: its permits have
-// fresh ids, and the take-back releases those ids, which changes nothing
-// if they were never added. Redisson has no receipts; Java never reads
-// these keys, and a Go call whose receipt is left out runs exactly
-// Redisson's script.
+// it applies. A copy of the call that finds the receipt changes nothing
+// and answers what the first one did, so the client may resend it after a
+// connection error without counting twice. When an acquisition attempt's
+// reply is lost (its context ended, the connection broke), the Client
+// takes it back in the background under the same receipt: it returns the
+// permits if the attempt took them, and otherwise leaves a receipt that
+// makes a late copy of the attempt take nothing, even one that reaches
+// Redis after the take-back on another connection. Once a call has its
+// answer the Client deletes its receipt, in batches off the caller's path,
+// so receipts do not pile up; one whose answer never came expires after
+// 30s. Redisson has no receipts; Java never reads these keys, and a call
+// whose receipt is left out runs exactly Redisson's script.
 //
 // TrySetPermits, TrySetPermitsTTL and Drain carry no receipt and are never
 // resent: a resend would answer differently. When their reply is lost the

@@ -264,8 +264,9 @@ func pttl(ctx context.Context, o *lockcore.Object, key string) (time.Duration, e
 	return time.Duration(ms) * time.Millisecond, nil
 }
 
-// Delete removes the semaphore, and reports whether it existed. Waiters
-// keep waiting, as in Redisson, until permits are released again.
+// Delete removes the semaphore, and reports whether it existed; a key of
+// another type is refused. Waiters keep waiting, as in Redisson, until
+// permits are released again.
 func (s *Semaphore) Delete(ctx context.Context) (bool, error) {
 	return del(ctx, &s.Object, s.Name())
 }
@@ -275,6 +276,11 @@ func del(ctx context.Context, o *lockcore.Object, keys ...string) (bool, error) 
 		return false, err
 	}
 	rc := o.RT().RC
+	for i, k := range keys {
+		if err := o.CheckType(ctx, k, [...]string{"string", "zset"}[i]); err != nil {
+			return false, o.OpErr("delete", err)
+		}
+	}
 	var n int64
 	for _, k := range keys { // one by one: the keys share a slot, but not a DEL in every client mode
 		c, err := rc.Do(ctx, rc.B().Del().Key(k).Build()).AsInt64()

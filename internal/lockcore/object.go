@@ -123,6 +123,21 @@ func (o *Object) RunAcked(ctx context.Context, s *lua.Script, keys []string, arg
 // most once, however often it is sent.
 func (o *Object) Receipt() string { return keys.Receipt(o.name, keys.RequestID()) }
 
+// CheckType returns an argument error when key holds something other than
+// want ("string", "zset") or nothing, so that a call about to remove or
+// judge it leaves another object (a lock's hash) alone.
+func (o *Object) CheckType(ctx context.Context, key, want string) error {
+	rc := o.rt.RC
+	t, err := rc.Do(ctx, rc.B().Type().Key(key).Build()).ToString()
+	switch {
+	case err != nil:
+		return err
+	case t != want && t != "none":
+		return fmt.Errorf("%w: %s holds a %s, not a %s's data", interlock.ErrInvalid, key, t, o.kind)
+	}
+	return nil
+}
+
 // Answered drops a receipt whose operation has answered: no resend of it
 // can follow. The Client deletes such receipts in batches, off the
 // caller's path, so that they do not pile up on the server.
