@@ -3,7 +3,7 @@ package lua
 // The expirable semaphore's scripts (Redisson's RPermitExpirableSemaphore),
 // and pes_renew, the watchdog's. Its trySetPermits is SemTrySet.
 var (
-	pesAcquire     = load("pes_acquire", false)
+	pesAcquire     = load("pes_acquire", true)
 	pesUndoAcquire = load("pes_undo_acquire", true)
 	pesReleaseOne  = load("pes_release_one", true)
 	pesRelease     = load("pes_release", true)

@@ -20,8 +20,8 @@
 -- permit that expires first, or nil when none will (N missing, or only
 -- NEVER permits out). With a receipt, a resend answers "OK" if the first
 -- send took the permits and nil if pes_undo_acquire took them back, and
--- changes nothing. Without one this is Redisson's script and is not
--- idempotent: never retried automatically.
+-- changes nothing: interlock always sends one, so rueidis may resend it.
+-- Without one this is Redisson's script and is not idempotent.
 local receipt = KEYS[4]
 local p = tonumber(ARGV[1])
 if receipt ~= nil then
