@@ -279,7 +279,7 @@ func TestLatchBadInput(t *testing.T) {
 			var ie *interlock.Error
 			assert.True(t, errors.As(err, &ie), "%s: %T", o.name, err)
 			if o.name == "TrySetCount" || o.name == "Delete" {
-				assert.Contains(t, err.Error(), "holds a hash", o.name) // checked by TYPE
+				assert.Contains(t, err.Error(), "holds another type of data (a hash", o.name) // checked by TYPE
 			} else {
 				assert.Contains(t, err.Error(), "WRONGTYPE", o.name)
 			}

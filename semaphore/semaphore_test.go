@@ -378,7 +378,7 @@ func TestSemaphoreBadInput(t *testing.T) {
 			var ie *interlock.Error
 			assert.True(t, errors.As(err, &ie), "%s: %T", op, err)
 			if op == "Delete" {
-				assert.Contains(t, err.Error(), "holds a hash", op) // checked by TYPE
+				assert.Contains(t, err.Error(), "holds another type of data (a hash", op) // checked by TYPE
 			} else {
 				assert.Contains(t, err.Error(), "WRONGTYPE", op)
 			}

@@ -133,7 +133,7 @@ func (o *Object) CheckType(ctx context.Context, key, want string) error {
 	case err != nil:
 		return err
 	case t != want && t != "none":
-		return fmt.Errorf("%w: %s holds a %s, not a %s's data", interlock.ErrInvalid, key, t, o.kind)
+		return fmt.Errorf("%w: %s holds another type of data (a %s, not a %s's %s)", interlock.ErrInvalid, key, t, o.kind, want)
 	}
 	return nil
 }
