@@ -41,6 +41,10 @@ func (redissonLib) Open(ctx context.Context, addr string) (Session, error) {
 			return nil, err
 		}
 	}
+	if err := warmJVMSemaphores(p); err != nil {
+		p.close()
+		return nil, err
+	}
 	return s, nil
 }
 
@@ -62,7 +66,10 @@ func (s *redissonSession) Close() error            { s.p.close(); return nil }
 // lock(); unlock() until Duration has passed, on c.Key (or c.Key:i with
 // Distinct, as the Go side names them).
 func (s *redissonSession) RunCell(ctx context.Context, c Cell) (Sample, bool, error) {
-	kind := map[LockKind]string{KindExclusive: "reentrant", KindFair: "fair", KindRead: "read"}[c.Scenario.Kind]
+	kind := map[LockKind]string{
+		KindExclusive: "reentrant", KindFair: "fair", KindRead: "read",
+		KindSemaphore: "semaphore", KindExpirable: "expirable",
+	}[c.Scenario.Kind]
 	if kind == "" {
 		return Sample{}, false, nil
 	}

@@ -178,6 +178,11 @@ func runCell(ctx context.Context, r *benchRedis, l Library, sess Session, sc Sce
 		}
 		defer ch.kill()
 	}
+	if sc.Permits > 0 {
+		if err := r.setPermits(ctx, c); err != nil {
+			return Sample{}, err
+		}
+	}
 	before, err := r.commandCalls(ctx)
 	if err != nil {
 		return Sample{}, err

@@ -23,6 +23,9 @@ type Scenario struct {
 	Wait bool
 	// Floors: the floors run in this scenario.
 	Floors bool
+	// Permits: a semaphore scenario's free permits per semaphore, set
+	// before the cell (semaphore.go).
+	Permits int
 }
 
 // LockKind selects which lock of a Session a scenario uses.
@@ -41,6 +44,13 @@ var scenarios = []Scenario{
 	{ID: "S4", Title: "16 goroutines on one key, split over 2 processes (8+8)", Kind: KindExclusive, Workers: 16, Procs: 2, Wait: true},
 	{ID: "S5", Title: "fair lock hand-off, 16 goroutines on one key", Kind: KindFair, Workers: 16, Procs: 1, Wait: true},
 	{ID: "S6", Title: "64 readers on one read/write lock", Kind: KindRead, Workers: 64, Procs: 1, Floors: true},
+	// Semaphores (semaphore.go): a "pair" is acquire+release of 1 permit.
+	{ID: "P1", Title: "semaphore: uncontended acquire+release of 1 permit, 1 goroutine", Kind: KindSemaphore, Workers: 1, Procs: 1, Floors: true, Permits: 1},
+	{ID: "P2", Title: "semaphore: 64 goroutines, 64 distinct semaphores of 1 permit", Kind: KindSemaphore, Workers: 64, Procs: 1, Distinct: true, Floors: true, Permits: 1},
+	{ID: "P3", Title: "semaphore: 64 goroutines on one semaphore of 8 permits", Kind: KindSemaphore, Workers: 64, Procs: 1, Wait: true, Permits: 8},
+	{ID: "X1", Title: "expirable semaphore: uncontended acquire+release of 1 permit, 1 goroutine", Kind: KindExpirable, Workers: 1, Procs: 1, Floors: true, Permits: 1},
+	{ID: "X2", Title: "expirable semaphore: 64 goroutines, 64 distinct semaphores of 1 permit", Kind: KindExpirable, Workers: 64, Procs: 1, Distinct: true, Floors: true, Permits: 1},
+	{ID: "X3", Title: "expirable semaphore: 64 goroutines on one semaphore of 8 permits", Kind: KindExpirable, Workers: 64, Procs: 1, Wait: true, Permits: 8},
 }
 
 func scenarioByID(id string) (Scenario, bool) {
@@ -98,6 +108,14 @@ func mutexFor(sess Session, kind LockKind, name string) (Mutex, error) {
 		if r, ok := sess.(RWLocker); ok {
 			return r.ReadMutex(name), nil
 		}
+		return nil, errNA
+	case KindSemaphore, KindExpirable:
+		if s, ok := sess.(Semaphores); ok {
+			return s.Permit(kind, name), nil
+		}
+		return nil, errNA
+	}
+	if _, ok := sess.(semaphoresOnly); ok {
 		return nil, errNA
 	}
 	return sess.Mutex(name), nil

@@ -62,14 +62,14 @@ func printTable(w io.Writer, info tableInfo, scs []Scenario, libs []Library, res
 		}
 		fmt.Fprintf(w, "Modules: %s.\n\n", strings.Join(vs, ", "))
 	}
-	floorName, ilName := "", "interlock"
-	for _, l := range libs {
-		if strings.HasPrefix(l.Name(), "floor:") && floorName == "" { // the first floor is the denominator
-			floorName = l.Name()
-		}
-	}
+	ilName := "interlock"
+	var floorNames []string
 	for _, sc := range scs {
 		byLib := res[sc.ID]
+		floorName := scenarioFloor(libs, byLib)
+		if floorName != "" && !slices.Contains(floorNames, floorName) {
+			floorNames = append(floorNames, floorName)
+		}
 		perRound := map[string][]roundMetrics{}
 		for _, l := range libs {
 			for round, cr := range byLib[l.Name()] {
@@ -108,7 +108,7 @@ func printTable(w io.Writer, info tableInfo, scs []Scenario, libs []Library, res
 						break
 					}
 				}
-				if why == "n/a" && !sc.Floors && strings.HasPrefix(name, "floor:") {
+				if why == "n/a" && strings.HasPrefix(name, "floor:") {
 					continue // floors only run where they are a floor
 				}
 				fmt.Fprintf(w, "| %s | %s |  |  |  |  |  |  |  |  |\n", name, why)
@@ -161,7 +161,32 @@ func printTable(w io.Writer, info tableInfo, scs []Scenario, libs []Library, res
 	fmt.Fprintf(w, "cmds/op: commands the library's clients sent per pair, counted client-side (rueidis.Client wrapper incl. dedicated connections; go-redis hook). "+
 		"scripts/op: EVAL/EVALSHA/FCALL per pair from INFO commandstats (always top level). "+
 		"executed/op: every command Redis executed per pair, top level and inside scripts, from INFO commandstats, excluding INFO, HELLO and CLIENT. "+
-		"× floor: rate over the %s rate of the same round; × interlock: over interlock's. n/a: the library has no such lock.\n", floorName)
+		"× floor: rate over the rate, in the same round, of the scenario's first floor row (%s); × interlock: over interlock's. n/a: the library has no such lock.\n",
+		floorList(floorNames))
+}
+
+// floorList names the floors that were denominators.
+func floorList(names []string) string {
+	if len(names) == 0 {
+		return "no floor ran"
+	}
+	return strings.Join(names, "; ")
+}
+
+// scenarioFloor is the denominator of a scenario's "× floor" column: the
+// first floor row that ran in it.
+func scenarioFloor(libs []Library, byLib map[string][]cellResult) string {
+	for _, l := range libs {
+		if !strings.HasPrefix(l.Name(), "floor:") {
+			continue
+		}
+		for _, cr := range byLib[l.Name()] {
+			if cr.err == nil {
+				return l.Name()
+			}
+		}
+	}
+	return ""
 }
 
 func fmtDur(d time.Duration) string {

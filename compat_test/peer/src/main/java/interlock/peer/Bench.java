@@ -12,6 +12,8 @@ import java.util.concurrent.atomic.AtomicReference;
 
 import org.redisson.api.RFuture;
 import org.redisson.api.RLock;
+import org.redisson.api.RPermitExpirableSemaphore;
+import org.redisson.api.RSemaphore;
 import org.redisson.api.RedissonClient;
 
 /**
@@ -34,6 +36,11 @@ import org.redisson.api.RedissonClient;
  * discarded) and then for D ms (measured). With distinctKeys every thread
  * has its own lock N:i, otherwise all share N. lock* latencies are the time
  * lock() took; pair* the time of lock() plus unlock().
+ *
+ * The kinds "semaphore" (RSemaphore: acquire(); release()) and "expirable"
+ * (RPermitExpirableSemaphore: acquire(30 s lease), then release(id)) take
+ * one permit in place of lock() and give it back in place of unlock().
+ * With "permits":P, trySetPermits(P) runs on every name before the loops.
  */
 final class Bench {
     private static final Map<String, List<RLock>> HELD = new java.util.concurrent.ConcurrentHashMap<>();
@@ -55,9 +62,10 @@ final class Bench {
         if (threads < 1 || durationMs < 1 || warmupMs < 0) {
             throw new IllegalArgumentException("threads, durationMs and warmupMs must be positive");
         }
-        RLock[] locks = new RLock[threads];
+        int permits = (int) Peer.number(cmd, "permits", 0);
+        Pair[] locks = new Pair[threads];
         for (int i = 0; i < threads; i++) {
-            locks[i] = newLock(peer.redisson, kind, distinct ? name + ":" + i : name);
+            locks[i] = newPair(peer.redisson, kind, distinct ? name + ":" + i : name, permits);
         }
         if (warmupMs > 0) {
             loop(locks, warmupMs);
@@ -106,6 +114,65 @@ final class Bench {
         return out;
     }
 
+    /** One thread's acquire and release: a lock, or one permit. */
+    private interface Pair {
+        void acquire() throws InterruptedException;
+
+        void release();
+    }
+
+    /** The watchdog's lease, given to each expirable permit. */
+    private static final long PERMIT_LEASE_MS = 30_000;
+
+    private static Pair newPair(RedissonClient r, String kind, String name, int permits) {
+        switch (kind) {
+            case "semaphore": {
+                RSemaphore s = r.getSemaphore(name);
+                if (permits > 0) {
+                    s.trySetPermits(permits);
+                }
+                return new Pair() {
+                    public void acquire() throws InterruptedException {
+                        s.acquire();
+                    }
+
+                    public void release() {
+                        s.release();
+                    }
+                };
+            }
+            case "expirable": {
+                RPermitExpirableSemaphore s = r.getPermitExpirableSemaphore(name);
+                if (permits > 0) {
+                    s.trySetPermits(permits);
+                }
+                return new Pair() {
+                    private String id;
+
+                    public void acquire() throws InterruptedException {
+                        id = s.acquire(PERMIT_LEASE_MS, TimeUnit.MILLISECONDS);
+                    }
+
+                    public void release() {
+                        s.release(id);
+                    }
+                };
+            }
+            default: {
+                RLock l = newLock(r, kind, name);
+                return new Pair() {
+                    public void acquire() {
+                        l.lock();
+                    }
+
+                    public void release() {
+                        l.unlock();
+                    }
+                };
+            }
+        }
+    }
+
     private static RLock newLock(RedissonClient r, String kind, String name) {
         switch (kind) {
             case "reentrant":
@@ -146,7 +213,7 @@ final class Bench {
     }
 
     /** Runs one thread per lock for ms milliseconds; every thread starts together. */
-    private static Result[] loop(RLock[] locks, long ms) throws InterruptedException {
+    private static Result[] loop(Pair[] locks, long ms) throws InterruptedException {
         int t = locks.length;
         Result[] rs = new Result[t];
         CountDownLatch ready = new CountDownLatch(t);
@@ -158,7 +225,7 @@ final class Bench {
             final int idx = i;
             rs[i] = new Result();
             Thread th = new Thread(() -> {
-                RLock l = locks[idx];
+                Pair l = locks[idx];
                 Result r = rs[idx];
                 try {
                     ready.countDown();
@@ -169,9 +236,9 @@ final class Bench {
                         if (s - end >= 0) {
                             break;
                         }
-                        l.lock();
+                        l.acquire();
                         long m = System.nanoTime();
-                        l.unlock();
+                        l.release();
                         r.add(m - s, System.nanoTime() - s);
                     }
                 } catch (Throwable e) {
