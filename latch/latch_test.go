@@ -174,6 +174,9 @@ func TestLatchAwait(t *testing.T) {
 // Delete opens the latch without waking its waiters, as in Redisson: they
 // see it open at their next periodic read, within about 2s.
 func TestLatchDelete(t *testing.T) {
+	if testing.Short() {
+		t.Skip("waits out several leases or repolls; the server matrix runs with -short")
+	}
 	each(t, func(t *testing.T, tg target) {
 		ctx := testCtx(t)
 		c, rc := tg.client(t)

@@ -425,6 +425,9 @@ func TestExpirableGuard(t *testing.T) {
 // Watchdog permits: renewed while held, lost when removed behind the
 // Client's back, back one watchdog timeout after their Client closed.
 func TestExpirableWatchdog(t *testing.T) {
+	if testing.Short() {
+		t.Skip("waits out several leases or repolls; the server matrix runs with -short")
+	}
 	const wd = 600 * time.Millisecond // renewals every 200ms survive a loaded machine
 	each(t, func(t *testing.T, tg target) {
 		ctx := testCtx(t)
@@ -648,6 +651,9 @@ func allExpirableOps(ctx context.Context, e *semaphore.Expirable) []op {
 
 // UpdateLease moves a permit into and out of the watchdog's care.
 func TestExpirableUpdateLeaseWatchdog(t *testing.T) {
+	if testing.Short() {
+		t.Skip("waits out several leases or repolls; the server matrix runs with -short")
+	}
 	const wd = 600 * time.Millisecond
 	each(t, func(t *testing.T, tg target) {
 		ctx := testCtx(t)
