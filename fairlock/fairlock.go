@@ -4,9 +4,7 @@ import (
 	"time"
 
 	"github.com/interlock-go/interlock"
-	"github.com/interlock-go/interlock/internal/keys"
 	lc "github.com/interlock-go/interlock/internal/lockcore"
-	"github.com/interlock-go/interlock/lua"
 )
 
 // The kind's errors are the root's.
@@ -20,28 +18,8 @@ var (
 // after the waiter before it was due (Redisson's fairLockWaitTimeout).
 const DefaultWaitTimeout = 5 * time.Minute
 
-// kind is Redisson's RFairLock: a reentrant lock whose waiters queue in
-// redisson_lock_queue:{name}, with deadlines in redisson_lock_timeout:{name},
-// each woken on redisson_lock__channel:{name}:<owner>.
-var (
-	queue, timeouts = lc.Key(0), lc.Key(1)
-	kind            = lc.Kind{
-		Name:    "fairlock",
-		Channel: keys.LockChannel,
-		Keys:    []func(string) string{lc.Prefixed("redisson_lock_queue"), lc.Prefixed("redisson_lock_timeout")},
-		Acquire: lc.Call{Script: lua.FairAcquire, Keys: []lc.Arg{lc.Name, queue, timeouts}, Args: []lc.Arg{lc.Lease, lc.Owner, lc.Grace, lc.Now}},
-		Fair: &lc.Fair{
-			TryAcquire: lc.Call{Script: lua.FairTryAcquire, Keys: []lc.Arg{lc.Name, queue, timeouts}, Args: []lc.Arg{lc.Lease, lc.Owner, lc.Now, lc.Grace}},
-			GiveUp:     lc.Call{Script: lua.FairAcquireFailed, Keys: []lc.Arg{queue, timeouts, lc.Name, lc.Channel}, Args: []lc.Arg{lc.Owner, lc.Grace, lc.Lit("0"), lc.Publish}},
-		},
-		Unlock: lc.Call{Script: lua.FairUnlock, Keys: []lc.Arg{lc.Name, queue, timeouts, lc.Channel, lc.Latch},
-			Args: []lc.Arg{lc.Lit("0"), lc.Lease, lc.Owner, lc.Now, lc.Publish, lc.LatchTTL}},
-		ExpiredReply: 2,
-		Undo:         lc.Call{Script: lua.FairUndoAcquire, Keys: []lc.Arg{lc.Name, queue, timeouts, lc.Channel}, Args: []lc.Arg{lc.Lit("0"), lc.Owner, lc.Expected, lc.Publish, lc.Now}},
-		Force:        lc.Call{Script: lua.FairForceUnlock, Keys: []lc.Arg{lc.Name, queue, timeouts, lc.Channel}, Args: []lc.Arg{lc.Lit("0"), lc.Now, lc.Publish}},
-		Renew:        lc.RenewTask,
-	}
-)
+// kind is Redisson's RFairLock, as the engine runs it.
+var kind = lc.FairKind("fairlock")
 
 // Option configures a Mutex.
 type Option func(*options)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/redis/rueidis"
@@ -123,8 +124,13 @@ func (a *attempt) try(ctx context.Context) (bool, time.Duration, error) {
 	sent := time.Now()
 	res := l.exec(ctx, &acks, a.call, &vals{owner: a.owner, holder: a.holder, lease: lease, grace: a.grace})
 	if err := res.Error(); err != nil && !rueidis.IsRedisNil(err) {
-		if _, isRedisErr := rueidis.IsRedisErr(err); !isRedisErr {
+		re, isRedisErr := rueidis.IsRedisErr(err)
+		switch {
+		case !isRedisErr:
 			a.undo(ctx, l.holds(a.holder)+1)
+		case l.kind.Reentered != nil && strings.Contains(re.Error(), ReenterToken):
+			a.queued = false // the script refused before queueing anyone
+			return false, 0, l.opErr("acquire", l.kind.Reentered)
 		}
 		return false, 0, l.opErr("acquire", err)
 	}

@@ -54,7 +54,15 @@ type Kind struct {
 	// read half but not this one; a released write hold that leaves read
 	// holds wakes this process's waiters (a downgrade publishes nothing).
 	Upgrade error
+	// Reentered, when set, makes the kind non-reentrant: its acquire
+	// scripts answer an error reply naming ReenterToken to an owner that
+	// already holds the lock, and the engine returns this error, at once.
+	Reentered error
 }
+
+// ReenterToken is the error a non-reentrant acquire script answers with
+// (Redisson 4.4's NON_REENTRANT_REACQUIRE), passed to it as an argument.
+const ReenterToken = lua.NonReentrantToken
 
 // Fair is what a fair lock adds: the single-attempt acquire, which never
 // queues, and the script that leaves the queue.
@@ -166,6 +174,31 @@ func Reentrant(name string) Kind {
 		Undo:  Call{Script: lua.UndoAcquire, Keys: []Arg{Name, Channel}, Args: []Arg{Lit("0"), Owner, Expected, Publish}},
 		Force: Call{Script: lua.ForceUnlock, Keys: []Arg{Name, Channel}, Args: []Arg{Lit("0"), Publish}},
 		Renew: RenewTask,
+	}
+}
+
+// FairKind declares Redisson's RFairLock under the error prefix name: a
+// reentrant lock whose waiters queue in redisson_lock_queue:{name}, with
+// deadlines in redisson_lock_timeout:{name}, each woken on
+// redisson_lock__channel:{name}:<owner>. Kinds that share its protocol
+// (the non-reentrant fair lock) start from it.
+func FairKind(name string) Kind {
+	queue, timeouts := Key(0), Key(1)
+	return Kind{
+		Name:    name,
+		Channel: keys.LockChannel,
+		Keys:    []func(string) string{Prefixed("redisson_lock_queue"), Prefixed("redisson_lock_timeout")},
+		Acquire: Call{Script: lua.FairAcquire, Keys: []Arg{Name, queue, timeouts}, Args: []Arg{Lease, Owner, Grace, Now}},
+		Fair: &Fair{
+			TryAcquire: Call{Script: lua.FairTryAcquire, Keys: []Arg{Name, queue, timeouts}, Args: []Arg{Lease, Owner, Now, Grace}},
+			GiveUp:     Call{Script: lua.FairAcquireFailed, Keys: []Arg{queue, timeouts, Name, Channel}, Args: []Arg{Owner, Grace, Lit("0"), Publish}},
+		},
+		Unlock: Call{Script: lua.FairUnlock, Keys: []Arg{Name, queue, timeouts, Channel, Latch},
+			Args: []Arg{Lit("0"), Lease, Owner, Now, Publish, LatchTTL}},
+		ExpiredReply: 2,
+		Undo:         Call{Script: lua.FairUndoAcquire, Keys: []Arg{Name, queue, timeouts, Channel}, Args: []Arg{Lit("0"), Owner, Expected, Publish, Now}},
+		Force:        Call{Script: lua.FairForceUnlock, Keys: []Arg{Name, queue, timeouts, Channel}, Args: []Arg{Lit("0"), Now, Publish}},
+		Renew:        RenewTask,
 	}
 }
 
