@@ -15,6 +15,10 @@ import (
 // reentrancy: the hold count goes up with every acquisition of the holder
 // and down with every Unlock; only the last Unlock frees the lock.
 func (s *suite) reentrancy(t *testing.T) {
+	if s.Reentered != nil {
+		s.refusedReentry(t)
+		return
+	}
 	c, rc := s.newClient(t)
 	ctx := testCtx(t)
 	name := s.lockName(t)
@@ -147,13 +151,16 @@ func (s *suite) guardReleased(t *testing.T) {
 	ctx := testCtx(t)
 	name := s.lockName(t)
 	m := s.New(c, name)
-	require.NoError(t, m.Lock(ctx))
-	require.NoError(t, m.Lock(ctx))
+	for range s.depth() {
+		require.NoError(t, m.Lock(ctx))
+	}
 	g := m.Guard(ctx)
 	require.NoError(t, g.Err())
 
-	require.NoError(t, m.Unlock(ctx))
-	assert.NoError(t, g.Err(), "a hold remains")
+	if s.depth() == 2 {
+		require.NoError(t, m.Unlock(ctx))
+		assert.NoError(t, g.Err(), "a hold remains")
+	}
 	require.NoError(t, m.Unlock(ctx))
 	require.Error(t, g.Err(), "the guard outlived the last Unlock")
 	assert.ErrorIs(t, context.Cause(g), context.Canceled, "a release is not a loss")
@@ -293,6 +300,9 @@ func (s *suite) remaining(t *testing.T) {
 	assert.Greater(t, first, 300*time.Millisecond)
 	time.Sleep(first)
 	assert.Zero(t, m.Remaining(ctx), "expired")
+	// The server's TTL started a little after the send Remaining counts
+	// from: wait for the key to go, so the next Lock is a fresh hold.
+	require.Eventually(t, func() bool { return !s.exists(t, rc, name) }, time.Second, 5*time.Millisecond)
 
 	// A lost hold has none left.
 	require.NoError(t, m.Lock(ctx))
@@ -326,4 +336,42 @@ func (s *suite) notHeldError(t *testing.T) {
 	check(m.Unlock(ctx)) // held by another owner
 	require.NoError(t, m.Unlock(o))
 	check(m.Unlock(o)) // released
+}
+
+// refusedReentry: a non-reentrant kind refuses every second acquisition
+// by the holder at once, whatever its wait, and keeps the one hold.
+func (s *suite) refusedReentry(t *testing.T) {
+	c, rc := s.newClient(t)
+	ctx := testCtx(t)
+	name := s.lockName(t)
+	m := s.New(c, name)
+	count := func() int { t.Helper(); return must[int](t)(m.HoldCount(ctx)) }
+
+	require.NoError(t, m.Lock(ctx))
+	start := time.Now()
+	for what, again := range map[string]func() error{
+		"Lock":      func() error { return m.Lock(ctx) },
+		"LockLease": func() error { return m.LockLease(ctx, 10*time.Second) },
+		"TryLock":   func() error { _, err := m.TryLock(ctx, 0, 0); return err },
+		"TryLock with a wait": func() error {
+			_, err := m.TryLock(ctx, 5*time.Second, 0)
+			return err
+		},
+	} {
+		err := again()
+		assert.ErrorIs(t, err, s.Reentered, what)
+		var ie *interlock.Error
+		assert.True(t, errors.As(err, &ie), "%s: %T", what, err)
+		assert.Equal(t, 1, count(), "%s took no second hold", what)
+	}
+	assert.Less(t, time.Since(start), 2*time.Second, "refused at once, not after a wait")
+
+	o := other(ctx)
+	ok, err := m.TryLock(o, 0, 0)
+	require.NoError(t, err)
+	assert.False(t, ok, "a second owner is refused")
+	require.NoError(t, m.Unlock(ctx))
+	assert.False(t, must[bool](t)(m.IsLocked(ctx)))
+	assert.ErrorIs(t, m.Unlock(ctx), interlock.ErrNotHeld)
+	s.nothingLeft(t, c, rc, name)
 }

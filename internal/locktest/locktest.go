@@ -56,6 +56,10 @@ type Kind struct {
 	// Kept returns the keys of a lock that outlive its holds (the fenced
 	// token counter); "nothing left behind" leaves them out.
 	Kept func(name string) []string
+	// Reentered, when set, makes the kind non-reentrant: an owner's second
+	// acquisition fails with this error, and the suite's tests take one
+	// hold where they would take two.
+	Reentered error
 }
 
 // Run runs the suite for k, one subtest per contract: on k.Addr, then on
@@ -99,6 +103,15 @@ func run(t *testing.T, k Kind) {
 
 // suite is one Run: the kind and the helpers its subtests share.
 type suite struct{ Kind }
+
+// depth is how many holds an owner takes where a test stacks them: two,
+// or one for a non-reentrant kind.
+func (s *suite) depth() int {
+	if s.Reentered != nil {
+		return 1
+	}
+	return 2
+}
 
 // latchPrefix starts the keys of unlock latches, which the server keeps
 // for a moment after an unlock and which are no lock state.
