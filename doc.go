@@ -7,12 +7,13 @@
 // wait for each other and wake each other up. The kinds live in their own
 // packages:
 //
-//	rlock      reentrant lock (Redisson RLock)
-//	fairlock   fair FIFO lock (Redisson RFairLock)
-//	rwlock     read/write lock (Redisson RReadWriteLock)
-//	fenced     fenced lock with monotonic tokens (Redisson RFencedLock)
-//	semaphore  counting semaphores (RSemaphore, RPermitExpirableSemaphore)
-//	latch      count-down latch (RCountDownLatch)
+//	rlock         reentrant lock (Redisson RLock)
+//	fairlock      fair FIFO lock (Redisson RFairLock)
+//	rwlock        read/write lock (Redisson RReadWriteLock)
+//	fenced        fenced lock with monotonic tokens (Redisson RFencedLock)
+//	nonreentrant  locks that refuse re-entry (RNonReentrantLock, RNonReentrantFairLock)
+//	semaphore     counting semaphores (RSemaphore, RPermitExpirableSemaphore)
+//	latch         count-down latch (RCountDownLatch)
 //
 // Each lock has the methods of Locker. A Client wraps a rueidis.Client that the
 // caller creates and closes:

@@ -1,0 +1,35 @@
+package nonreentrant_test
+
+import (
+	"testing"
+
+	"github.com/interlock-go/interlock"
+	"github.com/interlock-go/interlock/internal/locktest"
+	"github.com/interlock-go/interlock/lua"
+	"github.com/interlock-go/interlock/nonreentrant"
+)
+
+func TestConformance(t *testing.T) {
+	locktest.Run(t, locktest.Kind{
+		Name:      "nonreentrant",
+		Prefix:    "nonreentrant-test:",
+		Addr:      addr,
+		New:       func(c *interlock.Client, name string) interlock.Locker { return nonreentrant.New(c, name) },
+		Acquire:   []*lua.Script{lua.NRAcquire()},
+		Unlock:    lua.Unlock(),
+		Reentered: nonreentrant.ErrReentered,
+	})
+}
+
+func TestConformanceFair(t *testing.T) {
+	locktest.Run(t, locktest.Kind{
+		Name:      "nonreentrant",
+		Prefix:    "nonreentrant-fair-test:",
+		Addr:      addr,
+		New:       func(c *interlock.Client, name string) interlock.Locker { return nonreentrant.NewFair(c, name, 0) },
+		Acquire:   []*lua.Script{lua.NRFairAcquire(), lua.NRFairTryAcquire()},
+		Unlock:    lua.FairUnlock(),
+		Fair:      true,
+		Reentered: nonreentrant.ErrReentered,
+	})
+}

@@ -1,0 +1,90 @@
+package nonreentrant
+
+import (
+	"errors"
+	"time"
+
+	"github.com/interlock-go/interlock"
+	lc "github.com/interlock-go/interlock/internal/lockcore"
+	"github.com/interlock-go/interlock/lua"
+)
+
+// The kind's errors: the root's, and the refused re-entry.
+var (
+	ErrNotHeld  = interlock.ErrNotHeld
+	ErrLockLost = interlock.ErrLockLost
+	ErrClosed   = interlock.ErrClosed
+	// ErrReentered is returned by an acquisition of a lock its owner
+	// already holds. Its text carries Redisson's token, which Java's
+	// Redisson recognises too.
+	ErrReentered = errors.New("nonreentrant: lock already held by this owner (" + lc.ReenterToken + ")")
+)
+
+// The kinds: Redisson's RNonReentrantLock and RNonReentrantFairLock, the
+// reentrant kinds with acquire scripts that refuse re-entry.
+var (
+	kind     = nonReentrant(lc.Reentrant("nonreentrant"), lua.NRAcquire)
+	fairKind = nonReentrantFair(lc.FairKind("nonreentrant"))
+)
+
+func nonReentrant(k lc.Kind, acquire func() *lua.Script) lc.Kind {
+	k.Acquire.Script = acquire
+	k.Acquire.Args = append(append([]lc.Arg(nil), k.Acquire.Args...), lc.Lit(lc.ReenterToken))
+	k.Reentered = ErrReentered
+	return k
+}
+
+func nonReentrantFair(k lc.Kind) lc.Kind {
+	k = nonReentrant(k, lua.NRFairAcquire)
+	try := k.Fair.TryAcquire
+	try.Script = lua.NRFairTryAcquire
+	try.Args = append(append([]lc.Arg(nil), try.Args...), lc.Lit(lc.ReenterToken))
+	k.Fair = &lc.Fair{TryAcquire: try, GiveUp: k.Fair.GiveUp}
+	return k
+}
+
+// Mutex is a lock shared with Redisson's RNonReentrantLock of the same
+// name, on the keys of RLock: an RLock or a Mutex holder of either
+// language excludes it. Its methods are interlock.Locker's, except that an
+// owner's second acquisition fails with ErrReentered.
+type Mutex struct {
+	lc.Common
+}
+
+var _ interlock.Locker = (*Mutex)(nil)
+
+// New returns the non-reentrant lock called name. A bad name or a nil
+// client is reported by every method, before anything is sent.
+func New(c *interlock.Client, name string) *Mutex {
+	return &Mutex{lc.New(c, &kind, name)}
+}
+
+// DefaultWaitTimeout is how long a FairMutex waiter keeps its place in the
+// queue after the waiter before it was due (Redisson's
+// fairLockWaitTimeout), as for fairlock.
+const DefaultWaitTimeout = 5 * time.Minute
+
+// FairMutex is a lock shared with Redisson's RNonReentrantFairLock of the
+// same name, on the keys of RFairLock: waiters acquire it in the order
+// they started waiting (see the fairlock package), and an owner's second
+// acquisition fails with ErrReentered, without queueing.
+type FairMutex struct {
+	lc.Common
+}
+
+var _ interlock.Locker = (*FairMutex)(nil)
+
+// NewFair returns the non-reentrant fair lock called name, whose waiters
+// keep their place for waitTimeout (0: DefaultWaitTimeout; otherwise at
+// least 1ms, the Java fleet's fairLockWaitTimeout). A bad argument or a
+// nil client is reported by every method, before anything is sent.
+func NewFair(c *interlock.Client, name string, waitTimeout time.Duration) *FairMutex {
+	var err error
+	switch {
+	case waitTimeout == 0:
+		waitTimeout = DefaultWaitTimeout
+	case waitTimeout < time.Millisecond:
+		err = fairKind.Invalid("wait timeout %v must be at least 1ms", waitTimeout)
+	}
+	return &FairMutex{lc.NewFair(c, &fairKind, name, waitTimeout, err)}
+}
