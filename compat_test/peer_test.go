@@ -57,8 +57,9 @@ func withPeerWatchdog(d time.Duration) peerOption {
 // peerReq is one request to the peer. Thread is the logical thread it runs
 // on; Op is one of lock, tryLock, tryLockNoWait, unlock, forceUnlock,
 // isLocked, isHeldByThread, holdCount, remainTimeToLive, lockToken,
-// tryLockToken, getToken, threadId; Kind is reentrant, fair, read, write or
-// fenced. Wait and Lease are sent in whole milliseconds; a Lease of 0 means
+// tryLockToken, getToken, threadId; Kind is reentrant, fair, read, write,
+// fenced, nonReentrant or nonReentrantFair (the last two Redisson 4.4 and
+// later). Wait and Lease are sent in whole milliseconds; a Lease of 0 means
 // the watchdog, as in Redisson.
 //
 // The kinds semaphore (RSemaphore), expirable (RPermitExpirableSemaphore)

@@ -6,6 +6,8 @@ import java.io.FileOutputStream;
 import java.io.InputStream;
 import java.io.InputStreamReader;
 import java.io.PrintStream;
+import java.lang.reflect.InvocationTargetException;
+import java.lang.reflect.Method;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
@@ -39,7 +41,9 @@ import org.redisson.config.Config;
  * and gets one stdout line back, {"id":N,"ok":true,"result":R,"threadId":J,"elapsedMs":E}
  * or {"id":N,"ok":false,"error":"Class: message","threadId":J,"elapsedMs":E}, where the
  * error goes on with "; caused by Class: message" for each cause.
- * Lock kinds are reentrant, fair, read, write and fenced; the kinds semaphore,
+ * Lock kinds are reentrant, fair, read, write and fenced, and nonReentrant and
+ * nonReentrantFair (Redisson 4.4.0 and later; an older peer answers an error);
+ * the kinds semaphore,
  * expirable and latch, with their extra fields "permits", "count", "ids" and
  * "ttlMs", are described in {@link Sync}.
  * Each logical thread T is one dedicated Java thread, created on first use, so
@@ -336,6 +340,8 @@ public final class Peer {
             case "read":
             case "write":
             case "fenced":
+            case "nonReentrant":
+            case "nonReentrantFair":
                 break;
             default:
                 throw new IllegalArgumentException("unknown kind " + kind);
@@ -350,10 +356,52 @@ public final class Peer {
                     return redisson.getReadWriteLock(name).readLock();
                 case "write":
                     return redisson.getReadWriteLock(name).writeLock();
+                case "nonReentrant":
+                    return nonReentrant(NON_REENTRANT_LOCK, "getNonReentrantLock", name);
+                case "nonReentrantFair":
+                    return nonReentrant(NON_REENTRANT_FAIR_LOCK, "getNonReentrantFairLock", name);
                 default:
                     return redisson.getFencedLock(name);
             }
         });
+    }
+
+    /** RedissonClient.getNonReentrantLock(String), in Redisson 4.4.0 and later; null before. */
+    private static final Method NON_REENTRANT_LOCK = clientMethod("getNonReentrantLock");
+    /** RedissonClient.getNonReentrantFairLock(String), in Redisson 4.4.0 and later; null before. */
+    private static final Method NON_REENTRANT_FAIR_LOCK = clientMethod("getNonReentrantFairLock");
+
+    private static Method clientMethod(String name) {
+        try {
+            return RedissonClient.class.getMethod(name, String.class);
+        } catch (NoSuchMethodException e) {
+            return null;
+        }
+    }
+
+    /**
+     * Calls a RedissonClient factory that this Redisson version may lack (the
+     * peer compiles against 3.52.0 too), or explains why it cannot.
+     */
+    private RLock nonReentrant(Method m, String what, String name) {
+        if (m == null) {
+            throw new UnsupportedOperationException(
+                    what + " needs Redisson 4.4.0 or later; this peer runs " + redissonVersion());
+        }
+        try {
+            return (RLock) m.invoke(redisson, name);
+        } catch (IllegalAccessException e) {
+            throw new IllegalStateException(e);
+        } catch (InvocationTargetException e) {
+            Throwable c = e.getCause();
+            if (c instanceof RuntimeException) {
+                throw (RuntimeException) c;
+            }
+            if (c instanceof Error) {
+                throw (Error) c;
+            }
+            throw new IllegalStateException(c);
+        }
     }
 
     private static RFencedLock fenced(RLock lock, String op) {
