@@ -62,9 +62,10 @@ func (l *Common) acquire(ctx context.Context, lease, maxWait time.Duration, fore
 		// A holder re-enters at once; a reader may share with readers
 		// that this process's parked writers wait behind.
 		Queue: !l.kind.ReadHalf && l.holds(holder) == 0,
+		Spin:  l.backoff,
 		Try:   a.try,
 	}
-	if waits {
+	if waits && l.backoff == nil {
 		if spec.Sharded, err = l.rt.Sharded(ctx); err != nil {
 			return 0, false, l.opErr("acquire", err)
 		}

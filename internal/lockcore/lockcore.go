@@ -41,8 +41,9 @@ type Common struct {
 	name    string
 	channel string
 	keys    []string
-	grace   time.Duration // a fair waiter's default wait timeout
-	err     error         // the argument error every method returns
+	grace   time.Duration               // a fair waiter's default wait timeout
+	backoff func() func() time.Duration // a spin lock's pauses; nil: pub/sub
+	err     error                       // the argument error every method returns
 }
 
 // New returns the lock called name of kind on c. A bad name or a nil
@@ -69,6 +70,17 @@ func New(c *interlock.Client, kind *Kind, name string) Common {
 func NewFair(c *interlock.Client, kind *Kind, name string, grace time.Duration, optErr error) Common {
 	l := New(c, kind, name)
 	l.grace = grace
+	if l.err == nil {
+		l.err = optErr
+	}
+	return l
+}
+
+// NewSpin is New for a lock whose waiters poll with backoff (one per
+// acquisition) and never subscribe; optErr is an option error to report.
+func NewSpin(c *interlock.Client, kind *Kind, name string, backoff func() func() time.Duration, optErr error) Common {
+	l := New(c, kind, name)
+	l.backoff = backoff
 	if l.err == nil {
 		l.err = optErr
 	}

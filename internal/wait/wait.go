@@ -49,6 +49,10 @@ type Spec struct {
 	// the attempt answered: the attempt's answer still tells the pacer
 	// whether the lock changed hands.
 	MaxWait time.Duration
+	// Spin, when set, makes the waiter poll and never subscribe (a spin
+	// lock): it returns the acquisition's backoff, whose every call gives
+	// the next pause between attempts.
+	Spin func() func() time.Duration
 	// Try is the attempt.
 	Try Attempt
 }
@@ -64,6 +68,9 @@ type Spec struct {
 // before its first try: a release then wakes the longest waiter of the
 // process, not a crowd. On the wire nothing changes.
 func Acquire(ctx context.Context, s Spec) (bool, error) {
+	if s.Spin != nil {
+		return spin(ctx, s)
+	}
 	waits := s.Forever || time.Now().Before(s.Deadline)
 	if waits && s.Queue {
 		if sub, d, ok := s.Hub.Join(s.Channel, s.Sharded); ok {
@@ -253,6 +260,30 @@ const (
 func denied(err error) bool {
 	var re *rueidis.RedisError
 	return errors.As(err, &re) && strings.HasPrefix(re.Error(), "NOPERM")
+}
+
+// spin tries, then pauses as the backoff says and tries again, until
+// acquired, out of time or ctx ends. A pause never runs past the deadline,
+// where one last attempt is made.
+func spin(ctx context.Context, s Spec) (bool, error) {
+	next := s.Spin()
+	for {
+		ok, _, err := s.Try(ctx)
+		if ok || err != nil {
+			return ok, err
+		}
+		d := next()
+		if !s.Forever {
+			left := time.Until(s.Deadline)
+			if left <= 0 {
+				return false, nil
+			}
+			d = min(d, left)
+		}
+		if err := pause(ctx, d); err != nil {
+			return false, err
+		}
+	}
 }
 
 // poll is loop without a subscription.
