@@ -56,6 +56,8 @@ type Kind struct {
 	// Kept returns the keys of a lock that outlive its holds (the fenced
 	// token counter); "nothing left behind" leaves them out.
 	Kept func(name string) []string
+	// Polls: waiters poll and never subscribe (a spin lock).
+	Polls bool
 	// Reentered, when set, makes the kind non-reentrant: an owner's second
 	// acquisition fails with this error, and the suite's tests take one
 	// hold where they would take two.
