@@ -12,6 +12,7 @@
 //	rwlock        read/write lock (Redisson RReadWriteLock)
 //	fenced        fenced lock with monotonic tokens (Redisson RFencedLock)
 //	nonreentrant  locks that refuse re-entry (RNonReentrantLock, RNonReentrantFairLock)
+//	spin          lock whose waiters poll instead of subscribing (RSpinLock)
 //	semaphore     counting semaphores (RSemaphore, RPermitExpirableSemaphore)
 //	latch         count-down latch (RCountDownLatch)
 //

@@ -1,0 +1,22 @@
+package spin_test
+
+import (
+	"testing"
+
+	"github.com/interlock-go/interlock"
+	"github.com/interlock-go/interlock/internal/locktest"
+	"github.com/interlock-go/interlock/lua"
+	"github.com/interlock-go/interlock/spin"
+)
+
+func TestConformance(t *testing.T) {
+	locktest.Run(t, locktest.Kind{
+		Name:    "spin",
+		Prefix:  "spin-test:",
+		Addr:    addr,
+		New:     func(c *interlock.Client, name string) interlock.Locker { return spin.New(c, name) },
+		Acquire: []*lua.Script{lua.Acquire()},
+		Unlock:  lua.Unlock(),
+		Polls:   true,
+	})
+}
