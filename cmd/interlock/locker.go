@@ -13,6 +13,7 @@ import (
 	"github.com/interlock-go/interlock/rlock"
 	"github.com/interlock-go/interlock/rwlock"
 	"github.com/interlock-go/interlock/semaphore"
+	"github.com/interlock-go/interlock/spin"
 )
 
 // Lock kinds, as --kind names them.
@@ -22,15 +23,17 @@ const (
 	kindRead      = "read"      // rwlock's read half: RReadWriteLock.readLock()
 	kindWrite     = "write"     // rwlock's write half: RReadWriteLock.writeLock()
 	kindFenced    = "fenced"    // fenced: RFencedLock
+	kindSpin      = "spin"      // spin: RSpinLock, on RLock's hash (run only)
 )
 
 // lockKinds are the lock kinds, in the order the help lists them: the
 // values of unlock's --kind.
 var lockKinds = []string{kindReentrant, kindFair, kindRead, kindWrite, kindFenced}
 
-// runKinds are the values of run's --kind: the locks, then the semaphores
-// (locker_semaphore.go).
-var runKinds = append(slices.Clip(lockKinds), kindSemaphore, kindExpirable)
+// runKinds are the values of run's --kind: the locks, the spin lock (whose
+// data is RLock's, so unlock --force needs no kind of its own for it), then
+// the semaphores (locker_semaphore.go).
+var runKinds = append(slices.Clip(lockKinds), kindSpin, kindSemaphore, kindExpirable)
 
 // envFenceToken names the variable that gives CMD the fencing token of
 // run's acquisition (--kind fenced).
@@ -83,6 +86,8 @@ func newLocker(c *interlock.Client, kind, name string, permits int) (locker, err
 		return &semaphoreLocker{s: semaphore.New(c, name), n: permits}, nil
 	case kindExpirable:
 		return &expirableLocker{e: semaphore.NewExpirable(c, name), n: permits}, nil
+	case kindSpin:
+		return &mutexLocker{m: spin.New(c, name)}, nil
 	}
 	m, err := newLock(c, kind, name)
 	if err != nil {

@@ -33,6 +33,7 @@ func TestRunEveryKind(t *testing.T) {
 		{kindRead, kindReadWrite, "read"},
 		{kindWrite, kindReadWrite, "write"},
 		{kindFenced, kindFenced, ""},
+		{kindSpin, kindReentrant, ""}, // a spin hold is an RLock hold on the wire
 	} {
 		t.Run(tc.kind, func(t *testing.T) {
 			t.Parallel()

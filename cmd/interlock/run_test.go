@@ -215,7 +215,7 @@ func TestRunUsageErrors(t *testing.T) {
 		args []string
 		want string
 	}{
-		{"kind unknown", []string{"--kind", "spin", "L", "--", "true"}, `unknown --kind "spin" (want reentrant, fair, read, write, fenced, semaphore, expirable-semaphore)`},
+		{"kind unknown", []string{"--kind", "redlock", "L", "--", "true"}, `unknown --kind "redlock" (want reentrant, fair, read, write, fenced, spin, semaphore, expirable-semaphore)`},
 		{"kind empty", []string{"--kind=", "L", "--", "true"}, `unknown --kind ""`},
 		{"no separator", []string{"L", "true"}, `missing "--"`},
 		{"no CMD", []string{"L", "--"}, `no CMD after "--"`},

@@ -67,6 +67,7 @@ KIND is the kind of lock or semaphore, the same as Redisson's of that name:
   read       RReadWriteLock's readLock(): shared with other readers
   write      RReadWriteLock's writeLock(): exclusive
   fenced     RFencedLock (getFencedLock): each acquisition gets a larger token
+  spin       RSpinLock (getSpinLock): RLock's data; waiters poll, no pub/sub
   semaphore  RSemaphore (getSemaphore): N permits, no record of who holds them
   expirable-semaphore
              RPermitExpirableSemaphore (getPermitExpirableSemaphore):
@@ -142,6 +143,8 @@ Flags:
                                 writer, no readers
                      fenced     RFencedLock, getFencedLock(LOCK): exports
                                 INTERLOCK_FENCE_TOKEN to CMD
+                     spin       RSpinLock, getSpinLock(LOCK): RLock's data,
+                                waiting by polling with backoff
                      semaphore  RSemaphore, getSemaphore(NAME): holds
                                 --permits permits
                      expirable-semaphore
@@ -197,7 +200,9 @@ Kinds are detected by Redisson's keys:
               whose deadline passed is marked STALE: it is taken for dead
               and dropped when it reaches the head of the queue. Deadlines
               are the waiting clients' clocks; the time left is this host's.
-  reentrant   any other hash. (A fair lock nobody waits for looks the same.)
+  reentrant   any other hash. A fair lock nobody waits for looks the same,
+              and so does a spin or a non-reentrant lock's hold: on the
+              wire each is an RLock hold, and nothing tells them apart.
   expirable-semaphore
               {NAME}:timeout, the sorted set of acquired permits, exists.
               Each permit shows its id (the 16 bytes as 32 hex characters)
