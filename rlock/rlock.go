@@ -1,6 +1,8 @@
 package rlock
 
 import (
+	"time"
+
 	"github.com/interlock-go/interlock"
 	"github.com/interlock-go/interlock/internal/lockcore"
 )
@@ -24,8 +26,32 @@ type Mutex struct {
 
 var _ interlock.Locker = (*Mutex)(nil)
 
-// New returns the reentrant lock called name. A bad name or a nil client
-// is reported by every method, before anything is sent.
-func New(c *interlock.Client, name string) *Mutex {
-	return &Mutex{lockcore.New(c, &kind, name)}
+// Option configures a Mutex.
+type Option func(*Mutex) error
+
+// WithPollInterval makes waiters try again at least every d, even without
+// a release message. Redisson's spin lock shares RLock's data but
+// announces no release: a Go RLock waiter on a name that Java also takes
+// as a spin lock would otherwise wait out the holder's TTL. d must be at
+// least 1ms.
+func WithPollInterval(d time.Duration) Option {
+	return func(m *Mutex) error {
+		if d < time.Millisecond {
+			return kind.Invalid("poll interval %v must be at least 1ms", d)
+		}
+		lockcore.PollEvery(&m.Common, d)
+		return nil
+	}
+}
+
+// New returns the reentrant lock called name. A bad name, a bad option or
+// a nil client is reported by every method, before anything is sent.
+func New(c *interlock.Client, name string, opts ...Option) *Mutex {
+	m := &Mutex{lockcore.New(c, &kind, name)}
+	for _, opt := range opts {
+		if err := opt(m); err != nil {
+			lockcore.Refuse(&m.Common, err)
+		}
+	}
+	return m
 }

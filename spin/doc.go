@@ -26,7 +26,7 @@
 //     (Go or Java) learns of the release only when it tries again: after
 //     the holder's remaining TTL, up to the watchdog timeout (30s by
 //     default). Go waiters that share names with Java spin locks should
-//     use this package too.
+//     use this package too, or rlock.WithPollInterval.
 //
 // Holds, leases, Guard, Remaining and errors are as the interlock package
 // documentation says ("Holds", "Errors").

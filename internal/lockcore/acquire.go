@@ -61,9 +61,10 @@ func (l *Common) acquire(ctx context.Context, lease, maxWait time.Duration, fore
 		Deadline: time.Now().Add(maxWait),
 		// A holder re-enters at once; a reader may share with readers
 		// that this process's parked writers wait behind.
-		Queue: !l.kind.ReadHalf && l.holds(holder) == 0,
-		Spin:  l.backoff,
-		Try:   a.try,
+		Queue:   !l.kind.ReadHalf && l.holds(holder) == 0,
+		Spin:    l.backoff,
+		MaxWait: l.poll,
+		Try:     a.try,
 	}
 	if waits && l.backoff == nil {
 		if spec.Sharded, err = l.rt.Sharded(ctx); err != nil {

@@ -43,6 +43,7 @@ type Common struct {
 	keys    []string
 	grace   time.Duration               // a fair waiter's default wait timeout
 	backoff func() func() time.Duration // a spin lock's pauses; nil: pub/sub
+	poll    time.Duration               // when positive, the longest wait for a message
 	err     error                       // the argument error every method returns
 }
 
@@ -86,6 +87,19 @@ func NewSpin(c *interlock.Client, kind *Kind, name string, backoff func() func()
 	}
 	return l
 }
+
+// Refuse makes every method of l fail with err, an option error found
+// after New, unless l already has an argument error.
+func Refuse(l *Common, err error) {
+	if l.err == nil {
+		l.err = err
+	}
+}
+
+// PollEvery makes l's waiters try at least every d even when no message
+// comes (0: only at the holder's TTL), for names whose other holders
+// announce nothing (Redisson's spin locks).
+func PollEvery(l *Common, d time.Duration) { l.poll = d }
 
 // Invalid returns an error about a bad argument, wrapping
 // interlock.ErrInvalid and prefixed with the kind's name.

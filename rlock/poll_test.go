@@ -1,0 +1,45 @@
+package rlock_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/interlock-go/interlock"
+	"github.com/interlock-go/interlock/rlock"
+)
+
+// A release that announces nothing (Redisson's spin unlock; here the hash
+// deleted by hand) reaches a waiter with WithPollInterval within about that
+// interval, long before the holder's TTL (3s) would have.
+func TestPollIntervalFindsSilentReleases(t *testing.T) {
+	ctx := testCtx(t)
+	holder, rc := newClient(t)
+	waiter, _ := newClient(t)
+	name := lockName(t)
+	require.NoError(t, rlock.New(holder, name).LockLease(ctx, 3*time.Second))
+
+	polled := make(chan time.Time, 1)
+	go func() {
+		if rlock.New(waiter, name, rlock.WithPollInterval(100*time.Millisecond)).Lock(ctx) == nil {
+			polled <- time.Now()
+		}
+	}()
+	time.Sleep(300 * time.Millisecond)
+	released := time.Now()
+	require.NoError(t, rc.Do(ctx, rc.B().Del().Key(name).Build()).Error()) // no message
+	select {
+	case at := <-polled:
+		assert.Less(t, at.Sub(released), 100*time.Millisecond+400*time.Millisecond, "found by its poll")
+	case <-time.After(5 * time.Second):
+		t.Fatal("the polling waiter never took the lock")
+	}
+}
+
+func TestPollIntervalValidates(t *testing.T) {
+	c, _ := newClient(t)
+	err := rlock.New(c, lockName(t), rlock.WithPollInterval(0)).Lock(testCtx(t))
+	assert.ErrorIs(t, err, interlock.ErrInvalid)
+}
