@@ -42,7 +42,8 @@ import org.redisson.config.Config;
  * or {"id":N,"ok":false,"error":"Class: message","threadId":J,"elapsedMs":E}, where the
  * error goes on with "; caused by Class: message" for each cause.
  * Lock kinds are reentrant, fair, read, write and fenced, and nonReentrant and
- * nonReentrantFair (Redisson 4.4.0 and later; an older peer answers an error);
+ * nonReentrantFair (Redisson 4.4.0 and later; an older peer answers an error),
+ * and spin (getSpinLock, with its default exponential backoff);
  * the kinds semaphore,
  * expirable and latch, with their extra fields "permits", "count", "ids" and
  * "ttlMs", are described in {@link Sync}.
@@ -342,6 +343,7 @@ public final class Peer {
             case "fenced":
             case "nonReentrant":
             case "nonReentrantFair":
+            case "spin":
                 break;
             default:
                 throw new IllegalArgumentException("unknown kind " + kind);
@@ -360,6 +362,8 @@ public final class Peer {
                     return nonReentrant(NON_REENTRANT_LOCK, "getNonReentrantLock", name);
                 case "nonReentrantFair":
                     return nonReentrant(NON_REENTRANT_FAIR_LOCK, "getNonReentrantFairLock", name);
+                case "spin":
+                    return redisson.getSpinLock(name); // default exponential backoff
                 default:
                     return redisson.getFencedLock(name);
             }
