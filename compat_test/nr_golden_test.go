@@ -55,8 +55,8 @@ func TestNRToken(t *testing.T) {
 	N := unique("nrtok")
 	t.Cleanup(func() { rc.Do(context.Background(), rc.B().Del().Key(N).Build()) })
 	args := []string{"30000", nrA62, lua.NonReentrantToken}
-	require.True(t, rueidis.IsRedisNil(lua.NRAcquire().Exec(ctx, rc, ks(N), args).Error()))
-	err := lua.NRAcquire().Exec(ctx, rc, ks(N), args).Error()
+	require.True(t, rueidis.IsRedisNil(lua.Acquire().Exec(ctx, rc, ks(N), args).Error()))
+	err := lua.Acquire().Exec(ctx, rc, ks(N), args).Error()
 	require.Error(t, err)
 	re, ok := rueidis.IsRedisErr(err)
 	require.True(t, ok, "an error reply: %v", err)
@@ -73,21 +73,21 @@ func nrLock(t *testing.T, env sgEnv) {
 	t.Cleanup(func() { r.ctl.try("DEL", N) })
 	tok := lua.NonReentrantToken
 	acq := func(owner string, cmds ...[]string) scriptRun {
-		return run(lua.NRAcquire(), ks(N), argv("30000", owner, tok), append([][]string{cmd("exists", N)}, cmds...)...)
+		return run(lua.Acquire(), ks(N), argv("30000", owner, tok), append([][]string{cmd("exists", N)}, cmds...)...)
 	}
 
-	assert.Nil(t, r.eval(lua.NRAcquire(), ks(N), "30000", nrA62, tok))
+	assert.Nil(t, r.eval(lua.Acquire(), ks(N), "30000", nrA62, tok))
 	r.step("V5.1 lock()", nil, acq(nrA62, cmd("hincrby", N, nrA62, "1"), cmd("pexpire", N, "30000")))
 	assert.Equal(t, map[string]string{nrA62: "1"}, r.ctl.hash(N))
 	r.pttlWithin(N, 30000)
 
 	r.ctl.do("PEXPIRE", N, "25000")
-	assert.Equal(t, nrReentered, r.eval(lua.NRAcquire(), ks(N), "30000", nrA62, tok))
+	assert.Equal(t, nrReentered, r.eval(lua.Acquire(), ks(N), "30000", nrA62, tok))
 	r.step("V5.1 lock() again by A:62", nil, acq(nrA62, cmd("hexists", N, nrA62)))
 	assert.Equal(t, map[string]string{nrA62: "1"}, r.ctl.hash(N), "a re-entry changes nothing")
 	r.pttlWithin(N, 25000)
 
-	left, ok := r.eval(lua.NRAcquire(), ks(N), "30000", nrA63, tok).(int64)
+	left, ok := r.eval(lua.Acquire(), ks(N), "30000", nrA63, tok).(int64)
 	require.True(t, ok, "tryLock by A:63 answers the PTTL")
 	assert.True(t, left > 0 && left <= 25000, "PTTL %d", left)
 	r.step("V5.1 tryLock(0) by A:63", nil, acq(nrA63, cmd("hexists", N, nrA63), cmd("pttl", N)))
@@ -103,9 +103,9 @@ func nrLock(t *testing.T, env sgEnv) {
 
 	// §6.3: the reentrant acquire by the same owner re-enters (count 2);
 	// the non-reentrant one still refuses.
-	assert.Nil(t, r.eval(lua.NRAcquire(), ks(N), "30000", nrA62, tok))
+	assert.Nil(t, r.eval(lua.Acquire(), ks(N), "30000", nrA62, tok))
 	assert.Nil(t, r.eval(lua.Acquire(), ks(N), "30000", nrA62))
-	assert.Equal(t, nrReentered, r.eval(lua.NRAcquire(), ks(N), "30000", nrA62, tok))
+	assert.Equal(t, nrReentered, r.eval(lua.Acquire(), ks(N), "30000", nrA62, tok))
 	r.step("§6.3 mixing types", nil,
 		acq(nrA62, cmd("hincrby", N, nrA62, "1"), cmd("pexpire", N, "30000")),
 		run(lua.Acquire(), ks(N), argv("30000", nrA62), cmd("exists", N), cmd("hexists", N, nrA62),
@@ -134,8 +134,8 @@ func nrFair(t *testing.T, env sgEnv) {
 	}
 
 	// lock(): the waiting form, ARGV=[lease, owner, wait, now, token].
-	assert.Nil(t, r.eval(lua.NRFairAcquire(), ks(N, Q, Z), "30000", nrA62, wait, now(0), tok))
-	r.step("V5.2 lock()", nil, run(lua.NRFairAcquire(), ks(N, Q, Z), argv("30000", nrA62, wait, now(0), tok),
+	assert.Nil(t, r.eval(lua.FairAcquire(), ks(N, Q, Z), "30000", nrA62, wait, now(0), tok))
+	r.step("V5.2 lock()", nil, run(lua.FairAcquire(), ks(N, Q, Z), argv("30000", nrA62, wait, now(0), tok),
 		cmd("lindex", Q, "0"), cmd("exists", N), cmd("exists", Q), cmd("lpop", Q), cmd("zrem", Z, nrA62),
 		cmd("zrange", Z, "0", "-1"), cmd("hset", N, nrA62, "1"), cmd("pexpire", N, "30000")))
 	assert.Equal(t, map[string]string{nrA62: "1"}, r.ctl.hash(N))
@@ -148,22 +148,22 @@ func nrFair(t *testing.T, env sgEnv) {
 	lockArgs := argv("30000", nrA62, wait, now(60), tok)
 	tryArgs := argv("30000", nrA62, now(69), wait, tok) // tryLock(): now before wait
 	waitArgs := argv("30000", nrA62, "100", now(75), tok)
-	assert.Equal(t, nrReentered, r.eval(lua.NRFairAcquire(), ks(N, Q, Z), lockArgs...))
-	assert.Equal(t, nrReentered, r.eval(lua.NRFairTryAcquire(), ks(N, Q, Z), tryArgs...))
-	assert.Equal(t, nrReentered, r.eval(lua.NRFairAcquire(), ks(N, Q, Z), waitArgs...))
+	assert.Equal(t, nrReentered, r.eval(lua.FairAcquire(), ks(N, Q, Z), lockArgs...))
+	assert.Equal(t, nrReentered, r.eval(lua.FairTryAcquire(), ks(N, Q, Z), tryArgs...))
+	assert.Equal(t, nrReentered, r.eval(lua.FairAcquire(), ks(N, Q, Z), waitArgs...))
 	r.step("V5.2 lock(), tryLock(), tryLock(100) again", nil,
-		refused(lua.NRFairAcquire(), lockArgs), refused(lua.NRFairTryAcquire(), tryArgs), refused(lua.NRFairAcquire(), waitArgs))
+		refused(lua.FairAcquire(), lockArgs), refused(lua.FairTryAcquire(), tryArgs), refused(lua.FairAcquire(), waitArgs))
 	empty("V5.2")
 	assert.Equal(t, map[string]string{nrA62: "1"}, r.ctl.hash(N))
 
 	// A:63 tryLock() fails without queueing; lock() queues it.
-	assert.Equal(t, int64(1), r.eval(lua.NRFairTryAcquire(), ks(N, Q, Z), "30000", nrA63, now(100), wait, tok))
-	ttl, ok := r.eval(lua.NRFairAcquire(), ks(N, Q, Z), "30000", nrA63, wait, now(110), tok).(int64)
+	assert.Equal(t, int64(1), r.eval(lua.FairTryAcquire(), ks(N, Q, Z), "30000", nrA63, now(100), wait, tok))
+	ttl, ok := r.eval(lua.FairAcquire(), ks(N, Q, Z), "30000", nrA63, wait, now(110), tok).(int64)
 	require.True(t, ok)
 	v := r.step("A:63 tryLock(), lock()", nil,
-		run(lua.NRFairTryAcquire(), ks(N, Q, Z), argv("30000", nrA63, now(100), wait, tok),
+		run(lua.FairTryAcquire(), ks(N, Q, Z), argv("30000", nrA63, now(100), wait, tok),
 			cmd("lindex", Q, "0"), cmd("exists", N), cmd("hexists", N, nrA63)),
-		run(lua.NRFairAcquire(), ks(N, Q, Z), argv("30000", nrA63, wait, now(110), tok),
+		run(lua.FairAcquire(), ks(N, Q, Z), argv("30000", nrA63, wait, now(110), tok),
 			cmd("lindex", Q, "0"), cmd("exists", N), cmd("hexists", N, nrA63), cmd("zscore", Z, nrA63),
 			cmd("lindex", Q, "-1"), cmd("pttl", N), cmd("zadd", Z, sgAnyMillis, nrA63), cmd("rpush", Q, nrA63)))
 	require.Len(t, v, 1)
@@ -172,8 +172,8 @@ func nrFair(t *testing.T, env sgEnv) {
 
 	// The holder's re-entry with A:63 queued: refused, queue and zset as they were.
 	again := argv("30000", nrA62, wait, now(120), tok)
-	assert.Equal(t, nrReentered, r.eval(lua.NRFairAcquire(), ks(N, Q, Z), again...))
-	r.step("re-entry with a waiter queued", nil, refused(lua.NRFairAcquire(), again, cmd("zscore", Z, nrA63)))
+	assert.Equal(t, nrReentered, r.eval(lua.FairAcquire(), ks(N, Q, Z), again...))
+	r.step("re-entry with a waiter queued", nil, refused(lua.FairAcquire(), again, cmd("zscore", Z, nrA63)))
 	assert.Equal(t, []string{nrA63}, r.ctl.strs("LRANGE", Q, "0", "-1"))
 	assert.Equal(t, []string{nrA63, v[0]}, r.zset(Z))
 	assert.Equal(t, map[string]string{nrA62: "1"}, r.ctl.hash(N))

@@ -2,6 +2,7 @@
 -- Matches Redisson 3.45.0 .. 4.7.0 RedissonFairLock.tryLockInnerAsync with
 -- EVAL_LONG (lock(), tryLock(wait, ...)); 3.32.0 .. 3.44.x lack only the
 -- guard on the last waiter's score, which changes nothing in a sane queue.
+-- With ARGV[5], 4.4.0 .. 4.7.0 RedissonNonReentrantFairLock's.
 --
 -- KEYS[1]  lock hash            N
 -- KEYS[2]  waiter queue         redisson_lock_queue:{N}    (list of owners)
@@ -10,6 +11,7 @@
 -- ARGV[2]  owner                <client uuid>:<owner id>
 -- ARGV[3]  wait in ms           grace each waiter gets after the one before it
 -- ARGV[4]  now                  the caller's clock, epoch ms
+-- ARGV[5]  re-entry token       (non-reentrant only) NON_REENTRANT_REACQUIRE
 --
 -- First drops stale heads: while the queue's head has a deadline <= now,
 -- it is removed from both the queue and the zset.
@@ -21,7 +23,8 @@
 -- the lock's PTTL, or 0 when it has none (free, another owner's turn); for
 -- a new waiter, the time until the previous waiter's deadline (or the
 -- lock's PTTL when the queue was empty), which is also what its own
--- deadline adds ARGV[3] and now to.
+-- deadline adds ARGV[3] and now to. With ARGV[5], a re-entry is refused
+-- instead with the error reply "ERR <ARGV[5]>", before the owner is queued.
 -- Not idempotent (HINCRBY, RPUSH): never retried automatically.
 while true do
     local head = redis.call('lindex', KEYS[2], 0)
@@ -50,6 +53,9 @@ if redis.call('exists', KEYS[1]) == 0
 end
 
 if redis.call('hexists', KEYS[1], ARGV[2]) == 1 then
+    if ARGV[5] then
+        return redis.error_reply('ERR ' .. ARGV[5])
+    end
     redis.call('hincrby', KEYS[1], ARGV[2], 1)
     redis.call('pexpire', KEYS[1], ARGV[1])
     return nil

@@ -1,7 +1,8 @@
 -- fair_try_acquire: take or re-enter a fair lock, never queueing (the
 -- single-attempt variant).
 -- Matches Redisson 3.32.0 .. 4.7.0 RedissonFairLock.tryLockInnerAsync with
--- EVAL_NULL_BOOLEAN (tryLock() without arguments).
+-- EVAL_NULL_BOOLEAN (tryLock() without arguments); with ARGV[5], 4.4.0 ..
+-- 4.7.0 RedissonNonReentrantFairLock's.
 --
 -- KEYS[1]  lock hash            N
 -- KEYS[2]  waiter queue         redisson_lock_queue:{N}
@@ -11,6 +12,7 @@
 -- ARGV[3]  now                  the caller's clock, epoch ms
 -- ARGV[4]  wait in ms           how much earlier the remaining deadlines move
 --                               when the queue's head acquires
+-- ARGV[5]  re-entry token       (non-reentrant only) NON_REENTRANT_REACQUIRE
 -- (ARGV[3] and ARGV[4] are in the opposite order to fair_acquire's, as in
 -- Redisson.)
 --
@@ -18,7 +20,8 @@
 --
 -- Returns nil when acquired (the lock was free and the queue empty or
 -- headed by the owner, or the owner re-entered), else 1. The owner is
--- never queued.
+-- never queued. With ARGV[5], a re-entry is refused instead with the
+-- error reply "ERR <ARGV[5]>".
 -- Not idempotent (HINCRBY): never retried automatically.
 while true do
     local head = redis.call('lindex', KEYS[2], 0)
@@ -47,6 +50,9 @@ if redis.call('exists', KEYS[1]) == 0
 end
 
 if redis.call('hexists', KEYS[1], ARGV[2]) == 1 then
+    if ARGV[5] then
+        return redis.error_reply('ERR ' .. ARGV[5])
+    end
     redis.call('hincrby', KEYS[1], ARGV[2], 1)
     redis.call('pexpire', KEYS[1], ARGV[1])
     return nil

@@ -15,7 +15,7 @@ func TestConformance(t *testing.T) {
 		Prefix:    "nonreentrant-test:",
 		Addr:      addr,
 		New:       func(c *interlock.Client, name string) interlock.Locker { return nonreentrant.New(c, name) },
-		Acquire:   []*lua.Script{lua.NRAcquire()},
+		Acquire:   []*lua.Script{lua.Acquire()},
 		Unlock:    lua.Unlock(),
 		Reentered: nonreentrant.ErrReentered,
 	})
@@ -27,7 +27,7 @@ func TestConformanceFair(t *testing.T) {
 		Prefix:    "nonreentrant-fair-test:",
 		Addr:      addr,
 		New:       func(c *interlock.Client, name string) interlock.Locker { return nonreentrant.NewFair(c, name, 0) },
-		Acquire:   []*lua.Script{lua.NRFairAcquire(), lua.NRFairTryAcquire()},
+		Acquire:   []*lua.Script{lua.FairAcquire(), lua.FairTryAcquire()},
 		Unlock:    lua.FairUnlock(),
 		Fair:      true,
 		Reentered: nonreentrant.ErrReentered,

@@ -6,7 +6,6 @@ import (
 
 	"github.com/interlock-go/interlock"
 	lc "github.com/interlock-go/interlock/internal/lockcore"
-	"github.com/interlock-go/interlock/lua"
 )
 
 // The kind's errors: the root's, and the refused re-entry.
@@ -21,25 +20,23 @@ var (
 )
 
 // The kinds: Redisson's RNonReentrantLock and RNonReentrantFairLock, the
-// reentrant kinds with acquire scripts that refuse re-entry.
+// reentrant kinds whose acquire scripts are given the re-entry token, on
+// which they refuse re-entry.
 var (
-	kind     = nonReentrant(lc.Reentrant("nonreentrant"), lua.NRAcquire)
-	fairKind = nonReentrantFair(lc.FairKind("nonreentrant"))
+	kind     = nonReentrant(lc.Reentrant("nonreentrant"))
+	fairKind = nonReentrant(lc.FairKind("nonreentrant"))
 )
 
-func nonReentrant(k lc.Kind, acquire func() *lua.Script) lc.Kind {
-	k.Acquire.Script = acquire
-	k.Acquire.Args = append(append([]lc.Arg(nil), k.Acquire.Args...), lc.Lit(lc.ReenterToken))
+func nonReentrant(k lc.Kind) lc.Kind {
+	withToken := func(c lc.Call) lc.Call {
+		c.Args = append(append([]lc.Arg(nil), c.Args...), lc.Lit(lc.ReenterToken))
+		return c
+	}
+	k.Acquire = withToken(k.Acquire)
+	if k.Fair != nil {
+		k.Fair = &lc.Fair{TryAcquire: withToken(k.Fair.TryAcquire), GiveUp: k.Fair.GiveUp}
+	}
 	k.Reentered = ErrReentered
-	return k
-}
-
-func nonReentrantFair(k lc.Kind) lc.Kind {
-	k = nonReentrant(k, lua.NRFairAcquire)
-	try := k.Fair.TryAcquire
-	try.Script = lua.NRFairTryAcquire
-	try.Args = append(append([]lc.Arg(nil), try.Args...), lc.Lit(lc.ReenterToken))
-	k.Fair = &lc.Fair{TryAcquire: try, GiveUp: k.Fair.GiveUp}
 	return k
 }
 
