@@ -2,7 +2,6 @@ package latch
 
 import (
 	"context"
-	"errors"
 	"strconv"
 	"strings"
 	"time"
@@ -71,13 +70,7 @@ func (l *Latch) CountDown(ctx context.Context) error {
 	if err != nil {
 		return l.OpErr("count down", err)
 	}
-	receipt := l.Receipt()
-	res := l.Run(ctx, lua.LatchCountDown(), []string{l.Name(), l.Channel(), receipt}, "0", pub, lockcore.MS(lockcore.ReceiptTTL))
-	if err := res.Error(); err != nil && !rueidis.IsRedisNil(err) {
-		return l.OpErr("count down", err)
-	}
-	l.Answered(receipt)
-	return nil
+	return l.OpErr("count down", lockcore.Done(l.RunCounted(ctx, lua.LatchCountDown(), []string{l.Name(), l.Channel()}, "0", pub)))
 }
 
 // Count returns the count, 0 when the latch is open.
@@ -91,49 +84,17 @@ func (l *Latch) Count(ctx context.Context) (int64, error) {
 }
 
 // Await returns nil once the latch is open, or ctx's error when ctx ends
-// first. It reads the count on every message of the latch's channel, after
-// a reconnection, and at least every few seconds.
+// first. It reads the count when a count-down to 0 is announced, after a
+// reconnection, and at least every 2s.
 func (l *Latch) Await(ctx context.Context) error {
-	if n, err := l.Count(ctx); err != nil || n <= 0 {
+	if err := l.Ready(); err != nil {
 		return err
 	}
-	sharded, err := l.RT().Sharded(ctx)
-	if err != nil {
-		return l.OpErr("await", err)
-	}
-	sub, err := l.RT().Hub.SubscribeWith(ctx, l.Channel(), sharded, pubsub.WakeOnZero)
-	switch {
-	case err == nil:
-		defer sub.Close()
-	case ctx.Err() != nil || errors.Is(err, pubsub.ErrClosed):
-		return l.OpErr("await", err)
-	default:
-		return l.poll(ctx) // no pub/sub here: the count is still there to read
-	}
-	for {
-		if n, err := l.Count(ctx); err != nil || n <= 0 {
-			return err
-		}
-		if err := sub.Wait(ctx, lockcore.Repoll); err != nil {
-			return l.OpErr("await", err)
-		}
-	}
-}
-
-// poll reads the count every Repoll until the latch is open.
-func (l *Latch) poll(ctx context.Context) error {
-	t := time.NewTicker(lockcore.Repoll)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-t.C:
-		}
-		if n, err := l.Count(ctx); err != nil || n <= 0 {
-			return err
-		}
-	}
+	_, err := l.Wait(ctx, pubsub.WakeOnZero, false, 0, true, func(ctx context.Context) (bool, time.Duration, error) {
+		n, err := l.Count(ctx)
+		return err == nil && n <= 0, -1, err // -1: nothing expires; the count only falls by a count-down
+	})
+	return l.OpErr("await", err)
 }
 
 // Delete removes the latch, opening it, and reports whether it existed; a

@@ -97,7 +97,7 @@ func (e *Expirable) SetPermits(ctx context.Context, permits int) error {
 		return e.OpErr("set permits", err)
 	}
 	res := e.Run(ctx, lua.PESSetPermits(), []string{e.Name(), e.Channel(), e.timeout}, strconv.Itoa(permits), pub)
-	return e.OpErr("set permits", done(res))
+	return e.OpErr("set permits", lockcore.Done(res))
 }
 
 // AddPermits adds delta free permits, or takes them away when delta is
@@ -267,7 +267,7 @@ func (e *Expirable) undo(receipt string, ids []PermitID, pub string) {
 	}
 	keys := []string{e.Name(), e.Channel(), e.timeout, receipt}
 	e.Later(receipt, time.Now().Add(lockcore.ReceiptTTL), func(ctx context.Context) error {
-		return done(e.Run(ctx, lua.PESUndoAcquire(), keys, args...))
+		return lockcore.Done(e.Run(ctx, lua.PESUndoAcquire(), keys, args...))
 	})
 }
 
@@ -512,12 +512,4 @@ func (e *Expirable) Delete(ctx context.Context) (bool, error) {
 		e.RT().Renewal.Drop(e.timeout, ErrPermitLost)
 	}
 	return ok, err
-}
-
-// done returns the error of a script's reply; a nil reply is no error.
-func done(r rueidis.RedisResult) error {
-	if err := r.Error(); err != nil && !rueidis.IsRedisNil(err) {
-		return err
-	}
-	return nil
 }

@@ -6,8 +6,6 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/redis/rueidis"
-
 	"github.com/interlock-go/interlock"
 	"github.com/interlock-go/interlock/internal/keys"
 	"github.com/interlock-go/interlock/internal/lockcore"
@@ -83,7 +81,7 @@ func (s *Semaphore) AddPermits(ctx context.Context, delta int) error {
 	return add(ctx, &s.Object, lua.SemAdd(), delta)
 }
 
-// add runs an add script with a receipt, resent until it has an answer.
+// add runs an add script, under a receipt.
 func add(ctx context.Context, o *lockcore.Object, script *lua.Script, delta int) error {
 	if err := o.Ready(); err != nil {
 		return err
@@ -95,12 +93,7 @@ func add(ctx context.Context, o *lockcore.Object, script *lua.Script, delta int)
 	if err != nil {
 		return o.OpErr("add permits", err)
 	}
-	receipt := o.Receipt()
-	err = done(o.Run(ctx, script, []string{o.Name(), o.Channel(), receipt}, strconv.Itoa(delta), pub, receiptTTL))
-	if err == nil {
-		o.Answered(receipt)
-	}
-	return o.OpErr("add permits", err)
+	return o.OpErr("add permits", lockcore.Done(o.RunCounted(ctx, script, []string{o.Name(), o.Channel()}, strconv.Itoa(delta), pub)))
 }
 
 // Acquire takes n permits, waiting until they are free or ctx ends.
@@ -179,7 +172,7 @@ func (s *Semaphore) undo(receipt, p string) {
 		if err != nil {
 			return err
 		}
-		return done(s.Run(ctx, lua.SemUndoAcquire(), []string{s.Name(), s.Channel(), receipt}, p, pub, receiptTTL))
+		return lockcore.Done(s.Run(ctx, lua.SemUndoAcquire(), []string{s.Name(), s.Channel(), receipt}, p, pub, receiptTTL))
 	})
 }
 
@@ -194,12 +187,7 @@ func (s *Semaphore) Release(ctx context.Context, n int) error {
 	if err != nil {
 		return s.OpErr("release", err)
 	}
-	receipt := s.Receipt()
-	err = done(s.Run(ctx, lua.SemRelease(), []string{s.Name(), s.Channel(), receipt}, strconv.Itoa(n), pub, receiptTTL))
-	if err == nil {
-		s.Answered(receipt)
-	}
-	return s.OpErr("release", err)
+	return s.OpErr("release", lockcore.Done(s.RunCounted(ctx, lua.SemRelease(), []string{s.Name(), s.Channel()}, strconv.Itoa(n), pub)))
 }
 
 // ReleaseIfExists is Release for an existing semaphore only, and reports
@@ -212,11 +200,7 @@ func (s *Semaphore) ReleaseIfExists(ctx context.Context, n int) (bool, error) {
 	if err != nil {
 		return false, s.OpErr("release", err)
 	}
-	receipt := s.Receipt()
-	r, err := lockcore.Int(s.Run(ctx, lua.SemReleaseIfExists(), []string{s.Name(), s.Channel(), receipt}, strconv.Itoa(n), pub, receiptTTL))
-	if err == nil {
-		s.Answered(receipt)
-	}
+	r, err := lockcore.Int(s.RunCounted(ctx, lua.SemReleaseIfExists(), []string{s.Name(), s.Channel()}, strconv.Itoa(n), pub))
 	return r == 1, s.OpErr("release", err)
 }
 
@@ -251,17 +235,8 @@ func pttl(ctx context.Context, o *lockcore.Object, key string) (time.Duration, e
 	if err := o.Ready(); err != nil {
 		return 0, err
 	}
-	rc := o.RT().RC
-	ms, err := rc.Do(ctx, rc.B().Pttl().Key(key).Build()).AsInt64()
-	switch {
-	case err != nil:
-		return 0, o.OpErr("ttl", err)
-	case ms == -2:
-		return 0, nil
-	case ms < 0:
-		return -1, nil
-	}
-	return time.Duration(ms) * time.Millisecond, nil
+	d, err := lockcore.PTTL(ctx, o.RT().RC, key)
+	return d, o.OpErr("ttl", err)
 }
 
 // Delete removes the semaphore, and reports whether it existed; a key of
@@ -281,13 +256,9 @@ func del(ctx context.Context, o *lockcore.Object, keys ...string) (bool, error) 
 			return false, o.OpErr("delete", err)
 		}
 	}
-	var n int64
-	for _, k := range keys { // one by one: the keys share a slot, but not a DEL in every client mode
-		c, err := rc.Do(ctx, rc.B().Del().Key(k).Build()).AsInt64()
-		if err != nil && !rueidis.IsRedisNil(err) {
-			return false, o.OpErr("delete", err)
-		}
-		n += c
+	n, err := rc.Do(ctx, rc.B().Del().Key(keys...).Build()).AsInt64() // one slot: the name's
+	if err != nil {
+		return false, o.OpErr("delete", err)
 	}
 	return n > 0, nil
 }

@@ -232,7 +232,7 @@ func (a *attempt) undoNow(ctx context.Context, expected int) (bool, error) {
 		return false, err
 	}
 	r := a.l.send(ctx, &a.l.kind.Undo, &vals{owner: a.owner, holder: a.holder, publish: pub, expected: expected})
-	if err := done(r); err != nil {
+	if err := Done(r); err != nil {
 		return false, err
 	}
 	n, _ := r.AsInt64()

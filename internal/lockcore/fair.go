@@ -98,7 +98,7 @@ func (a *attempt) giveUp(ctx context.Context) {
 		if err != nil {
 			return err
 		}
-		return done(l.send(ctx, &l.kind.Fair.GiveUp, &vals{owner: a.owner, holder: a.holder, grace: a.grace, publish: pub}))
+		return Done(l.send(ctx, &l.kind.Fair.GiveUp, &vals{owner: a.owner, holder: a.holder, grace: a.grace, publish: pub}))
 	})
 	l.rt.AwaitCleanup(ctx, l.name, a.owner, giveUpTimeout)
 }

@@ -302,11 +302,20 @@ func (l *Common) TTL(ctx context.Context) (time.Duration, error) {
 	if l.err != nil {
 		return 0, l.err
 	}
-	rc := l.rt.RC
-	n, err := rc.Do(ctx, rc.B().Pttl().Key(l.name).Build()).AsInt64()
+	d, err := PTTL(ctx, l.rt.RC, l.name)
+	if err != nil {
+		return 0, l.opErr("ttl", err)
+	}
+	return d, nil
+}
+
+// PTTL reads key's time to live: 0 when it does not exist, -1 when it
+// never expires.
+func PTTL(ctx context.Context, rc rueidis.Client, key string) (time.Duration, error) {
+	n, err := rc.Do(ctx, rc.B().Pttl().Key(key).Build()).AsInt64()
 	switch {
 	case err != nil:
-		return 0, l.opErr("ttl", err)
+		return 0, err
 	case n == -2:
 		return 0, nil
 	case n < 0:
@@ -323,8 +332,8 @@ func cancelled(parent context.Context, cause error) context.Context {
 	return ctx
 }
 
-// done returns the error of a script's reply; a nil reply is no error.
-func done(r rueidis.RedisResult) error {
+// Done returns the error of a script's reply; a nil reply is no error.
+func Done(r rueidis.RedisResult) error {
 	if err := r.Error(); err != nil && !rueidis.IsRedisNil(err) {
 		return err
 	}

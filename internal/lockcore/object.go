@@ -138,6 +138,19 @@ func (o *Object) CheckType(ctx context.Context, key, want string) error {
 	return nil
 }
 
+// RunCounted sends a script that counts (adds or gives permits, counts a
+// latch down) under a fresh receipt, appended to its KEYS with the
+// receipt's lifetime appended to its ARGV, so that rueidis may resend it;
+// the receipt is dropped once the script has answered.
+func (o *Object) RunCounted(ctx context.Context, s *lua.Script, keys []string, args ...string) rueidis.RedisResult {
+	receipt := o.Receipt()
+	res := o.Run(ctx, s, append(keys, receipt), append(args, MS(ReceiptTTL))...)
+	if !Lost(res.Error()) {
+		o.Answered(receipt)
+	}
+	return res
+}
+
 // Answered drops a receipt whose operation has answered: no resend of it
 // can follow. The Client deletes such receipts in batches, off the
 // caller's path, so that they do not pile up on the server.
@@ -191,7 +204,7 @@ func (o *Object) Wait(ctx context.Context, policy pubsub.Policy, handOn bool, ma
 		HandOn:   handOn,
 		Forever:  forever,
 		Deadline: time.Now().Add(maxWait),
-		Queue:    true,
+		Queue:    policy == pubsub.WakeCount, // acquisitions queue; a latch's awaiters need not
 		MaxWait:  Repoll,
 		Pace:     objectPace,
 		Try:      try,
