@@ -12,6 +12,7 @@ import (
 
 	"github.com/interlock-go/interlock"
 	"github.com/interlock-go/interlock/internal/keys"
+	"github.com/interlock-go/interlock/internal/redistest"
 	"github.com/interlock-go/interlock/latch"
 )
 
@@ -22,17 +23,17 @@ func TestLatchTrySetCount(t *testing.T) {
 		name := latchName(t)
 		l := latch.New(c, name)
 		assert.Equal(t, name, l.Name())
-		in := listen(t, rc, keys.LatchChannel(name), tg.cluster)
+		in := redistest.Listen(t, rc, keys.LatchChannel(name), tg.cluster)
 
 		assert.ErrorIs(t, second(l.TrySetCount(ctx, -1)), interlock.ErrInvalid)
 		assert.ErrorIs(t, second(l.TrySetCount(ctx, -1)), latch.ErrInvalid)
 		assert.False(t, exists(t, rc, name))
 
 		require.True(t, must[bool](t)(l.TrySetCount(ctx, 3)))
-		assert.Equal(t, []string{"1"}, in.next(t), "Redisson's new-count message")
+		assert.Equal(t, []string{"1"}, in.Next(t), "Redisson's new-count message")
 		assert.EqualValues(t, 3, must[int64](t)(l.Count(ctx)))
 		require.False(t, must[bool](t)(l.TrySetCount(ctx, 5)))
-		assert.Empty(t, in.next(t), "a refused set announces nothing")
+		assert.Empty(t, in.Next(t), "a refused set announces nothing")
 		assert.EqualValues(t, 3, must[int64](t)(l.Count(ctx)))
 		assert.Empty(t, receipts(t, rc, name), "TrySetCount takes no receipt")
 	})
@@ -47,9 +48,9 @@ func TestLatchCountDownOpens(t *testing.T) {
 		c2, _ := tg.client(t)
 		name := latchName(t)
 		l1, l2 := latch.New(c1, name), latch.New(c2, name)
-		in := listen(t, rc, keys.LatchChannel(name), tg.cluster)
+		in := redistest.Listen(t, rc, keys.LatchChannel(name), tg.cluster)
 		require.True(t, must[bool](t)(l1.TrySetCount(ctx, 2)))
-		in.next(t)
+		in.Next(t)
 
 		type result struct {
 			err error
@@ -77,7 +78,7 @@ func TestLatchCountDownOpens(t *testing.T) {
 		require.NoError(t, l2.CountDown(ctx))
 		oneReceipt(t, rc, name, "CountDown")
 		assert.EqualValues(t, 1, must[int64](t)(l1.Count(ctx)))
-		assert.Empty(t, in.next(t), "nothing announced above 0")
+		assert.Empty(t, in.Next(t), "nothing announced above 0")
 		select {
 		case r := <-results:
 			t.Fatalf("Await returned at count 1: %v", r.err)
@@ -97,7 +98,7 @@ func TestLatchCountDownOpens(t *testing.T) {
 				t.Fatal("a waiter was not woken")
 			}
 		}
-		assert.Equal(t, []string{"0"}, in.next(t))
+		assert.Equal(t, []string{"0"}, in.Next(t))
 		assert.False(t, exists(t, rc, name), "an open latch has no key")
 		assert.EqualValues(t, 0, must[int64](t)(l2.Count(ctx)))
 		oneReceipt(t, rc, name, "CountDown")
@@ -106,7 +107,7 @@ func TestLatchCountDownOpens(t *testing.T) {
 		// Counting down an open latch does nothing.
 		require.NoError(t, l1.CountDown(ctx))
 		assert.False(t, exists(t, rc, name))
-		assert.Empty(t, in.next(t))
+		assert.Empty(t, in.Next(t))
 		require.NoError(t, l1.Await(ctx))
 	})
 }
@@ -117,12 +118,12 @@ func TestLatchCountDownMissing(t *testing.T) {
 		c, rc := tg.client(t)
 		name := latchName(t)
 		l := latch.New(c, name)
-		in := listen(t, rc, keys.LatchChannel(name), tg.cluster)
+		in := redistest.Listen(t, rc, keys.LatchChannel(name), tg.cluster)
 
 		for range 3 {
 			require.NoError(t, l.CountDown(ctx))
 			assert.False(t, exists(t, rc, name), "no key created")
-			assert.Empty(t, in.next(t), "nothing published")
+			assert.Empty(t, in.Next(t), "nothing published")
 			oneReceipt(t, rc, name, "CountDown")
 		}
 		assert.EqualValues(t, 0, must[int64](t)(l.Count(ctx)))
@@ -182,12 +183,12 @@ func TestLatchDelete(t *testing.T) {
 		c, rc := tg.client(t)
 		name := latchName(t)
 		l := latch.New(c, name)
-		in := listen(t, rc, keys.LatchChannel(name), tg.cluster)
+		in := redistest.Listen(t, rc, keys.LatchChannel(name), tg.cluster)
 		assert.False(t, must[bool](t)(l.Delete(ctx)))
-		assert.Empty(t, in.next(t), "deleting a missing latch announces nothing")
+		assert.Empty(t, in.Next(t), "deleting a missing latch announces nothing")
 
 		require.True(t, must[bool](t)(l.TrySetCount(ctx, 2)))
-		in.next(t)
+		in.Next(t)
 		got := make(chan error, 1)
 		go func() { got <- l.Await(ctx) }()
 		require.Eventually(t, func() bool { return c.Stats().Channels == 1 }, prompt, time.Millisecond)
@@ -196,7 +197,7 @@ func TestLatchDelete(t *testing.T) {
 		start := time.Now()
 		require.True(t, must[bool](t)(l.Delete(ctx)))
 		assert.False(t, exists(t, rc, name))
-		assert.Equal(t, []string{"1"}, in.next(t), "Redisson's new-count message, which wakes nobody")
+		assert.Equal(t, []string{"1"}, in.Next(t), "Redisson's new-count message, which wakes nobody")
 		select {
 		case err := <-got:
 			took := time.Since(start)
@@ -233,7 +234,7 @@ func TestLatchBraces(t *testing.T) {
 	t.Run("standalone", func(t *testing.T) {
 		ctx := testCtx(t)
 		c, rc := target{addrs: []string{addr}}.client(t)
-		t.Cleanup(func() { deleteLike([]string{addr}, braced) })
+		t.Cleanup(func() { redistest.DeleteLike([]string{addr}, braced) })
 		l := latch.New(c, braced)
 		require.True(t, must[bool](t)(l.TrySetCount(ctx, 1)))
 		assert.EqualValues(t, 1, must[int64](t)(l.Count(ctx)))

@@ -13,6 +13,7 @@ import (
 
 	"github.com/interlock-go/interlock"
 	"github.com/interlock-go/interlock/internal/keys"
+	"github.com/interlock-go/interlock/internal/redistest"
 	"github.com/interlock-go/interlock/semaphore"
 )
 
@@ -159,7 +160,7 @@ func TestExpirableTryAcquireWakesAtExpiry(t *testing.T) {
 		const lease = 700 * time.Millisecond
 		first := must[[]semaphore.PermitID](t)(e.Acquire(ctx, 1, lease))
 		leasedAt := time.Now()
-		in := listen(t, rc, keys.SemaphoreChannel(name), tg.cluster)
+		in := redistest.Listen(t, rc, keys.SemaphoreChannel(name), tg.cluster)
 
 		ids, ok, err := e.TryAcquire(ctx, 1, 5*time.Second, time.Minute)
 		took := time.Since(leasedAt)
@@ -171,7 +172,7 @@ func TestExpirableTryAcquireWakesAtExpiry(t *testing.T) {
 		assert.False(t, held, "the expired permit was reclaimed")
 		assert.Len(t, ids, 1)
 		// The only message is the acquiring reclaim's own.
-		assert.Equal(t, []string{"1"}, in.next(t))
+		assert.Equal(t, []string{"1"}, in.Next(t))
 
 		// A wait that ends before the first expiry fails at its deadline.
 		start := time.Now()
@@ -188,21 +189,21 @@ func TestExpirableRelease(t *testing.T) {
 		c, rc := tg.client(t)
 		name := semName(t)
 		e := semaphore.NewExpirable(c, name)
-		in := listen(t, rc, keys.SemaphoreChannel(name), tg.cluster)
+		in := redistest.Listen(t, rc, keys.SemaphoreChannel(name), tg.cluster)
 		require.True(t, must[bool](t)(e.TrySetPermits(ctx, 3)))
-		in.next(t)
+		in.Next(t)
 		unknown := semaphore.PermitID{0xde, 0xad}
 
 		ids := must[[]semaphore.PermitID](t)(e.Acquire(ctx, 2, time.Minute))
 		require.NoError(t, e.Release(ctx, ids[0]))
-		assert.Equal(t, []string{"2"}, in.next(t), "a release of one announces the free count")
+		assert.Equal(t, []string{"2"}, in.Next(t), "a release of one announces the free count")
 		err := e.Release(ctx, ids[0])
 		assert.ErrorIs(t, err, semaphore.ErrUnknownPermit)
 		var ie *interlock.Error
 		assert.True(t, errors.As(err, &ie), "%T", err)
 		assert.False(t, must[bool](t)(e.TryRelease(ctx, ids[0])))
 		assert.ErrorIs(t, e.Release(ctx, unknown), semaphore.ErrUnknownPermit)
-		assert.Empty(t, in.next(t), "a failed release announces nothing")
+		assert.Empty(t, in.Next(t), "a failed release announces nothing")
 		assert.EqualValues(t, 2, must[int64](t)(e.Available(ctx)))
 
 		// Several ids: all or none.
@@ -214,9 +215,9 @@ func TestExpirableRelease(t *testing.T) {
 		assert.Equal(t, before, state(t, rc, timeoutKey(name)), "nothing released")
 		assert.EqualValues(t, 2, must[int64](t)(e.Acquired(ctx)))
 		assert.Equal(t, 2, c.Stats().Holds)
-		in.next(t)
+		in.Next(t)
 		require.True(t, must[bool](t)(e.TryRelease(ctx, ids[1], more[0])))
-		assert.Equal(t, []string{"2"}, in.next(t), "a release of several announces how many")
+		assert.Equal(t, []string{"2"}, in.Next(t), "a release of several announces how many")
 		assert.EqualValues(t, 3, must[int64](t)(e.Available(ctx)))
 		assert.Zero(t, c.Stats().Holds)
 
@@ -330,7 +331,7 @@ func TestExpirablePermits(t *testing.T) {
 		c, rc := tg.client(t)
 		name := semName(t)
 		e := semaphore.NewExpirable(c, name)
-		in := listen(t, rc, keys.SemaphoreChannel(name), tg.cluster)
+		in := redistest.Listen(t, rc, keys.SemaphoreChannel(name), tg.cluster)
 
 		for op, f := range map[string]func(context.Context) (int64, error){"Available": e.Available, "Permits": e.Permits, "Acquired": e.Acquired} {
 			assert.EqualValues(t, 0, must[int64](t)(f(ctx)), "%s of a missing semaphore", op)
@@ -339,31 +340,31 @@ func TestExpirablePermits(t *testing.T) {
 		assert.False(t, exists(t, rc, name))
 
 		require.NoError(t, e.SetPermits(ctx, 5))
-		assert.Equal(t, []string{"5"}, in.next(t))
+		assert.Equal(t, []string{"5"}, in.Next(t))
 		assert.EqualValues(t, 5, must[int64](t)(e.Available(ctx)))
 		assert.Equal(t, time.Duration(-1), must[time.Duration](t)(e.TTL(ctx)))
 		ids := must[[]semaphore.PermitID](t)(e.Acquire(ctx, 2, time.Minute))
 		assert.EqualValues(t, 3, must[int64](t)(e.Available(ctx)))
 		assert.EqualValues(t, 2, must[int64](t)(e.Acquired(ctx)))
 		assert.EqualValues(t, 5, must[int64](t)(e.Permits(ctx)))
-		in.next(t)
+		in.Next(t)
 
 		require.NoError(t, e.SetPermits(ctx, 3), "the total, acquired ones included")
-		assert.Equal(t, []string{"3"}, in.next(t))
+		assert.Equal(t, []string{"3"}, in.Next(t))
 		assert.EqualValues(t, 1, must[int64](t)(e.Available(ctx)))
 		assert.EqualValues(t, 3, must[int64](t)(e.Permits(ctx)))
 		require.NoError(t, e.SetPermits(ctx, 3))
-		assert.Empty(t, in.next(t), "no change, no message")
+		assert.Empty(t, in.Next(t), "no change, no message")
 		assert.False(t, must[bool](t)(e.TrySetPermits(ctx, 10)))
 		assert.EqualValues(t, 3, must[int64](t)(e.Permits(ctx)))
 
 		clearReceipts(t, rc, name)
 		require.NoError(t, e.AddPermits(ctx, 2))
-		assert.Equal(t, []string{"2"}, in.next(t), "the delta is announced")
+		assert.Equal(t, []string{"2"}, in.Next(t), "the delta is announced")
 		oneReceipt(t, rc, name, "AddPermits")
 		assert.EqualValues(t, 3, must[int64](t)(e.Available(ctx)))
 		require.NoError(t, e.AddPermits(ctx, -2))
-		assert.Empty(t, in.next(t), "a negative delta is not announced")
+		assert.Empty(t, in.Next(t), "a negative delta is not announced")
 		oneReceipt(t, rc, name, "AddPermits")
 		assert.EqualValues(t, 1, must[int64](t)(e.Available(ctx)))
 		assert.EqualValues(t, 3, must[int64](t)(e.Permits(ctx)))

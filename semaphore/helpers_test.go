@@ -4,9 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -152,93 +150,6 @@ func (c *counter) settle(t *testing.T, s *lua.Script, d time.Duration) int64 {
 	return c.n(s)
 }
 
-// inbox records the messages of one channel, as a Java client's listener
-// would see them.
-type inbox struct {
-	rc      rueidis.Client
-	channel string
-	sharded bool
-	mu      sync.Mutex
-	msgs    []string
-	marks   atomic.Int64
-}
-
-// listen subscribes to channel (SSUBSCRIBE when sharded) on rc and returns
-// once the subscription is live.
-func listen(t *testing.T, rc rueidis.Client, channel string, sharded bool) *inbox {
-	t.Helper()
-	in := &inbox{rc: rc, channel: channel, sharded: sharded}
-	cmd := rc.B().Subscribe().Channel(channel).Build()
-	if sharded {
-		cmd = rc.B().Ssubscribe().Channel(channel).Build()
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		_ = rc.Receive(ctx, cmd, func(m rueidis.PubSubMessage) {
-			in.mu.Lock()
-			in.msgs = append(in.msgs, m.Message)
-			in.mu.Unlock()
-		})
-	}()
-	t.Cleanup(func() { cancel(); <-done })
-	// Publish a marker until it comes back: the subscription is then live.
-	mark := in.publishMark(t)
-	deadline := time.Now().Add(prompt)
-	for !in.seen(mark) {
-		require.True(t, time.Now().Before(deadline), "subscription to %s never became live", channel)
-		time.Sleep(20 * time.Millisecond)
-		mark = in.publishMark(t)
-	}
-	in.take(t, mark)
-	return in
-}
-
-func (in *inbox) publishMark(t *testing.T) string {
-	t.Helper()
-	mark := fmt.Sprintf("test-mark-%d", in.marks.Add(1))
-	cmd := in.rc.B().Publish().Channel(in.channel).Message(mark).Build()
-	if in.sharded {
-		cmd = in.rc.B().Spublish().Channel(in.channel).Message(mark).Build()
-	}
-	require.NoError(t, in.rc.Do(context.Background(), cmd).Error())
-	return mark
-}
-
-func (in *inbox) seen(mark string) bool {
-	in.mu.Lock()
-	defer in.mu.Unlock()
-	return slices.Contains(in.msgs, mark)
-}
-
-// take returns the messages before mark, other marks left out, and drops
-// them and mark.
-func (in *inbox) take(t *testing.T, mark string) []string {
-	t.Helper()
-	in.mu.Lock()
-	defer in.mu.Unlock()
-	i := slices.Index(in.msgs, mark)
-	require.GreaterOrEqual(t, i, 0)
-	var out []string
-	for _, m := range in.msgs[:i] {
-		if !strings.HasPrefix(m, "test-mark-") {
-			out = append(out, m)
-		}
-	}
-	in.msgs = slices.Clone(in.msgs[i+1:])
-	return out
-}
-
-// next returns the messages published on the channel since the last call
-// (or since listen): a marker published now arrives after all of them.
-func (in *inbox) next(t *testing.T) []string {
-	t.Helper()
-	mark := in.publishMark(t)
-	require.Eventually(t, func() bool { return in.seen(mark) }, prompt, 5*time.Millisecond, "marker on %s", in.channel)
-	return in.take(t, mark)
-}
-
 // everyNode sends the command build makes to every node of rc and returns
 // the replies' strings, each once: KEYS sees one node's keys only.
 func everyNode(t *testing.T, rc rueidis.Client, build func(rueidis.Builder) rueidis.Completed) []string {
@@ -253,23 +164,11 @@ func everyNode(t *testing.T, rc rueidis.Client, build func(rueidis.Builder) ruei
 	return slices.Compact(out)
 }
 
-// glob escapes s for a KEYS pattern.
-func glob(s string) string {
-	var b strings.Builder
-	for _, r := range s {
-		if strings.ContainsRune(`*?[]\`, r) {
-			b.WriteByte('\\')
-		}
-		b.WriteRune(r)
-	}
-	return b.String()
-}
-
 // receipts returns the receipt keys of the object called name.
 func receipts(t *testing.T, rc rueidis.Client, name string) []string {
 	t.Helper()
 	return everyNode(t, rc, func(b rueidis.Builder) rueidis.Completed {
-		return b.Keys().Pattern("interlock_receipt:{" + glob(name) + "}:*").Build()
+		return b.Keys().Pattern("interlock_receipt:{" + redistest.Glob(name) + "}:*").Build()
 	})
 }
 

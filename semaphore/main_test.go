@@ -75,31 +75,10 @@ func semName(t *testing.T) string {
 			servers = append(servers, cluster.Addrs())
 		}
 		for _, addrs := range servers {
-			deleteLike(addrs, name)
+			redistest.DeleteLike(addrs, name)
 		}
 	})
 	return name
-}
-
-// deleteLike deletes, on the server or cluster at addrs, every key that
-// contains name.
-func deleteLike(addrs []string, name string) {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	rc, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: addrs})
-	if err != nil {
-		return
-	}
-	defer rc.Close()
-	pattern := "*" + glob(name) + "*"
-	for _, n := range rc.Nodes() {
-		ks, err := n.Do(ctx, n.B().Keys().Pattern(pattern).Build()).AsStrSlice()
-		for _, k := range ks {
-			if err == nil {
-				n.Do(ctx, n.B().Del().Key(k).Build())
-			}
-		}
-	}
 }
 
 func testCtx(t *testing.T) context.Context {

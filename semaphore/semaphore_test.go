@@ -11,6 +11,7 @@ import (
 
 	"github.com/interlock-go/interlock"
 	"github.com/interlock-go/interlock/internal/keys"
+	"github.com/interlock-go/interlock/internal/redistest"
 	"github.com/interlock-go/interlock/lua"
 	"github.com/interlock-go/interlock/semaphore"
 )
@@ -22,30 +23,30 @@ func TestSemaphoreTrySetPermits(t *testing.T) {
 		name := semName(t)
 		s := semaphore.New(c, name)
 		assert.Equal(t, name, s.Name())
-		in := listen(t, rc, keys.SemaphoreChannel(name), tg.cluster)
+		in := redistest.Listen(t, rc, keys.SemaphoreChannel(name), tg.cluster)
 
 		require.True(t, must[bool](t)(s.TrySetPermits(ctx, 3)))
-		assert.Equal(t, []string{"3"}, in.next(t), "the new count is announced")
+		assert.Equal(t, []string{"3"}, in.Next(t), "the new count is announced")
 		assert.EqualValues(t, 3, must[int64](t)(s.Available(ctx)))
 		assert.Equal(t, time.Duration(-1), must[time.Duration](t)(s.TTL(ctx)))
 
 		require.False(t, must[bool](t)(s.TrySetPermits(ctx, 5)))
 		require.False(t, must[bool](t)(s.TrySetPermitsTTL(ctx, 5, time.Minute)))
-		assert.Empty(t, in.next(t), "a refused set announces nothing")
+		assert.Empty(t, in.Next(t), "a refused set announces nothing")
 		assert.EqualValues(t, 3, must[int64](t)(s.Available(ctx)))
 		assert.Equal(t, time.Duration(-1), must[time.Duration](t)(s.TTL(ctx)), "a refused set leaves the TTL")
 
 		// With a TTL.
 		name2 := name + ":ttl"
 		s2 := semaphore.New(c, name2)
-		in2 := listen(t, rc, keys.SemaphoreChannel(name2), tg.cluster)
+		in2 := redistest.Listen(t, rc, keys.SemaphoreChannel(name2), tg.cluster)
 		require.True(t, must[bool](t)(s2.TrySetPermitsTTL(ctx, 2, 10*time.Second)))
-		assert.Equal(t, []string{"2"}, in2.next(t))
+		assert.Equal(t, []string{"2"}, in2.Next(t))
 		ttl := must[time.Duration](t)(s2.TTL(ctx))
 		within(t, ttl, 9*time.Second, 10*time.Second, "TTL")
 		require.False(t, must[bool](t)(s2.TrySetPermitsTTL(ctx, 7, time.Hour)))
 		require.False(t, must[bool](t)(s2.TrySetPermits(ctx, 7)))
-		assert.Empty(t, in2.next(t))
+		assert.Empty(t, in2.Next(t))
 		assert.EqualValues(t, 2, must[int64](t)(s2.Available(ctx)))
 		assert.LessOrEqual(t, must[time.Duration](t)(s2.TTL(ctx)), 10*time.Second)
 
@@ -64,26 +65,26 @@ func TestSemaphoreAddPermits(t *testing.T) {
 		c, rc := tg.client(t)
 		name := semName(t)
 		s := semaphore.New(c, name)
-		in := listen(t, rc, keys.SemaphoreChannel(name), tg.cluster)
+		in := redistest.Listen(t, rc, keys.SemaphoreChannel(name), tg.cluster)
 
 		// On a missing semaphore AddPermits creates it.
 		require.NoError(t, s.AddPermits(ctx, 5))
-		assert.Equal(t, []string{"5"}, in.next(t))
+		assert.Equal(t, []string{"5"}, in.Next(t))
 		assert.EqualValues(t, 5, must[int64](t)(s.Available(ctx)))
 		oneReceipt(t, rc, name, "AddPermits")
 
 		require.NoError(t, s.AddPermits(ctx, -2))
-		assert.Equal(t, []string{"3"}, in.next(t), "the new total is announced")
+		assert.Equal(t, []string{"3"}, in.Next(t), "the new total is announced")
 		assert.EqualValues(t, 3, must[int64](t)(s.Available(ctx)))
 		oneReceipt(t, rc, name, "AddPermits")
 
 		require.NoError(t, s.AddPermits(ctx, -5))
 		assert.EqualValues(t, -2, must[int64](t)(s.Available(ctx)), "the count may go below zero")
-		assert.Equal(t, []string{"-2"}, in.next(t))
+		assert.Equal(t, []string{"-2"}, in.Next(t))
 		oneReceipt(t, rc, name, "AddPermits")
 
 		assert.ErrorIs(t, s.AddPermits(ctx, 0), interlock.ErrInvalid)
-		assert.Empty(t, in.next(t), "a zero delta sends nothing")
+		assert.Empty(t, in.Next(t), "a zero delta sends nothing")
 		assert.Empty(t, receipts(t, rc, name))
 		assert.EqualValues(t, -2, must[int64](t)(s.Available(ctx)))
 
@@ -202,9 +203,9 @@ func TestSemaphoreReleaseWakesWaiter(t *testing.T) {
 		rc := cnt.Client
 		name := semName(t)
 		s := semaphore.New(c, name)
-		in := listen(t, rc, keys.SemaphoreChannel(name), tg.cluster)
+		in := redistest.Listen(t, rc, keys.SemaphoreChannel(name), tg.cluster)
 		require.True(t, must[bool](t)(s.TrySetPermits(ctx, 0)))
-		in.next(t)
+		in.Next(t)
 
 		done := make(chan error, 1)
 		go func() { done <- s.Acquire(ctx, 1) }()
@@ -223,7 +224,7 @@ func TestSemaphoreReleaseWakesWaiter(t *testing.T) {
 		t.Logf("woken %v after the release", woke)
 		assert.Less(t, woke, slack, "woken by the message, not by the 2s repoll")
 		assert.EqualValues(t, 3, cnt.n(lua.SemAcquire()), "one attempt after the wake-up")
-		assert.Equal(t, []string{"1"}, in.next(t), "Release announces the new free count")
+		assert.Equal(t, []string{"1"}, in.Next(t), "Release announces the new free count")
 		assert.EqualValues(t, 0, must[int64](t)(s.Available(ctx)))
 		assert.Eventually(t, func() bool { return len(receipts(t, rc, name)) == 0 }, 5*time.Second, 10*time.Millisecond,
 			"answered receipts are deleted by the Client")
@@ -236,14 +237,14 @@ func TestSemaphoreRelease(t *testing.T) {
 		c, rc := tg.client(t)
 		name := semName(t)
 		s := semaphore.New(c, name)
-		in := listen(t, rc, keys.SemaphoreChannel(name), tg.cluster)
+		in := redistest.Listen(t, rc, keys.SemaphoreChannel(name), tg.cluster)
 
 		// Release creates a missing semaphore, as Redisson's does.
 		require.NoError(t, s.Release(ctx, 2))
-		assert.Equal(t, []string{"2"}, in.next(t))
+		assert.Equal(t, []string{"2"}, in.Next(t))
 		oneReceipt(t, rc, name, "Release")
 		require.NoError(t, s.Release(ctx, 3))
-		assert.Equal(t, []string{"5"}, in.next(t))
+		assert.Equal(t, []string{"5"}, in.Next(t))
 		oneReceipt(t, rc, name, "Release")
 		assert.EqualValues(t, 5, must[int64](t)(s.Available(ctx)))
 	})
@@ -255,17 +256,17 @@ func TestSemaphoreReleaseIfExists(t *testing.T) {
 		c, rc := tg.client(t)
 		name := semName(t)
 		s := semaphore.New(c, name)
-		in := listen(t, rc, keys.SemaphoreChannel(name), tg.cluster)
+		in := redistest.Listen(t, rc, keys.SemaphoreChannel(name), tg.cluster)
 
 		assert.False(t, must[bool](t)(s.ReleaseIfExists(ctx, 1)))
 		assert.False(t, exists(t, rc, name), "no semaphore created")
-		assert.Empty(t, in.next(t), "nothing announced")
+		assert.Empty(t, in.Next(t), "nothing announced")
 		oneReceipt(t, rc, name, "ReleaseIfExists")
 
 		require.True(t, must[bool](t)(s.TrySetPermits(ctx, 1)))
-		in.next(t)
+		in.Next(t)
 		assert.True(t, must[bool](t)(s.ReleaseIfExists(ctx, 2)))
-		assert.Equal(t, []string{"3"}, in.next(t))
+		assert.Equal(t, []string{"3"}, in.Next(t))
 		assert.EqualValues(t, 3, must[int64](t)(s.Available(ctx)))
 		oneReceipt(t, rc, name, "ReleaseIfExists")
 	})
@@ -277,7 +278,7 @@ func TestSemaphoreDrainDeleteTTL(t *testing.T) {
 		c, rc := tg.client(t)
 		name := semName(t)
 		s := semaphore.New(c, name)
-		in := listen(t, rc, keys.SemaphoreChannel(name), tg.cluster)
+		in := redistest.Listen(t, rc, keys.SemaphoreChannel(name), tg.cluster)
 
 		// Missing.
 		assert.EqualValues(t, 0, must[int64](t)(s.Drain(ctx)))
@@ -287,9 +288,9 @@ func TestSemaphoreDrainDeleteTTL(t *testing.T) {
 		assert.False(t, must[bool](t)(s.Delete(ctx)))
 
 		require.True(t, must[bool](t)(s.TrySetPermitsTTL(ctx, 4, time.Minute)))
-		in.next(t)
+		in.Next(t)
 		assert.EqualValues(t, 4, must[int64](t)(s.Drain(ctx)))
-		assert.Empty(t, in.next(t), "Drain announces nothing")
+		assert.Empty(t, in.Next(t), "Drain announces nothing")
 		assert.EqualValues(t, 0, must[int64](t)(s.Available(ctx)))
 		assert.Equal(t, "string:0", state(t, rc, name))
 		assert.Equal(t, time.Duration(-1), must[time.Duration](t)(s.TTL(ctx)), "Drain clears the TTL")
@@ -299,7 +300,7 @@ func TestSemaphoreDrainDeleteTTL(t *testing.T) {
 		assert.True(t, must[bool](t)(s.Delete(ctx)))
 		assert.False(t, exists(t, rc, name))
 		assert.False(t, must[bool](t)(s.Delete(ctx)))
-		assert.Empty(t, in.next(t), "Delete announces nothing")
+		assert.Empty(t, in.Next(t), "Delete announces nothing")
 
 		// Delete does not wake waiters: they wait for a release.
 		require.True(t, must[bool](t)(s.TrySetPermits(ctx, 0)))

@@ -1,0 +1,143 @@
+package redistest
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/rueidis"
+)
+
+// inboxTimeout bounds how long a marker may take to come back.
+const inboxTimeout = 5 * time.Second
+
+// Inbox records the messages of one channel, as a Java client's listener
+// would see them.
+type Inbox struct {
+	rc      rueidis.Client
+	channel string
+	sharded bool
+	mu      sync.Mutex
+	msgs    []string
+	marks   atomic.Int64
+}
+
+// Listen subscribes to channel (SSUBSCRIBE when sharded) on rc and returns
+// once the subscription is live; it unsubscribes when tb ends.
+func Listen(tb testing.TB, rc rueidis.Client, channel string, sharded bool) *Inbox {
+	tb.Helper()
+	in := &Inbox{rc: rc, channel: channel, sharded: sharded}
+	cmd := rc.B().Subscribe().Channel(channel).Build()
+	if sharded {
+		cmd = rc.B().Ssubscribe().Channel(channel).Build()
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = rc.Receive(ctx, cmd, func(m rueidis.PubSubMessage) {
+			in.mu.Lock()
+			in.msgs = append(in.msgs, m.Message)
+			in.mu.Unlock()
+		})
+	}()
+	tb.Cleanup(func() { cancel(); <-done })
+	// Publish a marker until it comes back: the subscription is then live.
+	mark := in.publishMark(tb)
+	deadline := time.Now().Add(inboxTimeout)
+	for !in.seen(mark) {
+		if time.Now().After(deadline) {
+			tb.Fatalf("redistest: subscription to %s never became live", channel)
+		}
+		time.Sleep(20 * time.Millisecond)
+		mark = in.publishMark(tb)
+	}
+	in.take(mark)
+	return in
+}
+
+func (in *Inbox) publishMark(tb testing.TB) string {
+	tb.Helper()
+	mark := fmt.Sprintf("test-mark-%d", in.marks.Add(1))
+	cmd := in.rc.B().Publish().Channel(in.channel).Message(mark).Build()
+	if in.sharded {
+		cmd = in.rc.B().Spublish().Channel(in.channel).Message(mark).Build()
+	}
+	if err := in.rc.Do(context.Background(), cmd).Error(); err != nil {
+		tb.Fatalf("redistest: publishing a marker on %s: %v", in.channel, err)
+	}
+	return mark
+}
+
+func (in *Inbox) seen(mark string) bool {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	return slices.Contains(in.msgs, mark)
+}
+
+// take returns the messages before mark, other marks left out, and drops
+// them and mark.
+func (in *Inbox) take(mark string) []string {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	i := slices.Index(in.msgs, mark)
+	var out []string
+	for _, m := range in.msgs[:max(i, 0)] {
+		if !strings.HasPrefix(m, "test-mark-") {
+			out = append(out, m)
+		}
+	}
+	in.msgs = slices.Clone(in.msgs[i+1:])
+	return out
+}
+
+// Next returns the messages published on the channel since the last call
+// (or since Listen): a marker published now arrives after all of them.
+func (in *Inbox) Next(tb testing.TB) []string {
+	tb.Helper()
+	mark := in.publishMark(tb)
+	for deadline := time.Now().Add(inboxTimeout); !in.seen(mark); time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			tb.Fatalf("redistest: marker on %s never came back", in.channel)
+		}
+	}
+	return in.take(mark)
+}
+
+// Glob escapes s for a KEYS pattern.
+func Glob(s string) string {
+	var b strings.Builder
+	for _, r := range s {
+		if strings.ContainsRune(`*?[]\`, r) {
+			b.WriteByte('\\')
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
+// DeleteLike deletes, on the server or cluster at addrs, every key that
+// contains name, for tests that clean up after themselves.
+func DeleteLike(addrs []string, name string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	rc, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: addrs})
+	if err != nil {
+		return
+	}
+	defer rc.Close()
+	pattern := "*" + Glob(name) + "*"
+	for _, n := range rc.Nodes() {
+		ks, err := n.Do(ctx, n.B().Keys().Pattern(pattern).Build()).AsStrSlice()
+		for _, k := range ks {
+			if err == nil {
+				n.Do(ctx, n.B().Del().Key(k).Build())
+			}
+		}
+	}
+}
