@@ -101,36 +101,36 @@ func (e *Entry) endRelease(o Outcome) {
 // cancellation has happened by the time the call that ended the hold
 // (Unlock, Close) returns. s.mu must not be held.
 func (e *Entry) guard(parent context.Context) context.Context {
-	g, cancel := context.WithCancelCause(parent)
 	s := e.s
 	s.mu.Lock()
+	defer s.mu.Unlock()
+	// An explicit lease ends the hold on the server without any message.
+	// The deadline is the guard's parent, not its child: the cancellation
+	// that ends the hold then sets the guard's cause itself, and nothing
+	// racing it can replace that cause with context.Canceled.
 	if e.ended {
-		s.mu.Unlock()
+		g, cancel := context.WithCancelCause(parent)
 		cancel(e.cause)
 		return g
 	}
+	base, stopDeadline := parent, func() {}
+	if e.watchdog == 0 {
+		base, stopDeadline = context.WithDeadlineCause(parent, e.leaseUntil, e.task.Lost)
+	}
+	g, cancel := context.WithCancelCause(base)
 	if e.guards == nil {
 		e.guards = make(map[*context.CancelCauseFunc]struct{})
 	}
 	e.guards[&cancel] = struct{}{}
-	var deadline time.Time
-	if e.watchdog == 0 {
-		deadline = e.leaseUntil
-	}
-	s.mu.Unlock()
-	// A guard whose parent ends first is forgotten.
+	// A guard that ends first (its parent ended, or its lease ran out) is
+	// forgotten, and its deadline's timer stopped.
 	context.AfterFunc(g, func() {
+		stopDeadline()
 		s.mu.Lock()
 		delete(e.guards, &cancel)
 		s.mu.Unlock()
 	})
-	if deadline.IsZero() {
-		return g
-	}
-	// An explicit lease ends the hold on the server without any message.
-	d, cancelDeadline := context.WithDeadlineCause(g, deadline, e.task.Lost)
-	context.AfterFunc(g, cancelDeadline)
-	return d
+	return g
 }
 
 // remaining returns how long the hold is still certainly valid on the

@@ -445,3 +445,25 @@ func TestReletTurnsALeaseIntoAWatchdogHold(t *testing.T) {
 	<-g.Done()
 	assert.ErrorIs(t, context.Cause(g), errLost, "the new lease ran out")
 }
+
+// A guard of a hold with an explicit lease ends with the cause that ended
+// the hold, even when it is nested in another such guard and both end at
+// once: the lease's deadline must never race the cause to the guard.
+func TestLeaseGuardKeepsTheDropCause(t *testing.T) {
+	rc := redistest.NewClient(t, addr)
+	s := newScheduler(t, rc, renewal.Config{Lease: time.Second, BatchSize: 100})
+	lost := errors.New("dropped")
+	key := "renew:drop:" + t.Name()
+	for i := range 500 {
+		ctx := context.Background()
+		for _, owner := range []string{"a", "b", "c"} {
+			require.NoError(t, s.Hold(key, owner, task, time.Minute, time.Now()))
+			g, ok := s.Guard(ctx, key, owner)
+			require.True(t, ok)
+			ctx = g
+		}
+		s.Drop(key, lost)
+		<-ctx.Done()
+		require.ErrorIs(t, context.Cause(ctx), lost, "round %d", i)
+	}
+}
