@@ -1,0 +1,70 @@
+package lockcore
+
+import (
+	"context"
+	"time"
+
+	"github.com/interlock-go/interlock"
+	"github.com/interlock-go/interlock/renewal"
+)
+
+// member is what every kind's lock is, through the Common it embeds.
+type member interface{ common() *Common }
+
+func (l *Common) common() *Common { return l }
+
+// MemberOf returns the engine lock behind m when m is one of interlock's
+// lock kinds, for what a multi-lock needs beyond interlock.Locker.
+func MemberOf(m interlock.Locker) (*Common, bool) {
+	if c, ok := m.(member); ok {
+		return c.common(), true
+	}
+	return nil, false
+}
+
+// SameLock reports whether a and b are one lock to the server: the same
+// key through the same Client, whatever their kinds.
+func SameLock(a, b *Common) bool { return a.rt == b.rt && a.name == b.name }
+
+// SameClient reports whether a and b run through the same Client.
+func SameClient(a, b *Common) bool { return a.rt == b.rt }
+
+// Relet sets the calling owner's hold of l to end lease from now, on the
+// server and in the Client's records, and reports whether the owner still
+// held it. A re-entered hold is left as it is: an outer hold decides its
+// TTL. This is how a multi-lock gives all its members one lease once it
+// has gathered them.
+func Relet(ctx context.Context, l *Common, lease time.Duration) (bool, error) {
+	_, holder, err := l.owner(ctx)
+	if err != nil {
+		return false, err
+	}
+	switch l.holds(holder) {
+	case 0:
+		return false, nil
+	case 1:
+	default:
+		return true, nil
+	}
+	task := l.kind.Renew
+	k, a := task.Args(lease, []*renewal.Entry{{Key: l.name, Owner: holder}})
+	sent := time.Now()
+	renewed, err := task.Script.Exec(ctx, l.rt.RC, k, a).AsIntSlice()
+	if err != nil {
+		return false, l.opErr("relet", err)
+	}
+	if len(renewed) != 1 || renewed[0] != 1 {
+		// The hold is gone on the server: this owner's record ends as lost.
+		_, _, end := l.rt.Renewal.Release(l.name, holder)
+		end(renewal.NotHeld)
+		return false, nil
+	}
+	return l.rt.Renewal.Relet(l.name, holder, lease, sent), nil
+}
+
+// Recorded reports whether this Client records a hold of l by the calling
+// owner; it sends nothing.
+func Recorded(ctx context.Context, l *Common) bool {
+	_, holder, err := l.owner(ctx)
+	return err == nil && l.holds(holder) > 0
+}

@@ -1,0 +1,47 @@
+// Package multilock holds several locks as one, as Redisson's
+// RedissonMultiLock (all members) and RedissonRedLock (a majority of
+// members on independent masters) do. A Go Mutex and a Java multi-lock
+// over the same names exclude each other: the members are ordinary locks
+// of any kinds (rlock, fairlock, rwlock halves, fenced, nonreentrant,
+// spin), on one Client or several, and a multi-lock adds no keys and no
+// messages of its own.
+//
+// # The algorithm
+//
+// Members are tried one at a time, in the order given, each with the
+// calling owner. TryLock(wait, lease) gives each member what is left of
+// wait (a RedLock: wait divided by the number of members); when a member
+// fails and no failure is allowed (a RedLock allows a minority), the
+// members taken so far are unlocked and, while wait lasts, the gathering
+// starts again from the first member. With a lease and a wait, members are
+// taken with a lease of twice the wait, so that early ones outlive the
+// gathering, and each is given lease once all are held; without a lease
+// each member is a watchdog hold, renewed by its Client's watchdog like
+// any other. Lock and LockLease run such rounds, 1.5s per member, until
+// they acquire or the context ends. A gathering that fails, whatever the
+// reason, unlocks what it took.
+//
+// # Member order
+//
+// Two owners that take overlapping sets in different orders can each hold
+// a member the other waits for until their waits run out. Give every
+// process, Go and Java, the same order: sort the names. The order is never
+// changed here, because Redisson does not change it either.
+//
+// # Holding
+//
+// Unlock releases one hold of every member, going on past failures, and
+// returns the failures joined (Redisson's Java unlock stops at the first).
+// Guard ends when a member's hold ends (a RedLock's: when more than a
+// minority have), with that member's cause; Remaining is the time the
+// members (a RedLock: a majority) are all still certainly held.
+//
+// # RedLock
+//
+// A RedLock needs at least 3 members, each through its own Client, and
+// holds when a majority acquired within the wait: with one master of
+// three frozen or down, acquisitions go on; with two down, they fail and
+// leave nothing held. Redisson deprecates it in favour of an RLock on a
+// replicated deployment with replica sync (interlock.WithReplicaAcks),
+// which is simpler to run; it is here for fleets that already use it.
+package multilock

@@ -1,0 +1,458 @@
+package multilock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"reflect"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/interlock-go/interlock"
+	"github.com/interlock-go/interlock/internal/lockcore"
+	"github.com/interlock-go/interlock/nonreentrant"
+	"github.com/interlock-go/interlock/rwlock"
+)
+
+const (
+	// roundPerMember is Redisson's base wait of one Lock round, per member.
+	roundPerMember = 1500 * time.Millisecond
+	// undoTimeout bounds the unlocks that take back a failed gathering,
+	// which run even when the caller's context has ended.
+	undoTimeout = 5 * time.Second
+	// errorPause is the first pause after a round that failed with errors
+	// rather than a busy member, doubled up to maxErrorPause.
+	errorPause    = 50 * time.Millisecond
+	maxErrorPause = time.Second
+)
+
+// Mutex holds a set of locks together: all of them (New, Redisson's
+// RedissonMultiLock) or a majority (NewRedLock, Redisson's
+// RedissonRedLock). It adds no keys or messages; each member does its own
+// kind's traffic under the calling owner. It is safe for concurrent use.
+type Mutex struct {
+	members []interlock.Locker
+	quorum  int    // how many members a hold needs
+	kind    string // "multilock" or "redlock", the prefix of its errors
+	err     error  // the argument error every method returns
+}
+
+// New returns the lock of all of members, which are tried in the order
+// given. Members may be of any kinds and on any Clients. No members, a nil
+// member, or one lock given twice is reported by every method.
+func New(members ...interlock.Locker) *Mutex {
+	m := &Mutex{members: slices.Clone(members), quorum: len(members), kind: "multilock"}
+	m.err = m.check()
+	return m
+}
+
+// NewRedLock returns the lock of a majority of members, each on its own
+// Client (an independent master). Fewer than 3 members, two on one
+// Client, or New's bad input is reported by every method.
+func NewRedLock(members ...interlock.Locker) *Mutex {
+	m := &Mutex{members: slices.Clone(members), quorum: len(members)/2 + 1, kind: "redlock"}
+	if m.err = m.check(); m.err == nil && len(members) < 3 {
+		m.err = m.invalid("%d members; a RedLock needs at least 3 independent masters", len(members))
+	}
+	return m
+}
+
+func (m *Mutex) invalid(format string, args ...any) error {
+	return fmt.Errorf("%w: %s: "+format, append([]any{interlock.ErrInvalid, m.kind}, args...)...)
+}
+
+// check finds the bad input New and NewRedLock refuse.
+func (m *Mutex) check() error {
+	if len(m.members) == 0 {
+		return m.invalid("no members")
+	}
+	for i, a := range m.members {
+		if a == nil || (reflect.ValueOf(a).Kind() == reflect.Pointer && reflect.ValueOf(a).IsNil()) {
+			return m.invalid("member %d is nil", i)
+		}
+		for _, b := range m.members[:i] {
+			if same(a, b) {
+				return m.invalid("%q is a member twice", a.Name())
+			}
+			if m.kind == "redlock" && sameClient(a, b) {
+				return m.invalid("%q and %q are on one Client; a RedLock's members must be on independent masters", b.Name(), a.Name())
+			}
+		}
+	}
+	return nil
+}
+
+// same reports whether a and b are one lock: one key through one Client.
+func same(a, b interlock.Locker) bool {
+	ca, okA := lockcore.MemberOf(a)
+	cb, okB := lockcore.MemberOf(b)
+	if okA && okB {
+		return lockcore.SameLock(ca, cb)
+	}
+	return reflect.TypeOf(a) == reflect.TypeOf(b) && reflect.TypeOf(a).Comparable() && a == b
+}
+
+func sameClient(a, b interlock.Locker) bool {
+	ca, okA := lockcore.MemberOf(a)
+	cb, okB := lockcore.MemberOf(b)
+	return okA && okB && lockcore.SameClient(ca, cb)
+}
+
+// Members returns the members, in the order they are tried.
+func (m *Mutex) Members() []interlock.Locker { return slices.Clone(m.members) }
+
+// Name returns the members' names, comma-separated, for logs and errors.
+func (m *Mutex) Name() string {
+	names := make([]string, len(m.members))
+	for i, l := range m.members {
+		if l != nil {
+			names[i] = l.Name()
+		}
+	}
+	return strings.Join(names, ",")
+}
+
+// Lock waits until the members are held or ctx ends, in rounds of
+// 1.5s per member, each member with a watchdog hold. On failure it
+// returns ctx's error and leaves nothing held.
+func (m *Mutex) Lock(ctx context.Context) error {
+	return m.lock(ctx, 0)
+}
+
+// LockLease is Lock with a fixed lease of at least 1ms, which every member
+// is given once all are held.
+func (m *Mutex) LockLease(ctx context.Context, lease time.Duration) error {
+	if lease < time.Millisecond {
+		return m.invalid("lease %v must be at least 1ms", lease)
+	}
+	return m.lock(ctx, lease)
+}
+
+// TryLock tries for up to wait (0: one attempt per member) and reports
+// whether it acquired; lease 0 gives the members watchdog holds. Busy when
+// wait has passed is (false, nil), or the last member error when members
+// failed rather than being busy.
+func (m *Mutex) TryLock(ctx context.Context, wait, lease time.Duration) (bool, error) {
+	if m.err != nil {
+		return false, m.err
+	}
+	if wait < 0 || lease < 0 || (lease > 0 && lease < time.Millisecond) {
+		return false, m.invalid("wait %v and lease %v must not be negative, and a lease at least 1ms", wait, lease)
+	}
+	return m.try(ctx, wait, lease)
+}
+
+// lock runs TryLock rounds, as Redisson's lock does.
+func (m *Mutex) lock(ctx context.Context, lease time.Duration) error {
+	if m.err != nil {
+		return m.err
+	}
+	base := time.Duration(len(m.members)) * roundPerMember
+	pause := errorPause
+	for {
+		w := base
+		switch {
+		case lease <= 0:
+		case lease <= base:
+			w = lease/2 + rand.N(lease-lease/2)
+		default:
+			w = base + rand.N(lease-base)
+		}
+		w = max(w, time.Millisecond)
+		start := time.Now()
+		ok, err := m.try(ctx, w, lease)
+		switch {
+		case ok:
+			return nil
+		case ctx.Err() != nil:
+			return ctx.Err()
+		case err != nil && permanent(err):
+			return err
+		case err != nil && time.Since(start) < w:
+			// Members failed rather than waited: do not spin on them.
+			if err := sleep(ctx, pause); err != nil {
+				return err
+			}
+			pause = min(2*pause, maxErrorPause)
+		default:
+			pause = errorPause
+		}
+	}
+}
+
+// try is Redisson's tryLock(wait, lease): members in order, each for what
+// is left of wait (a RedLock: wait/n), taken back and started again while
+// time is left when one fails beyond what the quorum allows.
+func (m *Mutex) try(ctx context.Context, wait, lease time.Duration) (bool, error) {
+	n := len(m.members)
+	memberLease := lease
+	if lease > 0 && wait > 0 {
+		// Members taken early must outlive the gathering; each gets lease
+		// once all are held.
+		memberLease = 2 * wait
+	}
+	var deadline time.Time
+	perWait := wait
+	if wait > 0 {
+		deadline = time.Now().Add(wait)
+		if m.quorum < n {
+			perWait = max(wait/time.Duration(n), time.Millisecond)
+		}
+	}
+	allowFail := n - m.quorum
+	budget := allowFail
+	var (
+		held    []interlock.Locker
+		lastErr error
+	)
+	for i := 0; i < n; i++ {
+		member := m.members[i]
+		w := time.Duration(0)
+		if wait > 0 {
+			w = max(min(perWait, time.Until(deadline)), time.Millisecond)
+		}
+		ok, err := m.tryMember(ctx, member, w, memberLease)
+		switch {
+		case ok:
+			held = append(held, member)
+		case ctx.Err() != nil || (err != nil && permanent(err)):
+			return false, errors.Join(err, m.release(ctx, held))
+		default:
+			if err != nil {
+				lastErr = err
+			}
+			if n-len(held) == allowFail {
+				i = n // the rest may fail: a RedLock's quorum is held
+				continue
+			}
+			if budget == 0 {
+				// More members failed than the quorum allows.
+				if uerr := m.release(ctx, held); uerr != nil {
+					return false, errors.Join(lastErr, uerr)
+				}
+				if wait <= 0 || !time.Now().Before(deadline) {
+					return false, lastErr
+				}
+				budget, held, i = allowFail, held[:0], -1
+				continue
+			}
+			budget--
+		}
+		if wait > 0 && !time.Now().Before(deadline) {
+			return false, errors.Join(lastErr, m.release(ctx, held))
+		}
+	}
+	if lease > 0 {
+		var err error
+		if held, err = m.relet(ctx, held, lease); err != nil || len(held) < m.quorum {
+			return false, errors.Join(err, m.release(ctx, held))
+		}
+	}
+	return true, nil
+}
+
+// tryMember tries one member for up to w. The attempt is bounded by w too,
+// with a little slack for its last try: a frozen master must not hold the
+// gathering past its wait.
+func (m *Mutex) tryMember(ctx context.Context, member interlock.Locker, w, lease time.Duration) (bool, error) {
+	if w <= 0 {
+		return member.TryLock(ctx, 0, lease)
+	}
+	mctx, cancel := context.WithTimeout(ctx, w+min(w/4, 250*time.Millisecond))
+	defer cancel()
+	ok, err := member.TryLock(mctx, w, lease)
+	if err != nil && ctx.Err() == nil && mctx.Err() != nil {
+		// Not the caller's deadline: say so, and do not wrap it.
+		err = fmt.Errorf("%s: %s: no answer within the member's wait of %v (%v)", m.kind, member.Name(), w, err)
+	}
+	return ok, err
+}
+
+// relet gives every held member lease, and returns those still held.
+func (m *Mutex) relet(ctx context.Context, held []interlock.Locker, lease time.Duration) ([]interlock.Locker, error) {
+	kept := held[:0]
+	var lost error
+	for _, member := range held {
+		c, ok := lockcore.MemberOf(member)
+		if !ok {
+			kept = append(kept, member) // it keeps the lease it was taken with
+			continue
+		}
+		still, err := lockcore.Relet(ctx, c, lease)
+		switch {
+		case err != nil:
+			return kept, errors.Join(err, m.release(ctx, held[len(kept):]))
+		case still:
+			kept = append(kept, member)
+		default:
+			lost = fmt.Errorf("%s: %s: %w", m.kind, member.Name(), interlock.ErrLockLost)
+		}
+	}
+	if len(kept) < m.quorum {
+		return kept, lost
+	}
+	return kept, nil
+}
+
+// release unlocks members, all of them even when ctx has ended, and joins
+// their errors.
+func (m *Mutex) release(ctx context.Context, members []interlock.Locker) error {
+	if len(members) == 0 {
+		return nil
+	}
+	uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), undoTimeout)
+	defer cancel()
+	var errs []error
+	for _, member := range members {
+		if err := member.Unlock(uctx); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Unlock releases one hold of every member and joins their errors. A
+// RedLock unlocks only the members its Clients record as held by the
+// owner, and fails with ErrNotHeld when there are none.
+func (m *Mutex) Unlock(ctx context.Context) error {
+	if m.err != nil {
+		return m.err
+	}
+	var errs []error
+	released := 0
+	for _, member := range m.members {
+		if m.quorum < len(m.members) && !recorded(ctx, member) {
+			// A RedLock member this Client holds nothing of: the server
+			// would answer "not held", or, frozen, not at all.
+			continue
+		}
+		err := member.Unlock(ctx)
+		switch {
+		case err == nil:
+			released++
+		case m.quorum < len(m.members) && errors.Is(err, interlock.ErrNotHeld):
+		default:
+			errs = append(errs, err)
+		}
+	}
+	if released == 0 && len(errs) == 0 {
+		return fmt.Errorf("%s: unlock %s: %w", m.kind, m.Name(), interlock.ErrNotHeld)
+	}
+	return errors.Join(errs...)
+}
+
+// Guard returns a context that ends when the calling owner's hold ends:
+// when a member (a RedLock: more than a minority) is lost or released,
+// with that member's cause; at once when the owner does not hold it.
+func (m *Mutex) Guard(ctx context.Context) context.Context {
+	if m.err != nil {
+		g, cancel := context.WithCancelCause(ctx)
+		cancel(m.err)
+		return g
+	}
+	if m.quorum == len(m.members) {
+		// Nested guards: the first member to end cancels every one inside
+		// it, with its own cause, before the call that ended it returns.
+		g := ctx
+		for _, member := range slices.Backward(m.members) {
+			g = member.Guard(g)
+		}
+		return g
+	}
+	// A RedLock's guard counts the members' ends; the one that leaves
+	// fewer than a quorum held cancels it with its own cause.
+	g, cancel := context.WithCancelCause(ctx)
+	q := &quorumGuard{left: len(m.members) - m.quorum + 1, cancel: cancel}
+	for _, member := range m.members {
+		mg := member.Guard(g)
+		context.AfterFunc(mg, func() { q.ended(context.Cause(mg)) })
+	}
+	return g
+}
+
+// quorumGuard ends a RedLock's guard when the members' ends leave fewer
+// than a quorum held.
+type quorumGuard struct {
+	mu     sync.Mutex
+	left   int // member ends until the quorum is broken
+	cancel context.CancelCauseFunc
+}
+
+func (q *quorumGuard) ended(cause error) {
+	q.mu.Lock()
+	q.left--
+	tip := q.left == 0
+	q.mu.Unlock()
+	if tip {
+		q.cancel(cause)
+	}
+}
+
+// Remaining returns how long the calling owner's hold is certainly valid:
+// the shortest member's (a RedLock: the quorum-th longest), 0 when none.
+func (m *Mutex) Remaining(ctx context.Context) time.Duration {
+	if m.err != nil {
+		return 0
+	}
+	left := make([]time.Duration, len(m.members))
+	for i, member := range m.members {
+		left[i] = member.Remaining(ctx)
+	}
+	slices.Sort(left)
+	slices.Reverse(left)
+	return left[m.quorum-1]
+}
+
+// IsHeld reports whether the calling owner holds the lock: every member,
+// or a RedLock's majority.
+func (m *Mutex) IsHeld(ctx context.Context) (bool, error) {
+	if m.err != nil {
+		return false, m.err
+	}
+	held := 0
+	var errs []error
+	for _, member := range m.members {
+		if m.quorum < len(m.members) && (held >= m.quorum || !recorded(ctx, member)) {
+			continue // a RedLock asks only the members it took, until a majority
+		}
+		ok, err := member.IsHeld(ctx)
+		if err != nil {
+			errs = append(errs, err)
+		} else if ok {
+			held++
+		}
+	}
+	if held >= m.quorum {
+		return true, nil
+	}
+	return false, errors.Join(errs...)
+}
+
+// recorded reports whether member's Client records a hold of it by the
+// calling owner (always true of a Locker that is not one of the kinds).
+func recorded(ctx context.Context, member interlock.Locker) bool {
+	c, ok := lockcore.MemberOf(member)
+	return !ok || lockcore.Recorded(ctx, c)
+}
+
+// permanent reports whether err fails every attempt alike: bad input, a
+// closed Client, a non-reentrant re-entry, a read-to-write upgrade.
+func permanent(err error) bool {
+	return errors.Is(err, interlock.ErrInvalid) || errors.Is(err, interlock.ErrClosed) ||
+		errors.Is(err, nonreentrant.ErrReentered) || errors.Is(err, rwlock.ErrUpgrade)
+}
+
+// sleep waits for d or until ctx ends.
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
