@@ -80,7 +80,9 @@
 // failover loses a lock. WithMaxHold stops renewing a watchdog hold a fixed
 // time after it was acquired and ends its guards (ErrLockLost and
 // ErrMaxHold), so a hung worker cannot keep a lock forever; a later Unlock
-// reports both when the key is gone.
+// reports both when the key is gone. WithReplicaSync, off too, is
+// Redisson's own default outside single-server configs: WAIT for every
+// replica the master has, failing only when none acknowledged.
 //
 // # Errors
 //

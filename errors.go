@@ -20,7 +20,8 @@ var (
 	// before anything is sent.
 	ErrInvalid = errors.New("interlock: invalid argument")
 	// ErrReplication is wrapped by the error of an acquisition or unlock
-	// that fewer replicas acknowledged than WithReplicaAcks asks for.
+	// that fewer replicas acknowledged than WithReplicaAcks asks for, or
+	// that none acknowledged under WithReplicaSync.
 	ErrReplication = errors.New("interlock: too few replicas acknowledged")
 	// ErrClockSkew is wrapped by the error of a fair-lock wait that the
 	// skew guard refused (WithClockSkewLimit).

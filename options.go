@@ -19,6 +19,9 @@ const (
 	DefaultRenewalBatchSize = 100
 	// MinWatchdogTimeout is the shortest watchdog timeout New accepts.
 	MinWatchdogTimeout = 30 * time.Millisecond
+	// DefaultReplicaSyncTimeout is the WAIT timeout of Redisson's replica
+	// sync (slavesSyncTimeout), for WithReplicaSync.
+	DefaultReplicaSyncTimeout = time.Second
 )
 
 // PubSubMode chooses between classic and sharded pub/sub.
@@ -58,6 +61,7 @@ type Option func(*config)
 type config struct {
 	runtime.Config
 	replicaSet bool // WithReplicaAcks was given
+	syncSet    bool // WithReplicaSync was given
 }
 
 func defaultConfig() config {
@@ -73,6 +77,12 @@ func (c config) validate() error {
 	}
 	if m := PubSubMode(c.PubSub); m < PubSubAuto || m > PubSubSharded {
 		return fmt.Errorf("%w: unknown pub/sub mode %d", ErrInvalid, c.PubSub)
+	}
+	if c.replicaSet && c.syncSet {
+		return fmt.Errorf("%w: WithReplicaAcks and WithReplicaSync cannot be combined", ErrInvalid)
+	}
+	if c.syncSet && c.ReplicaTimeout < time.Millisecond {
+		return fmt.Errorf("%w: replica sync timeout %v must be at least 1ms", ErrInvalid, c.ReplicaTimeout)
 	}
 	if c.replicaSet {
 		if c.ReplicaAcks < 1 {
@@ -128,6 +138,36 @@ func WithWatchdogTimeout(d time.Duration) Option {
 func WithReplicaAcks(n int, timeout time.Duration) Option {
 	return func(c *config) {
 		c.ReplicaAcks, c.ReplicaTimeout, c.replicaSet = n, timeout, true
+	}
+}
+
+// WithReplicaSync follows every acquire and unlock script, in its
+// pipeline, with WAIT n timeout, n being the replicas the key's master has
+// (none: nothing is added), and takes back an acquisition none of them
+// acknowledged, which fails with ErrReplication; an unlock still counts.
+//
+// This is Redisson's checkLockSyncedSlaves, its default outside
+// single-server configs. n is connected_slaves of INFO replication, read
+// from the key's master (on a cluster, the node of its slot) before the
+// first call, after a WAIT answered another number, and at least every
+// 10s. A server that refuses INFO or WAIT fails every acquisition. Java
+// reruns a failed call up to four times, 1 to 2s apart; this fails at once.
+//
+// WithReplicaAcks (safe mode) instead asks a fixed number of
+// acknowledgements and fails below it; this waits up to timeout for every
+// replica there is and fails only when none acknowledged. Neither closes
+// the window in which a failover loses a lock.
+//
+// It is off by default, unlike in Redisson: WAIT is a durability measure
+// only, changing no key, script or exclusion (Go and Java share locks with
+// it on or off), and it costs every call a wait for the slowest replica,
+// up to timeout while none acknowledges. Pass DefaultReplicaSyncTimeout
+// (1s, Redisson's slavesSyncTimeout) to behave as a Java fleet's defaults
+// do. timeout must be at least 1ms; it cannot be combined with
+// WithReplicaAcks.
+func WithReplicaSync(timeout time.Duration) Option {
+	return func(c *config) {
+		c.ReplicaSync, c.ReplicaTimeout, c.syncSet = true, timeout, true
 	}
 }
 

@@ -40,3 +40,21 @@ func TestClockSkewLimitNegative(t *testing.T) {
 		t.Fatalf("err = %v, want ErrInvalid", err)
 	}
 }
+
+func TestReplicaSyncOptionIsValidated(t *testing.T) {
+	rc := redistest.NewClient(t, addr)
+	for name, opts := range map[string][]interlock.Option{
+		"no timeout":       {interlock.WithReplicaSync(0)},
+		"sub-ms timeout":   {interlock.WithReplicaSync(500 * time.Microsecond)},
+		"negative timeout": {interlock.WithReplicaSync(-time.Second)},
+		"with safe mode":   {interlock.WithReplicaAcks(1, time.Second), interlock.WithReplicaSync(time.Second)},
+		"then safe mode":   {interlock.WithReplicaSync(time.Second), interlock.WithReplicaAcks(1, time.Second)},
+	} {
+		c, err := interlock.New(rc, opts...)
+		assert.ErrorIs(t, err, interlock.ErrInvalid, name)
+		assert.Nil(t, c, name)
+	}
+	c, err := interlock.New(rc, interlock.WithReplicaSync(interlock.DefaultReplicaSyncTimeout))
+	require.NoError(t, err)
+	require.NoError(t, c.Close())
+}

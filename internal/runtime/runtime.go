@@ -1,6 +1,7 @@
 // Package runtime is what one interlock Client runs: its id, the pub/sub
 // Hub, the renewal Scheduler, the undo queue, the latch deleter, the wall
-// clock and its skew guard, the publish-mode probe and safe-mode acks.
+// clock and its skew guard, the publish-mode probe, and the acks of safe
+// mode and replica-sync mode.
 //
 // The root package creates a Runtime in interlock.New; lock kinds reach it
 // with Of, never through exported methods of interlock.Client.
@@ -40,9 +41,12 @@ type Config struct {
 	PubSubOptions  []pubsub.Option
 	Observer       Observer // nil: nobody
 	ReplicaAcks    int      // 0: safe mode off
+	ReplicaSync    bool     // replica-sync mode (never with ReplicaAcks)
 	ReplicaTimeout time.Duration
 	MaxHold        time.Duration
 	SkewLimit      time.Duration // 0: no skew guard
+	// Names maps every object name before a key is derived (nil: as is).
+	Names NameMapper
 
 	// The root's sentinels, which the runtime's errors wrap.
 	ErrClosed, ErrMaxHold, ErrClockSkew, ErrReplication error
@@ -52,6 +56,12 @@ type Config struct {
 type Observer interface {
 	renewal.Observer
 	PubSubFailed(err error)
+}
+
+// NameMapper is interlock.NameMapper.
+type NameMapper interface {
+	Map(name string) string
+	Unmap(mapped string) string
 }
 
 // Runtime is one Client's shared machinery. Its fields are set by New and
@@ -73,6 +83,7 @@ type Runtime struct {
 	sharded   bool
 
 	writeWaits waitCounts
+	replicas   replicaCounts // replica-sync mode
 
 	tasksMu sync.Mutex
 	tasks   map[string]*renewal.Task
