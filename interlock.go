@@ -43,6 +43,7 @@ func New(rc rueidis.Client, opts ...Option) (*Client, error) {
 		return nil, err
 	}
 	cfg.ErrClosed, cfg.ErrMaxHold, cfg.ErrClockSkew, cfg.ErrReplication = ErrClosed, ErrMaxHold, ErrClockSkew, ErrReplication
+	cfg.applyNames()
 	rt, err := runtime.New(rc, cfg.Config)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalid, err)

@@ -9,7 +9,8 @@ import (
 // fairlock.Mutex, the halves of rwlock.Mutex, fenced.Mutex. Its contracts
 // hold for every kind; a kind's package documents what it adds.
 type Locker interface {
-	// Name returns the lock's name, which is also its Redis key.
+	// Name returns the lock's name as given: its Redis key, unless the
+	// Client maps names (WithNameMapper).
 	Name() string
 	// Lock waits until the lock is acquired or ctx ends, and takes a
 	// watchdog hold (see "Holds"). On failure it returns ctx's error and

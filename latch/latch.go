@@ -32,9 +32,9 @@ type Latch struct {
 // Cluster, a name with braces, whose latch channel Redisson puts in
 // another slot.
 func New(c *interlock.Client, name string) *Latch {
-	l := &Latch{lockcore.NewObject(c, "latch", name, keys.LatchChannel(name))}
-	if c != nil && l.Ready() == nil && strings.ContainsAny(name, "{}") && l.RT().RC.Mode() == rueidis.ClientModeCluster {
-		l.Refuse(l.Invalid("name %q has braces: on a cluster its channel %q is in another slot, as Redisson names it", name, l.Channel()))
+	l := &Latch{lockcore.NewObject(c, "latch", name, keys.LatchChannel)}
+	if c != nil && l.Ready() == nil && strings.ContainsAny(l.Key(), "{}") && l.RT().RC.Mode() == rueidis.ClientModeCluster {
+		l.Refuse(l.Invalid("name %q has braces: on a cluster its channel %q is in another slot, as Redisson names it", l.Key(), l.Channel()))
 	}
 	return l
 }
@@ -52,9 +52,9 @@ func (l *Latch) TrySetCount(ctx context.Context, count int64) (bool, error) {
 	if err != nil {
 		return false, l.OpErr("set count", err)
 	}
-	n, err := lockcore.Int(l.Run(ctx, lua.LatchTrySet(), []string{l.Name(), l.Channel()}, "1", strconv.FormatInt(count, 10), pub))
+	n, err := lockcore.Int(l.Run(ctx, lua.LatchTrySet(), []string{l.Key(), l.Channel()}, "1", strconv.FormatInt(count, 10), pub))
 	if err == nil && n != 1 {
-		err = l.CheckType(ctx, l.Name(), "string") // set, or another object's key
+		err = l.CheckType(ctx, l.Key(), "string") // set, or another object's key
 	}
 	return n == 1, l.OpErr("set count", err)
 }
@@ -70,7 +70,7 @@ func (l *Latch) CountDown(ctx context.Context) error {
 	if err != nil {
 		return l.OpErr("count down", err)
 	}
-	return l.OpErr("count down", lockcore.Done(l.RunCounted(ctx, lua.LatchCountDown(), []string{l.Name(), l.Channel()}, "0", pub)))
+	return l.OpErr("count down", lockcore.Done(l.RunCounted(ctx, lua.LatchCountDown(), []string{l.Key(), l.Channel()}, "0", pub)))
 }
 
 // Count returns the count, 0 when the latch is open.
@@ -79,7 +79,7 @@ func (l *Latch) Count(ctx context.Context) (int64, error) {
 		return 0, err
 	}
 	rc := l.RT().RC
-	n, err := lockcore.Int(rc.Do(ctx, rc.B().Get().Key(l.Name()).Build()))
+	n, err := lockcore.Int(rc.Do(ctx, rc.B().Get().Key(l.Key()).Build()))
 	return n, l.OpErr("count", err)
 }
 
@@ -105,13 +105,13 @@ func (l *Latch) Delete(ctx context.Context) (bool, error) {
 	if err := l.Ready(); err != nil {
 		return false, err
 	}
-	if err := l.CheckType(ctx, l.Name(), "string"); err != nil {
+	if err := l.CheckType(ctx, l.Key(), "string"); err != nil {
 		return false, l.OpErr("delete", err)
 	}
 	pub, err := l.Publish(ctx)
 	if err != nil {
 		return false, l.OpErr("delete", err)
 	}
-	n, err := lockcore.Int(l.Run(ctx, lua.LatchDelete(), []string{l.Name(), l.Channel()}, "1", pub))
+	n, err := lockcore.Int(l.Run(ctx, lua.LatchDelete(), []string{l.Key(), l.Channel()}, "1", pub))
 	return n == 1, l.OpErr("delete", err)
 }

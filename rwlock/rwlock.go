@@ -111,7 +111,7 @@ func New(c *interlock.Client, name string) *Mutex {
 	return &Mutex{read: ReadLock{lc.New(c, &readKind, name)}, write: WriteLock{lc.New(c, &writeKind, name)}}
 }
 
-// Name returns the lock's name, which is also its Redis key.
+// Name returns the lock's name as given (see interlock.WithNameMapper).
 func (m *Mutex) Name() string { return m.read.Name() }
 
 // Read returns the lock's read half (Redisson's readLock()).

@@ -42,10 +42,9 @@ type Expirable struct {
 // NewExpirable returns the expirable semaphore called name. A bad name or
 // a nil client is reported by every method, before anything is sent.
 func NewExpirable(c *interlock.Client, name string) *Expirable {
-	return &Expirable{
-		Object:  lockcore.NewObject(c, "semaphore", name, keys.SemaphoreChannel(name)),
-		timeout: keys.Suffix(name, "timeout"),
-	}
+	e := &Expirable{Object: lockcore.NewObject(c, "semaphore", name, keys.SemaphoreChannel)}
+	e.timeout = keys.Suffix(e.Key(), "timeout")
+	return e
 }
 
 // renewTask renews watchdog permits: each entry is a permit id (Owner) in
@@ -96,7 +95,7 @@ func (e *Expirable) SetPermits(ctx context.Context, permits int) error {
 	if err != nil {
 		return e.OpErr("set permits", err)
 	}
-	res := e.Run(ctx, lua.PESSetPermits(), []string{e.Name(), e.Channel(), e.timeout}, strconv.Itoa(permits), pub)
+	res := e.Run(ctx, lua.PESSetPermits(), []string{e.Key(), e.Channel(), e.timeout}, strconv.Itoa(permits), pub)
 	return e.OpErr("set permits", lockcore.Done(res))
 }
 
@@ -132,7 +131,7 @@ func (e *Expirable) count(ctx context.Context, op string, s *lua.Script) (int64,
 	if err != nil {
 		return 0, e.OpErr(op, err)
 	}
-	n, err := lockcore.Int(e.Run(ctx, s, []string{e.Name(), e.timeout, e.Channel()}, itoa(e.now()), pub))
+	n, err := lockcore.Int(e.Run(ctx, s, []string{e.Key(), e.timeout, e.Channel()}, itoa(e.now()), pub))
 	return n, e.OpErr(op, err)
 }
 
@@ -218,7 +217,7 @@ func (e *Expirable) try(ctx context.Context, n int, lease time.Duration, pub str
 	}
 	args = append(args, receiptTTL)
 	sent := time.Now()
-	res, acked := e.RunAcked(ctx, lua.PESAcquire(), []string{e.Name(), e.timeout, e.Channel(), receipt}, args...)
+	res, acked := e.RunAcked(ctx, lua.PESAcquire(), []string{e.Key(), e.timeout, e.Channel(), receipt}, args...)
 	reply, err := res.ToString()
 	switch {
 	case rueidis.IsRedisNil(err):
@@ -265,7 +264,7 @@ func (e *Expirable) undo(receipt string, ids []PermitID, pub string) {
 	for _, id := range ids {
 		args = append(args, id.raw())
 	}
-	keys := []string{e.Name(), e.Channel(), e.timeout, receipt}
+	keys := []string{e.Key(), e.Channel(), e.timeout, receipt}
 	e.Later(receipt, time.Now().Add(lockcore.ReceiptTTL), func(ctx context.Context) error {
 		return lockcore.Done(e.Run(ctx, lua.PESUndoAcquire(), keys, args...))
 	})
@@ -282,7 +281,7 @@ func (e *Expirable) forget(id PermitID, o renewal.Outcome) {
 // releaseCall is Redisson's release of one id, or of a list, under
 // receipt, so that a resend answers what the first send did.
 func (e *Expirable) releaseCall(ids []PermitID, pub, receipt string) (*lua.Script, []string, []string) {
-	keys := []string{e.Name(), e.Channel(), e.timeout, receipt}
+	keys := []string{e.Key(), e.Channel(), e.timeout, receipt}
 	now := itoa(e.now())
 	if len(ids) == 1 {
 		return lua.PESReleaseOne(), keys, []string{ids[0].raw(), "1", now, pub, receiptTTL}
@@ -432,7 +431,7 @@ func (e *Expirable) UpdateLease(ctx context.Context, id PermitID, lease time.Dur
 		return false, e.OpErr("update lease", err)
 	}
 	now, sent := e.now(), time.Now()
-	n, err := lockcore.Int(e.Run(ctx, lua.PESUpdateLease(), []string{e.Name(), e.timeout, e.Channel()},
+	n, err := lockcore.Int(e.Run(ctx, lua.PESUpdateLease(), []string{e.Key(), e.timeout, e.Channel()},
 		id.raw(), e.expiry(now, lease), itoa(now), pub))
 	if err != nil {
 		return false, e.OpErr("update lease", err)
@@ -460,7 +459,7 @@ func (e *Expirable) LeaseLeft(ctx context.Context, id PermitID) (time.Duration, 
 	if err != nil {
 		return 0, e.OpErr("lease", err)
 	}
-	ms, err := lockcore.Int(e.Run(ctx, lua.PESLease(), []string{e.Name(), e.timeout, e.Channel()},
+	ms, err := lockcore.Int(e.Run(ctx, lua.PESLease(), []string{e.Key(), e.timeout, e.Channel()},
 		id.raw(), never, itoa(e.now()), pub))
 	switch {
 	case err != nil:
@@ -501,13 +500,13 @@ func (e *Expirable) Remaining(id PermitID) time.Duration {
 // TTL returns the semaphore key's time to live: 0 when the semaphore does
 // not exist, -1 when it never expires.
 func (e *Expirable) TTL(ctx context.Context) (time.Duration, error) {
-	return pttl(ctx, &e.Object, e.Name())
+	return pttl(ctx, &e.Object, e.Key())
 }
 
 // Delete removes the semaphore and its acquired permits, and reports
 // whether it existed. This Client's holds of its permits end as lost.
 func (e *Expirable) Delete(ctx context.Context) (bool, error) {
-	ok, err := del(ctx, &e.Object, e.Name(), e.timeout)
+	ok, err := del(ctx, &e.Object, e.Key(), e.timeout)
 	if err == nil {
 		e.RT().Renewal.Drop(e.timeout, ErrPermitLost)
 	}

@@ -37,7 +37,7 @@ type Semaphore struct {
 // New returns the semaphore called name. A bad name or a nil client is
 // reported by every method, before anything is sent.
 func New(c *interlock.Client, name string) *Semaphore {
-	return &Semaphore{lockcore.NewObject(c, "semaphore", name, keys.SemaphoreChannel(name))}
+	return &Semaphore{lockcore.NewObject(c, "semaphore", name, keys.SemaphoreChannel)}
 }
 
 // TrySetPermits creates the semaphore with permits free, and reports
@@ -71,7 +71,7 @@ func trySet(ctx context.Context, o *lockcore.Object, permits int, ttl time.Durat
 	if ttl > 0 {
 		args = append(args, lockcore.MS(ttl))
 	}
-	n, err := lockcore.Int(o.Run(ctx, lua.SemTrySet(), []string{o.Name(), o.Channel()}, args...))
+	n, err := lockcore.Int(o.Run(ctx, lua.SemTrySet(), []string{o.Key(), o.Channel()}, args...))
 	return n == 1, o.OpErr("set permits", err)
 }
 
@@ -93,7 +93,7 @@ func add(ctx context.Context, o *lockcore.Object, script *lua.Script, delta int)
 	if err != nil {
 		return o.OpErr("add permits", err)
 	}
-	return o.OpErr("add permits", lockcore.Done(o.RunCounted(ctx, script, []string{o.Name(), o.Channel()}, strconv.Itoa(delta), pub)))
+	return o.OpErr("add permits", lockcore.Done(o.RunCounted(ctx, script, []string{o.Key(), o.Channel()}, strconv.Itoa(delta), pub)))
 }
 
 // Acquire takes n permits, waiting until they are free or ctx ends.
@@ -144,7 +144,7 @@ func (s *Semaphore) try(ctx context.Context, p string) (bool, time.Duration, err
 		return false, 0, interlock.ErrClosed
 	}
 	receipt := s.Receipt()
-	res, acked := s.RunAcked(ctx, lua.SemAcquire(), []string{s.Name(), receipt}, p, receiptTTL)
+	res, acked := s.RunAcked(ctx, lua.SemAcquire(), []string{s.Key(), receipt}, p, receiptTTL)
 	n, err := res.AsInt64()
 	if lockcore.Lost(err) {
 		s.undo(receipt, p)
@@ -172,7 +172,7 @@ func (s *Semaphore) undo(receipt, p string) {
 		if err != nil {
 			return err
 		}
-		return lockcore.Done(s.Run(ctx, lua.SemUndoAcquire(), []string{s.Name(), s.Channel(), receipt}, p, pub, receiptTTL))
+		return lockcore.Done(s.Run(ctx, lua.SemUndoAcquire(), []string{s.Key(), s.Channel(), receipt}, p, pub, receiptTTL))
 	})
 }
 
@@ -187,7 +187,7 @@ func (s *Semaphore) Release(ctx context.Context, n int) error {
 	if err != nil {
 		return s.OpErr("release", err)
 	}
-	return s.OpErr("release", lockcore.Done(s.RunCounted(ctx, lua.SemRelease(), []string{s.Name(), s.Channel()}, strconv.Itoa(n), pub)))
+	return s.OpErr("release", lockcore.Done(s.RunCounted(ctx, lua.SemRelease(), []string{s.Key(), s.Channel()}, strconv.Itoa(n), pub)))
 }
 
 // ReleaseIfExists is Release for an existing semaphore only, and reports
@@ -200,7 +200,7 @@ func (s *Semaphore) ReleaseIfExists(ctx context.Context, n int) (bool, error) {
 	if err != nil {
 		return false, s.OpErr("release", err)
 	}
-	r, err := lockcore.Int(s.RunCounted(ctx, lua.SemReleaseIfExists(), []string{s.Name(), s.Channel()}, strconv.Itoa(n), pub))
+	r, err := lockcore.Int(s.RunCounted(ctx, lua.SemReleaseIfExists(), []string{s.Key(), s.Channel()}, strconv.Itoa(n), pub))
 	return r == 1, s.OpErr("release", err)
 }
 
@@ -211,7 +211,7 @@ func (s *Semaphore) Available(ctx context.Context) (int64, error) {
 		return 0, err
 	}
 	rc := s.RT().RC
-	n, err := lockcore.Int(rc.Do(ctx, rc.B().Get().Key(s.Name()).Build()))
+	n, err := lockcore.Int(rc.Do(ctx, rc.B().Get().Key(s.Key()).Build()))
 	return n, s.OpErr("available", err)
 }
 
@@ -221,14 +221,14 @@ func (s *Semaphore) Drain(ctx context.Context) (int64, error) {
 	if err := s.Ready(); err != nil {
 		return 0, err
 	}
-	n, err := lockcore.Int(s.Run(ctx, lua.SemDrain(), []string{s.Name()}))
+	n, err := lockcore.Int(s.Run(ctx, lua.SemDrain(), []string{s.Key()}))
 	return n, s.OpErr("drain", err)
 }
 
 // TTL returns the semaphore key's time to live: 0 when the semaphore does
 // not exist, -1 when it never expires.
 func (s *Semaphore) TTL(ctx context.Context) (time.Duration, error) {
-	return pttl(ctx, &s.Object, s.Name())
+	return pttl(ctx, &s.Object, s.Key())
 }
 
 func pttl(ctx context.Context, o *lockcore.Object, key string) (time.Duration, error) {
@@ -243,7 +243,7 @@ func pttl(ctx context.Context, o *lockcore.Object, key string) (time.Duration, e
 // another type is refused. Waiters keep waiting, as in Redisson, until
 // permits are released again.
 func (s *Semaphore) Delete(ctx context.Context) (bool, error) {
-	return del(ctx, &s.Object, s.Name())
+	return del(ctx, &s.Object, s.Key())
 }
 
 func del(ctx context.Context, o *lockcore.Object, keys ...string) (bool, error) {

@@ -38,7 +38,8 @@ type Common struct {
 	client  *interlock.Client
 	rt      *runtime.Runtime
 	kind    *Kind
-	name    string
+	name    string // the mapped name: the lock's hash, and what its keys derive from
+	given   string // the name the caller gave, for Name and errors
 	channel string
 	keys    []string
 	grace   time.Duration               // a fair waiter's default wait timeout
@@ -47,23 +48,43 @@ type Common struct {
 	err     error                       // the argument error every method returns
 }
 
-// New returns the lock called name of kind on c. A bad name or a nil
+// New returns the lock called name of kind on c: every key and channel
+// derives from name as c's NameMapper maps it. A bad (mapped) name or a nil
 // client is reported by every method, before anything is sent.
 func New(c *interlock.Client, kind *Kind, name string) Common {
-	l := Common{client: c, rt: runtime.Of(c), kind: kind, name: name}
-	switch err := keys.Check(name); {
+	rt := runtime.Of(c)
+	l := Common{client: c, rt: rt, kind: kind, name: mapName(rt, name), given: name}
+	switch err := checkName(l.name, name); {
 	case c == nil:
 		l.err = fmt.Errorf("%w: %s: nil client", interlock.ErrInvalid, kind.Name)
 	case err != nil:
 		l.err = fmt.Errorf("%w: %s: %w", interlock.ErrInvalid, kind.Name, err)
 	}
 	if kind.Channel != nil {
-		l.channel = kind.Channel(name)
+		l.channel = kind.Channel(l.name)
 	}
 	for _, k := range kind.Keys {
-		l.keys = append(l.keys, k(name))
+		l.keys = append(l.keys, k(l.name))
 	}
 	return l
+}
+
+// mapName returns name as rt's NameMapper maps it (rt may be nil).
+func mapName(rt *runtime.Runtime, name string) string {
+	if rt == nil || rt.Cfg.Names == nil {
+		return name
+	}
+	return rt.Cfg.Names.Map(name)
+}
+
+// checkName is keys.Check of the mapped name, saying what given mapped to
+// when the two differ.
+func checkName(mapped, given string) error {
+	err := keys.Check(mapped)
+	if err != nil && mapped != given {
+		err = fmt.Errorf("name %q is mapped to an invalid name: %w", given, err)
+	}
+	return err
 }
 
 // NewFair is New for a fair kind, whose waiters keep their place for grace
@@ -131,7 +152,7 @@ func (l *Common) opErr(op string, err error) error {
 	case errors.As(err, &wrapped):
 		return err
 	}
-	return &interlock.Error{Kind: l.kind.Name, Op: op, Name: l.name, Err: err}
+	return &interlock.Error{Kind: l.kind.Name, Op: op, Name: l.given, Err: err}
 }
 
 // owner returns the calling owner's string and its holder (with Suffix).
@@ -156,8 +177,9 @@ func (l *Common) send(ctx context.Context, call *Call, v *vals) rueidis.RedisRes
 	return call.Script().Exec(ctx, l.rt.RC, l.fill(call.Keys, v), l.fill(call.Args, v))
 }
 
-// Name returns the lock's name, which is also its Redis key.
-func (l *Common) Name() string { return l.name }
+// Name returns the lock's name as given; its Redis key is that name as the
+// Client's NameMapper maps it (interlock.WithNameMapper).
+func (l *Common) Name() string { return l.given }
 
 // Lock acquires as interlock.Locker says.
 func (l *Common) Lock(ctx context.Context) error {

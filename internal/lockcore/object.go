@@ -27,17 +27,21 @@ const ReceiptTTL = 30 * time.Second
 type Object struct {
 	rt      *runtime.Runtime
 	kind    string
-	name    string
+	name    string // the mapped name: the object's key, and what its other keys derive from
+	given   string // the name the caller gave, for Name and errors
 	channel string
 	err     error // the argument error every method returns
 }
 
-// NewObject returns the object called name of kind on c, announced on
-// channel. A bad name or a nil client is reported by every method, before
+// NewObject returns the object called name of kind on c, announced on the
+// channel that channel derives from name as c's NameMapper maps it. A bad
+// (mapped) name or a nil client is reported by every method, before
 // anything is sent.
-func NewObject(c *interlock.Client, kind, name, channel string) Object {
-	o := Object{rt: runtime.Of(c), kind: kind, name: name, channel: channel}
-	switch err := keys.Check(name); {
+func NewObject(c *interlock.Client, kind, name string, channel func(string) string) Object {
+	rt := runtime.Of(c)
+	o := Object{rt: rt, kind: kind, name: mapName(rt, name), given: name}
+	o.channel = channel(o.name)
+	switch err := checkName(o.name, name); {
 	case c == nil:
 		o.err = fmt.Errorf("%w: %s: nil client", interlock.ErrInvalid, kind)
 	case err != nil:
@@ -46,8 +50,12 @@ func NewObject(c *interlock.Client, kind, name, channel string) Object {
 	return o
 }
 
-// Name returns the object's name, which is also its Redis key.
-func (o *Object) Name() string { return o.name }
+// Name returns the object's name as given; its Redis key (Key) is that
+// name as the Client's NameMapper maps it (interlock.WithNameMapper).
+func (o *Object) Name() string { return o.given }
+
+// Key returns the object's Redis key, from which its other keys derive.
+func (o *Object) Key() string { return o.name }
 
 // Channel returns the channel the object's changes are announced on.
 func (o *Object) Channel() string { return o.channel }
@@ -96,9 +104,9 @@ func (o *Object) OpErr(op string, err error) error {
 		return err
 	}
 	if re, ok := rueidis.IsRedisErr(err); ok && strings.HasPrefix(re.Error(), "WRONGTYPE") {
-		err = fmt.Errorf("%w: a key of %s holds another type of data (%v)", interlock.ErrInvalid, o.name, re)
+		err = fmt.Errorf("%w: a key of %s holds another type of data (%v)", interlock.ErrInvalid, o.given, re)
 	}
-	return &interlock.Error{Kind: o.kind, Op: op, Name: o.name, Err: err}
+	return &interlock.Error{Kind: o.kind, Op: op, Name: o.given, Err: err}
 }
 
 // Publish returns the command the object's scripts announce with.
