@@ -13,6 +13,7 @@ import (
 func inspectCmd(ctx context.Context, io stdio, args []string) error {
 	fs := newFlagSet("inspect")
 	redis := addRedisFlag(fs, io.getenv)
+	prefix := addNamePrefixFlag(fs)
 	asJSON := fs.Bool("json", false, "print JSON")
 	hint := fs.String("kind", "", "what a counter is: semaphore, expirable-semaphore or latch")
 	names, err := parseFlags(fs, io, args)
@@ -25,8 +26,9 @@ func inspectCmd(ctx context.Context, io stdio, args []string) error {
 	if *hint != "" && !slices.Contains(inspectKinds, *hint) {
 		return usageErrorf("inspect", "unknown --kind %q (want %s)", *hint, strings.Join(inspectKinds, ", "))
 	}
-	for _, name := range names {
-		if err := keys.Check(name); err != nil {
+	for i, name := range names {
+		names[i] = *prefix + name // the key: what a prefixing NameMapper maps name to
+		if err := keys.Check(names[i]); err != nil {
 			return usageErrorf("inspect", "%v", err)
 		}
 	}

@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/interlock-go/interlock"
-	"github.com/interlock-go/interlock/internal/keys"
 )
 
 // Defaults of run's flags.
@@ -34,7 +33,9 @@ type runConfig struct {
 	lease    time.Duration // 0: watchdog
 	watchdog time.Duration
 	grace    time.Duration
-	lock     string   // the name of the lock or semaphore
+	lock     string   // the name of the lock or semaphore; several: comma-joined
+	locks    []string // every LOCK name, in the order given (several: a multilock)
+	prefix   string   // --name-prefix
 	argv     []string // CMD and its arguments
 }
 
@@ -44,6 +45,7 @@ func parseRunArgs(io stdio, args []string) (*runConfig, error) {
 	cfg := &runConfig{wait: durationFlag{unset: "forever"}}
 	fs := newFlagSet("run")
 	redis := addRedisFlag(fs, io.getenv)
+	prefix := addNamePrefixFlag(fs)
 	fs.StringVar(&cfg.kind, "kind", kindReentrant, "lock kind")
 	permits := &countFlag{n: 1}
 	fs.Var(permits, "permits", "permits a semaphore kind holds")
@@ -66,18 +68,18 @@ func parseRunArgs(io stdio, args []string) (*runConfig, error) {
 	switch {
 	case !hasSep:
 		return nil, usageErrorf("run", "missing \"--\" between LOCK and CMD")
-	case len(positional) != 1:
-		return nil, usageErrorf("run", "want exactly one LOCK before \"--\", got %d arguments", len(positional))
+	case len(positional) == 0:
+		return nil, usageErrorf("run", "no LOCK before \"--\"")
 	case len(argv) == 0:
 		return nil, usageErrorf("run", "no CMD after \"--\"")
 	}
 	if err := checkKind(cfg.kind); err != nil {
 		return nil, err
 	}
-	cfg.redis, cfg.lock, cfg.argv = redis.urls, positional[0], argv
+	cfg.redis, cfg.prefix, cfg.argv = redis.urls, *prefix, argv
 	cfg.lease, cfg.watchdog, cfg.grace = lease.d, watchdog.d, grace.d
-	if err := keys.Check(cfg.lock); err != nil {
-		return nil, usageErrorf("run", "%v", err)
+	if err := checkNames(cfg, positional); err != nil {
+		return nil, err
 	}
 	if cfg.lease > 0 && cfg.lease < time.Millisecond {
 		return nil, usageErrorf("run", "--lease %v: a lease must be at least 1ms", cfg.lease)
@@ -131,7 +133,8 @@ func runCmd(ctx context.Context, io stdio, args []string) error {
 	signal.Notify(sigs, forwardedSignals...)
 	defer signal.Stop(sigs)
 
-	c, err := connect(cfg.redis, interlock.WithWatchdogTimeout(cfg.watchdog))
+	c, err := connect(cfg.redis, interlock.WithWatchdogTimeout(cfg.watchdog),
+		interlock.WithNameMapper(interlock.PrefixNames(cfg.prefix)))
 	if err != nil {
 		return err
 	}
@@ -139,7 +142,7 @@ func runCmd(ctx context.Context, io stdio, args []string) error {
 	// The owner id is the pid, so that "interlock inspect" tells which
 	// process on the client's host holds the lock.
 	ctx = interlock.WithOwner(ctx, int64(os.Getpid()))
-	l, err := newLocker(c.lc, cfg.kind, cfg.lock, cfg.permits)
+	l, err := newRunLocker(c.lc, cfg)
 	if err != nil {
 		return withCode(exitUsage, err)
 	}
@@ -183,6 +186,8 @@ func acquire(ctx context.Context, l locker, cfg *runConfig, sigs <-chan os.Signa
 		return failf(exitUnavailable, "cannot take %s: %w", cfg.describeLock(), err)
 	case !ok && isSemaphoreKind(cfg.kind):
 		return failf(exitBusy, "%s is busy: %s not free within --wait %v", cfg.describeLock(), cfg.permitsWere(), cfg.wait.d)
+	case !ok && len(cfg.locks) > 1:
+		return failf(exitBusy, "%s is busy: another owner still held one of them after --wait %v", cfg.describeLock(), cfg.wait.d)
 	case !ok:
 		return failf(exitBusy, "%s is busy: another owner still held it after --wait %v", cfg.describeLock(), cfg.wait.d)
 	}
@@ -193,6 +198,9 @@ func acquire(ctx context.Context, l locker, cfg *runConfig, sigs <-chan os.Signa
 // when it is not the default, as in `write lock "L"`, or the semaphore, as
 // in `semaphore "S"`.
 func (cfg *runConfig) describeLock() string {
+	if len(cfg.locks) > 1 {
+		return cfg.describeMulti()
+	}
 	switch cfg.kind {
 	case kindReentrant:
 		return fmt.Sprintf("lock %q", cfg.lock)
@@ -225,6 +233,9 @@ func release(ctx context.Context, io stdio, l locker, cfg *runConfig, lost bool,
 	case errors.Is(err, interlock.ErrNotHeld) && cfg.kind == kindExpirable:
 		return failf(exitLost, "a permit of %s was gone when CMD exited: its lease ran out, or it was released or deleted, "+
 			"while CMD ran", cfg.describeLock())
+	case errors.Is(err, interlock.ErrNotHeld) && len(cfg.locks) > 1:
+		return failf(exitLost, "%s: %s gone when CMD exited: expired or force-unlocked while CMD ran",
+			cfg.describeLock(), goneLocks(err))
 	case errors.Is(err, interlock.ErrNotHeld):
 		return failf(exitLost, "lock %q was gone when CMD exited: it expired or was force-unlocked while CMD ran", cfg.lock)
 	case err != nil && cfg.kind == kindSemaphore:
@@ -233,6 +244,9 @@ func release(ctx context.Context, io stdio, l locker, cfg *runConfig, lost bool,
 	case err != nil && cfg.kind == kindExpirable:
 		fmt.Fprintf(io.err, "interlock: warning: cannot release the permits of %s: %v; they come back by themselves within %v\n",
 			cfg.describeLock(), err, holdLease(cfg))
+	case err != nil && len(cfg.locks) > 1:
+		fmt.Fprintf(io.err, "interlock: warning: cannot unlock every lock of %s: %s; they expire by themselves within %v\n",
+			cfg.describeLock(), strings.ReplaceAll(err.Error(), "\n", "; "), holdLease(cfg))
 	case err != nil:
 		fmt.Fprintf(io.err, "interlock: warning: cannot unlock %q: %v; it expires by itself within %v\n", cfg.lock, err, holdLease(cfg))
 	}

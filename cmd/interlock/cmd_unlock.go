@@ -15,6 +15,7 @@ import (
 func unlockCmd(ctx context.Context, io stdio, args []string) error {
 	fs := newFlagSet("unlock")
 	redis := addRedisFlag(fs, io.getenv)
+	prefix := addNamePrefixFlag(fs)
 	force := fs.Bool("force", false, "confirm breaking the lock")
 	asked := fs.String("kind", "", "lock kind")
 	names, err := parseFlags(fs, io, args)
@@ -24,7 +25,7 @@ func unlockCmd(ctx context.Context, io stdio, args []string) error {
 	if len(names) != 1 {
 		return usageErrorf("unlock", "want exactly one LOCK, got %d", len(names))
 	}
-	name := names[0]
+	name := *prefix + names[0] // the key: what a prefixing NameMapper maps it to
 	if err := keys.Check(name); err != nil {
 		return usageErrorf("unlock", "%v", err)
 	}

@@ -9,7 +9,7 @@
 //
 //	interlock run       [--redis URL] [--kind KIND] [--permits N] [--wait D]
 //	                    [--lease D] [--watchdog-timeout D] [--grace D]
-//	                    LOCK -- CMD [ARGS...]
+//	                    LOCK... -- CMD [ARGS...]
 //	interlock semaphore init [--redis URL] [--kind KIND] [--ttl D] NAME N
 //	interlock semaphore add  [--redis URL] [--kind KIND] NAME N
 //	interlock latch     init [--redis URL] NAME N
@@ -25,7 +25,10 @@
 // INTERLOCK_LOCK=LOCK in its environment, and unlocks when CMD exits. The
 // watchdog keeps the lock alive while CMD runs, or --lease gives it a fixed
 // lease. If the lock is lost while CMD runs, CMD gets SIGTERM (to its
-// process group), SIGKILL after --grace, and run exits 79.
+// process group), SIGKILL after --grace, and run exits 79. With several
+// LOCKs, run holds them all at once as one Redisson MultiLock, taken in the
+// order given (every process, Java or Go, must use one order: sort the
+// names); losing any of them is losing the lock.
 //
 // KIND is reentrant (the default; Redisson's RLock), fair (RFairLock:
 // waiters are served in the order they queued; --wait is also the

@@ -93,6 +93,12 @@ func addRedisFlag(fs *flag.FlagSet, getenv func(string) string) *redisFlag {
 	return f
 }
 
+// addNamePrefixFlag defines --name-prefix on fs: the prefix a Java fleet's
+// NameMapper puts before every name (interlock.PrefixNames).
+func addNamePrefixFlag(fs *flag.FlagSet) *string {
+	return fs.String("name-prefix", "", "prefix of every name in Redis")
+}
+
 // newFlagSet returns a FlagSet for the named command that reports errors
 // instead of printing them (the caller prints one line and a pointer to
 // the help).

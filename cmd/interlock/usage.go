@@ -10,6 +10,11 @@ const redisHelp = `  --redis URL        Redis to use: redis://[user:password@]ho
                      is $INTERLOCK_REDIS, else redis://127.0.0.1:6379.
 `
 
+// namePrefixHelp describes --name-prefix, which run, inspect and unlock have.
+const namePrefixHelp = `  --name-prefix P    every name is P+NAME in Redis, for a Java fleet whose
+                     NameMapper puts P before its names.
+`
+
 // exitHelp lists the exit codes (see exitcode.go).
 const exitHelp = `Exit status:
   0-125   run: CMD's own exit status; other commands: 0 on success
@@ -41,7 +46,7 @@ the shell.
 Usage:
   interlock run       [--redis URL] [--kind KIND] [--permits N] [--wait D]
                       [--lease D] [--watchdog-timeout D] [--grace D]
-                      LOCK -- CMD [ARGS...]
+                      LOCK... -- CMD [ARGS...]
   interlock semaphore init [--redis URL] [--kind KIND] [--ttl D] NAME N
   interlock semaphore add  [--redis URL] [--kind KIND] NAME N
   interlock latch     init [--redis URL] NAME N
@@ -52,8 +57,8 @@ Usage:
   interlock demo      [--redis URL]
   interlock help      [COMMAND]
 
-  run        hold LOCK, or N permits of a semaphore, while CMD runs, like
-             flock(1) across machines
+  run        hold LOCK (several: all at once), or N permits of a semaphore,
+             while CMD runs, like flock(1) across machines
   semaphore  set up a semaphore's permits, or add some
   latch      set up a count-down latch, count it down, or wait until open
   inspect    show who holds and who waits for LOCK, a semaphore's permits,
@@ -80,7 +85,7 @@ Flags may be written -flag or --flag. Durations look like 500ms, 10s, 2m.
 ` + exitHelp
 
 // runUsage is the help of "interlock run".
-const runUsage = `Usage: interlock run [flags] LOCK -- CMD [ARGS...]
+const runUsage = `Usage: interlock run [flags] LOCK... -- CMD [ARGS...]
        interlock run --kind semaphore [--permits N] [flags]
                      NAME -- CMD [ARGS...]
        interlock run --kind expirable-semaphore [--permits N] [--lease D]
@@ -101,6 +106,18 @@ lost while CMD runs (its lease ended, it expired during a pause or partition,
 someone force-unlocked it), interlock sends SIGTERM to CMD, SIGKILL after
 --grace, and exits 79: CMD was no longer protected by the lock. It also exits
 79 when CMD finished but the lock turned out to be gone already at unlock.
+
+With several LOCKs, run holds all of them at once, as Redisson's
+RedissonMultiLock over the locks of --kind of those names: it takes them one
+at a time in the order given and, when one is busy, gives back those it took
+and starts again, so that CMD runs with all of them held or does not run;
+--wait bounds the whole gathering. INTERLOCK_LOCK holds the names
+comma-separated, and with --kind fenced INTERLOCK_FENCE_TOKEN holds their
+tokens, in the same order. The loss of any of them is a lost lock (exit 79).
+Every process that takes several of these locks, Java or Go, must take them
+in one order (sort the names): in different orders two of them can each hold
+a lock the other waits for until --wait runs out. Each name may be given
+once; semaphores cannot be combined.
 
 With --kind semaphore, run takes N permits (--permits, default 1) of the
 semaphore NAME, RedissonClient.getSemaphore(NAME), waiting as for a lock, and
@@ -132,7 +149,7 @@ directly, SIGTERM is passed on, and a lost lock signals CMD alone. If
 interlock itself dies, the kernel sends CMD SIGTERM (Linux).
 
 Flags:
-` + redisHelp + `  --kind KIND        the kind of lock or semaphore (Redisson's of the same
+` + redisHelp + namePrefixHelp + `  --kind KIND        the kind of lock or semaphore (Redisson's of the same
                      name):
                      reentrant  RLock, getLock(LOCK) (the default)
                      fair       RFairLock, getFairLock(LOCK): waiters take
@@ -219,10 +236,12 @@ Kinds are detected by Redisson's keys:
 What does not look like a Redisson object (another key type, fields that do
 not parse, keys of several kinds) is shown as far as it goes and explained
 in notes below the table. A name with nothing under it is "none", not
-locked: an open latch, or a semaphore never set up, looks the same.
+locked: an open latch, or a semaphore never set up, looks the same. A
+multi-lock (run with several LOCKs, Redisson's RedissonMultiLock) has no
+keys of its own: inspect each of its locks by name.
 
 Flags:
-` + redisHelp + `  --json             print one JSON object per name, one per line, instead
+` + redisHelp + namePrefixHelp + `  --json             print one JSON object per name, one per line, instead
                      of a table: name, kind, locked, ttl_ms, mode, holders
                      (field, client_id, owner_id, write, holds,
                      read_hold_ttl_ms, stale), queue (position, owner,
@@ -317,7 +336,7 @@ waits for looks like a reentrant one, and is unlocked as one, which comes to
 the same; --kind fair makes sure a waiter that queued meanwhile is woken.
 
 Flags:
-` + redisHelp + `  --force            required: confirms that breaking the lock is intended.
+` + redisHelp + namePrefixHelp + `  --force            required: confirms that breaking the lock is intended.
   --kind KIND        unlock LOCK as this kind of lock (reentrant, fair,
                      read, write, fenced) instead of the kind found; refused
                      when Redis plainly holds another kind.

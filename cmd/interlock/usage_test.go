@@ -78,6 +78,9 @@ func TestUsageDocumentsEveryFlag(t *testing.T) {
 	sets["latch"].String("wait", "", "")
 	sets["unlock"].Bool("force", false, "")
 	sets["unlock"].String("kind", "", "")
+	for _, name := range []string{"run", "inspect", "unlock"} {
+		addNamePrefixFlag(sets[name])
+	}
 	for name, fs := range sets {
 		fs.VisitAll(func(f *flag.Flag) {
 			assert.Contains(t, commandUsage[name], "--"+f.Name+" ", "%s --%s", name, f.Name)
