@@ -275,7 +275,7 @@ func (m *Mutex) tryMember(ctx context.Context, member interlock.Locker, w, lease
 func (m *Mutex) relet(ctx context.Context, held []interlock.Locker, lease time.Duration) ([]interlock.Locker, error) {
 	kept := held[:0]
 	var lost error
-	for _, member := range held {
+	for i, member := range held {
 		c, ok := lockcore.MemberOf(member)
 		if !ok {
 			kept = append(kept, member) // it keeps the lease it was taken with
@@ -284,7 +284,9 @@ func (m *Mutex) relet(ctx context.Context, held []interlock.Locker, lease time.D
 		still, err := lockcore.Relet(ctx, c, lease)
 		switch {
 		case err != nil:
-			return kept, errors.Join(err, m.release(ctx, held[len(kept):]))
+			// kept shares held's array, but never past i: held[i:] is
+			// this member and those not yet given the lease.
+			return kept, errors.Join(err, m.release(ctx, held[i:]))
 		case still:
 			kept = append(kept, member)
 		default:

@@ -233,6 +233,31 @@ func (s *Scheduler) Relet(key, owner string, lease time.Duration, sentAt time.Ti
 	return true
 }
 
+// ReletLast replaces owner's innermost hold on key by one of lease, whose
+// TTL a request sent at sentAt set on the server, and reports whether there
+// was a hold. Outer watchdog holds keep the key renewed.
+func (s *Scheduler) ReletLast(key, owner string, lease time.Duration, sentAt time.Time) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e := s.entries[entryKey{key, owner}]
+	if e == nil || e.ended || len(e.holds) == 0 {
+		return false
+	}
+	n := len(e.holds)
+	if e.holds[n-1] == 0 {
+		e.watchdog--
+	}
+	e.holds = e.holds[:n-1]
+	if e.watchdog == 0 {
+		s.maxHolds.remove(e)
+		e.maxUntil = time.Time{}
+	}
+	// The server's TTL is now lease, whatever the outer holds had.
+	e.leaseUntil = time.Time{}
+	s.addHold(e, lease, sentAt)
+	return true
+}
+
 // MaxHeld reports whether MaxHold ended owner's holds on key, and if so
 // returns the cause the entry ended with, forgetting the record: the
 // owner's Unlock calls it once. The record is kept until then, until the

@@ -29,22 +29,17 @@ func SameLock(a, b *Common) bool { return a.rt == b.rt && a.name == b.name }
 // SameClient reports whether a and b run through the same Client.
 func SameClient(a, b *Common) bool { return a.rt == b.rt }
 
-// Relet sets the calling owner's hold of l to end lease from now, on the
-// server and in the Client's records, and reports whether the owner still
-// held it. A re-entered hold is left as it is: an outer hold decides its
-// TTL. This is how a multi-lock gives all its members one lease once it
-// has gathered them.
+// Relet sets the calling owner's innermost hold of l to end lease from
+// now, on the server (the key's TTL, as Redisson's PEXPIRE does) and in the
+// Client's records, and reports whether the owner still held it. This is
+// how a multi-lock gives all its members one lease once it has them.
 func Relet(ctx context.Context, l *Common, lease time.Duration) (bool, error) {
 	_, holder, err := l.owner(ctx)
 	if err != nil {
 		return false, err
 	}
-	switch l.holds(holder) {
-	case 0:
+	if l.holds(holder) == 0 {
 		return false, nil
-	case 1:
-	default:
-		return true, nil
 	}
 	task := l.kind.Renew
 	k, a := task.Args(lease, []*renewal.Entry{{Key: l.name, Owner: holder}})
@@ -59,7 +54,7 @@ func Relet(ctx context.Context, l *Common, lease time.Duration) (bool, error) {
 		end(renewal.NotHeld)
 		return false, nil
 	}
-	return l.rt.Renewal.Relet(l.name, holder, lease, sent), nil
+	return l.rt.Renewal.ReletLast(l.name, holder, lease, sent), nil
 }
 
 // Recorded reports whether this Client records a hold of l by the calling
