@@ -43,7 +43,9 @@ const (
 
 // peerConfig is what peerOptions set.
 type peerConfig struct {
-	watchdog time.Duration // 0: Redisson's default (30s)
+	watchdog   time.Duration // 0: Redisson's default (30s)
+	namePrefix string        // "": no NameMapper
+	replicas   []string      // master/slave config: addrs[0] is the master
 }
 
 // peerOption configures startJavaPeer.
@@ -255,13 +257,18 @@ func startJavaPeer(t *testing.T, version string, addrs []string, opts ...peerOpt
 	}
 
 	args := append(strings.Fields(peerJVMFlags), "-jar", jar)
-	if len(addrs) == 1 {
+	if len(cfg.replicas) > 0 {
+		args = append(args, "--master", addrs[0], "--replica", strings.Join(cfg.replicas, ","))
+	} else if len(addrs) == 1 {
 		args = append(args, "--redis", "redis://"+addrs[0])
 	} else {
 		args = append(args, "--cluster", strings.Join(addrs, ","))
 	}
 	if cfg.watchdog > 0 {
 		args = append(args, "--watchdog-ms", strconv.FormatInt(cfg.watchdog.Milliseconds(), 10))
+	}
+	if cfg.namePrefix != "" {
+		args = append(args, "--name-prefix", cfg.namePrefix)
 	}
 	p := &javaPeer{
 		version: version,

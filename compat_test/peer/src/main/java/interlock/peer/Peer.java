@@ -8,6 +8,7 @@ import java.io.InputStreamReader;
 import java.io.PrintStream;
 import java.lang.reflect.InvocationTargetException;
 import java.lang.reflect.Method;
+import java.lang.reflect.Proxy;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
@@ -26,13 +27,16 @@ import org.redisson.api.RLock;
 import org.redisson.api.RedissonClient;
 import org.redisson.config.ClusterServersConfig;
 import org.redisson.config.Config;
+import org.redisson.config.MasterSlaveServersConfig;
 
 /**
  * The Java side of interlock's live interop tests: one RedissonClient, driven
  * by JSON lines.
  *
  * <pre>
- * java -jar interlock-peer-V.jar (--redis redis://HOST:PORT | --cluster HOST:PORT,HOST:PORT,...) [--watchdog-ms N]
+ * java -jar interlock-peer-V.jar (--redis redis://HOST:PORT | --cluster HOST:PORT,HOST:PORT,...
+ *     | --master HOST:PORT --replica HOST:PORT,...) [--watchdog-ms N]
+ *     [--name-prefix P]
  * </pre>
  *
  * On start it prints {"ready":true,"clientId":ID,"redisson":VERSION}. Then every
@@ -43,7 +47,9 @@ import org.redisson.config.Config;
  * error goes on with "; caused by Class: message" for each cause.
  * Lock kinds are reentrant, fair, read, write and fenced, and nonReentrant and
  * nonReentrantFair (Redisson 4.4.0 and later; an older peer answers an error),
- * and spin (getSpinLock, with its default exponential backoff);
+ * and spin (getSpinLock, with its default exponential backoff), and the
+ * multi-locks multi and redLock over a comma-separated list of names (see
+ * {@link Multi});
  * the kinds semaphore,
  * expirable and latch, with their extra fields "permits", "count", "ids" and
  * "ttlMs", are described in {@link Sync}.
@@ -82,7 +88,7 @@ public final class Peer {
         } catch (IllegalArgumentException e) {
             System.err.println("interlock-peer: " + e.getMessage());
             System.err.println("usage: java -jar interlock-peer.jar (--redis redis://HOST:PORT | "
-                    + "--cluster HOST:PORT,...) [--watchdog-ms N]");
+                    + "--cluster HOST:PORT,... | --master HOST:PORT --replica HOST:PORT,...) [--watchdog-ms N] [--name-prefix P]");
             System.exit(2);
             return;
         }
@@ -109,7 +115,10 @@ public final class Peer {
     private static Config parseArgs(String[] args) {
         String single = null;
         String cluster = null;
+        String master = null;
+        String replicas = null;
         Long watchdog = null;
+        String namePrefix = null;
         for (int i = 0; i < args.length; i++) {
             String a = args[i];
             if (i + 1 >= args.length) {
@@ -123,6 +132,15 @@ public final class Peer {
                 case "--cluster":
                     cluster = v;
                     break;
+                case "--master":
+                    master = v;
+                    break;
+                case "--replica":
+                    replicas = v;
+                    break;
+                case "--name-prefix":
+                    namePrefix = v;
+                    break;
                 case "--watchdog-ms":
                     try {
                         watchdog = Long.parseLong(v);
@@ -134,8 +152,11 @@ public final class Peer {
                     throw new IllegalArgumentException("unknown argument " + a);
             }
         }
-        if ((single == null) == (cluster == null)) {
-            throw new IllegalArgumentException("give exactly one of --redis and --cluster");
+        if ((single != null ? 1 : 0) + (cluster != null ? 1 : 0) + (master != null ? 1 : 0) != 1) {
+            throw new IllegalArgumentException("give exactly one of --redis, --cluster and --master");
+        }
+        if ((master == null) != (replicas == null)) {
+            throw new IllegalArgumentException("--master and --replica go together");
         }
         Config config = new Config();
         if (watchdog != null) {
@@ -143,6 +164,15 @@ public final class Peer {
         }
         if (single != null) {
             config.useSingleServer().setAddress(withScheme(single));
+        } else if (master != null) {
+            // Redisson's defaults otherwise: checkLockSyncedSlaves true, so
+            // acquisitions and unlocks are followed by WAIT.
+            MasterSlaveServersConfig ms = config.useMasterSlaveServers().setMasterAddress(withScheme(master));
+            for (String addr : replicas.split(",")) {
+                if (!addr.isBlank()) {
+                    ms.addSlaveAddress(withScheme(addr.trim()));
+                }
+            }
         } else {
             // Redisson's defaults otherwise, shardedSubscriptionMode AUTO included.
             ClusterServersConfig cc = config.useClusterServers();
@@ -152,7 +182,65 @@ public final class Peer {
                 }
             }
         }
+        if (namePrefix != null) {
+            setNamePrefix(config, namePrefix);
+        }
         return config;
+    }
+
+    /**
+     * Maps every object name to prefix + name, and back by removing the
+     * prefix: with Config.setNameMapper in Redisson 4, with the server
+     * config's in 3.x, where NameMapper lives in another package.
+     */
+    private static void setNamePrefix(Config config, String prefix) {
+        Class<?> iface = null;
+        for (String n : new String[] {"org.redisson.config.NameMapper", "org.redisson.api.NameMapper"}) {
+            try {
+                iface = Class.forName(n);
+                break;
+            } catch (ClassNotFoundException e) {
+                // the other version's package
+            }
+        }
+        if (iface == null) {
+            throw new IllegalArgumentException("--name-prefix: no NameMapper in Redisson " + redissonVersion());
+        }
+        Object mapper = Proxy.newProxyInstance(iface.getClassLoader(), new Class<?>[] {iface}, (self, m, a) -> {
+            switch (m.getName()) {
+                case "map":
+                    return prefix + a[0];
+                case "unmap":
+                    String s = (String) a[0];
+                    return s.startsWith(prefix) ? s.substring(prefix.length()) : s;
+                case "equals":
+                    return self == a[0];
+                case "hashCode":
+                    return System.identityHashCode(self);
+                case "toString":
+                    return "prefix name mapper " + prefix;
+                default:
+                    throw new UnsupportedOperationException(m.getName());
+            }
+        });
+        Object target = config;
+        Method set;
+        try {
+            set = Config.class.getMethod("setNameMapper", iface);
+        } catch (NoSuchMethodException e) {
+            target = config.isClusterConfig() ? config.useClusterServers()
+                    : config.isSingleConfig() ? config.useSingleServer() : config.useMasterSlaveServers();
+            try {
+                set = target.getClass().getMethod("setNameMapper", iface);
+            } catch (NoSuchMethodException e2) {
+                throw new IllegalArgumentException("--name-prefix: no setNameMapper in Redisson " + redissonVersion());
+            }
+        }
+        try {
+            set.invoke(target, mapper);
+        } catch (IllegalAccessException | InvocationTargetException e) {
+            throw new IllegalStateException("setNameMapper", e);
+        }
     }
 
     private static String withScheme(String addr) {
@@ -334,6 +422,9 @@ public final class Peer {
         String name = string(cmd, "name");
         if (kind == null || name == null || name.isEmpty()) {
             throw new IllegalArgumentException("kind and name are required");
+        }
+        if (Multi.handles(kind)) {
+            return Multi.lock(this, kind, name);
         }
         switch (kind) {
             case "reentrant":
