@@ -61,8 +61,11 @@ func withPeerWatchdog(d time.Duration) peerOption {
 // isLocked, isHeldByThread, holdCount, remainTimeToLive, lockToken,
 // tryLockToken, getToken, threadId; Kind is reentrant, fair, read, write,
 // fenced, nonReentrant or nonReentrantFair (the last two Redisson 4.4 and
-// later). Wait and Lease are sent in whole milliseconds; a Lease of 0 means
-// the watchdog, as in Redisson.
+// later), spin, or a multi-lock: multi (getMultiLock) or redLock
+// (getRedLock) with Name a comma-separated list of member names in order,
+// and "multi:K1,K2,..." giving member i the kind Ki. Wait and Lease are
+// sent in whole milliseconds; a Lease of 0 means the watchdog, as in
+// Redisson.
 //
 // The kinds semaphore (RSemaphore), expirable (RPermitExpirableSemaphore)
 // and latch (RCountDownLatch) take these ops (replies in parentheses; "ids"
