@@ -23,6 +23,9 @@ const (
 	// undoTimeout bounds the unlocks that take back a failed gathering,
 	// which run even when the caller's context has ended.
 	undoTimeout = 5 * time.Second
+	// reletTimeout bounds the round trip that gives a member the lease
+	// once all are gathered.
+	reletTimeout = time.Second
 	// errorPause is the first pause after a round that failed with errors
 	// rather than a busy member, doubled up to maxErrorPause.
 	errorPause    = 50 * time.Millisecond
@@ -281,8 +284,14 @@ func (m *Mutex) relet(ctx context.Context, held []interlock.Locker, lease time.D
 			kept = append(kept, member) // it keeps the lease it was taken with
 			continue
 		}
-		still, err := lockcore.Relet(ctx, c, lease)
+		rctx, cancel := context.WithTimeout(ctx, reletTimeout)
+		still, err := lockcore.Relet(rctx, c, lease)
+		cancel()
 		switch {
+		case err != nil && m.quorum < len(m.members) && ctx.Err() == nil:
+			// A RedLock member whose master does not answer keeps the
+			// lease it was taken with.
+			kept = append(kept, member)
 		case err != nil:
 			// kept shares held's array, but never past i: held[i:] is
 			// this member and those not yet given the lease.
@@ -307,13 +316,34 @@ func (m *Mutex) release(ctx context.Context, members []interlock.Locker) error {
 	}
 	uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), undoTimeout)
 	defer cancel()
-	var errs []error
-	for _, member := range members {
-		if err := member.Unlock(uctx); err != nil {
-			errs = append(errs, err)
-		}
+	return errors.Join(unlockAll(uctx, members)...)
+}
+
+// unlockAll unlocks members side by side, each with ctx, so that one whose
+// master does not answer neither delays the others nor uses up their
+// time. It returns their errors in member order.
+func unlockAll(ctx context.Context, members []interlock.Locker) []error {
+	errs := make([]error, len(members))
+	if len(members) == 1 {
+		errs[0] = members[0].Unlock(ctx)
+		return errs
 	}
-	return errors.Join(errs...)
+	// The unlocks run on goroutines of their own: they carry the
+	// caller's owner, which may be the calling goroutine.
+	id, err := interlock.OwnerID(ctx)
+	if err != nil {
+		for i := range errs {
+			errs[i] = err
+		}
+		return errs
+	}
+	octx := interlock.WithOwner(ctx, id)
+	var wg sync.WaitGroup
+	for i, member := range members {
+		wg.Go(func() { errs[i] = member.Unlock(octx) })
+	}
+	wg.Wait()
+	return errs
 }
 
 // Unlock releases one hold of every member and joins their errors. A
@@ -323,15 +353,18 @@ func (m *Mutex) Unlock(ctx context.Context) error {
 	if m.err != nil {
 		return m.err
 	}
-	var errs []error
-	released := 0
+	var todo []interlock.Locker
 	for _, member := range m.members {
 		if m.quorum < len(m.members) && !recorded(ctx, member) {
 			// A RedLock member this Client holds nothing of: the server
 			// would answer "not held", or, frozen, not at all.
 			continue
 		}
-		err := member.Unlock(ctx)
+		todo = append(todo, member)
+	}
+	var errs []error
+	released := 0
+	for _, err := range unlockAll(ctx, todo) {
 		switch {
 		case err == nil:
 			released++
