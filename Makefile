@@ -12,8 +12,9 @@ demo:
 test: check
 	@scripts/ensure-redis
 	@scripts/ensure-java
-	@# The two longest packages first, so that neither starts last.
-	$(GO) test -race -count=1 ./reliability ./compat_test ./...
+	@# The two longest packages first, so that neither starts last; three
+	@# packages at a time, since the suites mostly wait on timers.
+	$(GO) test -race -count=1 -p 3 ./reliability ./compat_test ./...
 	@scripts/matrix
 
 # The Docker engine and the server images of the container tests
