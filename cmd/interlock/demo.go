@@ -68,15 +68,17 @@ type demo struct {
 	exe  string            // this binary, re-executed as a holder
 
 	stderr  io.Writer
-	prefix  string        // unique per run: interlock-demo:<hex>
-	keys    []string      // every key a scene used, deleted at the end
-	holders []*holderProc // every holder process started
+	prefix  string         // unique per run: interlock-demo:<hex>
+	keys    []string       // every key a scene used, deleted at the end
+	holders []*holderProc  // every holder process started
+	chart   *chartRecorder // the scenes' timeline, with --chart; nil without
 }
 
 // demoCmd is "interlock demo".
 func demoCmd(ctx context.Context, io stdio, args []string) error {
 	fs := newFlagSet("demo")
 	redis := addRedisFlag(fs, io.getenv)
+	chartFile := fs.String("chart", "", "write the scenes' timeline to `FILE`, an SVG image")
 	rest, err := parseFlags(fs, io, args)
 	if err != nil {
 		return err
@@ -109,12 +111,22 @@ func demoCmd(ctx context.Context, io stdio, args []string) error {
 		n: newNarrator(io.out), rc: c.rc, a: c.lc, b: b, urls: srv.urls, exe: exe,
 		stderr: io.err, prefix: "interlock-demo:" + randomHex(3),
 	}
+	if *chartFile != "" {
+		d.chart = newChartRecorder(c.rc)
+	}
 	d.intro(ctx, srv)
 	err = d.play(ctx)
 	removed := d.cleanup()
 	if sig := interrupted(); sig != nil {
 		return failf(signalExit(sig), "demo: interrupted by %v; removed %s and %s", sig,
 			plural(removed, "key"), plural(len(d.holders), "holder process"))
+	}
+	if *chartFile != "" {
+		// Also after a scene that went wrong: its timeline shows how.
+		if cerr := d.chart.writeChart(*chartFile); cerr != nil {
+			return withCode(exitFailure, fmt.Errorf("demo: writing the chart: %w", errors.Join(err, cerr)))
+		}
+		defer d.n.text(0, "Wrote the timeline of the scenes to %s.", *chartFile)
 	}
 	if err != nil {
 		return withCode(exitFailure, fmt.Errorf("demo: %w", err))
@@ -132,6 +144,7 @@ func (d *demo) play(ctx context.Context) error {
 	for _, scene := range []func(context.Context) error{d.sceneLease, d.sceneWatchdog, d.sceneCrash, d.scenePause} {
 		sctx, cancel := context.WithTimeout(ctx, demoSceneTimeout)
 		err := scene(sctx)
+		d.chart.end(d.n)
 		cancel()
 		if err != nil {
 			return err
@@ -157,24 +170,27 @@ func (d *demo) intro(ctx context.Context, srv *demoServer) {
 		where, d.prefix, demoWatchdog)
 }
 
-// names returns a scene's lock and ledger keys, and records them for the
-// clean-up.
+// names returns a scene's lock and ledger keys, records them for the
+// clean-up, and begins the scene's timeline on the lock.
 func (d *demo) names(scene string) (lock, ledger string) {
 	lock = d.prefix + ":" + scene + ":" + demoOrder
 	ledger = d.prefix + ":" + scene + ":ledger"
 	d.keys = append(d.keys, lock, ledger)
+	d.chart.begin(d.n, lock)
 	return lock, ledger
 }
 
 // fencedNames returns the keys of a scene with the fenced lock: the lock,
 // the ledger and the ledger's fence key, and records them for the clean-up
-// with the lock's token counter. The ledger and its fence share a hash
-// tag, as a RedisFence on a cluster needs.
+// with the lock's token counter, and begins the scene's timeline on the
+// lock. The ledger and its fence share a hash tag, as a RedisFence on a
+// cluster needs.
 func (d *demo) fencedNames(scene string) (lock, ledger, fence string) {
 	lock = d.prefix + ":" + scene + ":" + demoOrder
 	ledger = "{" + d.prefix + ":" + scene + ":ledger}"
 	fence = ledger + ":fence"
 	d.keys = append(d.keys, lock, ledger, fence, keys.Prefix(prefixFenceToken, lock))
+	d.chart.begin(d.n, lock)
 	return lock, ledger, fence
 }
 

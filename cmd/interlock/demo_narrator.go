@@ -14,6 +14,9 @@ type narrator struct {
 	w     io.Writer
 	begin time.Time // start of the demo
 	start time.Time // start of the current scene
+
+	title       string // the current scene's title
+	verdictText string // its verdict on one line, once told
 }
 
 // newNarrator returns a narrator writing to w; the clock starts now.
@@ -35,6 +38,7 @@ func (n *narrator) text(indent int, format string, args ...any) {
 func (n *narrator) scene(title, intro string) {
 	fmt.Fprintf(n.w, "\n%s\n", title)
 	n.text(3, "%s", intro)
+	n.title, n.verdictText = title, ""
 	n.start = time.Now()
 }
 
@@ -50,6 +54,7 @@ func (n *narrator) say(who, format string, args ...any) {
 // verdict prints the conclusion of a scene.
 func (n *narrator) verdict(format string, args ...any) {
 	lines := strings.Split(fmt.Sprintf(format, args...), "\n")
+	n.verdictText = strings.Join(lines, " ")
 	fmt.Fprintf(n.w, "   => %s\n", lines[0])
 	for _, l := range lines[1:] {
 		fmt.Fprintf(n.w, "      %s\n", l)

@@ -31,6 +31,7 @@ func (d *demo) sceneCrash(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	d.chart.acquired(ctx, "C", "watchdog")
 	n.say("C", "(pid %d) locked %s with the watchdog; starts a long job", h.pid(), demoOrder)
 	crash := time.NewTimer(demoCrashAfter)
 	defer crash.Stop()
@@ -52,6 +53,7 @@ func (d *demo) sceneCrash(ctx context.Context) error {
 		return err
 	}
 	crashedAt := n.elapsed()
+	d.chart.note("C", "killed (SIGKILL)")
 	n.say("C", "killed with SIGKILL: a crash")
 	b := lockAsync(ctxB, mb.Lock)
 	defer b.stop()
@@ -66,6 +68,7 @@ func (d *demo) sceneCrash(ctx context.Context) error {
 		return ctx.Err()
 	}
 	gap := n.elapsed() - crashedAt
+	d.chart.acquired(ctxB, "B", "")
 	n.say("B", "locked %s, %s after the crash: the lock expired", demoOrder, secs(gap))
 	if gap > demoWatchdog+crashTolerance {
 		return storyf("scene 3: the lock was taken %v after the crash, want at most about %v", gap, demoWatchdog)
@@ -79,9 +82,11 @@ func (d *demo) sceneCrash(ctx context.Context) error {
 	if err := d.record(ctxB, ledger, "B"); err != nil {
 		return err
 	}
+	d.chart.note("B", "writes the ledger")
 	if err := mb.Unlock(ctxB); err != nil {
 		return err
 	}
+	d.chart.released("B", nil)
 	n.say("B", "done: recorded in the ledger, unlocked")
 	done, err := d.ledger(ctx, ledger)
 	if err != nil {

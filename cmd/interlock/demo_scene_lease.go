@@ -24,6 +24,7 @@ func (d *demo) sceneLease(ctx context.Context) error {
 	if err := ma.LockLease(ctxA, demoLease); err != nil {
 		return err
 	}
+	d.chart.acquired(ctxA, "A", "lease "+secs(demoLease))
 	n.say("A", "locked %s with a %s lease and no watchdog", demoOrder, secs(demoLease))
 	if err := d.expectUnprocessed(ctxA, ledger, "A", demoLongJob); err != nil {
 		return err
@@ -44,6 +45,7 @@ func (d *demo) sceneLease(ctx context.Context) error {
 				return err
 			}
 			bStart = n.elapsed()
+			d.chart.acquired(ctxB, "B", "")
 			n.say("B", "locked %s: A's lease ran out while A was still working", demoOrder)
 			if err := d.expectUnprocessed(ctxB, ledger, "B", demoShortJob); err != nil {
 				return err
@@ -56,17 +58,21 @@ func (d *demo) sceneLease(ctx context.Context) error {
 			if err := d.record(ctxB, ledger, "B"); err != nil {
 				return err
 			}
+			d.chart.note("B", "writes the ledger")
 			if err := mb.Unlock(ctxB); err != nil {
 				return err
 			}
+			d.chart.released("B", nil)
 			bEnd = n.elapsed()
 			n.say("B", "done: recorded in the ledger, unlocked")
 		case <-aJob.C:
 			if err := d.record(ctxA, ledger, "A"); err != nil {
 				return err
 			}
+			d.chart.note("A", "writes the ledger too")
 			aEnd = n.elapsed()
 			err := ma.Unlock(ctxA)
+			d.chart.released("A", err)
 			if !errors.Is(err, interlock.ErrNotHeld) {
 				return storyf("A's unlock after its lease ran out returned %v, want %v", err, interlock.ErrNotHeld)
 			}

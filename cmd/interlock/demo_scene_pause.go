@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strings"
 	"time"
@@ -31,6 +32,7 @@ func (d *demo) scenePause(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	d.chart.acquired(ctx, "C", fmt.Sprintf("token %d", h.token))
 	n.say("C", "(pid %d) locked %s with the watchdog, token %d; the ledger has no entry: starts its job",
 		h.pid(), demoOrder, h.token)
 	if err := sleepCtx(ctx, demoPauseAfter); err != nil {
@@ -40,6 +42,7 @@ func (d *demo) scenePause(ctx context.Context) error {
 		return err
 	}
 	pausedAt := n.elapsed()
+	d.chart.note("C", "paused (SIGSTOP)")
 	n.say("C", "paused with SIGSTOP")
 	var tokenB uint64
 	b := lockAsync(ctxB, func(ctx context.Context) (err error) {
@@ -57,6 +60,7 @@ func (d *demo) scenePause(ctx context.Context) error {
 	case <-ctx.Done():
 		return ctx.Err()
 	}
+	d.chart.acquired(ctxB, "B", fmt.Sprintf("token %d", tokenB))
 	n.say("B", "locked %s with token %d, %s into C's pause: C's lock expired", demoOrder, tokenB, secs(n.elapsed()-pausedAt))
 	if tokenB <= h.token {
 		return storyf("scene 4: B's token %d is not larger than C's %d", tokenB, h.token)
@@ -74,15 +78,18 @@ func (d *demo) scenePause(ctx context.Context) error {
 	if !written {
 		return storyf("scene 4: the fence refused B's token %d", tokenB)
 	}
+	d.chart.note("B", fmt.Sprintf("writes: the fence admits token %d", tokenB))
 	if err := mb.Unlock(ctxB); err != nil {
 		return err
 	}
+	d.chart.released("B", nil)
 	n.say("B", "done: recorded in the ledger through the fence with token %d (admitted), unlocked", tokenB)
 
 	if err := h.signal(sigCont); err != nil {
 		return err
 	}
 	writeAt := time.Now().Add(demoWriteAfter)
+	d.chart.note("C", "resumed (SIGCONT)")
 	n.say("C", "resumed with SIGCONT; its job will write its result in %s", secs(demoWriteAfter))
 	line, err := h.poll(ctx, demoWriteAfter)
 	if err != nil {
@@ -92,6 +99,7 @@ func (d *demo) scenePause(ctx context.Context) error {
 		if !strings.HasPrefix(line, holderLost+" ") {
 			return storyf("C said %q after it resumed, want %q", line, holderLost)
 		}
+		d.chart.renewFailed("C", "lock lost")
 		n.say("C", "its renewal fails; its guard is cancelled: %s", strings.TrimPrefix(line, holderLost+" "))
 	}
 	if err := sleepCtx(ctx, time.Until(writeAt)); err != nil {
@@ -109,6 +117,7 @@ func (d *demo) scenePause(ctx context.Context) error {
 			break
 		}
 		// The guard heard of the loss only now; the write is on its way.
+		d.chart.renewFailed("C", "lock lost")
 		n.say("C", "its renewal fails; its guard is cancelled: %s", strings.TrimPrefix(line, holderLost+" "))
 	}
 	if line == holderWrote {
@@ -118,6 +127,7 @@ func (d *demo) scenePause(ctx context.Context) error {
 	if err != nil {
 		return storyf("scene 4: C said %q: %v", line, err)
 	}
+	d.chart.note("C", fmt.Sprintf("writes anyway: the fence rejects token %d", h.token))
 	n.say("C", "the fence REJECTS token %d: it has admitted token %d (B's); nothing is written", h.token, highest)
 	if highest != tokenB {
 		return storyf("scene 4: the fence had admitted token %d, want B's %d", highest, tokenB)

@@ -26,6 +26,7 @@ func (d *demo) sceneWatchdog(ctx context.Context) error {
 	if err := ma.Lock(ctxA); err != nil {
 		return err
 	}
+	d.chart.acquired(ctxA, "A", "watchdog")
 	n.say("A", "locked %s with the watchdog", demoOrder)
 	if err := d.expectUnprocessed(ctxA, ledger, "A", demoSafeJob); err != nil {
 		return err
@@ -51,7 +52,10 @@ func (d *demo) sceneWatchdog(ctx context.Context) error {
 			if err := d.record(ctxA, ledger, "A"); err != nil {
 				return err
 			}
-			if err := ma.Unlock(ctxA); err != nil {
+			d.chart.note("A", "writes the ledger")
+			err := ma.Unlock(ctxA)
+			d.chart.released("A", err)
+			if err != nil {
 				return storyf("A's unlock: %v", err)
 			}
 			aEnd = n.elapsed()
@@ -62,6 +66,7 @@ func (d *demo) sceneWatchdog(ctx context.Context) error {
 				return err
 			}
 			bStart = n.elapsed()
+			d.chart.acquired(ctxB, "B", "")
 			if aEnd == 0 {
 				return storyf("B locked at %s while A held the lock", stamp(bStart))
 			}
@@ -81,6 +86,7 @@ func (d *demo) sceneWatchdog(ctx context.Context) error {
 	if err := mb.Unlock(ctxB); err != nil {
 		return err
 	}
+	d.chart.released("B", nil)
 	n.verdict("SAFE: the lock lived %s, %.1f watchdog timeouts, because A was alive to renew it.\n"+
 		"B waited for A's unlock; %s was processed once (ledger: %v).",
 		secs(aEnd), float64(aEnd)/float64(demoWatchdog), demoOrder, done)

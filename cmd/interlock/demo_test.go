@@ -6,6 +6,7 @@ import (
 	"bufio"
 	"context"
 	"io"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -23,13 +24,14 @@ import (
 const demoBudget = 30 * time.Second
 
 // The demo tells its four scenes against the shared server, within its
-// time budget, and leaves no key behind. Not parallel: its timings are
-// the point, so it runs alone.
+// time budget, and leaves no key behind; its --chart is their timeline.
+// Not parallel: its timings are the point, so it runs alone.
 func TestDemo(t *testing.T) {
 	if testing.Short() {
 		t.Skip("the demo takes about 10s")
 	}
-	res := runBinary(t, "", "demo", "--redis", redisURL())
+	chart := filepath.Join(t.TempDir(), "demo.svg")
+	res := runBinary(t, "", "demo", "--redis", redisURL(), "--chart", chart)
 	t.Logf("demo took %v; its output:\n%s", res.took, res.stdout)
 	require.Equal(t, 0, res.code, res.stderr)
 	assert.Empty(t, res.stderr)
@@ -41,6 +43,7 @@ func TestDemo(t *testing.T) {
 		"=> C STOPPED IN TIME:",
 		"fenced lock",
 		"All four scenes ran as told",
+		"Wrote the timeline of the scenes to " + chart,
 	} {
 		assert.Contains(t, res.stdout, want)
 	}
@@ -56,6 +59,7 @@ func TestDemo(t *testing.T) {
 	}
 	assert.Regexp(t, `B  locked order-42 with token \d+`, res.stdout)
 	assert.Empty(t, demoKeys(t), "the demo deletes its keys")
+	checkDemoChart(t, chart, res.stdout)
 }
 
 // Ctrl-C in the middle of a scene ends the demo with 130, after it killed

@@ -16,8 +16,11 @@
 //	interlock latch     countdown [--redis URL] NAME
 //	interlock latch     await [--redis URL] [--wait D] NAME
 //	interlock inspect   [--redis URL] [--json] [--kind KIND] NAME...
+//	interlock ls        [--redis URL] [--json] [--limit N] [--counters] [PATTERN]
+//	interlock doctor    [--redis URL] [--json] [--name NAME] [--acl-user USER]
+//	                    [--wait-replicas]
 //	interlock unlock    [--redis URL] [--kind KIND] --force LOCK
-//	interlock demo      [--redis URL]
+//	interlock demo      [--redis URL] [--chart FILE]
 //	interlock help      [COMMAND]
 //
 // run is a distributed flock(1): it acquires LOCK (waiting forever by
@@ -66,10 +69,22 @@
 // "semaphore/latch" with both readings, unless --kind semaphore, latch or
 // expirable-semaphore says which. It prints a table or JSON (one object per
 // line); what does not look like a Redisson object becomes a note, never a
-// failure. unlock --force deletes a lock whoever holds it, with the
-// forceUnlock of its kind (found in Redis, or given with --kind). demo
-// tells, with real timings, why locks need a watchdog; with no Redis at
-// hand it starts a throwaway redis-server from PATH.
+// failure. ls walks the keyspace with SCAN (never KEYS; every master of a
+// cluster) and lists every synchronizer whose name matches PATTERN, with
+// its kind, TTL, holders and waiters, flagging zombies (locks with no TTL),
+// stale fair waiters and readers, orphan read/write timeout keys and
+// expired permits not yet given back; a long scan prints its progress on
+// stderr. doctor checks a live server, node by node on a cluster, for the
+// settings that silently break locks (an evicting maxmemory-policy,
+// asynchronous replicas and their lag, no persistence, lua-time-limit,
+// clock skew, the ACL each kind needs, slot coverage, sharded pub/sub),
+// explains each finding and exits with the worst one's status. unlock
+// --force deletes a lock whoever holds it, with the forceUnlock of its
+// kind (found in Redis, or given with --kind). demo tells, with real
+// timings, why locks need a watchdog; with no Redis at hand it starts a
+// throwaway redis-server from PATH. demo --chart FILE also
+// writes the scenes' timeline as an SVG image: each holder's remaining TTL
+// over time, and a green or red flag per acquisition, renewal and release.
 //
 // --redis takes redis://, rediss:// and unix:// URLs (or host:port);
 // several, repeated or comma-separated, name the nodes of a cluster. The
@@ -79,15 +94,18 @@
 //
 // The codes are stable; scripts may rely on them.
 //
-//	0-125  run: CMD's exit status; other commands: 0 on success
+//	0-125  run: CMD's exit status; other commands: 0 on success (doctor:
+//	       nothing worse than info)
 //	1      another failure (a demo scene that did not go as told, a lock
 //	       unlock left because it is not locked as --kind said, a semaphore
-//	       or latch init that found it set already)
+//	       or latch init that found it set already, a warning of doctor)
+//	2      doctor: a hazard, a setting that can silently break locks
 //	64     usage error: bad flags or arguments (permits below 1, a negative
 //	       count, a lease under 1ms), an unusable name, a name whose key
 //	       holds another type of data, unlock without --force or of a key
 //	       that is no lock of that kind
 //	69     Redis unreachable or failing, or another failure before CMD started
+//	       (doctor: an error, such as a node that cannot be reached)
 //	75     run: the lock or permits were still busy when --wait ran out;
 //	       latch await: the latch was still closed when --wait ran out
 //	79     run: the lock or an expirable permit was lost while CMD ran (CMD

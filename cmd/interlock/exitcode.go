@@ -14,6 +14,9 @@ const (
 	// scene that did not turn out as it should, or an unlock that left the
 	// lock because it is not locked as --kind said.
 	exitFailure = 1
+	// exitHazard: doctor found a setting or state that can silently break
+	// mutual exclusion (doctor's warnings exit with exitFailure).
+	exitHazard = 2
 	// exitUsage: bad flags or arguments, a lock name Redisson's key rules
 	// refuse, unlock of a key that is no lock of the kind asked for
 	// (sysexits EX_USAGE).

@@ -32,6 +32,8 @@ var commands = []command{
 	{name: "semaphore", run: semaphoreCmd},
 	{name: "latch", run: latchCmd},
 	{name: "inspect", run: inspectCmd},
+	{name: "ls", run: lsCmd},
+	{name: "doctor", run: doctorCmd},
 	{name: "unlock", run: unlockCmd},
 	{name: "demo", run: demoCmd},
 	{name: holderCmdName, run: holderCmd, hidden: true},

@@ -18,14 +18,18 @@ const namePrefixHelp = `  --name-prefix P    every name is P+NAME in Redis, for 
 // exitHelp lists the exit codes (see exitcode.go).
 const exitHelp = `Exit status:
   0-125   run: CMD's own exit status; other commands: 0 on success
+          (doctor: nothing worse than info found)
   1       another failure (for example a demo scene that went wrong, a lock
           unlock left because it is not locked as --kind said, or a
-          semaphore or latch init found it already set)
+          semaphore or latch init found it already set, or a warning of
+          doctor)
+  2       doctor: a hazard, a setting that can silently break locks
   64      usage error: bad flags or arguments (such as permits below 1, a
           negative count, a lease under 1ms), an unusable name, a name whose
           key holds another type of data, unlock without --force or of a
           key that is no lock of that kind
   69      Redis unreachable or failing, or another failure before CMD started
+          (doctor: an error, such as a node that cannot be reached)
   75      run: the lock or the permits were still busy when --wait ran out;
           latch await: the latch was still closed when --wait ran out
   79      run: the lock or an expirable permit was lost while CMD ran (CMD
@@ -53,8 +57,11 @@ Usage:
   interlock latch     countdown [--redis URL] NAME
   interlock latch     await [--redis URL] [--wait D] NAME
   interlock inspect   [--redis URL] [--json] [--kind KIND] NAME...
+  interlock ls        [--redis URL] [--json] [--limit N] [--counters] [PATTERN]
+  interlock doctor    [--redis URL] [--json] [--name NAME] [--acl-user USER]
+                      [--wait-replicas]
   interlock unlock    [--redis URL] [--kind KIND] --force LOCK
-  interlock demo      [--redis URL]
+  interlock demo      [--redis URL] [--chart FILE]
   interlock help      [COMMAND]
 
   run        hold LOCK (several: all at once), or N permits of a semaphore,
@@ -63,6 +70,11 @@ Usage:
   latch      set up a count-down latch, count it down, or wait until open
   inspect    show who holds and who waits for LOCK, a semaphore's permits,
              a latch's count, whoever wrote them (Go or Java Redisson)
+  ls         list the locks, semaphores and latches in Redis (SCAN, never
+             KEYS), flagging zombies, stale waiters, orphan keys, leaked
+             permits
+  doctor     check a live server, node by node, for settings that break
+             locks (eviction, replication, persistence, ACL, ...)
   unlock     delete LOCK whoever holds it (needs --force)
   demo       show with real Redis why locks need a watchdog
 
@@ -348,7 +360,7 @@ no lock of that kind, 69 when Redis fails.
 `
 
 // demoUsage is the help of "interlock demo".
-const demoUsage = `Usage: interlock demo [--redis URL]
+const demoUsage = `Usage: interlock demo [--redis URL] [--chart FILE]
 
 Tells the watchdog story with real Redis and real processes, in about 10
 seconds: a job longer than its fixed lease (two workers process the same
@@ -362,7 +374,11 @@ redis-server from PATH on a free port, without persistence, and removes it
 afterwards. Keys it creates are deleted at the end.
 
 Flags:
-` + redisHelp + `
+` + redisHelp + `  --chart FILE       also write the scenes' timeline to FILE, an SVG image a
+                     browser shows: for each holder, the lock's remaining TTL
+                     as measured, and a flag per acquisition, renewal and
+                     release, green when it succeeded, red when it failed.
+
 Exit status: 0 when every scene ran as told, 1 when one did not, 64 for bad
 flags, 69 when no Redis could be used, 130 on Ctrl-C.
 `
@@ -373,6 +389,8 @@ var commandUsage = map[string]string{
 	"semaphore": semaphoreUsage,
 	"latch":     latchUsage,
 	"inspect":   inspectUsage,
+	"ls":        lsUsage,
+	"doctor":    doctorUsage,
 	"unlock":    unlockUsage,
 	"demo":      demoUsage,
 	"help":      mainUsage,

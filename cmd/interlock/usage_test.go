@@ -20,7 +20,7 @@ func TestHelp(t *testing.T) {
 		assert.Equal(t, mainUsage, res.stdout, args)
 		assert.Empty(t, res.stderr, args)
 	}
-	for _, code := range []int{exitFailure, exitUsage, exitUnavailable, exitBusy, exitLost, exitCannotExec, exitNotFound} {
+	for _, code := range []int{exitFailure, exitHazard, exitUsage, exitUnavailable, exitBusy, exitLost, exitCannotExec, exitNotFound} {
 		assert.Contains(t, mainUsage, "\n  "+strconv.Itoa(code)+" ", "the exit codes are documented")
 	}
 	for name, text := range commandUsage {
@@ -59,7 +59,7 @@ func TestUsageDocumentsEveryFlag(t *testing.T) {
 	t.Parallel()
 	getenv := func(string) string { return "" }
 	sets := map[string]*flag.FlagSet{}
-	for _, name := range []string{"run", "semaphore", "latch", "inspect", "unlock", "demo"} {
+	for _, name := range []string{"run", "semaphore", "latch", "inspect", "unlock", "demo", "doctor"} {
 		fs := newFlagSet(name)
 		addRedisFlag(fs, getenv)
 		sets[name] = fs
@@ -78,6 +78,11 @@ func TestUsageDocumentsEveryFlag(t *testing.T) {
 	sets["latch"].String("wait", "", "")
 	sets["unlock"].Bool("force", false, "")
 	sets["unlock"].String("kind", "", "")
+	sets["demo"].String("chart", "", "")
+	sets["doctor"].Bool("json", false, "")
+	sets["doctor"].String("name", "", "")
+	sets["doctor"].String("acl-user", "", "")
+	sets["doctor"].Bool("wait-replicas", false, "")
 	for _, name := range []string{"run", "inspect", "unlock"} {
 		addNamePrefixFlag(sets[name])
 	}
@@ -88,7 +93,7 @@ func TestUsageDocumentsEveryFlag(t *testing.T) {
 	}
 	// And the real flag sets define no others: unknown flags are refused.
 	for _, bad := range []string{"run --nope L -- true", "inspect --nope L", "unlock --nope L", "demo --nope",
-		"semaphore --nope init S 1", "latch --nope await L"} {
+		"semaphore --nope init S 1", "latch --nope await L", "doctor --nope"} {
 		res := runInProcess(t, strings.Fields(bad)...)
 		require.Equal(t, exitUsage, res.code, bad)
 		assert.Contains(t, res.stderr, "flag provided but not defined: -nope", bad)
