@@ -95,6 +95,19 @@
 // the Client is closed, acquisitions, Unlock and ForceUnlock return
 // ErrClosed. Remote state never causes a panic.
 //
+// # Observing
+//
+// WithObserver hears an Event for everything a Client's synchronizers do:
+// each acquisition (kind, name, outcome, wait, attempts) and release
+// (outcome, hold time), each renewal tick, lost hold, unlock resend, safe
+// mode refusal, undo try, and pub/sub failure or reconnection. Events about
+// a caller's operation come with the caller's context, so a tracing
+// Observer finds its span there. The Observer is called synchronously
+// after the work and must not block; a Client without one builds no event
+// and takes no extra clock reading. WithLogger is such an Observer, which
+// logs only failures and losses. Stats counts holds, channels, pending
+// clean-ups and waiters. docs/operations.md lists the events.
+//
 // # Compatibility
 //
 // The protocol is that of Redisson 3.24 to 4.7 (unlock latch, PUBLISH or

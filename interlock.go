@@ -43,7 +43,7 @@ func New(rc rueidis.Client, opts ...Option) (*Client, error) {
 		return nil, err
 	}
 	cfg.ErrClosed, cfg.ErrMaxHold, cfg.ErrClockSkew, cfg.ErrReplication = ErrClosed, ErrMaxHold, ErrClockSkew, ErrReplication
-	cfg.applyNames()
+	cfg.applyObserver()
 	rt, err := runtime.New(rc, cfg.Config)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalid, err)
@@ -80,11 +80,15 @@ type Stats struct {
 	// UndoQueue counts the (lock, owner) pairs with clean-up still pending
 	// (see "Holds" in the package documentation).
 	UndoQueue int
+	// Waiters counts the calls (acquisitions, latch awaits) waiting now:
+	// past a first try that failed, or queued behind this Client's waiters.
+	Waiters int
 }
 
 // Stats returns a snapshot of the Client's records. It sends nothing.
 func (c *Client) Stats() Stats {
-	return Stats{Holds: c.rt.Renewal.Len(), Channels: c.rt.Hub.Channels(), UndoQueue: c.rt.UndoQueue()}
+	return Stats{Holds: c.rt.Renewal.Len(), Channels: c.rt.Hub.Channels(), UndoQueue: c.rt.UndoQueue(),
+		Waiters: int(c.rt.Waiters().Load())}
 }
 
 // Close stops every goroutine and subscription the Client started and

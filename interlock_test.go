@@ -165,11 +165,12 @@ func TestClockSkew(t *testing.T) {
 // pubsubErrors is an Observer that passes on pub/sub failures.
 type pubsubErrors chan error
 
-func (pubsubErrors) RenewalFailed(int, error) {}
-func (pubsubErrors) LockLost(string, error)   {}
-func (o pubsubErrors) PubSubFailed(err error) {
+func (o pubsubErrors) Observe(_ context.Context, e interlock.Event) {
+	if e.Op != interlock.OpPubSub || e.Outcome != interlock.OutcomeError {
+		return
+	}
 	select {
-	case o <- err:
+	case o <- e.Err:
 	default:
 	}
 }

@@ -1,6 +1,10 @@
 package interlock
 
-import "strings"
+import (
+	"strings"
+
+	"github.com/interlock-go/interlock/renewal"
+)
 
 // NameMapper maps every synchronizer name to the Redis key its keys and
 // channels are derived from, as Redisson's Config.setNameMapper does; a Go
@@ -26,30 +30,26 @@ func (p prefixNames) Unmap(mapped string) string { return strings.TrimPrefix(map
 // any key or channel from it (Redisson's Config.setNameMapper): a lock
 // called "orders:42" under PrefixNames("app:") is the hash "app:orders:42"
 // and announces on redisson_lock__channel:{app:orders:42}. Name methods,
-// errors and the Observer's LockLost report the unmapped name. A mapped
+// errors and the Observer's events report the unmapped name. A mapped
 // name that is no valid lock name is refused with ErrInvalid. The default,
 // nil, uses names as they are.
 func WithNameMapper(m NameMapper) Option {
 	return func(c *config) { c.Names = m }
 }
 
-// unmapObserver reports lost locks under the caller's names: the renewal
-// scheduler only knows the mapped keys.
-type unmapObserver struct {
-	Observer
-	names NameMapper
-}
-
-func (o unmapObserver) LockLost(name string, cause error) {
-	o.Observer.LockLost(o.names.Unmap(name), cause)
-}
-
-// applyNames wraps the observer so that it hears unmapped names.
-func (c *config) applyNames() {
-	if c.Names == nil || c.Observer == nil {
-		return
+// lostName returns the Event kind and the caller's name of a lost hold of
+// key, labelled by the engine: a hold whose label has no name (a lock's:
+// its key is its mapped name) is named by key as the NameMapper unmaps it.
+func (v events) lostName(key string, label *renewal.Label) (kind, name string) {
+	if label != nil {
+		kind, name = label.Kind, label.Name
 	}
-	if o, ok := c.Observer.(Observer); ok {
-		c.Observer = unmapObserver{o, c.Names}
+	switch {
+	case name != "":
+	case v.names != nil:
+		name = v.names.Unmap(key)
+	default:
+		name = key
 	}
+	return kind, name
 }

@@ -2,6 +2,7 @@ package interlock_test
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"log/slog"
 	"testing"
@@ -40,9 +41,9 @@ func TestWithNameMapper(t *testing.T) {
 	assert.Equal(t, "app:x", runtime.Of(c).Cfg.Names.Map("x"))
 }
 
-// TestNameMapperObserver: the Observer and the logger hear lost locks
-// under the caller's names, whichever option comes first; the scheduler
-// reports the mapped key.
+// TestNameMapperObserver: the Observer and the logger hear lost holds the
+// engine did not tag under the caller's names, whichever option comes
+// first; the scheduler reports the mapped key.
 func TestNameMapperObserver(t *testing.T) {
 	lost := errors.New("lost")
 	obs := &namesObserver{}
@@ -51,19 +52,21 @@ func TestNameMapperObserver(t *testing.T) {
 		{interlock.WithObserver(obs), interlock.WithNameMapper(interlock.PrefixNames("app:"))},
 	} {
 		c := newClient(t, opts...)
-		runtime.Of(c).Cfg.Observer.LockLost("app:orders:42", lost)
+		runtime.Of(c).Cfg.Observer.Lost("app:orders:42", nil, lost)
 	}
 	assert.Equal(t, []string{"orders:42", "orders:42"}, obs.lost)
 
 	var buf bytes.Buffer
 	c := newClient(t, interlock.WithLogger(slog.New(slog.NewTextHandler(&buf, nil))),
 		interlock.WithNameMapper(interlock.PrefixNames("app:")))
-	runtime.Of(c).Cfg.Observer.LockLost("app:orders:42", lost)
+	runtime.Of(c).Cfg.Observer.Lost("app:orders:42", nil, lost)
 	assert.Contains(t, buf.String(), "lock=orders:42 ")
 }
 
 type namesObserver struct{ lost []string }
 
-func (o *namesObserver) RenewalFailed(int, error)      {}
-func (o *namesObserver) PubSubFailed(error)            {}
-func (o *namesObserver) LockLost(name string, _ error) { o.lost = append(o.lost, name) }
+func (o *namesObserver) Observe(_ context.Context, e interlock.Event) {
+	if e.Op == interlock.OpLost {
+		o.lost = append(o.lost, e.Name)
+	}
+}

@@ -1,6 +1,7 @@
 package interlock
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
 	"time"
@@ -38,30 +39,15 @@ const (
 	PubSubSharded
 )
 
-// Observer is told about renewal failures, lost locks and pub/sub
-// failures. Its methods run on the Client's background goroutines and must
-// return quickly.
-type Observer interface {
-	// RenewalFailed: a batch of n holds could not be renewed this tick;
-	// they are tried again on the next one.
-	RenewalFailed(n int, err error)
-	// LockLost is called once for each hold that is lost, after its guards
-	// were cancelled.
-	LockLost(name string, cause error)
-	// PubSubFailed: a subscription connection broke or could not be set
-	// up, a (S)SUBSCRIBE was refused, or a topology query failed. Waiters
-	// are not lost: they resubscribe, or fall back to polling.
-	PubSubFailed(err error)
-}
-
 // Option configures a Client.
 type Option func(*config)
 
 // config is the runtime's configuration, plus what validation needs.
 type config struct {
 	runtime.Config
-	replicaSet bool // WithReplicaAcks was given
-	syncSet    bool // WithReplicaSync was given
+	observer   Observer // WithObserver's or WithLogger's; nil: none
+	replicaSet bool     // WithReplicaAcks was given
+	syncSet    bool     // WithReplicaSync was given
 }
 
 func defaultConfig() config {
@@ -196,35 +182,48 @@ func WithPubSubMode(m PubSubMode) Option {
 	return func(c *config) { c.PubSub = int(m) }
 }
 
-// WithObserver has o told about renewal failures, lost locks and pub/sub
-// failures. The default is to tell no one.
+// WithObserver has o told about every acquisition, release, renewal tick,
+// loss, resend, refusal, undo and pub/sub failure of the Client's
+// synchronizers (see Observer and Event), in place of a logger. The
+// default, nil, is to tell no one and build no events.
 func WithObserver(o Observer) Option {
-	return func(c *config) { c.Observer = o }
+	return func(c *config) { c.observer = o }
 }
 
-// WithLogger logs renewal and pub/sub failures (Warn) and lost locks
-// (Error) to l, in place of an Observer. The default is silence. Logs carry
-// lock names, never owner ids.
+// WithLogger logs, in place of an Observer, renewal and pub/sub failures
+// (Warn), lost holds (Error), and acquisitions refused by safe mode or
+// replica sync and failed undo tries (Warn), to l with the caller's context
+// where there is one (slog.Logger.LogAttrs), so that a handler can add its
+// trace ids. Acquisitions and releases are not logged. The default is
+// silence. Logs carry names, never owner ids.
 func WithLogger(l *slog.Logger) Option {
 	return func(c *config) {
 		if l != nil {
-			c.Observer = slogObserver{l}
+			c.observer = slogObserver{l}
 		}
 	}
 }
 
+// slogObserver is WithLogger's Observer.
 type slogObserver struct{ l *slog.Logger }
 
-func (o slogObserver) RenewalFailed(n int, err error) {
-	o.l.Warn("interlock: renewal failed; retrying next tick", "locks", n, "err", err)
-}
-
-func (o slogObserver) LockLost(name string, cause error) {
-	o.l.Error("interlock: lock lost", "lock", name, "cause", cause)
-}
-
-func (o slogObserver) PubSubFailed(err error) {
-	o.l.Warn("interlock: pub/sub failed; waiters resubscribe or poll", "err", err)
+func (o slogObserver) Observe(ctx context.Context, e Event) {
+	switch {
+	case e.Op == OpRenew && e.Failures > 0:
+		o.l.LogAttrs(ctx, slog.LevelWarn, "interlock: renewal failed; retrying next tick",
+			slog.Int("locks", e.Failures), slog.Any("err", e.Err))
+	case e.Op == OpLost:
+		o.l.LogAttrs(ctx, slog.LevelError, "interlock: lock lost",
+			slog.String("kind", e.Kind), slog.String("lock", e.Name), slog.Any("cause", e.Err))
+	case e.Op == OpPubSub && e.Outcome == OutcomeError:
+		o.l.LogAttrs(ctx, slog.LevelWarn, "interlock: pub/sub failed; waiters resubscribe or poll", slog.Any("err", e.Err))
+	case e.Op == OpRefused:
+		o.l.LogAttrs(ctx, slog.LevelWarn, "interlock: acquisition refused by the replicas and taken back",
+			slog.String("kind", e.Kind), slog.String("lock", e.Name), slog.Any("err", e.Err))
+	case e.Op == OpUndo && e.Outcome == OutcomeError:
+		o.l.LogAttrs(ctx, slog.LevelWarn, "interlock: taking back an acquisition whose reply was lost failed; retrying",
+			slog.String("kind", e.Kind), slog.String("lock", e.Name), slog.Any("err", e.Err))
+	}
 }
 
 // WithClockSkewLimit turns on the fair lock's skew guard: before a fair

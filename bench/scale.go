@@ -436,18 +436,17 @@ func (o *scaleObserver) note(s string) {
 	}
 }
 
-func (o *scaleObserver) RenewalFailed(n int, err error) {
-	o.failed.Add(int64(n))
-	o.note(fmt.Sprintf("renewal of %d failed: %v", n, err))
-}
-
-func (o *scaleObserver) LockLost(name string, cause error) {
-	o.lost.Add(1)
-	o.note(fmt.Sprintf("lost %s: %v", name, cause))
-}
-
-func (o *scaleObserver) PubSubFailed(err error) {
-	o.note(fmt.Sprintf("pub/sub: %v", err))
+func (o *scaleObserver) Observe(_ context.Context, e interlock.Event) {
+	switch {
+	case e.Op == interlock.OpRenew && e.Failures > 0:
+		o.failed.Add(int64(e.Failures))
+		o.note(fmt.Sprintf("renewal of %d failed: %v", e.Failures, e.Err))
+	case e.Op == interlock.OpLost:
+		o.lost.Add(1)
+		o.note(fmt.Sprintf("lost %s: %v", e.Name, e.Err))
+	case e.Op == interlock.OpPubSub && e.Outcome == interlock.OutcomeError:
+		o.note(fmt.Sprintf("pub/sub: %v", e.Err))
+	}
 }
 
 func (o *scaleObserver) String() string {

@@ -253,7 +253,7 @@ type emptyNames struct{}
 func (emptyNames) Map(string) string   { return "" }
 func (emptyNames) Unmap(string) string { return "" }
 
-// TestNameMapperReportsGivenNames: errors and the Observer's LockLost name
+// TestNameMapperReportsGivenNames: errors and the Observer's OpLost events name
 // the lock as the caller did, although the Client works on the mapped key.
 func TestNameMapperReportsGivenNames(t *testing.T) {
 	rc := redistest.NewClient(t, standaloneAddr)
@@ -284,18 +284,16 @@ func TestNameMapperReportsGivenNames(t *testing.T) {
 	assert.Equal(t, []string{name}, obs.names())
 }
 
-// lostNames records the names LockLost is told.
+// lostNames records the names of the OpLost events.
 type lostNames struct {
 	mu   sync.Mutex
 	lost []string
 }
 
-func (o *lostNames) RenewalFailed(int, error) {}
-func (o *lostNames) PubSubFailed(error)       {}
-func (o *lostNames) LockLost(name string, cause error) {
-	if errors.Is(cause, interlock.ErrLockLost) {
+func (o *lostNames) Observe(_ context.Context, e interlock.Event) {
+	if e.Op == interlock.OpLost && errors.Is(e.Err, interlock.ErrLockLost) {
 		o.mu.Lock()
-		o.lost = append(o.lost, name)
+		o.lost = append(o.lost, e.Name)
 		o.mu.Unlock()
 	}
 }

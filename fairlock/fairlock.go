@@ -19,7 +19,7 @@ var (
 const DefaultWaitTimeout = 5 * time.Minute
 
 // kind is Redisson's RFairLock, as the engine runs it.
-var kind = lc.FairKind("fairlock")
+var kind = lc.FairKind("fairlock", interlock.KindFairLock)
 
 // Option configures a Mutex.
 type Option func(*options)

@@ -23,7 +23,7 @@ var (
 // kind is Redisson's RFencedLock: an RLock whose acquire script also takes
 // a token from the counter redisson_lock_token:{name}.
 var kind = func() lockcore.Kind {
-	k := lockcore.Reentrant("fenced")
+	k := lockcore.Reentrant("fenced", interlock.KindFenced)
 	k.Keys = []func(string) string{lockcore.Prefixed("redisson_lock_token")}
 	k.Acquire = lockcore.Call{Script: lua.FencedAcquire, Keys: []lockcore.Arg{lockcore.Name, lockcore.Key(0)},
 		Args: []lockcore.Arg{lockcore.Lease, lockcore.Owner}}

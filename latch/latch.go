@@ -32,7 +32,7 @@ type Latch struct {
 // Cluster, a name with braces, whose latch channel Redisson puts in
 // another slot.
 func New(c *interlock.Client, name string) *Latch {
-	l := &Latch{lockcore.NewObject(c, "latch", name, keys.LatchChannel)}
+	l := &Latch{lockcore.NewObject(c, "latch", interlock.KindLatch, name, keys.LatchChannel)}
 	if c != nil && l.Ready() == nil && strings.ContainsAny(l.Key(), "{}") && l.RT().RC.Mode() == rueidis.ClientModeCluster {
 		l.Refuse(l.Invalid("name %q has braces: on a cluster its channel %q is in another slot, as Redisson names it", l.Key(), l.Channel()))
 	}
@@ -66,11 +66,14 @@ func (l *Latch) CountDown(ctx context.Context) error {
 	if err := l.Ready(); err != nil {
 		return err
 	}
+	start := l.Begin()
 	pub, err := l.Publish(ctx)
-	if err != nil {
-		return l.OpErr("count down", err)
+	if err == nil {
+		err = lockcore.Done(l.RunCounted(ctx, lua.LatchCountDown(), []string{l.Key(), l.Channel()}, "0", pub))
 	}
-	return l.OpErr("count down", lockcore.Done(l.RunCounted(ctx, lua.LatchCountDown(), []string{l.Key(), l.Channel()}, "0", pub)))
+	err = l.OpErr("count down", err)
+	l.Released(ctx, start, time.Time{}, 0, err == nil, err)
+	return err
 }
 
 // Count returns the count, 0 when the latch is open.
@@ -90,7 +93,7 @@ func (l *Latch) Await(ctx context.Context) error {
 	if err := l.Ready(); err != nil {
 		return err
 	}
-	_, err := l.Wait(ctx, pubsub.WakeOnZero, false, 0, true, func(ctx context.Context) (bool, time.Duration, error) {
+	_, err := l.Wait(ctx, 0, pubsub.WakeOnZero, false, 0, true, func(ctx context.Context) (bool, time.Duration, error) {
 		n, err := l.Count(ctx)
 		return err == nil && n <= 0, -1, err // -1: nothing expires; the count only falls by a count-down
 	})

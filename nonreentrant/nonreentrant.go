@@ -23,8 +23,8 @@ var (
 // reentrant kinds whose acquire scripts are given the re-entry token, on
 // which they refuse re-entry.
 var (
-	kind     = nonReentrant(lc.Reentrant("nonreentrant"))
-	fairKind = nonReentrant(lc.FairKind("nonreentrant"))
+	kind     = nonReentrant(lc.Reentrant("nonreentrant", interlock.KindNonReentrant))
+	fairKind = nonReentrant(lc.FairKind("nonreentrant", interlock.KindNonReentrantFair))
 )
 
 func nonReentrant(k lc.Kind) lc.Kind {

@@ -89,6 +89,7 @@ func (c *subConn) run() {
 	var (
 		conn       *dedicated
 		failures   int       // consecutive failed connection attempts
+		broken     bool      // a failure was reported since the last working round
 		lastAddr   string    // node of the last connection, avoided next time for classic cluster connections
 		holdRounds int       // consecutive rounds that ended with refused channels
 		holdAt     time.Time // when refused channels are tried again
@@ -130,6 +131,7 @@ func (c *subConn) run() {
 					return
 				}
 				failures++
+				broken = true
 				c.teardown(err)
 				h.report(err)
 				continue
@@ -145,12 +147,17 @@ func (c *subConn) run() {
 				return
 			}
 			failures++
+			broken = true
 			err = fmt.Errorf("pubsub: %s: %w", c.describe(), err)
 			c.teardown(err)
 			h.report(err)
 			continue
 		}
 		failures = 0
+		if broken {
+			broken = false
+			h.reconnected()
+		}
 
 		var retryC <-chan time.Time
 		h.mu.Lock()
@@ -187,6 +194,7 @@ func (c *subConn) run() {
 				err = errors.New("connection closed")
 			}
 			err = fmt.Errorf("pubsub: %s lost: %w", c.describe(), err)
+			broken = true
 			c.teardown(err)
 			h.report(err)
 			// failures stays 0: the first reconnection is immediate.

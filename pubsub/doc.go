@@ -114,5 +114,6 @@
 // subscription connection (which drops their subscriptions on the server),
 // waits for the goroutines to exit and wakes every parked Wait with
 // ErrClosed. The hub never closes the rueidis client it was given. The hub
-// writes no logs; WithErrorHandler receives background errors.
+// writes no logs; WithErrorHandler receives background errors, and
+// WithReconnectHandler hears a connection that works again.
 package pubsub

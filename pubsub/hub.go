@@ -57,8 +57,9 @@ func DefaultReconnectBackoff(attempt int) time.Duration {
 type Option func(*config) error
 
 type config struct {
-	onError []func(error)
-	backoff func(attempt int) time.Duration
+	onError     []func(error)
+	onReconnect []func()
+	backoff     func(attempt int) time.Duration
 }
 
 // WithErrorHandler adds fn to the handlers told about background failures: a
@@ -74,6 +75,20 @@ func WithErrorHandler(fn func(err error)) Option {
 			return errors.New("pubsub: nil error handler")
 		}
 		c.onError = append(c.onError, fn)
+		return nil
+	}
+}
+
+// WithReconnectHandler adds fn to the handlers told when a subscription
+// connection that broke or could not be established works again, its
+// channels subscribed. fn is called as the error handlers are, and must
+// not block for long either. A nil fn is an error.
+func WithReconnectHandler(fn func()) Option {
+	return func(c *config) error {
+		if fn == nil {
+			return errors.New("pubsub: nil reconnect handler")
+		}
+		c.onReconnect = append(c.onReconnect, fn)
 		return nil
 	}
 }
@@ -485,6 +500,13 @@ func (p Policy) String() string {
 		return "on-zero"
 	}
 	return "Policy(" + strconv.Itoa(int(p)) + ")"
+}
+
+// reconnected tells every reconnect handler, in the order they were given.
+func (h *Hub) reconnected() {
+	for _, fn := range h.cfg.onReconnect {
+		fn()
+	}
 }
 
 // report hands err to every error handler, in the order they were given.

@@ -102,11 +102,15 @@ type t17Observer struct {
 	lost   atomic.Int64
 }
 
-func (o *t17Observer) RenewalFailed(n int, err error)   { o.failed.add("renew", err) }
-func (o *t17Observer) LockLost(key string, cause error) { o.lost.Add(1) }
-
-// PubSubFailed ignores pub/sub failures: T17 judges renewals and losses.
-func (o *t17Observer) PubSubFailed(err error) {}
+// Observe ignores pub/sub failures: T17 judges renewals and losses.
+func (o *t17Observer) Observe(_ context.Context, e interlock.Event) {
+	switch {
+	case e.Op == interlock.OpRenew && e.Failures > 0:
+		o.failed.add("renew", e.Err)
+	case e.Op == interlock.OpLost:
+		o.lost.Add(1)
+	}
+}
 
 func TestT17Cluster(t *testing.T) {
 	nightlyOnly(t)

@@ -20,16 +20,20 @@ import (
 	"github.com/interlock-go/interlock/rlock"
 )
 
-// t18Observer counts what the Scheduler reports.
+// t18Observer counts what the Scheduler reports: renewal failures and
+// losses, not pub/sub failures.
 type t18Observer struct {
 	failed, lost atomic.Int64
 }
 
-func (o *t18Observer) RenewalFailed(n int, err error)   { o.failed.Add(int64(n)) }
-func (o *t18Observer) LockLost(key string, cause error) { o.lost.Add(1) }
-
-// PubSubFailed ignores pub/sub failures: T18 counts only the Scheduler's.
-func (o *t18Observer) PubSubFailed(err error) {}
+func (o *t18Observer) Observe(_ context.Context, e interlock.Event) {
+	switch e.Op {
+	case interlock.OpRenew:
+		o.failed.Add(int64(e.Failures))
+	case interlock.OpLost:
+		o.lost.Add(1)
+	}
+}
 
 func TestT18Scale(t *testing.T) {
 	locks := sized(2000, 100000)

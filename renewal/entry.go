@@ -13,9 +13,11 @@ type Entry struct {
 	// Owner is the holder's owner string.
 	Owner string
 
-	task *Task
-	s    *Scheduler
-	slot uint16
+	task  *Task
+	s     *Scheduler
+	slot  uint16
+	since time.Duration // when the first hold's request was sent, after epoch
+	label *Label        // HoldLabeled's, for the Observer
 
 	// Guarded by s.mu.
 	holds      []time.Duration // one per hold, innermost last; 0 = watchdog

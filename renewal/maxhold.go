@@ -63,7 +63,7 @@ func (s *Scheduler) expireMaxHolds(now time.Time) {
 		cause := fmt.Errorf("%w: %w (%v)", e.task.Lost, s.cfg.MaxHoldErr, s.cfg.MaxHold)
 		s.forget(e, cause)
 		s.maxHeld[entryKey{e.Key, e.Owner}] = maxEnded{at: now, cause: cause}
-		lost = append(lost, lostEntry{e.Key, cause})
+		lost = append(lost, lostEntry{e.Key, e.label, cause})
 	}
 	for k, m := range s.maxHeld {
 		if now.Sub(m.at) > maxHeldMemory {
@@ -71,5 +71,5 @@ func (s *Scheduler) expireMaxHolds(now time.Time) {
 		}
 	}
 	s.mu.Unlock()
-	s.report(lost, 0, nil)
+	s.reportLost(lost)
 }

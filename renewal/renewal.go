@@ -23,15 +23,40 @@ type Task struct {
 	Lost error
 }
 
-// Observer is told about renewal failures. Its methods are called from the
+// Observer hears what the Scheduler did. Its methods are called from the
 // Scheduler's goroutine and must not block.
 type Observer interface {
-	// RenewalFailed is called when a chunk of n entries could not be renewed
-	// in this tick; they are tried again on the next one.
-	RenewalFailed(n int, err error)
-	// LockLost is called once for each entry that is lost, after the
-	// entry's guards have been cancelled.
-	LockLost(key string, cause error)
+	// Renewed is called once per tick that sent renewals, after their
+	// replies were applied.
+	Renewed(t Tick)
+	// Lost is called once for each entry that is lost, after the entry's
+	// guards have been cancelled, with the label HoldLabeled was given (nil
+	// from Hold).
+	Lost(key string, label *Label, cause error)
+}
+
+// Label names an entry's synchronizer to the Observer (HoldLabeled).
+type Label struct {
+	// Kind is the synchronizer's kind, as its events name it.
+	Kind string
+	// Name is its name as the caller gave it; empty: the Observer names
+	// the entry by its key.
+	Name string
+}
+
+// Tick is what one renewal tick did.
+type Tick struct {
+	// Entries is how many entries renewal was sent for; Chunks how many
+	// script calls carried them.
+	Entries, Chunks int
+	// Failures counts the entries whose call failed: tried again on the
+	// next tick, or lost once a lease has passed since their last renewal.
+	Failures int
+	// Duration is how long the tick's DoMulti took (with its EVAL resend
+	// after NOSCRIPT).
+	Duration time.Duration
+	// Err is the error of the first call that failed.
+	Err error
 }
 
 // Config configures a Scheduler.
@@ -164,6 +189,12 @@ func (s *Scheduler) Len() int {
 // Hold records one successful acquisition of key by owner, made with the
 // given lease (0: a watchdog hold) by a request sent at sentAt.
 func (s *Scheduler) Hold(key, owner string, task *Task, lease time.Duration, sentAt time.Time) error {
+	return s.HoldLabeled(key, owner, task, lease, sentAt, nil)
+}
+
+// HoldLabeled is Hold with a label for the Observer, which hears it with
+// the entry's loss; the first hold of an entry sets it.
+func (s *Scheduler) HoldLabeled(key, owner string, task *Task, lease time.Duration, sentAt time.Time, label *Label) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
@@ -179,7 +210,7 @@ func (s *Scheduler) Hold(key, owner string, task *Task, lease time.Duration, sen
 		e = nil
 	}
 	if e == nil {
-		e = &Entry{Key: key, Owner: owner, task: task, s: s, heapIndex: -1}
+		e = &Entry{Key: key, Owner: owner, task: task, s: s, heapIndex: -1, since: sentAt.Sub(epoch), label: label}
 		if s.cfg.Cluster {
 			e.slot = keys.Slot(key)
 		}
@@ -273,6 +304,21 @@ func (s *Scheduler) MaxHeld(key, owner string) error {
 	delete(s.maxHeld, k)
 	return m.cause
 }
+
+// HeldSince returns when the first hold of owner's entry on key was
+// acquired (its request sent): the zero time without an entry.
+func (s *Scheduler) HeldSince(key, owner string) time.Time {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if e := s.entries[entryKey{key, owner}]; e != nil {
+		return epoch.Add(e.since)
+	}
+	return time.Time{}
+}
+
+// epoch is what Entry.since counts from, on the monotonic clock: a
+// Duration is a third of a time.Time in every hold.
+var epoch = time.Now()
 
 // lookup returns the entry of key and owner, or nil.
 func (s *Scheduler) lookup(key, owner string) *Entry {

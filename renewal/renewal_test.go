@@ -403,19 +403,19 @@ func guard(t *testing.T, s *renewal.Scheduler, key, owner string) context.Contex
 
 type observer struct{ failed, lost *atomic.Int64 }
 
-func (o observer) RenewalFailed(n int, err error) {
-	if o.failed != nil {
+func (o observer) Renewed(t renewal.Tick) {
+	if o.failed != nil && t.Failures > 0 {
 		o.failed.Add(1)
 	}
 }
 
-func (o observer) LockLost(key string, cause error) {
+func (o observer) Lost(key string, label *renewal.Label, cause error) {
 	if o.lost != nil {
 		o.lost.Add(1)
 	}
 }
 
-// reportedOnce waits for the Observer's one LockLost call: the Scheduler
+// reportedOnce waits for the Observer's one Lost call: the Scheduler
 // reports a loss after it has cancelled the entry's guards, so a test
 // woken by a guard can get there first.
 func reportedOnce(t *testing.T, lost *atomic.Int64) {
@@ -465,5 +465,63 @@ func TestLeaseGuardKeepsTheDropCause(t *testing.T) {
 		s.Drop(key, lost)
 		<-ctx.Done()
 		require.ErrorIs(t, context.Cause(ctx), lost, "round %d", i)
+	}
+}
+
+// ticks is an Observer that passes on every Tick and every loss's label.
+type ticks struct {
+	ticks chan renewal.Tick
+	lost  chan *renewal.Label
+}
+
+func (o ticks) Renewed(t renewal.Tick) {
+	select {
+	case o.ticks <- t:
+	default:
+	}
+}
+
+func (o ticks) Lost(key string, label *renewal.Label, cause error) { o.lost <- label }
+
+// TestObserverHearsTicksAndLabels: a tick reports its entries, chunks and
+// round trip; a loss comes with the label its first hold was given; an
+// entry remembers when its first hold was acquired.
+func TestObserverHearsTicksAndLabels(t *testing.T) {
+	rc := redistest.NewClient(t, addr)
+	const lease = 300 * time.Millisecond
+	obs := ticks{ticks: make(chan renewal.Tick, 16), lost: make(chan *renewal.Label, 4)}
+	s := newScheduler(t, rc, renewal.Config{Lease: lease, BatchSize: 2, Observer: obs})
+	keys := []string{"renew:ta:" + t.Name(), "renew:tb:" + t.Name(), "renew:tc:" + t.Name()}
+	first := time.Now().Add(-time.Second)
+	labels := make([]*renewal.Label, len(keys))
+	for i, k := range keys {
+		hold(t, rc, k, "me:1", lease)
+		labels[i] = &renewal.Label{Kind: "test", Name: k}
+		require.NoError(t, s.HoldLabeled(k, "me:1", task, 0, first, labels[i]))
+	}
+	require.NoError(t, s.HoldLabeled(keys[0], "me:1", task, 0, time.Now(), &renewal.Label{Name: "ignored"}))
+	assert.Equal(t, time.Duration(0), s.HeldSince(keys[0], "me:1").Sub(first), "since the first hold")
+	assert.True(t, s.HeldSince("renew:none", "me:1").IsZero())
+
+	timeout := time.After(5 * time.Second)
+	for done := false; !done; {
+		select {
+		case tick := <-obs.ticks:
+			if tick.Entries < 3 { // a tick between the Holds
+				continue
+			}
+			assert.Equal(t, renewal.Tick{Entries: 3, Chunks: 2, Duration: tick.Duration}, tick)
+			assert.Positive(t, tick.Duration)
+			done = true
+		case <-timeout:
+			t.Fatal("no tick of the three entries reported")
+		}
+	}
+	require.NoError(t, rc.Do(context.Background(), rc.B().Del().Key(keys[0]).Build()).Error())
+	select {
+	case label := <-obs.lost:
+		assert.Same(t, labels[0], label, "the first hold's label")
+	case <-time.After(5 * time.Second):
+		t.Fatal("no loss reported")
 	}
 }

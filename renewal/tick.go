@@ -74,11 +74,11 @@ func (s *Scheduler) expireFailing(now time.Time) {
 		if e.failing != nil && e.watchdog > 0 && e.releasing == 0 && now.Sub(e.renewedAt) >= s.cfg.Lease {
 			cause := fmt.Errorf("%w: not renewed within the lease: %w", e.task.Lost, e.failing)
 			s.forget(e, cause)
-			lost = append(lost, lostEntry{e.Key, cause})
+			lost = append(lost, lostEntry{e.Key, e.label, cause})
 		}
 	}
 	s.mu.Unlock()
-	s.report(lost, 0, nil)
+	s.reportLost(lost)
 }
 
 // group is the set of entries one script call may renew: one task, one slot.
@@ -89,6 +89,7 @@ type group struct {
 
 type lostEntry struct {
 	key   string
+	label *Label
 	cause error
 }
 
@@ -111,7 +112,7 @@ func (s *Scheduler) tick(ctx context.Context) {
 		if e.watchdog == 0 {
 			if !now.Before(e.leaseUntil) {
 				s.forget(e, e.task.Lost)
-				lost = append(lost, lostEntry{e.Key, e.task.Lost})
+				lost = append(lost, lostEntry{e.Key, e.label, e.task.Lost})
 			}
 			continue
 		}
@@ -122,14 +123,16 @@ func (s *Scheduler) tick(ctx context.Context) {
 		groups[g] = append(groups[g], e)
 	}
 	s.mu.Unlock()
-	s.report(lost, 0, nil)
+	s.reportLost(lost)
 	if len(groups) == 0 {
 		return
 	}
 
 	var chunks [][]*Entry
 	var cmds rueidis.Commands
+	entries := 0
 	for g, es := range groups {
+		entries += len(es)
 		for len(es) > 0 {
 			n := min(len(es), s.cfg.BatchSize)
 			chunk := es[:n:n]
@@ -161,13 +164,24 @@ func (s *Scheduler) tick(ctx context.Context) {
 			res[again[j]] = r
 		}
 	}
+	t := Tick{Entries: entries, Chunks: len(chunks)}
+	if s.cfg.Observer != nil {
+		t.Duration = time.Since(sent)
+	}
 	for i, r := range res {
-		s.apply(chunks[i], r, sent)
+		failed, err := s.apply(chunks[i], r, sent)
+		if t.Failures += failed; t.Err == nil {
+			t.Err = err
+		}
+	}
+	if s.cfg.Observer != nil {
+		s.cfg.Observer.Renewed(t)
 	}
 }
 
-// apply records one chunk's reply.
-func (s *Scheduler) apply(chunk []*Entry, r rueidis.RedisResult, sent time.Time) {
+// apply records one chunk's reply, and returns how many of its entries
+// failed (the call's error), lost or not.
+func (s *Scheduler) apply(chunk []*Entry, r rueidis.RedisResult, sent time.Time) (int, error) {
 	renewed, err := r.AsIntSlice()
 	if err == nil && len(renewed) != len(chunk) {
 		err = fmt.Errorf("renewal: %d replies for %d locks", len(renewed), len(chunk))
@@ -186,28 +200,29 @@ func (s *Scheduler) apply(chunk []*Entry, r rueidis.RedisResult, sent time.Time)
 			e.failing = nil
 		case err == nil:
 			s.forget(e, e.task.Lost)
-			lost = append(lost, lostEntry{e.Key, e.task.Lost})
+			lost = append(lost, lostEntry{e.Key, e.label, e.task.Lost})
 		case time.Since(e.renewedAt) >= s.cfg.Lease: // judged when the failure is known
 			s.forget(e, e.task.Lost)
-			lost = append(lost, lostEntry{e.Key, fmt.Errorf("%w: not renewed within the lease: %w", e.task.Lost, err)})
+			lost = append(lost, lostEntry{e.Key, e.label, fmt.Errorf("%w: not renewed within the lease: %w", e.task.Lost, err)})
+			failed++
 		default:
 			e.failing = err
 			failed++
 		}
 	}
 	s.mu.Unlock()
-	s.report(lost, failed, err)
+	s.reportLost(lost)
+	if failed == 0 {
+		err = nil
+	}
+	return failed, err
 }
 
-func (s *Scheduler) report(lost []lostEntry, failed int, err error) {
-	o := s.cfg.Observer
-	if o == nil {
-		return
-	}
-	if failed > 0 {
-		o.RenewalFailed(failed, err)
-	}
-	for _, l := range lost {
-		o.LockLost(l.key, l.cause)
+// reportLost tells the Observer of each lost entry.
+func (s *Scheduler) reportLost(lost []lostEntry) {
+	if o := s.cfg.Observer; o != nil {
+		for _, l := range lost {
+			o.Lost(l.key, l.label, l.cause)
+		}
 	}
 }

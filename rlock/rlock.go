@@ -15,7 +15,7 @@ var (
 )
 
 // kind is Redisson's RLock, as the engine runs it.
-var kind = lockcore.Reentrant("rlock")
+var kind = lockcore.Reentrant("rlock", interlock.KindRLock)
 
 // Mutex is a reentrant lock shared with Redisson's RLock of the same name.
 // Its methods are interlock.Locker's. It holds nothing but its name: every

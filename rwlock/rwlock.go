@@ -36,6 +36,7 @@ var (
 
 	readKind = lc.Kind{
 		Name:     "rwlock",
+		Event:    interlock.KindReadLock,
 		Channel:  channel,
 		Keys:     derived,
 		ReadHalf: true,
@@ -49,6 +50,7 @@ var (
 	}
 	writeKind = lc.Kind{
 		Name:    "rwlock",
+		Event:   interlock.KindWriteLock,
 		Suffix:  ":write",
 		Channel: channel,
 		Keys:    derived,

@@ -339,11 +339,18 @@ func TestACLDenialIsClear(t *testing.T) {
 }
 
 // observerFunc is an interlock.Observer that reports renewal failures,
-// lost locks and pub/sub failures.
+// lost locks, pub/sub failures, refusals and failed undo tries.
 type observerFunc func(err error)
 
-func (f observerFunc) RenewalFailed(n int, err error) { f(err) }
-func (f observerFunc) LockLost(name string, cause error) {
-	f(fmt.Errorf("lock %s lost: %w", name, cause))
+func (f observerFunc) Observe(_ context.Context, e interlock.Event) {
+	switch {
+	case e.Op == interlock.OpRenew && e.Failures > 0:
+		f(e.Err)
+	case e.Op == interlock.OpLost:
+		f(fmt.Errorf("%s %s lost: %w", e.Kind, e.Name, e.Err))
+	case e.Op == interlock.OpPubSub && e.Outcome == interlock.OutcomeError:
+		f(fmt.Errorf("pub/sub: %w", e.Err))
+	case e.Op == interlock.OpRefused || (e.Op == interlock.OpUndo && e.Outcome == interlock.OutcomeError):
+		f(fmt.Errorf("%s %s %s: %w", e.Op, e.Kind, e.Name, e.Err))
+	}
 }
-func (f observerFunc) PubSubFailed(err error) { f(fmt.Errorf("pub/sub: %w", err)) }

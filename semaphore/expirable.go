@@ -42,7 +42,7 @@ type Expirable struct {
 // NewExpirable returns the expirable semaphore called name. A bad name or
 // a nil client is reported by every method, before anything is sent.
 func NewExpirable(c *interlock.Client, name string) *Expirable {
-	e := &Expirable{Object: lockcore.NewObject(c, "semaphore", name, keys.SemaphoreChannel)}
+	e := &Expirable{Object: lockcore.NewObject(c, "semaphore", interlock.KindExpirable, name, keys.SemaphoreChannel)}
 	e.timeout = keys.Suffix(e.Key(), "timeout")
 	return e
 }
@@ -186,7 +186,7 @@ func (e *Expirable) acquire(ctx context.Context, n int, wait, lease time.Duratio
 		return nil, false, e.OpErr("acquire", err)
 	}
 	var ids []PermitID
-	ok, err := e.Wait(ctx, pubsub.WakeCount, n > 1, wait, forever, func(ctx context.Context) (bool, time.Duration, error) {
+	ok, err := e.Wait(ctx, n, pubsub.WakeCount, n > 1, wait, forever, func(ctx context.Context) (bool, time.Duration, error) {
 		got, ok, retryIn, err := e.try(ctx, n, lease, pub)
 		if ok {
 			ids = got
@@ -245,7 +245,7 @@ func (e *Expirable) try(ctx context.Context, n int, lease time.Duration, pub str
 		hold = forever
 	}
 	for _, id := range ids {
-		if err := e.RT().Renewal.Hold(e.timeout, id.raw(), e.task(), hold, sent); err != nil {
+		if err := e.RT().Renewal.HoldLabeled(e.timeout, id.raw(), e.task(), hold, sent, e.Label()); err != nil {
 			e.undo(receipt, ids, pub)
 			return nil, false, 0, interlock.ErrClosed
 		}
@@ -265,7 +265,7 @@ func (e *Expirable) undo(receipt string, ids []PermitID, pub string) {
 		args = append(args, id.raw())
 	}
 	keys := []string{e.Key(), e.Channel(), e.timeout, receipt}
-	e.Later(receipt, time.Now().Add(lockcore.ReceiptTTL), func(ctx context.Context) error {
+	e.UndoLater(receipt, time.Now().Add(lockcore.ReceiptTTL), func(ctx context.Context) error {
 		return lockcore.Done(e.Run(ctx, lua.PESUndoAcquire(), keys, args...))
 	})
 }
@@ -317,6 +317,18 @@ func (e *Expirable) tryRelease(ctx context.Context, ids []PermitID) (ok bool, wh
 	if err := e.checkIDs(ids); err != nil {
 		return false, nil, err
 	}
+	start := e.Begin()
+	var since time.Time
+	if !start.IsZero() {
+		since = e.RT().Renewal.HeldSince(e.timeout, ids[0].raw())
+	}
+	ok, why, err = e.release(ctx, ids)
+	e.Released(ctx, start, since, len(ids), ok, err)
+	return ok, why, err
+}
+
+// release is tryRelease with the ids checked.
+func (e *Expirable) release(ctx context.Context, ids []PermitID) (ok bool, why error, err error) {
 	pub, err := e.Publish(ctx)
 	if err != nil {
 		return false, nil, e.OpErr("release", err)

@@ -37,7 +37,7 @@ type Semaphore struct {
 // New returns the semaphore called name. A bad name or a nil client is
 // reported by every method, before anything is sent.
 func New(c *interlock.Client, name string) *Semaphore {
-	return &Semaphore{lockcore.NewObject(c, "semaphore", name, keys.SemaphoreChannel)}
+	return &Semaphore{lockcore.NewObject(c, "semaphore", interlock.KindSemaphore, name, keys.SemaphoreChannel)}
 }
 
 // TrySetPermits creates the semaphore with permits free, and reports
@@ -116,7 +116,7 @@ func (s *Semaphore) acquire(ctx context.Context, n int, wait time.Duration, fore
 		return false, err
 	}
 	p := strconv.Itoa(n)
-	ok, err := s.Wait(ctx, pubsub.WakeCount, n > 1, wait, forever, func(ctx context.Context) (bool, time.Duration, error) {
+	ok, err := s.Wait(ctx, n, pubsub.WakeCount, n > 1, wait, forever, func(ctx context.Context) (bool, time.Duration, error) {
 		return s.try(ctx, p)
 	})
 	if err != nil {
@@ -167,7 +167,7 @@ func (s *Semaphore) try(ctx context.Context, p string) (bool, time.Duration, err
 // undo gives back the permits the acquisition under receipt took, if it
 // took them, and makes sure a late copy of it takes nothing.
 func (s *Semaphore) undo(receipt, p string) {
-	s.Later(receipt, time.Now().Add(lockcore.ReceiptTTL), func(ctx context.Context) error {
+	s.UndoLater(receipt, time.Now().Add(lockcore.ReceiptTTL), func(ctx context.Context) error {
 		pub, err := s.Publish(ctx)
 		if err != nil {
 			return err
@@ -183,11 +183,14 @@ func (s *Semaphore) Release(ctx context.Context, n int) error {
 	if err := s.check(n); err != nil {
 		return err
 	}
+	start := s.Begin()
 	pub, err := s.Publish(ctx)
-	if err != nil {
-		return s.OpErr("release", err)
+	if err == nil {
+		err = lockcore.Done(s.RunCounted(ctx, lua.SemRelease(), []string{s.Key(), s.Channel()}, strconv.Itoa(n), pub))
 	}
-	return s.OpErr("release", lockcore.Done(s.RunCounted(ctx, lua.SemRelease(), []string{s.Key(), s.Channel()}, strconv.Itoa(n), pub)))
+	err = s.OpErr("release", err)
+	s.Released(ctx, start, time.Time{}, n, err == nil, err)
+	return err
 }
 
 // ReleaseIfExists is Release for an existing semaphore only, and reports
@@ -196,12 +199,15 @@ func (s *Semaphore) ReleaseIfExists(ctx context.Context, n int) (bool, error) {
 	if err := s.check(n); err != nil {
 		return false, err
 	}
+	start := s.Begin()
 	pub, err := s.Publish(ctx)
-	if err != nil {
-		return false, s.OpErr("release", err)
+	var r int64
+	if err == nil {
+		r, err = lockcore.Int(s.RunCounted(ctx, lua.SemReleaseIfExists(), []string{s.Key(), s.Channel()}, strconv.Itoa(n), pub))
 	}
-	r, err := lockcore.Int(s.RunCounted(ctx, lua.SemReleaseIfExists(), []string{s.Key(), s.Channel()}, strconv.Itoa(n), pub))
-	return r == 1, s.OpErr("release", err)
+	err = s.OpErr("release", err)
+	s.Released(ctx, start, time.Time{}, n, r == 1, err)
+	return r == 1, err
 }
 
 // Available returns the number of free permits, 0 when the semaphore does

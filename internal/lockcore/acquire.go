@@ -2,6 +2,7 @@ package lockcore
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -35,17 +36,48 @@ type attempt struct {
 	call          *Call  // the acquire script to send
 	queues        bool   // call may queue the owner (a fair waiter)
 	queued        bool   // a call that may have queued the owner was sent
+	sends         int32  // acquire scripts sent (in the bools' padding)
 	token         uint64 // the token of a ReplyToken acquisition
 }
 
 // acquire runs the waiting algorithm of internal/wait with the kind's
-// acquire script; a fair kind takes acquireFair instead.
+// acquire script; a fair kind takes acquireFair instead. The Observer, if
+// any, hears of it once it ended.
 func (l *Common) acquire(ctx context.Context, lease, maxWait time.Duration, forever bool) (uint64, bool, error) {
 	owner, holder, err := l.owner(ctx)
 	if err != nil {
 		return 0, false, err
 	}
 	a := &attempt{l: l, owner: owner, holder: holder, lease: lease, call: &l.kind.Acquire}
+	if l.obs == nil {
+		return a.run(ctx, maxWait, forever)
+	}
+	start := time.Now()
+	token, ok, err := a.run(ctx, maxWait, forever)
+	outcome, cause := acquireOutcome(ok, err, !forever && maxWait == 0)
+	l.observe(ctx, interlock.Event{Op: interlock.OpAcquire, Outcome: outcome, Duration: time.Since(start), Attempts: int(a.sends), Err: cause})
+	return token, ok, err
+}
+
+// acquireOutcome is the Event outcome of an acquisition that returned ok
+// and err, and the error the Event carries; try: it was not to wait.
+func acquireOutcome(ok bool, err error, try bool) (string, error) {
+	switch {
+	case ok:
+		return interlock.OutcomeAcquired, nil
+	case errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded):
+		return interlock.OutcomeCancelled, nil
+	case err != nil:
+		return interlock.OutcomeError, err
+	case try:
+		return interlock.OutcomeBusy, nil
+	}
+	return interlock.OutcomeTimedOut, nil
+}
+
+// run is the acquisition, with the owner resolved.
+func (a *attempt) run(ctx context.Context, maxWait time.Duration, forever bool) (uint64, bool, error) {
+	l := a.l
 	if l.kind.Fair != nil {
 		ok, err := a.acquireFair(ctx, maxWait, forever)
 		return 0, ok, err
@@ -61,18 +93,20 @@ func (l *Common) acquire(ctx context.Context, lease, maxWait time.Duration, fore
 		Deadline: time.Now().Add(maxWait),
 		// A holder re-enters at once; a reader may share with readers
 		// that this process's parked writers wait behind.
-		Queue:   !l.kind.ReadHalf && l.holds(holder) == 0,
+		Queue:   !l.kind.ReadHalf && l.holds(a.holder) == 0,
 		Spin:    l.backoff,
 		MaxWait: l.poll,
 		Try:     a.try,
+		Waiters: l.rt.Waiters(),
 	}
+	var err error
 	if waits && l.backoff == nil {
 		if spec.Sharded, err = l.rt.Sharded(ctx); err != nil {
 			return 0, false, l.opErr("acquire", err)
 		}
 		if l.kind.Upgrade != nil {
-			l.rt.AddWriteWait(l.name, owner, 1)
-			defer l.rt.AddWriteWait(l.name, owner, -1)
+			l.rt.AddWriteWait(l.name, a.owner, 1)
+			defer l.rt.AddWriteWait(l.name, a.owner, -1)
 		}
 	}
 	ok, err := wait.Acquire(ctx, spec)
@@ -124,6 +158,7 @@ func (a *attempt) try(ctx context.Context) (bool, time.Duration, error) {
 		a.queued = true
 	}
 	sent := time.Now()
+	a.sends++
 	res := l.exec(ctx, &acks, a.call, &vals{owner: a.owner, holder: a.holder, lease: lease, grace: a.grace})
 	if err := res.Error(); err != nil && !rueidis.IsRedisNil(err) {
 		re, isRedisErr := rueidis.IsRedisErr(err)
@@ -142,9 +177,13 @@ func (a *attempt) try(ctx context.Context) (bool, time.Duration, error) {
 	}
 	if err := l.rt.CheckAcks(&acks); err != nil {
 		a.undo(ctx, l.holds(a.holder)+1)
-		return false, 0, l.opErr("acquire", err)
+		err = l.opErr("acquire", err)
+		if l.obs != nil && errors.Is(err, interlock.ErrReplication) {
+			l.observe(ctx, interlock.Event{Op: interlock.OpRefused, Outcome: interlock.OutcomeError, Err: err})
+		}
+		return false, 0, err
 	}
-	if err := l.rt.Renewal.Hold(l.name, a.holder, l.kind.Renew, a.lease, sent); err != nil {
+	if err := l.rt.Renewal.HoldLabeled(l.name, a.holder, l.kind.Renew, a.lease, sent, l.label); err != nil {
 		a.undo(ctx, 1)
 		return false, 0, interlock.ErrClosed
 	}
@@ -219,9 +258,20 @@ func (a *attempt) undo(ctx context.Context, expected int) {
 	}
 	a.l.rt.Cleanup(a.l.name, a.holder, time.Now().Add(lease), func(ctx context.Context) error {
 		_, err := a.undoNow(ctx, expected)
+		if a.l.obs != nil {
+			a.l.observe(context.Background(), undoEvent(err))
+		}
 		return err
 	})
 	a.l.rt.AwaitCleanup(ctx, a.l.name, a.holder, undoTimeout)
+}
+
+// undoEvent is the Event of one try of the undo queue that ended with err.
+func undoEvent(err error) interlock.Event {
+	if err != nil {
+		return interlock.Event{Op: interlock.OpUndo, Outcome: interlock.OutcomeError, Err: err}
+	}
+	return interlock.Event{Op: interlock.OpUndo, Outcome: interlock.OutcomeOK}
 }
 
 // undoNow sends the undo script and reports whether it released a hold.

@@ -63,6 +63,7 @@ func (a *attempt) acquireFair(ctx context.Context, maxWait time.Duration, foreve
 		Forever:  forever,
 		Deadline: time.Now().Add(maxWait),
 		MaxWait:  queuedWait(a.grace),
+		Waiters:  l.rt.Waiters(),
 		Try: func(ctx context.Context) (bool, time.Duration, error) {
 			ok, retryIn, err := a.try(ctx)
 			switch {

@@ -17,6 +17,8 @@ import (
 type Kind struct {
 	// Name prefixes errors ("rlock").
 	Name string
+	// Event is the kind in the Observer's events (interlock.KindRLock).
+	Event string
 	// Suffix is appended to the owner string in hash fields (":write").
 	Suffix string
 	// Channel derives the release channel from the lock's name.
@@ -162,11 +164,13 @@ func RenewArgs(lease time.Duration, chunk []*renewal.Entry) (keys, argv []string
 	return keys, argv
 }
 
-// Reentrant declares Redisson's RLock under the error prefix name. Kinds
-// that share its protocol (the fenced lock) start from it.
-func Reentrant(name string) Kind {
+// Reentrant declares Redisson's RLock under the error prefix name and the
+// Event kind event. Kinds that share its protocol (the fenced lock) start
+// from it.
+func Reentrant(name, event string) Kind {
 	return Kind{
 		Name:    name,
+		Event:   event,
 		Channel: keys.LockChannel,
 		Acquire: Call{Script: lua.Acquire, Keys: []Arg{Name}, Args: []Arg{Lease, Owner}},
 		Unlock: Call{Script: lua.Unlock, Keys: []Arg{Name, Channel, Latch},
@@ -177,15 +181,17 @@ func Reentrant(name string) Kind {
 	}
 }
 
-// FairKind declares Redisson's RFairLock under the error prefix name: a
-// reentrant lock whose waiters queue in redisson_lock_queue:{name}, with
-// deadlines in redisson_lock_timeout:{name}, each woken on
+// FairKind declares Redisson's RFairLock under the error prefix name and
+// the Event kind event: a reentrant lock whose waiters queue in
+// redisson_lock_queue:{name}, with deadlines in
+// redisson_lock_timeout:{name}, each woken on
 // redisson_lock__channel:{name}:<owner>. Kinds that share its protocol
 // (the non-reentrant fair lock) start from it.
-func FairKind(name string) Kind {
+func FairKind(name, event string) Kind {
 	queue, timeouts := Key(0), Key(1)
 	return Kind{
 		Name:    name,
+		Event:   event,
 		Channel: keys.LockChannel,
 		Keys:    []func(string) string{Prefixed("redisson_lock_queue"), Prefixed("redisson_lock_timeout")},
 		Acquire: Call{Script: lua.FairAcquire, Keys: []Arg{Name, queue, timeouts}, Args: []Arg{Lease, Owner, Grace, Now}},

@@ -13,6 +13,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/redis/rueidis"
@@ -21,6 +22,7 @@ import (
 	"github.com/interlock-go/interlock/internal/keys"
 	"github.com/interlock-go/interlock/internal/runtime"
 	"github.com/interlock-go/interlock/pubsub"
+	"github.com/interlock-go/interlock/renewal"
 )
 
 const (
@@ -46,6 +48,8 @@ type Common struct {
 	backoff func() func() time.Duration // a spin lock's pauses; nil: pub/sub
 	poll    time.Duration               // when positive, the longest wait for a message
 	err     error                       // the argument error every method returns
+	obs     interlock.Observer          // nil: no events are built
+	label   *renewal.Label              // the kind's, with an Observer only
 }
 
 // New returns the lock called name of kind on c: every key and channel
@@ -53,7 +57,10 @@ type Common struct {
 // client is reported by every method, before anything is sent.
 func New(c *interlock.Client, kind *Kind, name string) Common {
 	rt := runtime.Of(c)
-	l := Common{client: c, rt: rt, kind: kind, name: mapName(rt, name), given: name}
+	l := Common{client: c, rt: rt, kind: kind, name: mapName(rt, name), given: name, obs: observer(rt)}
+	if l.obs != nil {
+		l.label = kindLabel(kind)
+	}
 	switch err := checkName(l.name, name); {
 	case c == nil:
 		l.err = fmt.Errorf("%w: %s: nil client", interlock.ErrInvalid, kind.Name)
@@ -67,6 +74,34 @@ func New(c *interlock.Client, kind *Kind, name string) Common {
 		l.keys = append(l.keys, k(l.name))
 	}
 	return l
+}
+
+// observer returns the Client's Observer, nil without one (rt may be nil).
+func observer(rt *runtime.Runtime) interlock.Observer {
+	if rt == nil {
+		return nil
+	}
+	o, _ := rt.Cfg.Observer.(interlock.Observer)
+	return o
+}
+
+// labels holds one renewal.Label per Kind: a lock's holds are labelled
+// with its kind only, their keys naming them.
+var labels sync.Map // *Kind → *renewal.Label
+
+// kindLabel returns k's label.
+func kindLabel(k *Kind) *renewal.Label {
+	if v, ok := labels.Load(k); ok {
+		return v.(*renewal.Label)
+	}
+	v, _ := labels.LoadOrStore(k, &renewal.Label{Kind: k.Event})
+	return v.(*renewal.Label)
+}
+
+// observe tells the Observer, which must be set, about e on this lock.
+func (l *Common) observe(ctx context.Context, e interlock.Event) {
+	e.Kind, e.Name = l.kind.Event, l.given
+	l.obs.Observe(ctx, e)
 }
 
 // mapName returns name as rt's NameMapper maps it (rt may be nil).

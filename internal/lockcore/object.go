@@ -15,6 +15,7 @@ import (
 	"github.com/interlock-go/interlock/internal/wait"
 	"github.com/interlock-go/interlock/lua"
 	"github.com/interlock-go/interlock/pubsub"
+	"github.com/interlock-go/interlock/renewal"
 )
 
 // ReceiptTTL is how long the server remembers a receipt: longer than every
@@ -27,19 +28,25 @@ const ReceiptTTL = 30 * time.Second
 type Object struct {
 	rt      *runtime.Runtime
 	kind    string
+	event   string // the kind in the Observer's events
 	name    string // the mapped name: the object's key, and what its other keys derive from
 	given   string // the name the caller gave, for Name and errors
 	channel string
-	err     error // the argument error every method returns
+	err     error              // the argument error every method returns
+	obs     interlock.Observer // nil: no events are built
+	label   *renewal.Label     // names its holds' losses, with an Observer only
 }
 
-// NewObject returns the object called name of kind on c, announced on the
-// channel that channel derives from name as c's NameMapper maps it. A bad
-// (mapped) name or a nil client is reported by every method, before
-// anything is sent.
-func NewObject(c *interlock.Client, kind, name string, channel func(string) string) Object {
+// NewObject returns the object called name of kind (errors' prefix) and
+// event (interlock.KindSemaphore) on c, announced on the channel that
+// channel derives from name as c's NameMapper maps it. A bad (mapped) name
+// or a nil client is reported by every method, before anything is sent.
+func NewObject(c *interlock.Client, kind, event, name string, channel func(string) string) Object {
 	rt := runtime.Of(c)
-	o := Object{rt: rt, kind: kind, name: mapName(rt, name), given: name}
+	o := Object{rt: rt, kind: kind, event: event, name: mapName(rt, name), given: name, obs: observer(rt)}
+	if o.obs != nil {
+		o.label = &renewal.Label{Kind: event, Name: name}
+	}
 	o.channel = channel(o.name)
 	switch err := checkName(o.name, name); {
 	case c == nil:
@@ -62,6 +69,45 @@ func (o *Object) Channel() string { return o.channel }
 
 // RT returns the Client's runtime.
 func (o *Object) RT() *runtime.Runtime { return o.rt }
+
+// Label returns the label of the object's holds (an expirable semaphore's
+// permits), which names their losses; nil without an Observer.
+func (o *Object) Label() *renewal.Label { return o.label }
+
+// observe tells the Observer, which must be set, about e on this object.
+func (o *Object) observe(ctx context.Context, e interlock.Event) {
+	e.Kind, e.Name = o.event, o.given
+	o.obs.Observe(ctx, e)
+}
+
+// Begin returns when an operation that Released reports began: the zero
+// time, read from no clock, when the Client has no Observer.
+func (o *Object) Begin() time.Time {
+	if o.obs == nil {
+		return time.Time{}
+	}
+	return time.Now()
+}
+
+// Released tells the Observer, if any, of a release of permits begun at
+// start (Begin), of holds this Client recorded since since (zero: none):
+// released when ok, not held when not (there was nothing to release), an
+// error when err is not nil.
+func (o *Object) Released(ctx context.Context, start, since time.Time, permits int, ok bool, err error) {
+	if o.obs == nil {
+		return
+	}
+	e := interlock.Event{Op: interlock.OpRelease, Outcome: interlock.OutcomeReleased, Duration: time.Since(start), Permits: permits}
+	switch {
+	case err != nil:
+		e.Outcome, e.Err = interlock.OutcomeError, err
+	case !ok:
+		e.Outcome = interlock.OutcomeNotHeld
+	case !since.IsZero():
+		e.Held = start.Sub(since)
+	}
+	o.observe(ctx, e)
+}
 
 // Refuse makes every method fail with err, an argument error found after
 // NewObject (a latch name a cluster cannot serve).
@@ -120,11 +166,21 @@ func (o *Object) Run(ctx context.Context, s *lua.Script, keys []string, args ...
 }
 
 // RunAcked sends one acquiring script, followed by WAIT in safe mode; the
-// error is the replicas' shortfall, for the caller to undo.
+// error is the replicas' shortfall, for the caller to undo (the Observer
+// hears of it as a refusal).
 func (o *Object) RunAcked(ctx context.Context, s *lua.Script, keys []string, args ...string) (rueidis.RedisResult, func() error) {
 	var acks runtime.Acks
 	res := o.rt.Exec(ctx, &acks, s, keys, args)
-	return res, func() error { return o.rt.CheckAcks(&acks) }
+	if o.obs == nil {
+		return res, func() error { return o.rt.CheckAcks(&acks) }
+	}
+	return res, func() error {
+		err := o.rt.CheckAcks(&acks)
+		if errors.Is(err, interlock.ErrReplication) {
+			o.observe(ctx, interlock.Event{Op: interlock.OpRefused, Outcome: interlock.OutcomeError, Err: err})
+		}
+		return err
+	}
 }
 
 // Receipt returns a new receipt key: the script that carries it runs at
@@ -164,9 +220,19 @@ func (o *Object) RunCounted(ctx context.Context, s *lua.Script, keys []string, a
 // caller's path, so that they do not pile up on the server.
 func (o *Object) Answered(receipt string) { o.rt.DeleteLater(receipt) }
 
-// Later runs step on the Client's clean-up goroutine, retried until it
-// succeeds or until; a caller's next operation never waits for it.
-func (o *Object) Later(id string, until time.Time, step func(ctx context.Context) error) {
+// UndoLater runs step, which takes back an acquisition whose outcome is
+// unknown, on the Client's clean-up goroutine, retried until it succeeds
+// or until; a caller's next operation never waits for it. The Observer
+// hears of every try.
+func (o *Object) UndoLater(id string, until time.Time, step func(ctx context.Context) error) {
+	if o.obs != nil {
+		inner := step
+		step = func(ctx context.Context) error {
+			err := inner(ctx)
+			o.observe(context.Background(), undoEvent(err))
+			return err
+		}
+	}
 	o.rt.Cleanup(o.name, id, until, step)
 }
 
@@ -201,10 +267,26 @@ const Repoll = 2 * time.Second
 var objectPace = wait.Pace{Burst: 8, Interval: 10 * time.Millisecond}
 
 // Wait runs the locks' waiting algorithm (internal/wait) for one
-// acquisition of the object under the channel's wake policy: forever, or
-// for up to maxWait, trying with try. handOn passes on wake-ups the
-// acquisition could not use (wait.Spec.HandOn).
-func (o *Object) Wait(ctx context.Context, policy pubsub.Policy, handOn bool, maxWait time.Duration, forever bool, try wait.Attempt) (bool, error) {
+// acquisition of permits (0: a latch's await) of the object under the
+// channel's wake policy: forever, or for up to maxWait, trying with try.
+// handOn passes on wake-ups the acquisition could not use
+// (wait.Spec.HandOn). The Observer, if any, hears of it once it ended.
+func (o *Object) Wait(ctx context.Context, permits int, policy pubsub.Policy, handOn bool, maxWait time.Duration, forever bool, try wait.Attempt) (bool, error) {
+	if o.obs == nil {
+		return o.wait(ctx, policy, handOn, maxWait, forever, try)
+	}
+	start, tries := time.Now(), 0
+	ok, err := o.wait(ctx, policy, handOn, maxWait, forever, func(ctx context.Context) (bool, time.Duration, error) {
+		tries++
+		return try(ctx)
+	})
+	outcome, cause := acquireOutcome(ok, err, !forever && maxWait == 0)
+	o.observe(ctx, interlock.Event{Op: interlock.OpAcquire, Outcome: outcome, Duration: time.Since(start),
+		Attempts: tries, Permits: permits, Err: cause})
+	return ok, err
+}
+
+func (o *Object) wait(ctx context.Context, policy pubsub.Policy, handOn bool, maxWait time.Duration, forever bool, try wait.Attempt) (bool, error) {
 	spec := wait.Spec{
 		Hub:      o.rt.Hub,
 		Channel:  o.channel,
@@ -216,6 +298,7 @@ func (o *Object) Wait(ctx context.Context, policy pubsub.Policy, handOn bool, ma
 		MaxWait:  Repoll,
 		Pace:     objectPace,
 		Try:      try,
+		Waiters:  o.rt.Waiters(),
 	}
 	if forever || maxWait > 0 {
 		var err error

@@ -26,22 +26,51 @@ const (
 )
 
 // Unlock releases one hold of the calling owner, as interlock.Locker says.
+// The Observer, if any, hears of it once it ended.
 func (l *Common) Unlock(ctx context.Context) error {
 	owner, holder, err := l.owner(ctx)
 	if err != nil {
 		return err
 	}
+	if l.obs == nil {
+		_, _, err := l.unlock(ctx, owner, holder)
+		return err
+	}
+	start := time.Now()
+	since := l.rt.Renewal.HeldSince(l.name, holder)
+	outcome, sends, err := l.unlock(ctx, owner, holder)
+	e := interlock.Event{Op: interlock.OpRelease, Duration: time.Since(start), Attempts: sends, Err: err}
+	switch outcome {
+	case renewal.Released, renewal.Decremented:
+		e.Outcome = interlock.OutcomeReleased
+		if outcome == renewal.Decremented {
+			e.Outcome = interlock.OutcomeDecremented
+		}
+		if !since.IsZero() {
+			e.Held = start.Sub(since)
+		}
+	case renewal.NotHeld:
+		e.Outcome, e.Err = interlock.OutcomeNotHeld, nil
+	default:
+		e.Outcome = interlock.OutcomeError
+	}
+	l.observe(ctx, e)
+	return err
+}
+
+// unlock is Unlock with the owner resolved: it returns what the server
+// did and how many times the script was sent.
+func (l *Common) unlock(ctx context.Context, owner, holder string) (outcome renewal.Outcome, sends int, err error) {
 	pub, err := l.rt.PublishCommand(ctx)
 	if err != nil {
-		return l.opErr("unlock", err)
+		return renewal.Unknown, 0, l.opErr("unlock", err)
 	}
 	lease, held, end := l.rt.Renewal.Release(l.name, holder)
-	outcome := renewal.Unknown
 	defer func() { end(outcome) }()
 	v := &vals{owner: owner, holder: holder, lease: lease, publish: pub,
 		latch: keys.UnlockLatch(l.name, keys.RequestID())}
 	var acks runtime.Acks
-	res := l.resend(ctx, &acks, v)
+	res, sends := l.resend(ctx, &acks, v)
 	// The script may have written the latch whatever it answered.
 	l.rt.DeleteLater(v.latch)
 	n, err := res.AsInt64()
@@ -56,11 +85,11 @@ func (l *Common) Unlock(ctx context.Context) error {
 	case rueidis.IsRedisNil(err):
 		outcome = renewal.NotHeld
 		if maxHeld != nil {
-			return l.opErr("unlock", fmt.Errorf("%w: %w", interlock.ErrNotHeld, maxHeld))
+			return outcome, sends, l.opErr("unlock", fmt.Errorf("%w: %w", interlock.ErrNotHeld, maxHeld))
 		}
-		return l.opErr("unlock", interlock.ErrNotHeld)
+		return outcome, sends, l.opErr("unlock", interlock.ErrNotHeld)
 	case err != nil:
-		return l.opErr("unlock", err)
+		return renewal.Unknown, sends, l.opErr("unlock", err)
 	case n == 1:
 		outcome = renewal.Released
 	default:
@@ -70,23 +99,31 @@ func (l *Common) Unlock(ctx context.Context) error {
 	if n == 1 && l.kind.Upgrade != nil && l.holds(owner) > 0 && (err == nil || errors.Is(err, interlock.ErrReplication)) {
 		l.rt.WakeAll(ctx, l.channel) // a downgrade: readers may enter, and nothing was published
 	}
-	return l.opErrIf("unlock", err)
+	return outcome, sends, l.opErrIf("unlock", err)
 }
 
 // resend sends the unlock until a reply comes back: a connection error
 // leaves it unknown whether the server ran it, so the same request goes
 // again under the same latch, which makes the repeats harmless. A
 // partition's connection can fail several sends in a row while it is
-// being replaced.
-func (l *Common) resend(ctx context.Context, acks *runtime.Acks, v *vals) rueidis.RedisResult {
+// being replaced. It returns the last reply and how many sends there were;
+// the Observer hears of every send after the first.
+func (l *Common) resend(ctx context.Context, acks *runtime.Acks, v *vals) (rueidis.RedisResult, int) {
 	first := time.Now()
-	for wait := unlockPauseMin; ; wait = min(2*wait, unlockPauseMax) {
+	for n, wait := 1, unlockPauseMin; ; n, wait = n+1, min(2*wait, unlockPauseMax) {
 		res := l.exec(ctx, acks, &l.kind.Unlock, v)
 		// Any reply ends the loop, nil ("not held") included.
 		_, isRedisErr := rueidis.IsRedisErr(res.Error())
 		replied := res.Error() == nil || isRedisErr || rueidis.IsRedisNil(res.Error())
+		if n > 1 && l.obs != nil {
+			e := interlock.Event{Op: interlock.OpResend, Outcome: interlock.OutcomeOK, Attempts: n}
+			if !replied {
+				e.Outcome, e.Err = interlock.OutcomeError, res.Error()
+			}
+			l.observe(ctx, e)
+		}
 		if replied || ctx.Err() != nil || time.Since(first)+wait > unlockResendFor || pause(ctx, wait) != nil {
-			return res
+			return res, n
 		}
 	}
 }

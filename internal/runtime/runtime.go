@@ -52,10 +52,16 @@ type Config struct {
 	ErrClosed, ErrMaxHold, ErrClockSkew, ErrReplication error
 }
 
-// Observer is renewal.Observer plus pub/sub failures.
+// Observer is what the root makes of an interlock.Observer: it hears the
+// renewal Scheduler and the pub/sub Hub, and is an interlock.Observer
+// itself, which the engine asserts to build its own events.
 type Observer interface {
 	renewal.Observer
+	// PubSubFailed hears the Hub's background failures.
 	PubSubFailed(err error)
+	// PubSubReconnected hears a subscription connection that works again
+	// after a failure.
+	PubSubReconnected()
 }
 
 // NameMapper is interlock.NameMapper.
@@ -84,6 +90,7 @@ type Runtime struct {
 
 	writeWaits waitCounts
 	replicas   replicaCounts // replica-sync mode
+	waiters    atomic.Int64  // acquisitions and awaits parked in a wait
 
 	tasksMu sync.Mutex
 	tasks   map[string]*renewal.Task
@@ -113,7 +120,8 @@ func New(rc rueidis.Client, cfg Config) (*Runtime, error) {
 	opts := cfg.PubSubOptions
 	if cfg.Observer != nil {
 		observer = cfg.Observer
-		opts = append([]pubsub.Option{pubsub.WithErrorHandler(cfg.Observer.PubSubFailed)}, opts...)
+		opts = append([]pubsub.Option{pubsub.WithErrorHandler(cfg.Observer.PubSubFailed),
+			pubsub.WithReconnectHandler(cfg.Observer.PubSubReconnected)}, opts...)
 	}
 	sched, err := renewal.New(rc, renewal.Config{
 		Lease:      cfg.Watchdog,
@@ -163,6 +171,10 @@ func (r *Runtime) Closed() bool { return r.closed.Load() }
 
 // UndoQueue returns how many locks and owners have clean-up steps pending.
 func (r *Runtime) UndoQueue() int { return int(r.settle.n.Load()) }
+
+// Waiters returns the counter of this Client's calls parked in a wait
+// (wait.Spec.Waiters), which Stats reports.
+func (r *Runtime) Waiters() *atomic.Int64 { return &r.waiters }
 
 // DeleteLater queues key for deletion in the deleter's next batch.
 func (r *Runtime) DeleteLater(key string) { r.latches.add(key) }

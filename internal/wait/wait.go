@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/rueidis"
@@ -55,6 +56,25 @@ type Spec struct {
 	Spin func() func() time.Duration
 	// Try is the attempt.
 	Try Attempt
+	// Waiters, when set, counts the acquisitions parked in a wait: one
+	// while this one waits after a failed try (or behind parked waiters).
+	Waiters *atomic.Int64
+}
+
+// park counts the caller in s.Waiters (if set) and returns the counter,
+// for the caller's deferred unpark.
+func (s *Spec) park() *atomic.Int64 {
+	if s.Waiters != nil {
+		s.Waiters.Add(1)
+	}
+	return s.Waiters
+}
+
+// unpark undoes park.
+func unpark(n *atomic.Int64) {
+	if n != nil {
+		n.Add(-1)
+	}
 }
 
 // Acquire runs the algorithm: try; subscribe and wait for the server's
@@ -75,6 +95,7 @@ func Acquire(ctx context.Context, s Spec) (bool, error) {
 	if waits && s.Queue {
 		if sub, d, ok := s.Hub.Join(s.Channel, s.Sharded); ok {
 			defer sub.Close()
+			defer unpark(s.park())
 			return loop(ctx, s, sub, d)
 		}
 	}
@@ -82,6 +103,7 @@ func Acquire(ctx context.Context, s Spec) (bool, error) {
 	if ok || err != nil || !waits {
 		return ok, err
 	}
+	defer unpark(s.park())
 	subCtx := ctx
 	if !s.Forever {
 		var cancel context.CancelFunc
@@ -267,7 +289,9 @@ func denied(err error) bool {
 // where one last attempt is made.
 func spin(ctx context.Context, s Spec) (bool, error) {
 	next := s.Spin()
-	for {
+	var parked *atomic.Int64
+	defer func() { unpark(parked) }()
+	for tries := 0; ; tries++ {
 		ok, _, err := s.Try(ctx)
 		if ok || err != nil {
 			return ok, err
@@ -279,6 +303,9 @@ func spin(ctx context.Context, s Spec) (bool, error) {
 				return false, nil
 			}
 			d = min(d, left)
+		}
+		if tries == 0 {
+			parked = s.park()
 		}
 		if err := pause(ctx, d); err != nil {
 			return false, err

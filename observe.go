@@ -1,0 +1,142 @@
+package interlock
+
+import (
+	"context"
+	"time"
+
+	"github.com/interlock-go/interlock/internal/runtime"
+	"github.com/interlock-go/interlock/renewal"
+)
+
+// Observer hears what a Client's synchronizers do (WithObserver). Observe
+// is called once per event, on the goroutine that did the work, after the
+// work: it must not block, and must not call back into the Client. A Client
+// without one builds no events. A call refused before it started (a bad
+// argument, a closed Client) reports nothing.
+type Observer interface {
+	Observe(ctx context.Context, e Event)
+}
+
+// ObserverFunc is an Observer made of a function.
+type ObserverFunc func(ctx context.Context, e Event)
+
+// Observe calls f.
+func (f ObserverFunc) Observe(ctx context.Context, e Event) { f(ctx, e) }
+
+// Event is one thing a Client did. Op says which; the fields that do not
+// apply to an Op are zero. ctx is the caller's context for operations a
+// caller started (acquisitions, releases, resends, refusals), carrying its
+// trace, and a background context for the Client's own work (renewal,
+// losses, pub/sub, undo).
+type Event struct {
+	Op   string // one of the Op constants
+	Kind string // one of the Kind constants; empty for renew and pubsub
+	Name string // the object's name as the caller gave it (unmapped)
+
+	// Outcome is one of the Outcome constants.
+	Outcome string
+	// Duration is how long the operation took: an acquisition's wait, a
+	// release's round trips, a renewal tick's DoMulti.
+	Duration time.Duration
+	// Held is how long a released hold was held (releases only): since
+	// the owner's first acquisition of the hold being ended, its outermost
+	// one for a re-entered lock. 0 when this Client recorded none.
+	Held time.Duration
+	// Attempts counts the acquire scripts an acquisition sent, or the
+	// sends of a release (more than 1: resent under its latch); for a
+	// resend, which send it was (2, 3, ...).
+	Attempts int
+	// Permits is how many permits an acquisition or release of a
+	// semaphore asked for; 0 for locks and latches.
+	Permits int
+
+	// Entries and Chunks are a renewal tick's holds sent for renewal and
+	// script calls sent; Failures the entries whose renewal call failed.
+	Entries, Chunks, Failures int
+
+	// Err is the error of an OutcomeError operation, a loss's cause, or
+	// the ErrReplication shortfall of a release that still counted.
+	Err error
+}
+
+// Kinds of an Event: the synchronizer it is about.
+const (
+	KindRLock            = "rlock"
+	KindFairLock         = "fairlock"
+	KindReadLock         = "rwlock.read"
+	KindWriteLock        = "rwlock.write"
+	KindFenced           = "fenced"
+	KindNonReentrant     = "nonreentrant"
+	KindNonReentrantFair = "nonreentrant.fair"
+	KindSpin             = "spin"
+	KindSemaphore        = "semaphore"
+	KindExpirable        = "semaphore.expirable"
+	KindLatch            = "latch"
+)
+
+// Ops: what an Event is about.
+const (
+	OpAcquire = "acquire" // a lock acquisition, a semaphore acquire, a latch await
+	OpRelease = "release" // an unlock, a semaphore release, a latch count-down
+	OpRenew   = "renew"   // one watchdog tick that sent renewals
+	OpLost    = "lost"    // a hold ended without its owner's release (Err: the cause)
+	OpResend  = "resend"  // a call resent after a lost reply (an unlock under its latch)
+	OpRefused = "refused" // safe mode or replica sync refused an acquisition, and took it back
+	OpUndo    = "undo"    // the undo queue tried to take back an acquisition whose reply was lost
+	OpPubSub  = "pubsub"  // a subscription failed, or its connection came back
+)
+
+// Outcomes of an Event.
+const (
+	OutcomeAcquired    = "acquired"    // acquire: held
+	OutcomeBusy        = "busy"        // acquire: a try without a wait found it held
+	OutcomeTimedOut    = "timed_out"   // acquire: the wait ran out
+	OutcomeCancelled   = "cancelled"   // acquire: the context ended first
+	OutcomeReleased    = "released"    // release: the last hold is gone, waiters woken
+	OutcomeDecremented = "decremented" // release: one hold of several released
+	OutcomeNotHeld     = "not_held"    // release: the owner held nothing
+	OutcomeOK          = "ok"          // renew, undo, resend, pubsub reconnect: done
+	OutcomeError       = "error"       // any op: failed with Err
+)
+
+// events is what the runtime is given of the Client's Observer: it turns
+// the renewal Scheduler's and the pub/sub Hub's reports into Events, and
+// passes the engine's own on.
+type events struct {
+	o     Observer
+	names NameMapper // nil: names as they are
+}
+
+var _ runtime.Observer = events{}
+
+// applyObserver hands the runtime the Observer, if any.
+func (c *config) applyObserver() {
+	if c.observer != nil {
+		c.Observer = events{c.observer, c.Names}
+	}
+}
+
+func (v events) Observe(ctx context.Context, e Event) { v.o.Observe(ctx, e) }
+
+func (v events) Renewed(t renewal.Tick) {
+	e := Event{Op: OpRenew, Outcome: OutcomeOK, Duration: t.Duration, Entries: t.Entries, Chunks: t.Chunks,
+		Failures: t.Failures, Err: t.Err}
+	if t.Failures > 0 {
+		e.Outcome = OutcomeError
+	}
+	v.o.Observe(context.Background(), e)
+}
+
+func (v events) Lost(key string, label *renewal.Label, cause error) {
+	e := Event{Op: OpLost, Outcome: OutcomeError, Err: cause}
+	e.Kind, e.Name = v.lostName(key, label)
+	v.o.Observe(context.Background(), e)
+}
+
+func (v events) PubSubFailed(err error) {
+	v.o.Observe(context.Background(), Event{Op: OpPubSub, Outcome: OutcomeError, Err: err})
+}
+
+func (v events) PubSubReconnected() {
+	v.o.Observe(context.Background(), Event{Op: OpPubSub, Outcome: OutcomeOK})
+}
