@@ -111,8 +111,21 @@ var _ runtime.Observer = events{}
 
 // applyObserver hands the runtime the Observer, if any.
 func (c *config) applyObserver() {
-	if c.observer != nil {
-		c.Observer = events{c.observer, c.Names}
+	switch len(c.observers) {
+	case 0:
+	case 1:
+		c.Observer = events{c.observers[0], c.Names}
+	default:
+		c.Observer = events{observers(c.observers), c.Names}
+	}
+}
+
+// observers tells each of several Observers, in order.
+type observers []Observer
+
+func (os observers) Observe(ctx context.Context, e Event) {
+	for _, o := range os {
+		o.Observe(ctx, e)
 	}
 }
 

@@ -1,10 +1,13 @@
 package interlock_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -516,3 +519,35 @@ func TestObserverCostsNothingUnset(t *testing.T) {
 	assert.Positive(t, heard.Load())
 	assert.InDelta(t, unset, set, 1, "events allocate nothing")
 }
+
+// Observers and a logger given together are all told, in order.
+func TestObserversAndLoggerCompose(t *testing.T) {
+	first, second := &recorder{}, &recorder{}
+	var logs bytes.Buffer
+	var mu sync.Mutex
+	logger := slog.New(slog.NewTextHandler(writerFunc(func(p []byte) (int, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		return logs.Write(p)
+	}), nil))
+	c := newClient(t, interlock.WithObserver(first), interlock.WithLogger(logger), interlock.WithObserver(second),
+		interlock.WithWatchdogTimeout(300*time.Millisecond))
+	admin := redistest.NewClient(t, addr)
+	ctx := interlock.WithOwner(context.Background(), interlock.NewOwnerID())
+	m := rlock.New(c, "observed:compose")
+	require.NoError(t, m.Lock(ctx))
+	require.NoError(t, admin.Do(ctx, admin.B().Del().Key("observed:compose").Build()).Error())
+	require.Eventually(t, func() bool { return len(second.op(interlock.OpLost)) == 1 }, 5*time.Second, time.Millisecond)
+	assert.Len(t, first.op(interlock.OpAcquire), 1)
+	assert.Len(t, second.op(interlock.OpAcquire), 1)
+	assert.Len(t, first.op(interlock.OpLost), 1)
+	require.Eventually(t, func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return strings.Contains(logs.String(), "level=ERROR")
+	}, 5*time.Second, time.Millisecond, "the logger heard the loss")
+}
+
+type writerFunc func(p []byte) (int, error)
+
+func (f writerFunc) Write(p []byte) (int, error) { return f(p) }

@@ -45,9 +45,9 @@ type Option func(*config)
 // config is the runtime's configuration, plus what validation needs.
 type config struct {
 	runtime.Config
-	observer   Observer // WithObserver's or WithLogger's; nil: none
-	replicaSet bool     // WithReplicaAcks was given
-	syncSet    bool     // WithReplicaSync was given
+	observers  []Observer // WithObserver's and WithLogger's, in order
+	replicaSet bool       // WithReplicaAcks was given
+	syncSet    bool       // WithReplicaSync was given
 }
 
 func defaultConfig() config {
@@ -184,13 +184,18 @@ func WithPubSubMode(m PubSubMode) Option {
 
 // WithObserver has o told about every acquisition, release, renewal tick,
 // loss, resend, refusal, undo and pub/sub failure of the Client's
-// synchronizers (see Observer and Event), in place of a logger. The
-// default, nil, is to tell no one and build no events.
+// synchronizers (see Observer and Event). Given more than once, and with
+// WithLogger, every one is told, in the order given. The default is to
+// tell no one and build no events.
 func WithObserver(o Observer) Option {
-	return func(c *config) { c.observer = o }
+	return func(c *config) {
+		if o != nil {
+			c.observers = append(c.observers, o)
+		}
+	}
 }
 
-// WithLogger logs, in place of an Observer, renewal and pub/sub failures
+// WithLogger logs, next to any Observer, renewal and pub/sub failures
 // (Warn), lost holds (Error), and acquisitions refused by safe mode or
 // replica sync and failed undo tries (Warn), to l with the caller's context
 // where there is one (slog.Logger.LogAttrs), so that a handler can add its
@@ -199,7 +204,7 @@ func WithObserver(o Observer) Option {
 func WithLogger(l *slog.Logger) Option {
 	return func(c *config) {
 		if l != nil {
-			c.observer = slogObserver{l}
+			c.observers = append(c.observers, slogObserver{l})
 		}
 	}
 }
