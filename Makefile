@@ -15,6 +15,7 @@ test: check
 	@# The two longest packages first, so that neither starts last; three
 	@# packages at a time, since the suites mostly wait on timers.
 	$(GO) test -race -count=1 -p 3 ./reliability ./compat_test ./...
+	cd interlockotel && $(GO) test -race -count=1 ./...
 	@scripts/matrix
 
 # The Docker engine and the server images of the container tests
@@ -30,6 +31,7 @@ check:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
+	cd interlockotel && $(GO) vet ./...
 
 # The side-by-side benchmark of interlock and its peers (bench/ is its own
 # module, outside ./...; see bench/README.md). ROUNDS=5 by default.

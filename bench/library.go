@@ -62,6 +62,13 @@ type (
 	CellRunner interface {
 		RunCell(ctx context.Context, c Cell) (s Sample, ok bool, err error)
 	}
+	// OptIn marks a library that runs only when -libs names it.
+	OptIn interface{ OptIn() }
+	// CellReporter has something to say about each measured cell it ran,
+	// printed with the progress on stderr ("" for nothing).
+	CellReporter interface {
+		CellDone(c Cell, s Sample) string
+	}
 )
 
 type registered struct {

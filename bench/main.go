@@ -36,7 +36,7 @@ func main() {
 		duration  = flag.Duration("duration", 1500*time.Millisecond, "measured time per cell (one library, one scenario, one round)")
 		warmup    = flag.Duration("warmup", 300*time.Millisecond, "unmeasured time per library and scenario before the first round")
 		scen      = flag.String("scenarios", "S1,S2,S3,S4,S5,S6", "comma-separated scenario ids")
-		libs      = flag.String("libs", "", "comma-separated library names (default: all registered)")
+		libs      = flag.String("libs", "", "comma-separated library names (default: all registered but the opt-in ones)")
 		child     = flag.Bool("child", false, "internal: run as the second process of S4")
 		childLib  = flag.String("child-lib", "", "internal")
 		childKey  = flag.String("child-key", "", "internal")
@@ -78,7 +78,11 @@ func main() {
 	}
 	all := Libraries()
 	if *libs == "" {
-		cfg.libs = all
+		for _, l := range all {
+			if _, optIn := l.(OptIn); !optIn {
+				cfg.libs = append(cfg.libs, l)
+			}
+		}
 	} else {
 		for name := range strings.SplitSeq(*libs, ",") {
 			i := slices.IndexFunc(all, func(l Library) bool { return l.Name() == strings.TrimSpace(name) })
@@ -147,6 +151,11 @@ func run(ctx context.Context, cfg config, out io.Writer) error {
 				if err != nil && !errors.Is(err, errNA) {
 					progress("  %s %s: %v\n", sc.ID, l.Name(), err)
 				}
+				if rep, ok := sessions[i].(CellReporter); ok && err == nil {
+					if note := rep.CellDone(cellOf(sc, l, fmt.Sprint("r", round), cfg.duration), s); note != "" {
+						progress("  %s %s: %s\n", sc.ID, l.Name(), note)
+					}
+				}
 				res[sc.ID][l.Name()] = append(res[sc.ID][l.Name()], cellResult{s, err})
 			}
 		}
@@ -169,7 +178,7 @@ func runCell(ctx context.Context, r *benchRedis, l Library, sess Session, sc Sce
 			return Sample{}, err
 		}
 	}
-	c := Cell{Scenario: sc, Key: "lockbench:" + sc.ID + ":" + keySafe(l.Name()) + ":" + tag, Workers: sc.Workers / sc.Procs, Duration: d}
+	c := cellOf(sc, l, tag, d)
 	var ch *childProc
 	if sc.Procs > 1 {
 		var err error
@@ -204,6 +213,12 @@ func runCell(ctx context.Context, r *benchRedis, l Library, sess Session, sc Sce
 		s.Scripts, s.Executed = serverCounts(before, after)
 	}
 	return s, errors.Join(err, ierr)
+}
+
+// cellOf is the Cell of one library in one scenario: tag makes its key
+// unique to the round.
+func cellOf(sc Scenario, l Library, tag string, d time.Duration) Cell {
+	return Cell{Scenario: sc, Key: "lockbench:" + sc.ID + ":" + keySafe(l.Name()) + ":" + tag, Workers: sc.Workers / sc.Procs, Duration: d}
 }
 
 func keySafe(name string) string {
