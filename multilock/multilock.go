@@ -13,6 +13,7 @@ import (
 
 	"github.com/interlock-go/interlock"
 	"github.com/interlock-go/interlock/internal/lockcore"
+	"github.com/interlock-go/interlock/internal/wait"
 	"github.com/interlock-go/interlock/nonreentrant"
 	"github.com/interlock-go/interlock/rwlock"
 )
@@ -176,7 +177,7 @@ func (m *Mutex) lock(ctx context.Context, lease time.Duration) error {
 			return err
 		case err != nil && time.Since(start) < w:
 			// Members failed rather than waited: do not spin on them.
-			if err := sleep(ctx, pause); err != nil {
+			if err := wait.Pause(ctx, pause); err != nil {
 				return err
 			}
 			pause = min(2*pause, maxErrorPause)
@@ -478,16 +479,4 @@ func recorded(ctx context.Context, member interlock.Locker) bool {
 func permanent(err error) bool {
 	return errors.Is(err, interlock.ErrInvalid) || errors.Is(err, interlock.ErrClosed) ||
 		errors.Is(err, nonreentrant.ErrReentered) || errors.Is(err, rwlock.ErrUpgrade)
-}
-
-// sleep waits for d or until ctx ends.
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
 }

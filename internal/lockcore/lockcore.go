@@ -13,7 +13,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 	"time"
 
 	"github.com/redis/rueidis"
@@ -59,7 +58,7 @@ func New(c *interlock.Client, kind *Kind, name string) Common {
 	rt := runtime.Of(c)
 	l := Common{client: c, rt: rt, kind: kind, name: mapName(rt, name), given: name, obs: observer(rt)}
 	if l.obs != nil {
-		l.label = kindLabel(kind)
+		l.label = &renewal.Label{Kind: kind.Event, Name: name}
 	}
 	switch err := checkName(l.name, name); {
 	case c == nil:
@@ -83,19 +82,6 @@ func observer(rt *runtime.Runtime) interlock.Observer {
 	}
 	o, _ := rt.Cfg.Observer.(interlock.Observer)
 	return o
-}
-
-// labels holds one renewal.Label per Kind: a lock's holds are labelled
-// with its kind only, their keys naming them.
-var labels sync.Map // *Kind → *renewal.Label
-
-// kindLabel returns k's label.
-func kindLabel(k *Kind) *renewal.Label {
-	if v, ok := labels.Load(k); ok {
-		return v.(*renewal.Label)
-	}
-	v, _ := labels.LoadOrStore(k, &renewal.Label{Kind: k.Event})
-	return v.(*renewal.Label)
 }
 
 // observe tells the Observer, which must be set, about e on this lock.
@@ -395,16 +381,4 @@ func Done(r rueidis.RedisResult) error {
 		return err
 	}
 	return nil
-}
-
-// pause waits for d or until ctx ends.
-func pause(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
 }

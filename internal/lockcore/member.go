@@ -49,9 +49,7 @@ func Relet(ctx context.Context, l *Common, lease time.Duration) (bool, error) {
 		return false, l.opErr("relet", err)
 	}
 	if len(renewed) != 1 || renewed[0] != 1 {
-		// The hold is gone on the server: this owner's record ends as lost.
-		_, _, end := l.rt.Renewal.Release(l.name, holder)
-		end(renewal.NotHeld)
+		l.rt.Renewal.Lose(l.name, holder) // gone on the server
 		return false, nil
 	}
 	return l.rt.Renewal.ReletLast(l.name, holder, lease, sent), nil

@@ -11,6 +11,7 @@ import (
 	"github.com/interlock-go/interlock"
 	"github.com/interlock-go/interlock/internal/keys"
 	"github.com/interlock-go/interlock/internal/runtime"
+	"github.com/interlock-go/interlock/internal/wait"
 	"github.com/interlock-go/interlock/renewal"
 )
 
@@ -110,7 +111,7 @@ func (l *Common) unlock(ctx context.Context, owner, holder string) (outcome rene
 // the Observer hears of every send after the first.
 func (l *Common) resend(ctx context.Context, acks *runtime.Acks, v *vals) (rueidis.RedisResult, int) {
 	first := time.Now()
-	for n, wait := 1, unlockPauseMin; ; n, wait = n+1, min(2*wait, unlockPauseMax) {
+	for n, gap := 1, unlockPauseMin; ; n, gap = n+1, min(2*gap, unlockPauseMax) {
 		res := l.exec(ctx, acks, &l.kind.Unlock, v)
 		// Any reply ends the loop, nil ("not held") included.
 		_, isRedisErr := rueidis.IsRedisErr(res.Error())
@@ -122,7 +123,7 @@ func (l *Common) resend(ctx context.Context, acks *runtime.Acks, v *vals) (rueid
 			}
 			l.observe(ctx, e)
 		}
-		if replied || ctx.Err() != nil || time.Since(first)+wait > unlockResendFor || pause(ctx, wait) != nil {
+		if replied || ctx.Err() != nil || time.Since(first)+gap > unlockResendFor || wait.Pause(ctx, gap) != nil {
 			return res, n
 		}
 	}

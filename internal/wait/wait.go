@@ -180,7 +180,7 @@ func loop(ctx context.Context, s Spec, sub *pubsub.Subscription, d time.Duration
 			if d >= 0 {
 				hold = min(hold, d)
 			}
-			if err := pause(ctx, hold); err != nil {
+			if err := Pause(ctx, hold); err != nil {
 				return false, err
 			}
 			if d >= 0 {
@@ -252,8 +252,9 @@ func (p *pacer) spend(now time.Time) {
 	p.tat = p.tat.Add(interval)
 }
 
-// pause waits for d or until ctx ends.
-func pause(ctx context.Context, d time.Duration) error {
+// Pause waits for d or until ctx ends, and returns ctx's error if it
+// ended first.
+func Pause(ctx context.Context, d time.Duration) error {
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
@@ -307,7 +308,7 @@ func spin(ctx context.Context, s Spec) (bool, error) {
 		if tries == 0 {
 			parked = s.park()
 		}
-		if err := pause(ctx, d); err != nil {
+		if err := Pause(ctx, d); err != nil {
 			return false, err
 		}
 	}
@@ -332,7 +333,7 @@ func poll(ctx context.Context, s Spec) (bool, error) {
 			}
 			d = min(d, left)
 		}
-		if err := pause(ctx, d); err != nil {
+		if err := Pause(ctx, d); err != nil {
 			return false, err
 		}
 	}
