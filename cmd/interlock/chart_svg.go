@@ -151,7 +151,7 @@ func (c *chart) head() {
 // scene writes panel n (from 1) for s, from height top down.
 func (c *chart) scene(n int, s chartScene, top int) {
 	b := &c.b
-	fmt.Fprintf(b, `<g data-scene="%d" data-title="%s" data-end-ms="%d">`+"\n", n, attr(s.Title), s.EndMS)
+	fmt.Fprintf(b, `<g data-scene="%d" data-title="%s" data-end-ms="%d">`+"\n", n, esc(s.Title), s.EndMS)
 	y := float64(top)
 	text(b, 20, y+16, 15, "bold", colourText, "start", s.Title)
 	if s.Verdict != "" {
@@ -208,13 +208,13 @@ func (c *chart) lane(s chartScene, h string, top float64) {
 	y := func(ttl float64) float64 { return base - bandH*min(ttl, c.ttlMax)/c.ttlMax }
 	if d, holds := c.band(events, secsOf(s.EndMS), y); holds > 0 {
 		fmt.Fprintf(b, `<path data-band="%s" data-holds="%d" d="%s" fill="%s" fill-opacity="0.3" stroke="%s" stroke-width="1.5" stroke-linejoin="round"/>`+"\n",
-			attr(h), holds, d, colour, colour)
+			esc(h), holds, d, colour, colour)
 	}
 	for _, e := range events {
 		at := c.x(secsOf(e.AtMS))
 		desc := fmt.Sprintf("%s %s at %s", h, e.Kind, stamp(msDuration(e.AtMS)))
 		if e.Kind == chartExpire {
-			fmt.Fprintf(b, `<g data-expire="%s" data-at-ms="%d"><title>%s: the TTL ran out</title>`+"\n", attr(h), e.AtMS, esc(desc))
+			fmt.Fprintf(b, `<g data-expire="%s" data-at-ms="%d"><title>%s: the TTL ran out</title>`+"\n", esc(h), e.AtMS, esc(desc))
 			cross(b, at, base, colourExpired)
 			text(b, at+7, base-6, 10.5, "normal", colourExpired, "start", "expired")
 			b.WriteString("</g>\n")
@@ -232,7 +232,7 @@ func (c *chart) lane(s chartScene, h string, top float64) {
 			desc += " (" + e.Note + ")"
 		}
 		fmt.Fprintf(b, `<g data-flag="%s" data-holder="%s" data-ok="%t" data-at-ms="%d" data-ttl-ms="%d" data-colour="%s"><title>%s</title>`+"\n",
-			e.Kind, attr(h), e.OK, e.AtMS, e.TTLMS, fill, esc(desc))
+			e.Kind, esc(h), e.OK, e.AtMS, e.TTLMS, fill, esc(desc))
 		// A release's pennant points back, the others' forward, so that a
 		// release right after an acquisition still shows both.
 		left := e.Kind == chartRelease
@@ -254,7 +254,7 @@ func (c *chart) lane(s chartScene, h string, top float64) {
 		}
 		at := c.x(secsOf(nt.AtMS))
 		fmt.Fprintf(b, `<g data-note="%s" data-at-ms="%d"><title>%s at %s: %s</title>`+"\n",
-			attr(h), nt.AtMS, esc(h), stamp(msDuration(nt.AtMS)), esc(nt.Text))
+			esc(h), nt.AtMS, esc(h), stamp(msDuration(nt.AtMS)), esc(nt.Text))
 		diamond(b, at, base+8)
 		text(b, at+7, base+12, 10.5, "normal", colourText, "start", nt.Text)
 		b.WriteString("</g>\n")
@@ -375,9 +375,6 @@ func esc(s string) string {
 	_ = xml.EscapeText(&b, []byte(s)) // writes to a strings.Builder never fail
 	return b.String()
 }
-
-// attr escapes s for an XML attribute value (EscapeText escapes quotes).
-func attr(s string) string { return esc(s) }
 
 // secsOf converts milliseconds to seconds.
 func secsOf(ms int64) float64 { return float64(ms) / 1000 }

@@ -303,7 +303,7 @@ func writeDoctorText(w io.Writer, rep *doctorReport) error {
 	if len(rep.Nodes) > 0 && rep.Nodes[0].Server != "" {
 		what += ", " + rep.Nodes[0].Server + " " + rep.Nodes[0].Version
 	}
-	fmt.Fprintf(&b, "interlock doctor: %s (%s checked)\n", what, doctorPlural(len(rep.Nodes), "node"))
+	fmt.Fprintf(&b, "interlock doctor: %s (%s checked)\n", what, plural(len(rep.Nodes), "node"))
 	explained := map[string]string{} // meaning and action -> where first printed
 	section := func(title string, node string) {
 		var fs []doctorFinding

@@ -2,7 +2,9 @@ package main
 
 import (
 	"context"
+	"crypto/sha1"
 	_ "embed"
+	"encoding/hex"
 	"fmt"
 	"slices"
 	"strconv"
@@ -11,6 +13,7 @@ import (
 	"github.com/redis/rueidis"
 
 	"github.com/interlock-go/interlock/internal/keys"
+	"github.com/interlock-go/interlock/lua"
 )
 
 // doctorACLScript asks the server, without running anything, whether the
@@ -18,6 +21,12 @@ import (
 //
 //go:embed doctor_acl.lua
 var doctorACLScript string
+
+// doctorACLSHA is doctorACLScript's SHA-1, as EVALSHA takes it.
+var doctorACLSHA = func() string {
+	sum := sha1.Sum([]byte(doctorACLScript))
+	return hex.EncodeToString(sum[:])
+}()
 
 // aclProbe is one command a kind sends, with the keys and channels of a
 // name, as the ACL check asks about it.
@@ -226,9 +235,8 @@ func aclCheckScript(ctx context.Context, rc rueidis.Client, probes []aclProbe) (
 		argv = append(argv, strconv.Itoa(len(p.args)))
 		argv = append(argv, p.args...)
 	}
-	sha := doctorSHA1(doctorACLScript)
-	out, err := rc.Do(ctx, rc.B().Evalsha().Sha1(sha).Numkeys(0).Arg(argv...).Build()).AsIntSlice()
-	if err != nil && strings.HasPrefix(err.Error(), "NOSCRIPT") {
+	out, err := rc.Do(ctx, rc.B().Evalsha().Sha1(doctorACLSHA).Numkeys(0).Arg(argv...).Build()).AsIntSlice()
+	if lua.IsNoScript(err) {
 		out, err = rc.Do(ctx, rc.B().Eval().Script(doctorACLScript).Numkeys(0).Arg(argv...).Build()).AsIntSlice()
 	}
 	if err != nil {
@@ -258,7 +266,7 @@ func aclDryRun(ctx context.Context, rc rueidis.Client, user string, probes []acl
 			verdicts[i] = aclAllowed
 		case err == nil: // the reason it is refused
 			verdicts[i] = aclDenied
-		case doctorRedisErr(err) && strings.HasPrefix(err.Error(), "ERR Command"):
+		case isRedisError(err) && strings.HasPrefix(err.Error(), "ERR Command"):
 			// "ERR Command 'x' not found": unknown to this server.
 			verdicts[i] = aclUnknown
 		default:

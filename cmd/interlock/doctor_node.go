@@ -2,9 +2,8 @@ package main
 
 import (
 	"context"
-	"crypto/sha1"
-	"encoding/hex"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -70,14 +69,7 @@ type doctorClusterNode struct {
 }
 
 // has reports whether the node's flags include flag.
-func (n doctorClusterNode) has(flag string) bool {
-	for _, f := range n.flags {
-		if f == flag {
-			return true
-		}
-	}
-	return false
-}
+func (n doctorClusterNode) has(flag string) bool { return slices.Contains(n.flags, flag) }
 
 // isCluster reports whether INFO says the node runs in cluster mode.
 func (n *doctorNode) isCluster() bool { return n.info["cluster_enabled"] == "1" }
@@ -347,22 +339,9 @@ func parseClusterNodes(s string) []doctorClusterNode {
 	return out
 }
 
-// doctorRedisErr reports whether err is a reply of the server (a refusal,
-// an unknown command) rather than a failure to talk to it.
-func doctorRedisErr(err error) bool {
-	_, ok := rueidis.IsRedisErr(err)
-	return ok
-}
-
 // doctorNoPerm reports whether err is an ACL refusal.
 func doctorNoPerm(err error) bool {
-	return doctorRedisErr(err) && strings.HasPrefix(err.Error(), "NOPERM")
-}
-
-// doctorSHA1 returns the SHA-1 of a script as EVALSHA takes it.
-func doctorSHA1(script string) string {
-	sum := sha1.Sum([]byte(script))
-	return hex.EncodeToString(sum[:])
+	return isRedisError(err) && strings.HasPrefix(err.Error(), "NOPERM")
 }
 
 // errUnexpected describes a reply doctor cannot read.

@@ -58,7 +58,7 @@ type locker interface {
 	env() []string
 }
 
-// newLock returns the lock of kind (one of lockKinds) called name.
+// newLock returns the lock of kind (one of lockKinds, or spin) called name.
 func newLock(c *interlock.Client, kind, name string) (interlock.Locker, error) {
 	switch kind {
 	case kindReentrant:
@@ -73,6 +73,8 @@ func newLock(c *interlock.Client, kind, name string) (interlock.Locker, error) {
 		return rwlock.New(c, name).Write(), nil
 	case kindFenced:
 		return fenced.New(c, name), nil
+	case kindSpin:
+		return spin.New(c, name), nil
 	}
 	return nil, errors.New("unknown lock kind " + strconv.Quote(kind))
 }
@@ -86,8 +88,6 @@ func newLocker(c *interlock.Client, kind, name string, permits int) (locker, err
 		return &semaphoreLocker{s: semaphore.New(c, name), n: permits}, nil
 	case kindExpirable:
 		return &expirableLocker{e: semaphore.NewExpirable(c, name), n: permits}, nil
-	case kindSpin:
-		return &mutexLocker{m: spin.New(c, name)}, nil
 	}
 	m, err := newLock(c, kind, name)
 	if err != nil {
@@ -105,14 +105,27 @@ type mutexLocker struct {
 }
 
 func (l *mutexLocker) acquire(ctx context.Context, wait durationFlag, lease time.Duration) (bool, error) {
+	return acquireWith(ctx, l.m, wait, lease)
+}
+
+// acquirer is what run's flags choose between: a lock or a multi-lock.
+type acquirer interface {
+	Lock(ctx context.Context) error
+	LockLease(ctx context.Context, lease time.Duration) error
+	TryLock(ctx context.Context, wait, lease time.Duration) (bool, error)
+}
+
+// acquireWith takes m as --wait and --lease say: TryLock with a wait, else
+// LockLease with a lease, else Lock.
+func acquireWith(ctx context.Context, m acquirer, wait durationFlag, lease time.Duration) (bool, error) {
 	switch {
 	case wait.set:
-		return l.m.TryLock(ctx, wait.d, lease)
+		return m.TryLock(ctx, wait.d, lease)
 	case lease > 0:
-		err := l.m.LockLease(ctx, lease)
+		err := m.LockLease(ctx, lease)
 		return err == nil, err
 	default:
-		err := l.m.Lock(ctx)
+		err := m.Lock(ctx)
 		return err == nil, err
 	}
 }

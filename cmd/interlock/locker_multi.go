@@ -13,7 +13,6 @@ import (
 	"github.com/interlock-go/interlock/fenced"
 	"github.com/interlock-go/interlock/internal/keys"
 	"github.com/interlock-go/interlock/multilock"
-	"github.com/interlock-go/interlock/spin"
 )
 
 // checkNames checks run's LOCK names (under cfg.prefix) and sets
@@ -50,9 +49,7 @@ func newRunLocker(c *interlock.Client, cfg *runConfig) (locker, error) {
 	members := make([]interlock.Locker, len(cfg.locks))
 	for i, name := range cfg.locks {
 		var err error
-		if cfg.kind == kindSpin {
-			members[i] = spin.New(c, name)
-		} else if members[i], err = newLock(c, cfg.kind, name); err != nil {
+		if members[i], err = newLock(c, cfg.kind, name); err != nil {
 			return nil, err
 		}
 		if f, ok := members[i].(*fenced.Mutex); ok {
@@ -72,20 +69,7 @@ type multiLocker struct {
 }
 
 func (l *multiLocker) acquire(ctx context.Context, wait durationFlag, lease time.Duration) (bool, error) {
-	var (
-		ok  bool
-		err error
-	)
-	switch {
-	case wait.set:
-		ok, err = l.m.TryLock(ctx, wait.d, lease)
-	case lease > 0:
-		err = l.m.LockLease(ctx, lease)
-		ok = err == nil
-	default:
-		err = l.m.Lock(ctx)
-		ok = err == nil
-	}
+	ok, err := acquireWith(ctx, l.m, wait, lease)
 	if !ok || err != nil || len(l.fenced) == 0 {
 		return ok, err
 	}
