@@ -72,8 +72,11 @@ func (r *Runtime) execSynced(ctx context.Context, a *Acks, s *lua.Script, ks, ar
 		}
 	}
 	res, info := r.execWait(ctx, a, s, ks, args, n, recheck)
-	if n > 0 && (a.err != nil || a.got != n) {
-		r.replicas.stale(slot)
+	switch {
+	case n > 0 && (a.err != nil || a.got < n):
+		r.replicas.stale(slot) // read before the next call
+	case a.got > n:
+		r.replicas.due(slot) // a replica joined: re-read in the next pipeline
 	}
 	if recheck { // INFO ran after the WAIT: it has the last word
 		if text, err := info.ToString(); err == nil {

@@ -89,6 +89,15 @@ func (c *replicaCounts) stale(slot uint16) {
 	}
 }
 
+// due has the count of slot's master re-read along with its next use.
+func (c *replicaCounts) due(slot uint16) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if e := c.slots[slot]; e != nil {
+		e.read = time.Time{}
+	}
+}
+
 // forgetUnusedLocked drops the masters no slot points to.
 func (c *replicaCounts) forgetUnusedLocked() {
 	used := make(map[*replicaCount]bool, len(c.nodes))
