@@ -250,43 +250,56 @@ func (s *Scheduler) addHold(e *Entry, lease time.Duration, sentAt time.Time) {
 // hold), set on the server by a request sent at sentAt, and reports whether
 // there was an entry. Guards made before keep any deadline they were given.
 func (s *Scheduler) Relet(key, owner string, lease time.Duration, sentAt time.Time) bool {
-	s.mu.Lock()
-	e := s.entries[entryKey{key, owner}]
-	if e == nil || e.ended {
-		s.mu.Unlock()
-		return false
-	}
-	e.holds, e.watchdog, e.leaseUntil = e.holds[:0], 0, time.Time{}
-	s.maxHolds.remove(e)
-	e.maxUntil = time.Time{}
-	s.addHold(e, lease, sentAt)
-	s.mu.Unlock()
-	return true
+	return s.relet(key, owner, false, lease, sentAt)
 }
 
 // ReletLast replaces owner's innermost hold on key by one of lease, whose
 // TTL a request sent at sentAt set on the server, and reports whether there
 // was a hold. Outer watchdog holds keep the key renewed.
 func (s *Scheduler) ReletLast(key, owner string, lease time.Duration, sentAt time.Time) bool {
+	return s.relet(key, owner, true, lease, sentAt)
+}
+
+// relet replaces owner's innermost hold (last) or all its holds on key by
+// one of lease: the server's TTL is now lease, whatever the others had.
+func (s *Scheduler) relet(key, owner string, last bool, lease time.Duration, sentAt time.Time) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	e := s.entries[entryKey{key, owner}]
-	if e == nil || e.ended || len(e.holds) == 0 {
+	if e == nil || e.ended || (last && len(e.holds) == 0) {
 		return false
 	}
-	n := len(e.holds)
-	if e.holds[n-1] == 0 {
-		e.watchdog--
+	keep := 0
+	if last {
+		keep = len(e.holds) - 1
 	}
-	e.holds = e.holds[:n-1]
+	for _, h := range e.holds[keep:] {
+		if h == 0 {
+			e.watchdog--
+		}
+	}
+	e.holds = e.holds[:keep]
 	if e.watchdog == 0 {
 		s.maxHolds.remove(e)
 		e.maxUntil = time.Time{}
 	}
-	// The server's TTL is now lease, whatever the outer holds had.
 	e.leaseUntil = time.Time{}
 	s.addHold(e, lease, sentAt)
 	return true
+}
+
+// Lose ends owner's holds on key as lost, as a renewal that found them
+// gone does, and reports the loss.
+func (s *Scheduler) Lose(key, owner string) {
+	s.mu.Lock()
+	e := s.entries[entryKey{key, owner}]
+	if e == nil || e.ended {
+		s.mu.Unlock()
+		return
+	}
+	s.forget(e, e.task.Lost)
+	s.mu.Unlock()
+	s.reportLost([]lostEntry{{key, e.label, e.task.Lost}})
 }
 
 // MaxHeld reports whether MaxHold ended owner's holds on key, and if so
