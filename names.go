@@ -38,8 +38,8 @@ func WithNameMapper(m NameMapper) Option {
 }
 
 // lostName returns the Event kind and the caller's name of a lost hold of
-// key, labelled by the engine: a hold whose label has no name (a lock's:
-// its key is its mapped name) is named by key as the NameMapper unmaps it.
+// key, from its engine label; a hold without a named label is named by its
+// key as the NameMapper unmaps it.
 func (v events) lostName(key string, label *renewal.Label) (kind, name string) {
 	if label != nil {
 		kind, name = label.Kind, label.Name
