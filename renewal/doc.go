@@ -14,12 +14,19 @@
 // entries are renewed with a Task: a script and the KEYS and ARGV it takes
 // for a chunk of entries. The script answers 1 or 0 per entry.
 //
+// Each tick's DoMulti is a round of its own: rounds do not wait for each
+// other, so a reply slower than the interval (but faster than the lease)
+// delays nothing. A renewal confirmed makes its entry valid for a lease
+// from when the round was sent.
+//
 // An entry whose script answers 0 is lost: its context is cancelled with the
-// Task's Lost error as cause and it is forgotten. A failed tick (a network
-// error, a timeout) is retried on the next tick; once an entry's lease has
-// run out without a successful renewal since, it is lost too. Holds with an
-// explicit lease are never renewed; the Scheduler forgets them once the
-// lease has passed, so forgotten unlocks cost no memory.
+// Task's Lost error as cause and it is forgotten. An entry whose validity
+// ends with no renewal confirmed is lost then, or, while a round sent before
+// is still unanswered, up to one interval later (the reply may yet confirm
+// it); a failed round (a network error, a timeout) is only the cause given.
+// The Scheduler remembers each loss for the owner's Unlock (LostCause).
+// Holds with an explicit lease are never renewed; the Scheduler forgets them
+// once the lease has passed, so forgotten unlocks cost no memory.
 //
 // An unlock goes through Release, which pauses the entry's renewal until
 // the unlock's Outcome is recorded, so a tick that races an unlock never

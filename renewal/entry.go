@@ -23,10 +23,11 @@ type Entry struct {
 	holds      []time.Duration // one per hold, innermost last; 0 = watchdog
 	watchdog   int             // holds with lease 0
 	releasing  int             // unlocks in flight; renewal waits for them
-	renewedAt  time.Time       // when the last successful renewal was sent
 	failing    error           // the last renewal's error; nil once one succeeds
 	leaseUntil time.Time       // end of the longest explicit lease
 	validUntil time.Time       // last TTL this Client set, from the send time of the call that set it
+	setAt      time.Time       // when the call that set validUntil was sent
+	renewing   time.Time       // when the latest round carrying e was sent, until it answers
 	releaseAt  time.Time       // when the latest Release began
 	maxUntil   time.Time       // when MaxHold ends the watchdog holds; zero: no limit
 	heapIndex  int             // position in s.maxHolds, -1 when not in it
@@ -80,11 +81,12 @@ func (e *Entry) endRelease(o Outcome) {
 		}
 		if e.watchdog > 0 {
 			// The unlock script set the TTL to the watchdog lease.
-			e.renewedAt, e.failing = time.Now(), nil
-			e.validUntil = e.releaseAt.Add(s.cfg.Lease)
+			e.failing = nil
+			e.setTTL(e.releaseAt, s.cfg.Lease)
+			s.checkUrgent(e)
 		} else if n := len(e.holds); n > 0 {
 			// It set the TTL to the innermost remaining hold's lease.
-			e.validUntil = e.releaseAt.Add(e.holds[n-1])
+			e.setTTL(e.releaseAt, e.holds[n-1])
 		}
 		if len(e.holds) == 0 {
 			s.forget(e, nil)
@@ -94,6 +96,36 @@ func (e *Entry) endRelease(o Outcome) {
 	case NotHeld:
 		s.forget(e, e.task.Lost)
 	}
+}
+
+// setTTL records that a call sent at sent set the key's TTL to ttl, unless
+// a call sent later set it already: calls run in the order they were sent,
+// so the later one's TTL is the one the server keeps. s.mu must be held.
+func (e *Entry) setTTL(sent time.Time, ttl time.Duration) {
+	if !sent.Before(e.setAt) {
+		e.setAt = sent
+		e.validUntil = sent.Add(ttl)
+	}
+}
+
+// lostAt returns when e is lost unless a renewal is confirmed first: at
+// the end of its validity, or, while a round sent before then is still
+// unanswered, when that round's own lease would end, one interval after
+// the validity at most. s.mu must be held.
+func (e *Entry) lostAt() time.Time {
+	if e.renewing.IsZero() {
+		return e.validUntil
+	}
+	s := e.s
+	return minTime(e.validUntil.Add(s.Interval()), e.renewing.Add(s.cfg.Lease))
+}
+
+// minTime returns the earlier of a and b.
+func minTime(a, b time.Time) time.Time {
+	if b.Before(a) {
+		return b
+	}
+	return a
 }
 
 // guard returns a context derived from parent that is cancelled when this

@@ -61,14 +61,7 @@ func (s *Scheduler) expireMaxHolds(now time.Time) {
 	for len(s.maxHolds) > 0 && !s.maxHolds[0].maxUntil.After(now) {
 		e := heap.Pop(&s.maxHolds).(*Entry)
 		cause := fmt.Errorf("%w: %w (%v)", e.task.Lost, s.cfg.MaxHoldErr, s.cfg.MaxHold)
-		s.forget(e, cause)
-		s.maxHeld[entryKey{e.Key, e.Owner}] = maxEnded{at: now, cause: cause}
-		lost = append(lost, lostEntry{e.Key, e.label, cause})
-	}
-	for k, m := range s.maxHeld {
-		if now.Sub(m.at) > maxHeldMemory {
-			delete(s.maxHeld, k)
-		}
+		lost = append(lost, s.lose(e, cause, now))
 	}
 	s.mu.Unlock()
 	s.reportLost(lost)

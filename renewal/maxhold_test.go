@@ -49,14 +49,16 @@ func TestMaxHoldEndsWatchdogHold(t *testing.T) {
 	require.Eventually(t, func() bool { return pttl(t, rc, key) == -2 },
 		maxHold+lease+200*time.Millisecond-time.Since(acquired), 5*time.Millisecond, "key still there")
 
-	// The owner's late unlock learns why, once.
-	assert.ErrorIs(t, s.MaxHeld(key, "me:1"), errMaxHold)
-	assert.NoError(t, s.MaxHeld(key, "me:1"))
+	// The owner's late unlocks learn why, until it acquires again.
+	assert.ErrorIs(t, s.LostCause(key, "me:1"), errMaxHold)
+	assert.ErrorIs(t, s.LostCause(key, "me:1"), errMaxHold)
+	require.NoError(t, s.Hold(key, "me:1", task, time.Second, time.Now()))
+	assert.NoError(t, s.LostCause(key, "me:1"))
 }
 
 func TestMaxHoldIsPerEntryAndDropsReleased(t *testing.T) {
 	rc := redistest.NewClient(t, addr)
-	const lease = 300 * time.Millisecond
+	const lease = time.Second // valid past MaxHold, however far back a hold was sent
 	s := newScheduler(t, rc, renewal.Config{Lease: lease, BatchSize: 100, MaxHold: 600 * time.Millisecond})
 	now := time.Now()
 	var guards []context.Context

@@ -24,7 +24,7 @@ type Task struct {
 }
 
 // Observer hears what the Scheduler did. Its methods are called from the
-// Scheduler's goroutine and must not block.
+// Scheduler's goroutines, possibly at the same time, and must not block.
 type Observer interface {
 	// Renewed is called once per tick that sent renewals, after their
 	// replies were applied.
@@ -91,9 +91,9 @@ var ErrClosed = errors.New("renewal: scheduler closed")
 // ErrMaxHold is the default Config.MaxHoldErr.
 var ErrMaxHold = errors.New("renewal: held longer than the maximum hold time")
 
-// maxHeldMemory is how long the Scheduler remembers that MaxHold ended an
-// entry, for the owner's late Unlock (MaxHeld).
-const maxHeldMemory = 10 * time.Minute
+// lostMemory is how long the Scheduler remembers that an entry was lost,
+// for the owner's late Unlock (LostCause).
+const lostMemory = 10 * time.Minute
 
 type entryKey struct{ key, owner string }
 
@@ -106,16 +106,20 @@ type Scheduler struct {
 	mu       sync.Mutex
 	entries  map[entryKey]*Entry
 	maxHolds deadlines             // entries with a MaxHold deadline, earliest first
-	maxHeld  map[entryKey]maxEnded // entries MaxHold ended, until their owner unlocks
+	lost     map[entryKey]lostHold // entries lost, until their owner acquires again
+	inFlight int                   // renewal rounds sent and not yet applied
 	closed   bool
 
+	rounds sync.WaitGroup // the rounds in flight, joined by run
+
 	wake   chan struct{}      // tells run that the earliest MaxHold deadline moved
+	urgent chan struct{}      // tells run that a hold needs renewing before the next tick
 	cancel context.CancelFunc // stops run
 	done   chan struct{}      // closed when run returned
 }
 
-// maxEnded records an entry that MaxHold ended.
-type maxEnded struct {
+// lostHold records an entry that was lost.
+type lostHold struct {
 	at    time.Time
 	cause error
 }
@@ -144,8 +148,9 @@ func New(rc rueidis.Client, cfg Config) (*Scheduler, error) {
 		rc:      rc,
 		cfg:     cfg,
 		entries: make(map[entryKey]*Entry),
-		maxHeld: make(map[entryKey]maxEnded),
+		lost:    make(map[entryKey]lostHold),
 		wake:    make(chan struct{}, 1),
+		urgent:  make(chan struct{}, 1),
 		done:    make(chan struct{}),
 	}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -173,7 +178,7 @@ func (s *Scheduler) Close() {
 		e.end(s.cfg.Closed)
 	}
 	s.maxHolds = nil
-	clear(s.maxHeld)
+	clear(s.lost)
 	s.mu.Unlock()
 	s.cancel()
 	<-s.done
@@ -201,7 +206,7 @@ func (s *Scheduler) HoldLabeled(key, owner string, task *Task, lease time.Durati
 		return s.cfg.Closed
 	}
 	k := entryKey{key, owner}
-	delete(s.maxHeld, k)
+	delete(s.lost, k)
 	e := s.entries[k]
 	if e != nil && e.watchdog == 0 && !sentAt.Before(e.leaseUntil) {
 		// Every hold of e had a lease, and they have all run out: the key
@@ -225,8 +230,9 @@ func (s *Scheduler) addHold(e *Entry, lease time.Duration, sentAt time.Time) {
 	e.holds = append(e.holds, lease)
 	if lease == 0 {
 		e.watchdog++
-		e.renewedAt, e.failing = sentAt, nil
-		e.validUntil = sentAt.Add(s.cfg.Lease)
+		e.failing = nil
+		e.setTTL(sentAt, s.cfg.Lease)
+		s.checkUrgent(e)
 		if s.cfg.MaxHold > 0 && e.maxUntil.IsZero() {
 			e.maxUntil = sentAt.Add(s.cfg.MaxHold)
 			s.maxHolds.push(e)
@@ -239,7 +245,7 @@ func (s *Scheduler) addHold(e *Entry, lease time.Duration, sentAt time.Time) {
 		}
 	} else {
 		// The acquire script set the TTL to this lease.
-		e.validUntil = sentAt.Add(lease)
+		e.setTTL(sentAt, lease)
 		if until := sentAt.Add(lease); until.After(e.leaseUntil) {
 			e.leaseUntil = until
 		}
@@ -297,25 +303,35 @@ func (s *Scheduler) Lose(key, owner string) {
 		s.mu.Unlock()
 		return
 	}
-	s.forget(e, e.task.Lost)
+	l := s.lose(e, e.task.Lost, time.Now())
 	s.mu.Unlock()
-	s.reportLost([]lostEntry{{key, e.label, e.task.Lost}})
+	s.reportLost([]lostEntry{l})
 }
 
-// MaxHeld reports whether MaxHold ended owner's holds on key, and if so
-// returns the cause the entry ended with, forgetting the record: the
-// owner's Unlock calls it once. The record is kept until then, until the
-// owner acquires key again, or for ten minutes.
-func (s *Scheduler) MaxHeld(key, owner string) error {
+// LostCause returns why owner's holds on key were lost (renewal found them
+// gone or could not confirm them in time, their lease or MaxHold ran out),
+// or nil. The record lasts until owner acquires key again, or ten minutes.
+func (s *Scheduler) LostCause(key, owner string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	k := entryKey{key, owner}
-	m, ok := s.maxHeld[k]
-	if !ok {
-		return nil
+	return s.lost[entryKey{key, owner}].cause
+}
+
+// lose forgets e as lost with cause, remembers it for LostCause and
+// returns what reportLost needs. s.mu must be held.
+func (s *Scheduler) lose(e *Entry, cause error, now time.Time) lostEntry {
+	s.forget(e, cause)
+	s.lost[entryKey{e.Key, e.Owner}] = lostHold{at: now, cause: cause}
+	return lostEntry{e.Key, e.label, cause}
+}
+
+// pruneLost forgets the losses older than lostMemory. s.mu must be held.
+func (s *Scheduler) pruneLost(now time.Time) {
+	for k, l := range s.lost {
+		if now.Sub(l.at) > lostMemory {
+			delete(s.lost, k)
+		}
 	}
-	delete(s.maxHeld, k)
-	return m.cause
 }
 
 // HeldSince returns when the first hold of owner's entry on key was

@@ -48,7 +48,8 @@ var task = &renewal.Task{
 // counting counts the DoMulti calls made through it and their duration.
 type counting struct {
 	rueidis.Client
-	calls atomic.Int64
+	calls atomic.Int64 // DoMulti calls
+	most  atomic.Int64 // the most commands in one
 	ticks chan time.Duration
 }
 
@@ -56,6 +57,11 @@ func (c *counting) DoMulti(ctx context.Context, cmds ...rueidis.Completed) []rue
 	start := time.Now()
 	res := c.Client.DoMulti(ctx, cmds...)
 	c.calls.Add(1)
+	for n := int64(len(cmds)); ; {
+		if m := c.most.Load(); n <= m || c.most.CompareAndSwap(m, n) {
+			break
+		}
+	}
 	if c.ticks != nil {
 		select {
 		case c.ticks <- time.Since(start):
@@ -207,21 +213,35 @@ func TestReleasePausesRenewal(t *testing.T) {
 	require.NoError(t, s.Hold(key, "me:1", task, 0, time.Now()))
 	g := guard(t, s, key, "me:1")
 
-	// While the unlock is in flight nothing renews the key.
+	// While the unlock is in flight nothing renews the key; an unlock
+	// not answered within the validity leaves the hold lost.
 	_, held, end := s.Release(key, "me:1")
 	require.True(t, held)
-	time.Sleep(lease + 100*time.Millisecond)
-	assert.Equal(t, int64(-2), pttl(t, rc, key), "renewed during a release")
+	time.Sleep(lease / 2)
 	assert.NoError(t, g.Err())
 	assert.Equal(t, 1, s.Holds(key, "me:1"))
-
-	// An unknown outcome keeps the entry; the next tick finds the key gone.
-	end(renewal.Unknown)
-	end(renewal.Unknown) // only the first call counts
 	<-g.Done()
+	assert.Eventually(t, func() bool { return pttl(t, rc, key) == -2 }, 50*time.Millisecond, time.Millisecond,
+		"renewed during a release")
 	assert.ErrorIs(t, context.Cause(g), errLost)
 	assert.Zero(t, s.Len())
 	reportedOnce(t, &lost)
+	end(renewal.Unknown) // the late answer changes nothing
+	end(renewal.Unknown)
+	assert.Zero(t, s.Len())
+
+	// An unknown outcome within the validity keeps the entry; the next
+	// round finds the key gone.
+	require.NoError(t, s.Hold(key, "me:1", task, 0, time.Now()))
+	g = guard(t, s, key, "me:1")
+	_, held, end = s.Release(key, "me:1")
+	require.True(t, held)
+	end(renewal.Unknown)
+	end(renewal.Unknown) // only the first call counts
+	assert.Equal(t, 1, s.Holds(key, "me:1"))
+	<-g.Done()
+	assert.ErrorIs(t, context.Cause(g), errLost)
+	assert.Zero(t, s.Len())
 }
 
 func TestReleaseKeepsTheRemainingLease(t *testing.T) {
@@ -322,7 +342,8 @@ func TestUnreachableServerLosesHoldsAfterTheLease(t *testing.T) {
 	assert.ErrorIs(t, context.Cause(g), errLost)
 	took := time.Since(killed)
 	assert.Less(t, took, lease+s.Interval()+500*time.Millisecond)
-	assert.Positive(t, failed.Load())
+	// The rounds in flight fail by their own deadline, after the loss.
+	require.Eventually(t, func() bool { return failed.Load() > 0 }, 2*lease, 10*time.Millisecond)
 	t.Logf("loss reported %v after the server died", took.Round(time.Millisecond))
 }
 
@@ -340,8 +361,9 @@ func (h hanging) DoMulti(ctx context.Context, cmds ...rueidis.Completed) []rueid
 }
 
 // A server that never answers must not delay the loss past the hold's
-// validity: the tick in flight gives up when the hold would expire,
-// rather than one interval later.
+// validity by more than one interval, however many rounds wait for it:
+// a round sent before the validity ended keeps the hold at most that much
+// longer, for the reply that would confirm it.
 func TestHangingServerLosesHoldsWhenTheyExpire(t *testing.T) {
 	rc := redistest.NewClient(t, addr)
 	const lease = 1500 * time.Millisecond // a tick every 500ms
@@ -364,9 +386,70 @@ func TestHangingServerLosesHoldsWhenTheyExpire(t *testing.T) {
 		took := time.Since(h.held)
 		assert.ErrorIs(t, context.Cause(h.g), errLost)
 		assert.GreaterOrEqual(t, took, lease)
-		assert.Less(t, took, lease+300*time.Millisecond, "hold %d lost one interval late", i+1)
+		assert.Less(t, took, lease+s.Interval()+100*time.Millisecond, "hold %d lost more than one interval late", i+1)
 		t.Logf("hold %d: loss reported %v after it was taken (lease %v)", i+1, took.Round(time.Millisecond), lease)
 	}
+}
+
+// slow delays every DoMulti's replies by d after the server ran the
+// commands, as a congested link does.
+type slow struct {
+	rueidis.Client
+	d time.Duration
+}
+
+func (c slow) DoMulti(ctx context.Context, cmds ...rueidis.Completed) []rueidis.RedisResult {
+	res := c.Client.DoMulti(ctx, cmds...)
+	select {
+	case <-time.After(c.d):
+		return res
+	case <-ctx.Done():
+		for i := range res {
+			res[i] = rueidis.NewErrorResult(ctx.Err())
+		}
+		return res
+	}
+}
+
+// Replies slower than the interval between rounds (but faster than the
+// lease) confirm every renewal: rounds overlap rather than wait for each
+// other, and the hold is never lost.
+func TestSlowRepliesKeepHoldsValid(t *testing.T) {
+	rc := redistest.NewClient(t, addr)
+	const lease = 900 * time.Millisecond // a round every 300ms, answered 450ms later
+	var failed atomic.Int64
+	s := newScheduler(t, slow{rc, lease / 2}, renewal.Config{Lease: lease, BatchSize: 100, Observer: observer{failed: &failed}})
+	key := "renew:slow:" + t.Name()
+	// Loaded first: the fallback to EVAL after NOSCRIPT costs a second
+	// slow round trip.
+	require.NoError(t, rc.Do(context.Background(), rc.B().ScriptLoad().Script(task.Script.Source()).Build()).Error())
+	hold(t, rc, key, "me:1", lease)
+	require.NoError(t, s.Hold(key, "me:1", task, 0, time.Now()))
+	g := guard(t, s, key, "me:1")
+	select {
+	case <-g.Done():
+		t.Fatalf("lost although every renewal was confirmed within the lease: %v", context.Cause(g))
+	case <-time.After(5 * lease):
+	}
+	assert.Positive(t, s.Remaining(key, "me:1"))
+	assert.Greater(t, pttl(t, rc, key), int64(0))
+	assert.Zero(t, failed.Load())
+}
+
+// A hold is lost when its validity ends unconfirmed, and the owner's
+// Unlock can learn so without asking the server.
+func TestLostCauseAfterUnconfirmedLease(t *testing.T) {
+	rc := redistest.NewClient(t, addr)
+	const lease = 300 * time.Millisecond
+	s := newScheduler(t, hanging{rc}, renewal.Config{Lease: lease, BatchSize: 100})
+	key := "renew:lostcause:" + t.Name()
+	require.NoError(t, s.Hold(key, "me:1", task, 0, time.Now()))
+	g := guard(t, s, key, "me:1")
+	assert.NoError(t, s.LostCause(key, "me:1"))
+	<-g.Done()
+	assert.ErrorIs(t, s.LostCause(key, "me:1"), errLost)
+	assert.ErrorIs(t, context.Cause(g), errLost)
+	assert.NoError(t, s.LostCause(key, "other:1"))
 }
 
 func TestCloseEndsEntries(t *testing.T) {
@@ -492,7 +575,7 @@ func TestObserverHearsTicksAndLabels(t *testing.T) {
 	obs := ticks{ticks: make(chan renewal.Tick, 16), lost: make(chan *renewal.Label, 4)}
 	s := newScheduler(t, rc, renewal.Config{Lease: lease, BatchSize: 2, Observer: obs})
 	keys := []string{"renew:ta:" + t.Name(), "renew:tb:" + t.Name(), "renew:tc:" + t.Name()}
-	first := time.Now().Add(-time.Second)
+	first := time.Now().Add(-lease / 3) // a hold sent earlier, still valid
 	labels := make([]*renewal.Label, len(keys))
 	for i, k := range keys {
 		hold(t, rc, k, "me:1", lease)

@@ -10,12 +10,22 @@ import (
 	"github.com/interlock-go/interlock/lua"
 )
 
-// run is the Scheduler's one goroutine: a tick every Interval until Close
-// cancels ctx, which also aborts a tick in flight; and, with MaxHold, one
-// timer set to the earliest MaxHold deadline, which ends the entries that
-// reached theirs. Hold signals wake when it adds an earlier deadline.
+// maxRounds bounds the renewal rounds in flight. A round gives up a lease
+// after it was sent, when its replies can confirm nothing, so with one
+// round per interval (a third of the lease) three are in flight at most,
+// and a fourth as the oldest gives up: a slow reply never holds the next
+// round back.
+const maxRounds = 4
+
+// run is the Scheduler's goroutine: a tick every Interval until Close
+// cancels ctx, which also aborts the rounds in flight (joined before run
+// returns); one timer set to the earliest end of validity of a watchdog
+// hold, which ends the holds no renewal confirmed in time; and, with
+// MaxHold, one timer set to the earliest MaxHold deadline. Hold signals
+// wake when it adds an earlier MaxHold deadline.
 func (s *Scheduler) run(ctx context.Context) {
 	defer close(s.done)
+	defer s.rounds.Wait()
 	t := time.NewTicker(s.Interval())
 	defer t.Stop()
 	maxHold := time.NewTimer(time.Hour)
@@ -30,10 +40,12 @@ func (s *Scheduler) run(ctx context.Context) {
 			return
 		case <-t.C:
 			s.tick(ctx)
+		case <-s.urgent:
+			s.renew(ctx, time.Now(), true)
 		case <-maxHold.C:
 			s.expireMaxHolds(time.Now())
 		case <-expire.C:
-			s.expireFailing(time.Now())
+			s.expireUnconfirmed(time.Now())
 		case <-s.wake:
 		}
 		if next, ok := s.nextMaxHold(); ok {
@@ -41,7 +53,7 @@ func (s *Scheduler) run(ctx context.Context) {
 		} else {
 			maxHold.Stop()
 		}
-		if next, ok := s.nextFailing(); ok {
+		if next, ok := s.nextExpiry(); ok {
 			expire.Reset(time.Until(next))
 		} else {
 			expire.Stop()
@@ -49,32 +61,36 @@ func (s *Scheduler) run(ctx context.Context) {
 	}
 }
 
-// nextFailing returns when the first hold whose last renewal failed runs
-// out of validity, if any; holds being released are their unlock's to
-// settle, as in expireFailing (counting them would spin the timer).
-func (s *Scheduler) nextFailing() (time.Time, bool) {
+// nextExpiry returns when the first watchdog hold is lost unconfirmed
+// (Entry.lostAt), if any.
+func (s *Scheduler) nextExpiry() (time.Time, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var next time.Time
 	for _, e := range s.entries {
-		if e.failing != nil && e.watchdog > 0 && e.releasing == 0 && (next.IsZero() || e.renewedAt.Before(next)) {
-			next = e.renewedAt
+		if e.watchdog > 0 && (next.IsZero() || e.lostAt().Before(next)) {
+			next = e.lostAt()
 		}
 	}
-	return next.Add(s.cfg.Lease), !next.IsZero()
+	return next, !next.IsZero()
 }
 
-// expireFailing ends, as lost, every hold whose last renewal failed and
-// whose lease has passed since the last one that succeeded: between ticks,
-// so that the loss is known when the validity ends, not at the next tick.
-func (s *Scheduler) expireFailing(now time.Time) {
+// expireUnconfirmed ends, as lost, every watchdog hold whose validity has
+// ended without a confirmed renewal (and without a renewal still in
+// flight that could confirm it, Entry.lostAt): the server's TTL may have
+// run out, so the hold is lost at that moment. A hold being released is
+// lost too: its unlock, not yet answered, may come too late; it still
+// reports what the server did.
+func (s *Scheduler) expireUnconfirmed(now time.Time) {
 	var lost []lostEntry
 	s.mu.Lock()
 	for _, e := range s.entries {
-		if e.failing != nil && e.watchdog > 0 && e.releasing == 0 && now.Sub(e.renewedAt) >= s.cfg.Lease {
-			cause := fmt.Errorf("%w: not renewed within the lease: %w", e.task.Lost, e.failing)
-			s.forget(e, cause)
-			lost = append(lost, lostEntry{e.Key, e.label, cause})
+		if e.watchdog > 0 && !now.Before(e.lostAt()) {
+			cause := fmt.Errorf("%w: not renewed within the lease", e.task.Lost)
+			if e.failing != nil {
+				cause = fmt.Errorf("%w: %w", cause, e.failing)
+			}
+			lost = append(lost, s.lose(e, cause, now))
 		}
 	}
 	s.mu.Unlock()
@@ -93,38 +109,65 @@ type lostEntry struct {
 	cause error
 }
 
-// tick renews every watchdog entry that is not being released, in one
-// DoMulti, and forgets entries whose lease ran out.
+// tick ends the holds whose lease ran out and renews the others.
 func (s *Scheduler) tick(ctx context.Context) {
 	now := time.Now()
 	s.expireMaxHolds(now)
+	s.expireUnconfirmed(now)
+	s.renew(ctx, now, false)
+}
+
+// checkUrgent asks run for a round before the next tick when e's validity
+// ends within two intervals: its acquisition or partial release answered
+// late, and a renewal sent at the next tick might come back after the
+// validity ended. s.mu must be held.
+func (s *Scheduler) checkUrgent(e *Entry) {
+	if time.Until(e.validUntil) < 2*s.Interval() {
+		select {
+		case s.urgent <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// renew starts a round that renews every watchdog entry not being
+// released (urgent: only those whose validity ends within two intervals),
+// in one DoMulti, unless maxRounds are still in flight. It forgets the
+// lease-only entries whose lease has passed.
+func (s *Scheduler) renew(ctx context.Context, now time.Time, urgent bool) {
 	var lost []lostEntry
 	groups := make(map[group][]*Entry)
-	// A server that does not answer (renewals are retried until the tick's
-	// deadline) must not delay the loss of a hold past its validity: the
-	// tick gives up when the first of its holds would have expired.
-	deadline := now.Add(s.Interval())
 	s.mu.Lock()
+	s.pruneLost(now)
 	for _, e := range s.entries {
 		if e.releasing > 0 {
 			continue
 		}
 		if e.watchdog == 0 {
 			if !now.Before(e.leaseUntil) {
-				s.forget(e, e.task.Lost)
-				lost = append(lost, lostEntry{e.Key, e.label, e.task.Lost})
+				lost = append(lost, s.lose(e, e.task.Lost, now))
 			}
 			continue
 		}
-		if v := e.renewedAt.Add(s.cfg.Lease); v.After(now) && v.Before(deadline) {
-			deadline = v
+		if urgent && e.validUntil.Sub(now) >= 2*s.Interval() {
+			continue
 		}
 		g := group{e.task, e.slot}
 		groups[g] = append(groups[g], e)
 	}
+	busy := s.inFlight >= maxRounds
+	sent := time.Now()
+	if len(groups) > 0 && !busy {
+		s.inFlight++
+		for _, es := range groups {
+			for _, e := range es {
+				e.renewing = sent
+			}
+		}
+	}
 	s.mu.Unlock()
 	s.reportLost(lost)
-	if len(groups) == 0 {
+	if len(groups) == 0 || busy {
 		return
 	}
 
@@ -142,10 +185,27 @@ func (s *Scheduler) tick(ctx context.Context) {
 			cmds = append(cmds, g.task.Script.EvalSHA(s.rc, k, a))
 		}
 	}
+	s.rounds.Go(func() {
+		defer func() {
+			s.mu.Lock()
+			s.inFlight--
+			s.mu.Unlock()
+		}()
+		s.round(ctx, sent, chunks, cmds, entries)
+	})
+}
 
-	tctx, cancel := context.WithDeadline(ctx, deadline)
+// round sends one tick's renewals and applies their replies, which may
+// come after the next round was sent. A round is worth its replies for a
+// lease: every hold's validity ends before then, whatever the rounds
+// before it confirm. That limit is a timer rather than a context deadline:
+// rueidis sends a call whose context has a deadline synchronously on an
+// idle connection, where Close could not cancel it.
+func (s *Scheduler) round(ctx context.Context, sent time.Time, chunks [][]*Entry, cmds rueidis.Commands, entries int) {
+	tctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	sent := time.Now()
+	limit := time.AfterFunc(s.cfg.Lease, cancel)
+	defer limit.Stop()
 	res := s.rc.DoMulti(tctx, cmds...)
 	var again []int
 	for i, r := range res {
@@ -180,7 +240,9 @@ func (s *Scheduler) tick(ctx context.Context) {
 }
 
 // apply records one chunk's reply, and returns how many of its entries
-// failed (the call's error), lost or not.
+// failed (the call's error), whether still held or not. A renewal
+// confirmed before the hold was lost (Entry.lostAt) makes it valid for a
+// lease from when it was sent.
 func (s *Scheduler) apply(chunk []*Entry, r rueidis.RedisResult, sent time.Time) (int, error) {
 	renewed, err := r.AsIntSlice()
 	if err == nil && len(renewed) != len(chunk) {
@@ -188,26 +250,28 @@ func (s *Scheduler) apply(chunk []*Entry, r rueidis.RedisResult, sent time.Time)
 	}
 	var lost []lostEntry
 	failed := 0
+	now := time.Now()
 	s.mu.Lock()
 	for i, e := range chunk {
+		if e.renewing.Equal(sent) {
+			e.renewing = time.Time{} // this round has answered
+		}
+		if err != nil {
+			failed++
+		}
 		if s.entries[entryKey{e.Key, e.Owner}] != e || e.releasing > 0 || e.watchdog == 0 {
-			continue // released or being released meanwhile: its unlock decides
+			continue // released, lost or being released meanwhile: its unlock decides
 		}
 		switch {
-		case err == nil && renewed[i] == 1:
-			e.renewedAt = sent
-			e.validUntil = sent.Add(s.cfg.Lease)
+		case err == nil && renewed[i] == 1 && now.Before(e.lostAt()):
+			e.setTTL(sent, s.cfg.Lease)
 			e.failing = nil
+		case err == nil && renewed[i] == 1: // confirmed too late: the lease may have ended
+			lost = append(lost, s.lose(e, fmt.Errorf("%w: renewal confirmed after the lease ended", e.task.Lost), now))
 		case err == nil:
-			s.forget(e, e.task.Lost)
-			lost = append(lost, lostEntry{e.Key, e.label, e.task.Lost})
-		case time.Since(e.renewedAt) >= s.cfg.Lease: // judged when the failure is known
-			s.forget(e, e.task.Lost)
-			lost = append(lost, lostEntry{e.Key, e.label, fmt.Errorf("%w: not renewed within the lease: %w", e.task.Lost, err)})
-			failed++
+			lost = append(lost, s.lose(e, e.task.Lost, now))
 		default:
 			e.failing = err
-			failed++
 		}
 	}
 	s.mu.Unlock()

@@ -63,7 +63,14 @@ type tap struct {
 	mu     sync.Mutex
 	hook   hook
 	ackAll bool // WAIT answers 1, as if a replica acknowledged
+	hang   bool // DoMulti (renewal) answers nothing until its context ends
 	log    []record
+}
+
+func (t *tap) setHang(on bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.hang = on
 }
 
 func (t *tap) setHook(h hook) {
@@ -111,8 +118,16 @@ func (t *tap) Do(ctx context.Context, cmd rueidis.Completed) rueidis.RedisResult
 func (t *tap) DoMulti(ctx context.Context, cmds ...rueidis.Completed) []rueidis.RedisResult {
 	rs := make([]record, len(cmds))
 	t.mu.Lock()
-	ackAll := t.ackAll
+	ackAll, hang := t.ackAll, t.hang
 	t.mu.Unlock()
+	if hang {
+		<-ctx.Done()
+		res := make([]rueidis.RedisResult, len(cmds))
+		for i := range res {
+			res[i] = rueidis.NewErrorResult(ctx.Err())
+		}
+		return res
+	}
 	for i, cmd := range cmds {
 		rs[i] = read(cmd)
 		if ackAll && rs[i].args[0] == "WAIT" {

@@ -62,14 +62,24 @@ func (l *Common) Unlock(ctx context.Context) error {
 // unlock is Unlock with the owner resolved: it returns what the server
 // did and how many times the script was sent.
 func (l *Common) unlock(ctx context.Context, owner, holder string) (outcome renewal.Outcome, sends int, err error) {
-	pub, err := l.rt.PublishCommand(ctx)
-	if err != nil {
-		return renewal.Unknown, 0, l.opErr("unlock", err)
-	}
 	lease, held, end := l.rt.Renewal.Release(l.name, holder)
 	defer func() { end(outcome) }()
+	var lost error
+	if !held {
+		lost = l.rt.Renewal.LostCause(l.name, holder)
+	}
+	pub, err := l.rt.PublishCommand(ctx)
+	if err != nil && lost == nil {
+		return renewal.Unknown, 0, l.opErr("unlock", err)
+	}
 	v := &vals{owner: owner, holder: holder, lease: lease, publish: pub,
 		latch: keys.UnlockLatch(l.name, keys.RequestID())}
+	if lost != nil {
+		// Known lost: the answer needs nothing from the server, which may
+		// not be answering; what the hold left there is released later.
+		l.releaseLater(v, err == nil)
+		return renewal.NotHeld, 0, l.opErr("unlock", fmt.Errorf("%w: %w", interlock.ErrNotHeld, lost))
+	}
 	var acks runtime.Acks
 	res, sends := l.resend(ctx, &acks, v)
 	// The script may have written the latch whatever it answered.
@@ -78,16 +88,9 @@ func (l *Common) unlock(ctx context.Context, owner, holder string) (outcome rene
 	if err == nil && n == l.kind.ExpiredReply && n != 0 {
 		err = rueidis.Nil
 	}
-	var maxHeld error
-	if !held && (err == nil || rueidis.IsRedisNil(err)) {
-		maxHeld = l.rt.Renewal.MaxHeld(l.name, holder) // read once, and forgotten
-	}
 	switch {
 	case rueidis.IsRedisNil(err):
 		outcome = renewal.NotHeld
-		if maxHeld != nil {
-			return outcome, sends, l.opErr("unlock", fmt.Errorf("%w: %w", interlock.ErrNotHeld, maxHeld))
-		}
 		return outcome, sends, l.opErr("unlock", interlock.ErrNotHeld)
 	case err != nil:
 		return renewal.Unknown, sends, l.opErr("unlock", err)
@@ -127,4 +130,23 @@ func (l *Common) resend(ctx context.Context, acks *runtime.Acks, v *vals) (rueid
 			return res, n
 		}
 	}
+}
+
+// releaseLater queues the unlock v of a hold known lost on the clean-up
+// queue, for the case the server still keeps it (a lost reply, a renewal
+// the server ran late): a lease after the loss it has expired anyway. With
+// no publish command known yet (the server did not answer) nothing is
+// queued, and the key expires by its TTL.
+func (l *Common) releaseLater(v *vals, publish bool) {
+	if !publish {
+		return
+	}
+	l.rt.Cleanup(l.name, v.holder, time.Now().Add(l.rt.Cfg.Watchdog), func(ctx context.Context) error {
+		res := l.exec(ctx, &runtime.Acks{}, &l.kind.Unlock, v)
+		l.rt.DeleteLater(v.latch)
+		if _, isRedisErr := rueidis.IsRedisErr(res.Error()); isRedisErr || rueidis.IsRedisNil(res.Error()) {
+			return nil
+		}
+		return res.Error()
+	})
 }

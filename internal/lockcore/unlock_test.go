@@ -192,3 +192,49 @@ func TestUnlockResendGivesUp(t *testing.T) {
 	require.NoError(t, l.Unlock(ctx))
 	assert.False(t, exists(t, tp, name))
 }
+
+// An Unlock of a hold known lost answers at once, without waiting for a
+// server that does not answer, and what the hold left on the server is
+// released from the clean-up queue once the server answers again.
+func TestUnlockAfterLossAnswersAtOnce(t *testing.T) {
+	const lease = 300 * time.Millisecond
+	c, tp := newClient(t, interlock.WithWatchdogTimeout(lease))
+	ctx := testCtx(t)
+	name := lockName(t)
+	l := New(c, &testKind, name)
+	owner, err := c.Owner(ctx)
+	require.NoError(t, err)
+	require.NoError(t, l.Lock(ctx))
+	guard := l.Guard(ctx)
+
+	tp.setHang(true) // renewals go unanswered: the hold is lost
+	<-guard.Done()
+	require.ErrorIs(t, context.Cause(guard), interlock.ErrLockLost)
+	// The server still keeps it, and answers nothing until thawed.
+	require.NoError(t, tp.Client.Do(ctx, tp.Client.B().Hset().Key(name).FieldValue().FieldValue(owner, "1").Build()).Error())
+	require.NoError(t, tp.Client.Do(ctx, tp.Client.B().Pexpire().Key(name).Milliseconds(10000).Build()).Error())
+	thawed := make(chan struct{})
+	tp.setHook(func(ctx context.Context, r record, next func() rueidis.RedisResult) rueidis.RedisResult {
+		select {
+		case <-thawed:
+			return next()
+		case <-ctx.Done():
+			return rueidis.NewErrorResult(ctx.Err())
+		}
+	})
+
+	start := time.Now()
+	err = l.Unlock(ctx)
+	took := time.Since(start)
+	require.ErrorIs(t, err, interlock.ErrNotHeld)
+	assert.ErrorIs(t, err, interlock.ErrLockLost)
+	assert.Less(t, took, 100*time.Millisecond, "the unlock of a lost hold waited")
+	err = l.Unlock(ctx)
+	assert.ErrorIs(t, err, interlock.ErrLockLost, "every unlock of the lost holds knows")
+
+	close(thawed)
+	require.Eventually(t, func() bool { return !exists(t, tp, name) }, 3*time.Second, 10*time.Millisecond,
+		"what the lost hold left is not released")
+	require.NoError(t, l.Lock(ctx), "the owner acquires again")
+	require.NoError(t, l.Unlock(ctx))
+}

@@ -121,12 +121,16 @@ func (s *suite) maxHold(t *testing.T) {
 	assert.ErrorIs(t, err, interlock.ErrLockLost)
 	assert.ErrorIs(t, err, interlock.ErrMaxHold)
 
-	// Unlocked before the key ran out, the hold is released normally.
+	// Unlocked before the key ran out, the hold is known lost at once,
+	// and what it left on the server is released behind the answer.
 	require.NoError(t, m.Lock(ctx))
 	g = m.Guard(ctx)
 	<-g.Done()
-	require.NoError(t, m.Unlock(ctx))
-	assert.False(t, must[bool](t)(m.IsLocked(ctx)))
+	err = m.Unlock(ctx)
+	assert.ErrorIs(t, err, interlock.ErrNotHeld)
+	assert.ErrorIs(t, err, interlock.ErrMaxHold)
+	require.Eventually(t, func() bool { return !must[bool](t)(m.IsLocked(ctx)) },
+		lease/2, 5*time.Millisecond, "the released hold is still on the server")
 	s.nothingLeft(t, c, rc, name)
 }
 
