@@ -22,14 +22,15 @@ type deleter struct {
 	pending []string
 	wake    chan struct{}
 
-	cancel context.CancelFunc
-	done   chan struct{}
+	cancel  context.CancelFunc
+	done    chan struct{}
+	closeBy time.Time // set by close: the deadline of the last flush
 }
 
 const (
 	// deleteWindow is how long a queued key may wait for company.
 	deleteWindow = 2 * time.Millisecond
-	// deleteTimeout bounds one batch, also the last one sent by close.
+	// deleteTimeout bounds one batch.
 	deleteTimeout = time.Second
 	// maxDelKeys bounds the keys of one DEL command.
 	maxDelKeys = 512
@@ -52,8 +53,9 @@ func (d *deleter) add(key string) {
 	}
 }
 
-// close stops the goroutine after one last, bounded flush.
-func (d *deleter) close() {
+// close stops the goroutine after one last flush, bounded by deadline.
+func (d *deleter) close(deadline time.Time) {
+	d.closeBy = deadline
 	d.cancel()
 	<-d.done
 }
@@ -73,17 +75,18 @@ func (d *deleter) run(ctx context.Context) {
 			}
 		case <-open:
 			open = nil
-			d.flush()
+			d.flush(time.Now().Add(deleteTimeout))
 		case <-ctx.Done():
-			d.flush()
+			d.flush(d.closeBy)
 			return
 		}
 	}
 }
 
-// flush deletes every queued key. Its context is its own, so that close
-// neither abandons a batch in flight nor the keys queued before it.
-func (d *deleter) flush() {
+// flush deletes every queued key by deadline. Its context is its own, so
+// that close neither abandons a batch in flight nor the keys queued before
+// it.
+func (d *deleter) flush(deadline time.Time) {
 	d.mu.Lock()
 	batch := d.pending
 	d.pending = nil
@@ -110,7 +113,7 @@ func (d *deleter) flush() {
 		}
 	}
 	// Failures are left to the keys' own TTL: a latch expires by itself.
-	ctx, cancel := context.WithTimeout(context.Background(), deleteTimeout)
+	ctx, cancel := context.WithDeadline(context.Background(), deadline)
 	defer cancel()
 	d.rc.DoMulti(ctx, cmds...)
 }

@@ -162,9 +162,16 @@ func (r *Runtime) Close() {
 	}
 	r.Renewal.Close()
 	r.Hub.Close()
-	r.latches.close()
-	r.settle.close()
+	// The last clean-up steps first: their latches go in the last DEL.
+	deadline := time.Now().Add(closeBudget)
+	r.settle.close(deadline)
+	r.latches.close(deadline)
 }
+
+// closeBudget bounds what Close still sends: the clean-up steps queued and
+// the latches to delete share it, so that a server that does not answer
+// delays Close by this much at most. What it leaves expires by its TTL.
+const closeBudget = 500 * time.Millisecond
 
 // Closed reports whether Close has been called.
 func (r *Runtime) Closed() bool { return r.closed.Load() }

@@ -25,8 +25,9 @@ type settler struct {
 
 	errClosed error // returned by wait once the settler has stopped
 
-	cancel context.CancelFunc
-	done   chan struct{}
+	cancel  context.CancelFunc
+	done    chan struct{}
+	closeBy time.Time // set by close: the deadline of the last flush
 }
 
 type settleKey struct{ key, owner string }
@@ -64,7 +65,10 @@ func newSettler(errClosed error) *settler {
 	return s
 }
 
-func (s *settler) close() {
+// close stops the goroutine after giving the steps still queued one try
+// each, all by deadline.
+func (s *settler) close(deadline time.Time) {
+	s.closeBy = deadline
 	s.cancel()
 	<-s.done
 }
@@ -157,8 +161,8 @@ func (s *settler) run(ctx context.Context) {
 	}
 }
 
-// flush gives every step still queued one bounded try, in order, and
-// ends every queue: the Client is closing.
+// flush gives every step still queued one bounded try, in order, until
+// closeBy, and ends every queue: the Client is closing.
 func (s *settler) flush() {
 	s.mu.Lock()
 	s.stopped = true
@@ -166,10 +170,12 @@ func (s *settler) flush() {
 	s.pending = map[settleKey]*settleEntry{}
 	s.n.Store(0)
 	s.mu.Unlock()
+	by, cancelBy := context.WithDeadline(context.Background(), s.closeBy)
+	defer cancelBy()
 	for _, e := range pending {
 		for _, st := range e.steps {
-			if time.Now().Before(st.until) {
-				ctx, cancel := context.WithTimeout(context.Background(), settleTimeout)
+			if time.Now().Before(st.until) && by.Err() == nil {
+				ctx, cancel := context.WithTimeout(by, settleTimeout)
 				_ = st.run(ctx)
 				cancel()
 			}
