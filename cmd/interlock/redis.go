@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/redis/rueidis"
 
@@ -96,8 +97,25 @@ func connect(urls []string, opts ...interlock.Option) (*conn, error) {
 	return &conn{rc: rc, lc: lc, addrs: opt.InitAddress}, nil
 }
 
-// Close stops the interlock client, then closes the rueidis client.
+// closeWait bounds conn.Close: interlock is about to exit, and what a
+// server that does not answer keeps (a latch, a lost hold) expires by its
+// TTL.
+const closeWait = 500 * time.Millisecond
+
+// Close stops the interlock client, then closes the rueidis client, giving
+// up after closeWait: a call rueidis is redialing a frozen server for
+// returns only at its dial timeout, seconds later.
 func (c *conn) Close() {
-	c.lc.Close()
-	c.rc.Close()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		c.lc.Close()
+		c.rc.Close()
+	}()
+	t := time.NewTimer(closeWait)
+	defer t.Stop()
+	select {
+	case <-done:
+	case <-t.C:
+	}
 }

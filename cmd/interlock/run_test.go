@@ -250,7 +250,13 @@ func TestRunFlagsAfterLock(t *testing.T) {
 // its first line, a pid, which it returns too.
 func startRun(t *testing.T, args ...string) (*runningCmd, int) {
 	t.Helper()
-	cmd := interlockCmd(append([]string{"run", "--redis", redisURL()}, args...)...)
+	return startRunOn(t, redisURL(), args...)
+}
+
+// startRunOn is startRun against the server at url.
+func startRunOn(t *testing.T, url string, args ...string) (*runningCmd, int) {
+	t.Helper()
+	cmd := interlockCmd(append([]string{"run", "--redis", url}, args...)...)
 	stdout, err := cmd.StdoutPipe()
 	require.NoError(t, err)
 	r := &runningCmd{Cmd: cmd}
