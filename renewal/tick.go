@@ -3,6 +3,7 @@ package renewal
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/redis/rueidis"
@@ -196,17 +197,10 @@ func (s *Scheduler) renew(ctx context.Context, now time.Time, urgent bool) {
 }
 
 // round sends one tick's renewals and applies their replies, which may
-// come after the next round was sent. A round is worth its replies for a
-// lease: every hold's validity ends before then, whatever the rounds
-// before it confirm. That limit is a timer rather than a context deadline:
-// rueidis sends a call whose context has a deadline synchronously on an
-// idle connection, where Close could not cancel it.
+// come after the next round was sent.
 func (s *Scheduler) round(ctx context.Context, sent time.Time, chunks [][]*Entry, cmds rueidis.Commands, entries int) {
-	tctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	limit := time.AfterFunc(s.cfg.Lease, cancel)
-	defer limit.Stop()
-	res := s.rc.DoMulti(tctx, cmds...)
+	res := s.send(ctx, cmds)
+	sentAt := slices.Repeat([]time.Time{sent}, len(res))
 	var again []int
 	for i, r := range res {
 		if lua.IsNoScript(r.Error()) {
@@ -214,14 +208,24 @@ func (s *Scheduler) round(ctx context.Context, sent time.Time, chunks [][]*Entry
 		}
 	}
 	if len(again) > 0 {
+		// The EVAL sent after NOSCRIPT is a renewal of its own: what it
+		// confirms counts from when it was sent.
+		resent := time.Now()
 		evals := make(rueidis.Commands, len(again))
+		s.mu.Lock()
 		for j, i := range again {
+			for _, e := range chunks[i] {
+				if e.renewing.Equal(sent) {
+					e.renewing = resent
+				}
+			}
 			task := chunks[i][0].task
 			k, a := task.Args(s.cfg.Lease, chunks[i])
 			evals[j] = task.Script.Eval(s.rc, k, a)
 		}
-		for j, r := range s.rc.DoMulti(tctx, evals...) {
-			res[again[j]] = r
+		s.mu.Unlock()
+		for j, r := range s.send(ctx, evals) {
+			res[again[j]], sentAt[again[j]] = r, resent
 		}
 	}
 	t := Tick{Entries: entries, Chunks: len(chunks)}
@@ -229,7 +233,7 @@ func (s *Scheduler) round(ctx context.Context, sent time.Time, chunks [][]*Entry
 		t.Duration = time.Since(sent)
 	}
 	for i, r := range res {
-		failed, err := s.apply(chunks[i], r, sent)
+		failed, err := s.apply(chunks[i], r, sentAt[i])
 		if t.Failures += failed; t.Err == nil {
 			t.Err = err
 		}
@@ -237,6 +241,18 @@ func (s *Scheduler) round(ctx context.Context, sent time.Time, chunks [][]*Entry
 	if s.cfg.Observer != nil {
 		s.cfg.Observer.Renewed(t)
 	}
+}
+
+// send runs cmds in one DoMulti, given up a lease after it was sent: its
+// replies can confirm nothing later. That limit is a timer rather than a
+// context deadline: rueidis sends a call whose context has a deadline
+// synchronously on an idle connection, where Close could not cancel it.
+func (s *Scheduler) send(ctx context.Context, cmds rueidis.Commands) []rueidis.RedisResult {
+	tctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	limit := time.AfterFunc(s.cfg.Lease, cancel)
+	defer limit.Stop()
+	return s.rc.DoMulti(tctx, cmds...)
 }
 
 // apply records one chunk's reply, and returns how many of its entries
