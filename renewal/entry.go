@@ -23,6 +23,7 @@ type Entry struct {
 	holds      []time.Duration // one per hold, innermost last; 0 = watchdog
 	watchdog   int             // holds with lease 0
 	releasing  int             // unlocks in flight; renewal waits for them
+	doubtful   bool            // an unlock ended Unknown: not renewed until one answers
 	failing    error           // the last renewal's error; nil once one succeeds
 	leaseUntil time.Time       // end of the longest explicit lease
 	validUntil time.Time       // last TTL this Client set, from the send time of the call that set it
@@ -72,7 +73,13 @@ func (e *Entry) endRelease(o Outcome) {
 	s := e.s
 	e.releasing--
 	switch o {
+	case Unknown:
+		// The server may have released it: renewing it could keep alive
+		// a hold nobody will unlock. It lives out its validity, unless an
+		// unlock that answers (a retry) says what is left.
+		e.doubtful = true
 	case Decremented:
+		e.doubtful = false
 		if n := len(e.holds); n > 0 {
 			if e.holds[n-1] == 0 {
 				e.watchdog--
@@ -117,15 +124,9 @@ func (e *Entry) lostAt() time.Time {
 		return e.validUntil
 	}
 	s := e.s
-	return minTime(e.validUntil.Add(s.Interval()), e.renewing.Add(s.cfg.Lease))
-}
-
-// minTime returns the earlier of a and b.
-func minTime(a, b time.Time) time.Time {
-	if b.Before(a) {
-		return b
-	}
-	return a
+	// A round sent before the TTL was last set cannot shorten it.
+	grace := min(s.Interval(), e.renewing.Add(s.cfg.Lease).Sub(e.validUntil))
+	return e.validUntil.Add(max(grace, 0))
 }
 
 // guard returns a context derived from parent that is cancelled when this

@@ -228,6 +228,7 @@ func (s *Scheduler) HoldLabeled(key, owner string, task *Task, lease time.Durati
 // addHold records one hold of e. s.mu must be held.
 func (s *Scheduler) addHold(e *Entry, lease time.Duration, sentAt time.Time) {
 	e.holds = append(e.holds, lease)
+	e.doubtful = false // the server has this hold
 	if lease == 0 {
 		e.watchdog++
 		e.failing = nil
@@ -394,7 +395,9 @@ func (s *Scheduler) Remaining(key, owner string) time.Duration {
 type Outcome int
 
 const (
-	// Unknown: the unlock failed without an answer; nothing is assumed.
+	// Unknown: the unlock failed without an answer. The entry is kept
+	// but no longer renewed: it is lost when its validity ends, unless a
+	// later unlock of it answers first.
 	Unknown Outcome = iota
 	// Decremented: one hold was released and others remain.
 	Decremented

@@ -230,8 +230,8 @@ func TestReleasePausesRenewal(t *testing.T) {
 	end(renewal.Unknown)
 	assert.Zero(t, s.Len())
 
-	// An unknown outcome within the validity keeps the entry; the next
-	// round finds the key gone.
+	// An unknown outcome within the validity keeps the entry, no longer
+	// renewed: it is lost when its validity ends.
 	require.NoError(t, s.Hold(key, "me:1", task, 0, time.Now()))
 	g = guard(t, s, key, "me:1")
 	_, held, end = s.Release(key, "me:1")

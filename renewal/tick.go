@@ -150,6 +150,9 @@ func (s *Scheduler) renew(ctx context.Context, now time.Time, urgent bool) {
 			}
 			continue
 		}
+		if e.doubtful {
+			continue
+		}
 		if urgent && e.validUntil.Sub(now) >= 2*s.Interval() {
 			continue
 		}

@@ -354,6 +354,14 @@ func (e *Expirable) release(ctx context.Context, ids []PermitID) (ok bool, why e
 	}
 	n, err := lockcore.Int(res)
 	if err != nil {
+		if _, isRedisErr := rueidis.IsRedisErr(err); !isRedisErr {
+			// No answer: the permits may be back already. Renewing them
+			// could keep permits nobody releases; they live out their
+			// validity unless a retry answers first.
+			for _, id := range ids {
+				e.forget(id, renewal.Unknown)
+			}
+		}
 		return false, nil, e.OpErr("release", err)
 	}
 	e.Answered(receipt)
