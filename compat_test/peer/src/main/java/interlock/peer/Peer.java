@@ -28,6 +28,8 @@ import org.redisson.api.RedissonClient;
 import org.redisson.config.ClusterServersConfig;
 import org.redisson.config.Config;
 import org.redisson.config.MasterSlaveServersConfig;
+import org.redisson.config.SentinelServersConfig;
+import org.redisson.config.ShardedSubscriptionMode;
 
 /**
  * The Java side of interlock's live interop tests: one RedissonClient, driven
@@ -35,9 +37,15 @@ import org.redisson.config.MasterSlaveServersConfig;
  *
  * <pre>
  * java -jar interlock-peer-V.jar (--redis redis://HOST:PORT | --cluster HOST:PORT,HOST:PORT,...
- *     | --master HOST:PORT --replica HOST:PORT,...) [--watchdog-ms N]
- *     [--name-prefix P]
+ *     | --master HOST:PORT --replica HOST:PORT,...
+ *     | --sentinel HOST:PORT,... --master-name NAME) [--watchdog-ms N]
+ *     [--name-prefix P] [--sharded-subscription AUTO|ON|OFF]
  * </pre>
+ *
+ * --sentinel and --master-name give a Sentinel client: the sentinels'
+ * addresses and the name under which they monitor the master.
+ * --sharded-subscription sets a cluster client's shardedSubscriptionMode
+ * (Redisson's default is AUTO: sharded pub/sub where the servers have it).
  *
  * On start it prints {"ready":true,"clientId":ID,"redisson":VERSION}. Then every
  * stdin line is a command
@@ -88,7 +96,9 @@ public final class Peer {
         } catch (IllegalArgumentException e) {
             System.err.println("interlock-peer: " + e.getMessage());
             System.err.println("usage: java -jar interlock-peer.jar (--redis redis://HOST:PORT | "
-                    + "--cluster HOST:PORT,... | --master HOST:PORT --replica HOST:PORT,...) [--watchdog-ms N] [--name-prefix P]");
+                    + "--cluster HOST:PORT,... | --master HOST:PORT --replica HOST:PORT,... "
+                    + "| --sentinel HOST:PORT,... --master-name NAME) [--watchdog-ms N] [--name-prefix P]"
+                    + " [--sharded-subscription AUTO|ON|OFF]");
             System.exit(2);
             return;
         }
@@ -117,8 +127,11 @@ public final class Peer {
         String cluster = null;
         String master = null;
         String replicas = null;
+        String sentinels = null;
+        String masterName = null;
         Long watchdog = null;
         String namePrefix = null;
+        ShardedSubscriptionMode sharded = null;
         for (int i = 0; i < args.length; i++) {
             String a = args[i];
             if (i + 1 >= args.length) {
@@ -138,8 +151,21 @@ public final class Peer {
                 case "--replica":
                     replicas = v;
                     break;
+                case "--sentinel":
+                    sentinels = v;
+                    break;
+                case "--master-name":
+                    masterName = v;
+                    break;
                 case "--name-prefix":
                     namePrefix = v;
+                    break;
+                case "--sharded-subscription":
+                    try {
+                        sharded = ShardedSubscriptionMode.valueOf(v);
+                    } catch (IllegalArgumentException e) {
+                        throw new IllegalArgumentException("bad --sharded-subscription " + v);
+                    }
                     break;
                 case "--watchdog-ms":
                     try {
@@ -152,11 +178,18 @@ public final class Peer {
                     throw new IllegalArgumentException("unknown argument " + a);
             }
         }
-        if ((single != null ? 1 : 0) + (cluster != null ? 1 : 0) + (master != null ? 1 : 0) != 1) {
-            throw new IllegalArgumentException("give exactly one of --redis, --cluster and --master");
+        if ((single != null ? 1 : 0) + (cluster != null ? 1 : 0) + (master != null ? 1 : 0)
+                + (sentinels != null ? 1 : 0) != 1) {
+            throw new IllegalArgumentException("give exactly one of --redis, --cluster, --master and --sentinel");
+        }
+        if (sharded != null && cluster == null) {
+            throw new IllegalArgumentException("--sharded-subscription needs --cluster");
         }
         if ((master == null) != (replicas == null)) {
             throw new IllegalArgumentException("--master and --replica go together");
+        }
+        if ((sentinels == null) != (masterName == null)) {
+            throw new IllegalArgumentException("--sentinel and --master-name go together");
         }
         Config config = new Config();
         if (watchdog != null) {
@@ -173,6 +206,16 @@ public final class Peer {
                     ms.addSlaveAddress(withScheme(addr.trim()));
                 }
             }
+        } else if (sentinels != null) {
+            // Redisson's defaults otherwise: checkLockSyncedSlaves true, as
+            // for --master, and readMode SLAVE (lock scripts are writes and
+            // go to the master).
+            SentinelServersConfig sc = config.useSentinelServers().setMasterName(masterName);
+            for (String addr : sentinels.split(",")) {
+                if (!addr.isBlank()) {
+                    sc.addSentinelAddress(withScheme(addr.trim()));
+                }
+            }
         } else {
             // Redisson's defaults otherwise, shardedSubscriptionMode AUTO included.
             ClusterServersConfig cc = config.useClusterServers();
@@ -180,6 +223,9 @@ public final class Peer {
                 if (!addr.isBlank()) {
                     cc.addNodeAddress(withScheme(addr.trim()));
                 }
+            }
+            if (sharded != null) {
+                cc.setShardedSubscriptionMode(sharded);
             }
         }
         if (namePrefix != null) {
