@@ -9,7 +9,7 @@ import (
 // The tier decides the size of every test: the PR gate keeps the whole
 // package within a few minutes on two cores, the nightly tier runs the
 // sizes of docs/reliability.md.
-var tierFlag = flag.String("tier", "", `"pr" (the default) or "nightly"; INTERLOCK_TIER sets the default`)
+var tierFlag = flag.String("tier", "", `"pr" (the default), "nightly", or "soak" (T23 only); INTERLOCK_TIER sets the default`)
 
 const (
 	tierPR      = "pr"
