@@ -22,8 +22,9 @@
 // An entry whose script answers 0 is lost: its context is cancelled with the
 // Task's Lost error as cause and it is forgotten. An entry whose validity
 // ends with no renewal confirmed is lost then, or, while a round sent before
-// is still unanswered, up to one interval later (the reply may yet confirm
-// it); a failed round (a network error, a timeout) is only the cause given.
+// is still unanswered, up to three quarters of an interval later (the reply
+// may yet confirm it); a failed round (a network error, a timeout) is only
+// the cause given.
 // The Scheduler remembers each loss for the owner's Unlock (LostCause).
 // Holds with an explicit lease are never renewed; the Scheduler forgets them
 // once the lease has passed, so forgotten unlocks cost no memory.

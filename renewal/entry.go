@@ -117,15 +117,17 @@ func (e *Entry) setTTL(sent time.Time, ttl time.Duration) {
 
 // lostAt returns when e is lost unless a renewal is confirmed first: at
 // the end of its validity, or, while a round sent before then is still
-// unanswered, when that round's own lease would end, one interval after
-// the validity at most. s.mu must be held.
+// unanswered, when that round's own lease would end, three quarters of
+// an interval after the validity at most. s.mu must be held.
 func (e *Entry) lostAt() time.Time {
 	if e.renewing.IsZero() {
 		return e.validUntil
 	}
 	s := e.s
-	// A round sent before the TTL was last set cannot shorten it.
-	grace := min(s.Interval(), e.renewing.Add(s.cfg.Lease).Sub(e.validUntil))
+	// Three quarters of an interval, so that a loss is known within one
+	// however late the timer fires; a round sent before the TTL was last
+	// set cannot shorten it.
+	grace := min(s.Interval()*3/4, e.renewing.Add(s.cfg.Lease).Sub(e.validUntil))
 	return e.validUntil.Add(max(grace, 0))
 }
 
