@@ -150,7 +150,7 @@ func Prefixed(prefix string) func(string) string {
 
 // RenewTask renews holds whose hash field is the holder (Redisson's
 // LockTask): reentrant, fair, fenced and write locks.
-var RenewTask = &renewal.Task{Script: lua.Renew(), Args: RenewArgs, Lost: interlock.ErrLockLost}
+var RenewTask = &renewal.Task{Script: lua.Renew(), Args: RenewArgs, Lost: interlock.ErrLockLost, KeepLosses: true}
 
 // RenewArgs builds the KEYS and ARGV of lua.Renew for a chunk of holds.
 func RenewArgs(lease time.Duration, chunk []*renewal.Entry) (keys, argv []string) {

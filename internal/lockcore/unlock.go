@@ -69,19 +69,31 @@ func (l *Common) unlock(ctx context.Context, owner, holder string) (outcome rene
 		lost = l.rt.Renewal.LostCause(l.name, holder)
 	}
 	pub, err := l.rt.PublishCommand(ctx)
-	if err != nil && lost == nil {
+	switch {
+	case err != nil && lost != nil:
+		return renewal.NotHeld, 0, l.opErr("unlock", fmt.Errorf("%w: %w", interlock.ErrNotHeld, lost))
+	case err != nil:
 		return renewal.Unknown, 0, l.opErr("unlock", err)
 	}
 	v := &vals{owner: owner, holder: holder, lease: lease, publish: pub,
 		latch: keys.UnlockLatch(l.name, keys.RequestID())}
-	if lost != nil {
-		// Known lost: the answer needs nothing from the server, which may
-		// not be answering; what the hold left there is released later.
-		l.releaseLater(v, err == nil)
-		return renewal.NotHeld, 0, l.opErr("unlock", fmt.Errorf("%w: %w", interlock.ErrNotHeld, lost))
-	}
 	var acks runtime.Acks
-	res, sends := l.resend(ctx, &acks, v)
+	var res rueidis.RedisResult
+	if lost != nil {
+		// Known lost: one short try, since the owner may hold the lock
+		// again through another Client; a server that does not answer
+		// gets the same request from the clean-up queue, and the answer
+		// waits for nothing.
+		lctx, cancel := context.WithTimeout(ctx, lostUnlockWait)
+		res, sends = l.exec(lctx, &acks, &l.kind.Unlock, v), 1
+		cancel()
+		if !answered(res) {
+			l.releaseLater(v)
+			return renewal.NotHeld, sends, l.opErr("unlock", fmt.Errorf("%w: %w", interlock.ErrNotHeld, lost))
+		}
+	} else {
+		res, sends = l.resend(ctx, &acks, v)
+	}
 	// The script may have written the latch whatever it answered.
 	l.rt.DeleteLater(v.latch)
 	n, err := res.AsInt64()
@@ -89,6 +101,9 @@ func (l *Common) unlock(ctx context.Context, owner, holder string) (outcome rene
 		err = rueidis.Nil
 	}
 	switch {
+	case rueidis.IsRedisNil(err) && lost != nil:
+		outcome = renewal.NotHeld
+		return outcome, sends, l.opErr("unlock", fmt.Errorf("%w: %w", interlock.ErrNotHeld, lost))
 	case rueidis.IsRedisNil(err):
 		outcome = renewal.NotHeld
 		return outcome, sends, l.opErr("unlock", interlock.ErrNotHeld)
@@ -116,9 +131,7 @@ func (l *Common) resend(ctx context.Context, acks *runtime.Acks, v *vals) (rueid
 	first := time.Now()
 	for n, gap := 1, unlockPauseMin; ; n, gap = n+1, min(2*gap, unlockPauseMax) {
 		res := l.exec(ctx, acks, &l.kind.Unlock, v)
-		// Any reply ends the loop, nil ("not held") included.
-		_, isRedisErr := rueidis.IsRedisErr(res.Error())
-		replied := res.Error() == nil || isRedisErr || rueidis.IsRedisNil(res.Error())
+		replied := answered(res) // nil ("not held") included
 		if n > 1 && l.obs != nil {
 			e := interlock.Event{Op: interlock.OpResend, Outcome: interlock.OutcomeOK, Attempts: n}
 			if !replied {
@@ -132,19 +145,25 @@ func (l *Common) resend(ctx context.Context, acks *runtime.Acks, v *vals) (rueid
 	}
 }
 
+// lostUnlockWait bounds the one try of the Unlock of a hold known lost.
+const lostUnlockWait = 200 * time.Millisecond
+
+// answered reports whether res is the server's answer, nil or an error
+// reply included, rather than a connection's error.
+func answered(res rueidis.RedisResult) bool {
+	_, isRedisErr := rueidis.IsRedisErr(res.Error())
+	return res.Error() == nil || isRedisErr || rueidis.IsRedisNil(res.Error())
+}
+
 // releaseLater queues the unlock v of a hold known lost on the clean-up
 // queue, for the case the server still keeps it (a lost reply, a renewal
-// the server ran late): a lease after the loss it has expired anyway. With
-// no publish command known yet (the server did not answer) nothing is
-// queued, and the key expires by its TTL.
-func (l *Common) releaseLater(v *vals, publish bool) {
-	if !publish {
-		return
-	}
+// the server ran late): a lease after the loss it has expired anyway. The
+// latch makes it harmless if the try before it was run after all.
+func (l *Common) releaseLater(v *vals) {
 	l.rt.Cleanup(l.name, v.holder, time.Now().Add(l.rt.Cfg.Watchdog), func(ctx context.Context) error {
 		res := l.exec(ctx, &runtime.Acks{}, &l.kind.Unlock, v)
 		l.rt.DeleteLater(v.latch)
-		if _, isRedisErr := rueidis.IsRedisErr(res.Error()); isRedisErr || rueidis.IsRedisNil(res.Error()) {
+		if answered(res) {
 			return nil
 		}
 		return res.Error()
