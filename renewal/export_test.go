@@ -12,3 +12,13 @@ func EntryRemaining(e *Entry) time.Duration {
 	defer e.s.mu.Unlock()
 	return e.remaining()
 }
+
+// MaxLost is maxLost, for tests.
+const MaxLost = maxLost
+
+// LostLen returns how many losses s remembers.
+func LostLen(s *Scheduler) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.lost)
+}

@@ -21,6 +21,10 @@ type Task struct {
 	Args func(lease time.Duration, chunk []*Entry) (keys, argv []string)
 	// Lost is the cause given to an entry's context when its lock is lost.
 	Lost error
+	// KeepLosses has the Scheduler remember this task's losses for
+	// LostCause (for an owner's late unlock); entries keyed by something
+	// used once, such as a permit id, need not.
+	KeepLosses bool
 }
 
 // Observer hears what the Scheduler did. Its methods are called from the
@@ -318,13 +322,25 @@ func (s *Scheduler) LostCause(key, owner string) error {
 	return s.lost[entryKey{key, owner}].cause
 }
 
-// lose forgets e as lost with cause, remembers it for LostCause and
-// returns what reportLost needs. s.mu must be held.
+// lose forgets e as lost with cause, remembers it for LostCause (if its
+// task keeps losses; at most maxLost of them) and returns what reportLost
+// needs. s.mu must be held.
 func (s *Scheduler) lose(e *Entry, cause error, now time.Time) lostEntry {
 	s.forget(e, cause)
-	s.lost[entryKey{e.Key, e.Owner}] = lostHold{at: now, cause: cause}
+	if e.task.KeepLosses {
+		if len(s.lost) >= maxLost {
+			for k := range s.lost { // any one: an unlock without a record only asks the server
+				delete(s.lost, k)
+				break
+			}
+		}
+		s.lost[entryKey{e.Key, e.Owner}] = lostHold{at: now, cause: cause}
+	}
 	return lostEntry{e.Key, e.label, cause}
 }
+
+// maxLost bounds the losses remembered for LostCause.
+const maxLost = 4096
 
 // pruneLost forgets the losses older than lostMemory. s.mu must be held.
 func (s *Scheduler) pruneLost(now time.Time) {

@@ -3,6 +3,7 @@ package renewal_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strconv"
 	"sync/atomic"
 	"testing"
@@ -42,7 +43,8 @@ var task = &renewal.Task{
 		}
 		return keys, argv
 	},
-	Lost: errLost,
+	Lost:       errLost,
+	KeepLosses: true,
 }
 
 // counting counts the DoMulti calls made through it and their duration.
@@ -434,6 +436,23 @@ func TestSlowRepliesKeepHoldsValid(t *testing.T) {
 	assert.Positive(t, s.Remaining(key, "me:1"))
 	assert.Greater(t, pttl(t, rc, key), int64(0))
 	assert.Zero(t, failed.Load())
+}
+
+// Only tasks that keep losses are remembered, and at most a bounded
+// number of them.
+func TestLostCauseIsBounded(t *testing.T) {
+	rc := redistest.NewClient(t, addr)
+	s := newScheduler(t, rc, renewal.Config{Lease: time.Second, BatchSize: 100})
+	once := &renewal.Task{Script: task.Script, Args: task.Args, Lost: errLost}
+	require.NoError(t, s.Hold("renew:once", "permit:1", once, 0, time.Now()))
+	s.Lose("renew:once", "permit:1")
+	assert.NoError(t, s.LostCause("renew:once", "permit:1"), "a task that keeps no losses")
+	for i := range renewal.MaxLost + 10 {
+		owner := fmt.Sprintf("me:%d", i)
+		require.NoError(t, s.Hold("renew:bounded", owner, task, 0, time.Now()))
+		s.Lose("renew:bounded", owner)
+	}
+	assert.Equal(t, renewal.MaxLost, renewal.LostLen(s))
 }
 
 // A hold is lost when its validity ends unconfirmed, and the owner's
