@@ -424,20 +424,41 @@ func (c *ClusterServers) Failover(ctx context.Context, replica *Server) error {
 	}
 	ctx, cancel := context.WithTimeout(ctx, clusterTimeout)
 	defer cancel()
-	if _, err := redisproc.Command(ctx, replica.addr, "CLUSTER", "FAILOVER"); err != nil {
-		return fmt.Errorf("redistest: CLUSTER FAILOVER on %s: %w%s", replica.addr, err, logTails(replica))
-	}
-	err := c.waitStable(ctx, func(t *topology) error {
+	promoted := func(t *topology) error {
 		if t.master[i] != -1 || t.master[m] != i {
 			return fmt.Errorf("%s is not yet the master of %s", replica.addr, c.nodes[m].addr)
 		}
 		return nil
-	})
-	if err != nil {
-		return fmt.Errorf("%w%s", err, logTails(replica, c.nodes[m]))
 	}
-	return nil
+	// A manual failover the cluster gives up on (its own timeout is 5 s;
+	// on a loaded machine the vote can come too late after a recent
+	// election) is asked for again, until clusterTimeout.
+	for try := 0; ; try++ {
+		if _, err := redisproc.Command(ctx, replica.addr, "CLUSTER", "FAILOVER"); err != nil {
+			if try == 0 {
+				return fmt.Errorf("redistest: CLUSTER FAILOVER on %s: %w%s", replica.addr, err, logTails(replica))
+			}
+			// Promoted after all, the others not yet agreeing: wait.
+			if err := c.waitStable(ctx, promoted); err != nil {
+				return fmt.Errorf("%w%s", err, logTails(replica, c.nodes[m]))
+			}
+			return nil
+		}
+		tctx, tcancel := context.WithTimeout(ctx, manualFailoverWait)
+		err := c.waitStable(tctx, promoted)
+		tcancel()
+		switch {
+		case err == nil:
+			return nil
+		case ctx.Err() != nil:
+			return fmt.Errorf("%w%s", err, logTails(replica, c.nodes[m]))
+		}
+	}
 }
+
+// manualFailoverWait is how long Failover waits for one CLUSTER FAILOVER:
+// a little more than the server's own manual failover timeout.
+const manualFailoverWait = 7 * time.Second
 
 // nodeName names n in an error message.
 func nodeName(n *Server) string {
