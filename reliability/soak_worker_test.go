@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"path/filepath"
 	"runtime"
+	"runtime/pprof"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -69,6 +71,7 @@ type soakCounters struct {
 	mu       sync.Mutex
 	errs     map[string]int64
 	samples  []string
+	profiles int // heap profiles written (INTERLOCK_SOAK_PROFILE)
 }
 
 // record counts one error of class.
@@ -94,7 +97,22 @@ func (s *soakCounters) sample(c *interlock.Client) soakSample {
 		out.Errors[k] = v
 	}
 	out.Samples = append(out.Samples, s.samples...)
+	if dir := os.Getenv("INTERLOCK_SOAK_PROFILE"); dir != "" {
+		s.profiles++
+		writeHeapProfile(filepath.Join(dir, fmt.Sprintf("heap-%d-%03d.pprof", out.Pid, s.profiles)))
+	}
 	return out
+}
+
+// writeHeapProfile writes the heap profile to path, for INTERLOCK_SOAK_PROFILE;
+// a failure only loses the profile.
+func writeHeapProfile(path string) {
+	f, err := os.Create(path)
+	if err != nil {
+		return
+	}
+	defer f.Close()
+	_ = pprof.WriteHeapProfile(f)
 }
 
 func soakWorker() error {
