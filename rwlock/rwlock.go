@@ -46,7 +46,7 @@ var (
 		Undo:     lc.Call{Script: lua.RWUndoRead, Keys: []lc.Arg{lc.Name, lc.Channel, timeouts, prefix}, Args: []lc.Arg{lc.Lit("0"), lc.Owner, lc.Expected, lc.Publish}},
 		Force:    lc.Call{Script: lua.RWForceUnlock, Keys: []lc.Arg{lc.Name, lc.Channel}, Args: []lc.Arg{lc.Lit("0"), lc.Publish, lc.Lit("read")}},
 		IsLocked: &lc.Call{Script: lua.RWReadIsLocked, Keys: []lc.Arg{lc.Name}},
-		Renew:    &renewal.Task{Script: lua.RWRenewRead(), Args: readRenewArgs, Lost: interlock.ErrLockLost},
+		Renew:    &renewal.Task{Script: lua.RWRenewRead(), Args: readRenewArgs, Lost: interlock.ErrLockLost, KeepLosses: true},
 	}
 	writeKind = lc.Kind{
 		Name:    "rwlock",
