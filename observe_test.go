@@ -524,7 +524,9 @@ func TestObserverCostsNothingUnset(t *testing.T) {
 	}
 	unsetRun, setRun := pair(), pair(interlock.WithObserver(noop))
 	unset, set := math.Inf(1), math.Inf(1)
-	for range 3 {
+	// The least of ten tries each: AllocsPerRun counts the whole process,
+	// and the renewal rounds of other Clients still closing allocate too.
+	for range 10 {
 		unset = min(unset, testing.AllocsPerRun(100, unsetRun))
 		set = min(set, testing.AllocsPerRun(100, setRun))
 	}
