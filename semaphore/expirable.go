@@ -354,7 +354,7 @@ func (e *Expirable) release(ctx context.Context, ids []PermitID) (ok bool, why e
 	}
 	n, err := lockcore.Int(res)
 	if err != nil {
-		if _, isRedisErr := rueidis.IsRedisErr(err); !isRedisErr {
+		if !lockcore.Answered(res) {
 			// No answer: the permits may be back already. Renewing them
 			// could keep permits nobody releases; they live out their
 			// validity unless a retry answers first.

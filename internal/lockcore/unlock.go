@@ -68,10 +68,11 @@ func (l *Common) unlock(ctx context.Context, owner, holder string) (outcome rene
 	if !held {
 		lost = l.rt.Renewal.LostCause(l.name, holder)
 	}
+	lostErr := func() error { return l.opErr("unlock", fmt.Errorf("%w: %w", interlock.ErrNotHeld, lost)) }
 	pub, err := l.rt.PublishCommand(ctx)
 	switch {
 	case err != nil && lost != nil:
-		return renewal.NotHeld, 0, l.opErr("unlock", fmt.Errorf("%w: %w", interlock.ErrNotHeld, lost))
+		return renewal.NotHeld, 0, lostErr()
 	case err != nil:
 		return renewal.Unknown, 0, l.opErr("unlock", err)
 	}
@@ -87,9 +88,9 @@ func (l *Common) unlock(ctx context.Context, owner, holder string) (outcome rene
 		lctx, cancel := context.WithTimeout(ctx, lostUnlockWait)
 		res, sends = l.exec(lctx, &acks, &l.kind.Unlock, v), 1
 		cancel()
-		if !answered(res) {
+		if !Answered(res) {
 			l.releaseLater(v)
-			return renewal.NotHeld, sends, l.opErr("unlock", fmt.Errorf("%w: %w", interlock.ErrNotHeld, lost))
+			return renewal.NotHeld, sends, lostErr()
 		}
 	} else {
 		res, sends = l.resend(ctx, &acks, v)
@@ -103,7 +104,7 @@ func (l *Common) unlock(ctx context.Context, owner, holder string) (outcome rene
 	switch {
 	case rueidis.IsRedisNil(err) && lost != nil:
 		outcome = renewal.NotHeld
-		return outcome, sends, l.opErr("unlock", fmt.Errorf("%w: %w", interlock.ErrNotHeld, lost))
+		return outcome, sends, lostErr()
 	case rueidis.IsRedisNil(err):
 		outcome = renewal.NotHeld
 		return outcome, sends, l.opErr("unlock", interlock.ErrNotHeld)
@@ -131,7 +132,7 @@ func (l *Common) resend(ctx context.Context, acks *runtime.Acks, v *vals) (rueid
 	first := time.Now()
 	for n, gap := 1, unlockPauseMin; ; n, gap = n+1, min(2*gap, unlockPauseMax) {
 		res := l.exec(ctx, acks, &l.kind.Unlock, v)
-		replied := answered(res) // nil ("not held") included
+		replied := Answered(res) // nil ("not held") included
 		if n > 1 && l.obs != nil {
 			e := interlock.Event{Op: interlock.OpResend, Outcome: interlock.OutcomeOK, Attempts: n}
 			if !replied {
@@ -148,9 +149,9 @@ func (l *Common) resend(ctx context.Context, acks *runtime.Acks, v *vals) (rueid
 // lostUnlockWait bounds the one try of the Unlock of a hold known lost.
 const lostUnlockWait = 200 * time.Millisecond
 
-// answered reports whether res is the server's answer, nil or an error
+// Answered reports whether res is the server's answer, nil or an error
 // reply included, rather than a connection's error.
-func answered(res rueidis.RedisResult) bool {
+func Answered(res rueidis.RedisResult) bool {
 	_, isRedisErr := rueidis.IsRedisErr(res.Error())
 	return res.Error() == nil || isRedisErr || rueidis.IsRedisNil(res.Error())
 }
@@ -163,7 +164,7 @@ func (l *Common) releaseLater(v *vals) {
 	l.rt.Cleanup(l.name, v.holder, time.Now().Add(l.rt.Cfg.Watchdog), func(ctx context.Context) error {
 		res := l.exec(ctx, &runtime.Acks{}, &l.kind.Unlock, v)
 		l.rt.DeleteLater(v.latch)
-		if answered(res) {
+		if Answered(res) {
 			return nil
 		}
 		return res.Error()

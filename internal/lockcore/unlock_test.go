@@ -233,8 +233,8 @@ func TestUnlockAfterLossAnswersAtOnce(t *testing.T) {
 	assert.ErrorIs(t, err, interlock.ErrLockLost, "every unlock of the lost holds knows")
 
 	close(thawed)
-	require.Eventually(t, func() bool { return !exists(t, tp, name) }, 3*time.Second, 10*time.Millisecond,
-		"what the lost hold left is not released")
+	require.Eventually(t, func() bool { return !exists(t, tp, name) && c.Stats().UndoQueue == 0 }, 3*time.Second,
+		10*time.Millisecond, "what the lost hold left is not released")
 
 	// A server that answers still decides: a hold it keeps (say, one
 	// this owner re-acquired while the loss was being recorded) is
