@@ -116,9 +116,9 @@ func TestExpirableAcquire(t *testing.T) {
 
 		// Acquire waits, and ends with its ctx.
 		all := must[[]semaphore.PermitID](t)(e.Acquire(ctx, 4, time.Minute))
+		start = time.Now() // before the deadline is set, which counts from its own now
 		short, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
 		defer cancel()
-		start = time.Now()
 		_, err = e.Acquire(short, 1, time.Minute)
 		require.ErrorIs(t, err, context.DeadlineExceeded)
 		within(t, time.Since(start), 300*time.Millisecond, 300*time.Millisecond+slack, "Acquire until its deadline")

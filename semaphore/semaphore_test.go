@@ -144,9 +144,9 @@ func TestSemaphoreAcquire(t *testing.T) {
 		assert.EqualValues(t, 0, must[int64](t)(s.Available(ctx)))
 
 		// Acquire ends with its ctx, taking nothing.
+		start = time.Now() // before the deadline is set, which counts from its own now
 		short, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
 		defer cancel()
-		start = time.Now()
 		err := s.Acquire(short, 1)
 		require.ErrorIs(t, err, context.DeadlineExceeded)
 		within(t, time.Since(start), 300*time.Millisecond, 300*time.Millisecond+slack, "Acquire until its deadline")
