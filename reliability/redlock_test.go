@@ -11,6 +11,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"net"
 	"strconv"
 	"strings"
 	"sync"
@@ -40,6 +41,11 @@ const (
 	rlSlack = 500 * time.Millisecond
 	// rlUnlockTimeout bounds a worker's Unlock.
 	rlUnlockTimeout = time.Second
+	// rlDialTimeout is the members' rueidis dial timeout. A call that
+	// meets a redial in progress waits for it whatever its own context
+	// says, up to this; it must stay well under a member's wait (250 ms
+	// for T31's TryLock(750 ms)), as multilock's doc asks of RedLock users.
+	rlDialTimeout = 150 * time.Millisecond
 )
 
 // rlEnv is three servers and the Client sets of a RedLock test.
@@ -63,7 +69,11 @@ func rlStart(t *testing.T, procs int) *rlEnv {
 	for range procs {
 		set := make([]*interlock.Client, 3)
 		for i, s := range e.servers {
-			c, err := interlock.New(s.Client(t), interlock.WithWatchdogTimeout(rlWatchdog))
+			rc, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{s.Addr()}, ForceSingleClient: true,
+				Dialer: net.Dialer{Timeout: rlDialTimeout}})
+			require.NoError(t, err)
+			t.Cleanup(rc.Close)
+			c, err := interlock.New(rc, interlock.WithWatchdogTimeout(rlWatchdog))
 			require.NoError(t, err)
 			t.Cleanup(func() { _ = c.Close() })
 			set[i] = c
