@@ -23,7 +23,6 @@ type Entry struct {
 	holds      []time.Duration // one per hold, innermost last; 0 = watchdog
 	watchdog   int             // holds with lease 0
 	releasing  int             // unlocks in flight; renewal waits for them
-	doubtful   bool            // an unlock ended Unknown: not renewed until one answers
 	failing    error           // the last renewal's error; nil once one succeeds
 	leaseUntil time.Time       // end of the longest explicit lease
 	validUntil time.Time       // last TTL this Client set, from the send time of the call that set it
@@ -74,18 +73,15 @@ func (e *Entry) endRelease(o Outcome) {
 	e.releasing--
 	switch o {
 	case Unknown:
-		// The server may have released it: renewing it could keep alive
-		// a hold nobody will unlock. It lives out its validity, unless an
-		// unlock that answers (a retry) says what is left.
-		e.doubtful = true
+		// The server may or may not have released it. It is no longer
+		// counted, so that the server never has fewer holds than e: the
+		// holds left (and later ones) are renewed, which keeps the
+		// doubtful one too until they end, and then nothing renews it.
+		// With none left, e lives out its validity, unless an unlock that
+		// answers (a retry) says what is left.
+		e.pop()
 	case Decremented:
-		e.doubtful = false
-		if n := len(e.holds); n > 0 {
-			if e.holds[n-1] == 0 {
-				e.watchdog--
-			}
-			e.holds = e.holds[:n-1]
-		}
+		e.pop()
 		if e.watchdog > 0 {
 			// The unlock script set the TTL to the watchdog lease.
 			e.failing = nil
@@ -102,6 +98,21 @@ func (e *Entry) endRelease(o Outcome) {
 		s.forget(e, nil)
 	case NotHeld:
 		s.forget(e, e.task.Lost)
+	}
+}
+
+// endsWithValidity reports whether e ends when its validity does: it has
+// watchdog holds, or only holds whose unlock got no answer (none counted).
+// Otherwise its leases end it. s.mu must be held.
+func (e *Entry) endsWithValidity() bool { return e.watchdog > 0 || len(e.holds) == 0 }
+
+// pop forgets the innermost hold. s.mu must be held.
+func (e *Entry) pop() {
+	if n := len(e.holds); n > 0 {
+		if e.holds[n-1] == 0 {
+			e.watchdog--
+		}
+		e.holds = e.holds[:n-1]
 	}
 }
 

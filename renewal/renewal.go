@@ -232,7 +232,6 @@ func (s *Scheduler) HoldLabeled(key, owner string, task *Task, lease time.Durati
 // addHold records one hold of e. s.mu must be held.
 func (s *Scheduler) addHold(e *Entry, lease time.Duration, sentAt time.Time) {
 	e.holds = append(e.holds, lease)
-	e.doubtful = false // the server has this hold
 	if lease == 0 {
 		e.watchdog++
 		e.failing = nil

@@ -232,18 +232,52 @@ func TestReleasePausesRenewal(t *testing.T) {
 	end(renewal.Unknown)
 	assert.Zero(t, s.Len())
 
-	// An unknown outcome within the validity keeps the entry, no longer
-	// renewed: it is lost when its validity ends.
+	// An unknown outcome within the validity no longer counts the hold,
+	// and keeps the entry, not renewed: it is lost when its validity ends.
 	require.NoError(t, s.Hold(key, "me:1", task, 0, time.Now()))
 	g = guard(t, s, key, "me:1")
 	_, held, end = s.Release(key, "me:1")
 	require.True(t, held)
 	end(renewal.Unknown)
 	end(renewal.Unknown) // only the first call counts
-	assert.Equal(t, 1, s.Holds(key, "me:1"))
+	assert.Zero(t, s.Holds(key, "me:1"))
+	assert.Equal(t, 1, s.Len())
 	<-g.Done()
 	assert.ErrorIs(t, context.Cause(g), errLost)
 	assert.Zero(t, s.Len())
+}
+
+// An owner that acquires again after an unlock without an answer, and
+// releases what it took, holds nothing here: the server's count may be one
+// higher, and nothing renews it, so the key expires within a lease. (It
+// used to count the unanswered hold, renewed for ever once the owner took
+// the lock again.)
+func TestUnknownReleaseIsNotRevivedByTheNextHold(t *testing.T) {
+	rc := redistest.NewClient(t, addr)
+	const lease = 300 * time.Millisecond
+	s := newScheduler(t, rc, renewal.Config{Lease: lease, BatchSize: 100})
+	key := "renew:unknown:" + t.Name()
+	hold(t, rc, key, "me:1", lease)
+	require.NoError(t, s.Hold(key, "me:1", task, 0, time.Now()))
+	_, held, end := s.Release(key, "me:1")
+	require.True(t, held)
+	end(renewal.Unknown) // the unlock never reached the server
+
+	hold(t, rc, key, "me:1", lease) // a re-entry on the server: count 2
+	require.NoError(t, s.Hold(key, "me:1", task, 0, time.Now()))
+	g := guard(t, s, key, "me:1")
+	assert.Equal(t, 1, s.Holds(key, "me:1"))
+	time.Sleep(2 * lease)
+	assert.NoError(t, g.Err(), "the new hold is renewed")
+	assert.Positive(t, pttl(t, rc, key))
+
+	_, held, end = s.Release(key, "me:1")
+	require.True(t, held)
+	end(renewal.Decremented) // the server keeps the unanswered one
+	assert.ErrorIs(t, context.Cause(g), context.Canceled)
+	assert.Zero(t, s.Len())
+	assert.Eventually(t, func() bool { return pttl(t, rc, key) == -2 }, 2*lease, 10*time.Millisecond,
+		"the hold the owner no longer counts is still renewed")
 }
 
 func TestReleaseKeepsTheRemainingLease(t *testing.T) {

@@ -62,31 +62,32 @@ func (s *Scheduler) run(ctx context.Context) {
 	}
 }
 
-// nextExpiry returns when the first watchdog hold is lost unconfirmed
-// (Entry.lostAt), if any.
+// nextExpiry returns when the first entry that ends with its validity is
+// lost unconfirmed (Entry.lostAt), if any.
 func (s *Scheduler) nextExpiry() (time.Time, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var next time.Time
 	for _, e := range s.entries {
-		if e.watchdog > 0 && (next.IsZero() || e.lostAt().Before(next)) {
+		if e.endsWithValidity() && (next.IsZero() || e.lostAt().Before(next)) {
 			next = e.lostAt()
 		}
 	}
 	return next, !next.IsZero()
 }
 
-// expireUnconfirmed ends, as lost, every watchdog hold whose validity has
-// ended without a confirmed renewal (and without a renewal still in
-// flight that could confirm it, Entry.lostAt): the server's TTL may have
-// run out, so the hold is lost at that moment. A hold being released is
-// lost too: its unlock, not yet answered, may come too late; it still
-// reports what the server did.
+// expireUnconfirmed ends, as lost, every entry that ends with its validity
+// (Entry.endsWithValidity) once that validity has ended without a
+// confirmed renewal (and without a renewal still in flight that could
+// confirm it, Entry.lostAt): the server's TTL may have run out, so the
+// hold is lost at that moment. A hold being released is lost too: its
+// unlock, not yet answered, may come too late; it still reports what the
+// server did.
 func (s *Scheduler) expireUnconfirmed(now time.Time) {
 	var lost []lostEntry
 	s.mu.Lock()
 	for _, e := range s.entries {
-		if e.watchdog > 0 && !now.Before(e.lostAt()) {
+		if e.endsWithValidity() && !now.Before(e.lostAt()) {
 			cause := fmt.Errorf("%w: not renewed within the lease", e.task.Lost)
 			if e.failing != nil {
 				cause = fmt.Errorf("%w: %w", cause, e.failing)
@@ -141,16 +142,15 @@ func (s *Scheduler) renew(ctx context.Context, now time.Time, urgent bool) {
 	s.mu.Lock()
 	s.pruneLost(now)
 	for _, e := range s.entries {
-		if e.releasing > 0 {
+		if e.releasing > 0 || len(e.holds) == 0 {
+			// An unlock in flight, or only a hold whose unlock got no
+			// answer: that one lives out its validity.
 			continue
 		}
 		if e.watchdog == 0 {
 			if !now.Before(e.leaseUntil) {
 				lost = append(lost, s.lose(e, e.task.Lost, now))
 			}
-			continue
-		}
-		if e.doubtful {
 			continue
 		}
 		if urgent && e.validUntil.Sub(now) >= 2*s.Interval() {
