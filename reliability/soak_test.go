@@ -573,17 +573,18 @@ func (w *soakWindowCheck) advance(ctx context.Context, o *Oracle) error {
 
 // brief is a row on one line, for the log.
 func (r soakRow) brief() string {
-	var heap, gor []string
+	var heap, gor, holds []string
 	for _, p := range r.Procs {
 		if p == nil {
-			heap, gor = append(heap, "-"), append(gor, "-")
+			heap, gor, holds = append(heap, "-"), append(gor, "-"), append(holds, "-")
 			continue
 		}
 		heap = append(heap, fmt.Sprintf("%.2f", mib(p.HeapAlloc)))
 		gor = append(gor, strconv.Itoa(p.Goroutines))
+		holds = append(holds, strconv.Itoa(p.Stats.Holds))
 	}
-	return fmt.Sprintf("heap MiB %s, goroutines %s, conns %v, subs %v, channels %d, faults %d, %s, checker overlaps %d",
-		strings.Join(heap, "/"), strings.Join(gor, "/"), r.Conns, r.Subs, r.Channels, r.Faults, r.Oracle, r.Checker)
+	return fmt.Sprintf("heap MiB %s, goroutines %s, holds %s, conns %v, subs %v, channels %d, faults %d, %s, checker overlaps %d",
+		strings.Join(heap, "/"), strings.Join(gor, "/"), strings.Join(holds, "/"), r.Conns, r.Subs, r.Channels, r.Faults, r.Oracle, r.Checker)
 }
 
 func mib(b uint64) float64 { return float64(b) / (1 << 20) }

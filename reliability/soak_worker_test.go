@@ -116,6 +116,10 @@ func writeHeapProfile(path string) {
 }
 
 func soakWorker() error {
+	if os.Getenv("INTERLOCK_SOAK_PROFILE") != "" {
+		// Profiles precise enough to tell a few thousand small objects.
+		runtime.MemProfileRate = 4096
+	}
 	var cfg soakConfig
 	if err := workerConfig(&cfg); err != nil {
 		return err
