@@ -26,8 +26,9 @@ type Locker interface {
 	// Unlock releases one hold of the calling owner, and the lock with the
 	// last one, waking waiters here and in Java. An owner that holds
 	// nothing gets an error wrapping ErrNotHeld. Without an answer it
-	// returns the connection's error, and the hold, no longer renewed,
-	// ends with its validity unless a retry answers first.
+	// returns the connection's error and stops counting the hold, which
+	// ends with its validity (or the owner's other holds) unless a retry
+	// answers first.
 	Unlock(ctx context.Context) error
 	// ForceUnlock deletes the lock whoever holds it, wakes its waiters and
 	// reports whether there was one to delete; this Client's holds on it

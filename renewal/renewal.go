@@ -410,9 +410,9 @@ func (s *Scheduler) Remaining(key, owner string) time.Duration {
 type Outcome int
 
 const (
-	// Unknown: the unlock failed without an answer. The entry is kept
-	// but no longer renewed: it is lost when its validity ends, unless a
-	// later unlock of it answers first.
+	// Unknown: the unlock failed without an answer. The hold is no
+	// longer counted; an entry left with none is not renewed and is lost
+	// when its validity ends, unless a later unlock of it answers first.
 	Unknown Outcome = iota
 	// Decremented: one hold was released and others remain.
 	Decremented
