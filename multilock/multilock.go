@@ -31,6 +31,11 @@ const (
 	// rather than a busy member, doubled up to maxErrorPause.
 	errorPause    = 50 * time.Millisecond
 	maxErrorPause = time.Second
+	// Past its wait, a member's last try gets a quarter of the wait, at
+	// least minLastTry (a round trip a healthy server answers: a try cut
+	// short in flight can run after its undo) and at most maxLastTry.
+	minLastTry = 20 * time.Millisecond
+	maxLastTry = 250 * time.Millisecond
 )
 
 // Mutex holds a set of locks together: all of them (New, Redisson's
@@ -265,7 +270,7 @@ func (m *Mutex) tryMember(ctx context.Context, member interlock.Locker, w, lease
 	if w <= 0 {
 		return member.TryLock(ctx, 0, lease)
 	}
-	mctx, cancel := context.WithTimeout(ctx, w+min(w/4, 250*time.Millisecond))
+	mctx, cancel := context.WithTimeout(ctx, w+min(max(w/4, minLastTry), maxLastTry))
 	defer cancel()
 	ok, err := member.TryLock(mctx, w, lease)
 	if err != nil && ctx.Err() == nil && mctx.Err() != nil {

@@ -76,9 +76,9 @@ func TestT33MultiLockLostAcquireReply(t *testing.T) {
 			require.NoError(t, err)
 			t.Cleanup(func() { _ = other.Close() })
 			var (
-				failed, acquired, wrong, notDropped int
-				settle, later                       []time.Duration
-				errs                                netErrTally
+				failed, acquired, wrong, notDropped, late int
+				settle, later                             []time.Duration
+				errs                                      netErrTally
 			)
 			for i := range iters * len(mlVariants) {
 				v := mlVariants[i%len(mlVariants)]
@@ -133,9 +133,13 @@ func TestT33MultiLockLostAcquireReply(t *testing.T) {
 					t.Errorf("%d %s: after the call: %+v", i, v.name, s)
 				}
 				if left := netKeysLeft(t, e.direct); len(left) > 0 {
-					wrong++
-					t.Errorf("%d %s: keys left:\n%s", i, v.name, netDump(e.direct, left))
-					require.NoError(t, e.direct.Do(ctx, e.direct.B().Del().Key(left...).Build()).Error())
+					if t33Late(ctx, t, e, left, first, second) {
+						late++
+					} else {
+						wrong++
+						t.Errorf("%d %s: keys left:\n%s", i, v.name, netDump(e.direct, left))
+						require.NoError(t, e.direct.Do(ctx, e.direct.B().Del().Key(left...).Build()).Error())
+					}
 				}
 				// Another owner, through another Client, at once.
 				om := open(other)
@@ -155,11 +159,39 @@ func TestT33MultiLockLostAcquireReply(t *testing.T) {
 				}
 			}
 			t.Run("lost-relet-reply", func(t *testing.T) { t33LostRelet(t, e, k) })
-			t.Logf("T33 %s: %d calls (%d per variant), %d failed cleanly, %d Locks gathered again with counts 1 and 1, %d wrong, %d not dropped; clean-up settled in %s; another owner's TryLock %s; errors: %v",
-				k.name, iters*len(mlVariants), iters, failed, acquired, wrong, notDropped, procDurations(settle), procDurations(later), &errs)
+			t.Logf("T33 %s: %d calls (%d per variant), %d failed cleanly, %d Locks gathered again with counts 1 and 1, %d wrong, %d not dropped, %d members acquired after their undo (expired by themselves); clean-up settled in %s; another owner's TryLock %s; errors: %v",
+				k.name, iters*len(mlVariants), iters, failed, acquired, wrong, notDropped, late, procDurations(settle), procDurations(later), &errs)
 			assert.Zero(t, notDropped, "calls in which the proxy dropped no acquire reply")
 		})
 	}
+}
+
+// t33Late reports whether the keys left after a settled clean-up are an
+// acquisition the server ran after its undo (docs/reliability.md, "an
+// acquisition cut short in flight can outlive its undo"): only the call's
+// own members, each with a TTL within the watchdog timeout, which nothing
+// renews, so that each is gone by itself within it.
+func t33Late(ctx context.Context, t *testing.T, e *netEnv, left []string, first, second string) bool {
+	t.Helper()
+	var until time.Time
+	for _, k := range left {
+		pttl, err := netPTTL(ctx, e.direct, k)
+		if (k != first && k != second) || err != nil || pttl <= 0 || pttl > 2000 {
+			return false
+		}
+		if end := time.Now().Add(time.Duration(pttl) * time.Millisecond); end.After(until) {
+			until = end
+		}
+	}
+	t.Logf("members acquired after their undo:\n%s", netDump(e.direct, left))
+	for time.Now().Before(until.Add(500 * time.Millisecond)) {
+		n, err := e.direct.Do(ctx, e.direct.B().Exists().Key(left...).Build()).AsInt64()
+		if err == nil && n == 0 {
+			return true
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return false
 }
 
 // mlLocker returns the lock of kind k called name on c.
