@@ -9,6 +9,7 @@ var (
 	fairForceUnlock   = load("fair_force_unlock", true)
 	fairAcquireFailed = load("fair_acquire_failed", true)
 	fairUndoAcquire   = load("fair_undo_acquire", false)
+	fairTransfer      = load("fair_transfer", false)
 )
 
 // FairAcquire returns fair_acquire.lua.
@@ -28,3 +29,6 @@ func FairAcquireFailed() *Script { return fairAcquireFailed }
 
 // FairUndoAcquire returns fair_undo_acquire.lua.
 func FairUndoAcquire() *Script { return fairUndoAcquire }
+
+// FairTransfer returns fair_transfer.lua.
+func FairTransfer() *Script { return fairTransfer }

@@ -7,6 +7,7 @@ var (
 	unlock      = load("unlock", false)
 	forceUnlock = load("force_unlock", false)
 	undoAcquire = load("undo_acquire", false)
+	transfer    = load("transfer", false)
 	renew       = load("renew", true)
 )
 
@@ -24,3 +25,6 @@ func UndoAcquire() *Script { return undoAcquire }
 
 // Renew returns renew.lua.
 func Renew() *Script { return renew }
+
+// Transfer returns transfer.lua.
+func Transfer() *Script { return transfer }

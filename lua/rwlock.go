@@ -4,15 +4,16 @@ package lua
 // RedissonWriteLock and the watchdog's ReadLockTask). The write lock's
 // watchdog renewal is Renew, Redisson's LockTask.
 var (
-	rwReadAcquire  = load("rw_read_acquire", false)
-	rwWriteAcquire = load("rw_write_acquire", false)
-	rwReadUnlock   = load("rw_read_unlock", false)
-	rwWriteUnlock  = load("rw_write_unlock", false)
-	rwForceUnlock  = load("rw_force_unlock", true)
-	rwReadIsLocked = load("rw_read_is_locked", true)
-	rwRenewRead    = load("rw_renew_read", true)
-	rwUndoRead     = load("rw_undo_read", false)
-	rwUndoWrite    = load("rw_undo_write", false)
+	rwReadAcquire   = load("rw_read_acquire", false)
+	rwWriteAcquire  = load("rw_write_acquire", false)
+	rwReadUnlock    = load("rw_read_unlock", false)
+	rwWriteUnlock   = load("rw_write_unlock", false)
+	rwForceUnlock   = load("rw_force_unlock", true)
+	rwReadIsLocked  = load("rw_read_is_locked", true)
+	rwRenewRead     = load("rw_renew_read", true)
+	rwUndoRead      = load("rw_undo_read", false)
+	rwUndoWrite     = load("rw_undo_write", false)
+	rwWriteTransfer = load("rw_write_transfer", false)
 )
 
 // RWReadAcquire returns rw_read_acquire.lua.
@@ -41,3 +42,6 @@ func RWUndoRead() *Script { return rwUndoRead }
 
 // RWUndoWrite returns rw_undo_write.lua.
 func RWUndoWrite() *Script { return rwUndoWrite }
+
+// RWWriteTransfer returns rw_write_transfer.lua.
+func RWWriteTransfer() *Script { return rwWriteTransfer }
