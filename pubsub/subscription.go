@@ -15,6 +15,7 @@ const (
 	wakeRelay               // a wake-all (any other payload, or a resubscription) reached this waiter in turn
 	wakeClosed              // the hub closed
 	wakeSubClose            // the Subscription itself was closed
+	wakeCalled              // Subscription.Wake
 )
 
 // waiter is the parking spot of one Subscription. Its channel has capacity
@@ -259,6 +260,9 @@ type Subscription struct {
 	// one is set when the last Wait returned for a wake-up of one waiter,
 	// which HandOn hands on; guarded by e.mu.
 	one bool
+	// woken is set by a Wake that found no Wait parked, for the next
+	// Wait to return at once; guarded by e.mu.
+	woken bool
 }
 
 func newSubscription(h *Hub, e *entry) *Subscription {
@@ -315,6 +319,11 @@ func (s *Subscription) Wait(ctx context.Context, d time.Duration) error {
 	case e.closed:
 		e.mu.Unlock()
 		return ErrClosed
+	case s.woken:
+		// Before a stored wake-up, which stays for the next Wait.
+		s.woken = false
+		e.mu.Unlock()
+		return nil
 	case e.permits > 0:
 		e.permits--
 		e.trying++
@@ -393,6 +402,21 @@ func (s *Subscription) Wait(ctx context.Context, d time.Duration) error {
 		return ErrSubscriptionClosed
 	}
 	return nil
+}
+
+// Wake ends the Wait parked on this Subscription, which returns nil, or
+// the next one when none is parked: its owner is to act at once on
+// something other than a message (a lock passed to it by a releasing
+// holder of its process). It consumes no wake-up of the channel.
+func (s *Subscription) Wake() {
+	e := s.e
+	e.mu.Lock()
+	if s.w.parked {
+		e.signal(&s.w, wakeCalled)
+	} else {
+		s.woken = true
+	}
+	e.mu.Unlock()
 }
 
 // Close releases this Subscription's reference to the channel. A Wait parked

@@ -78,6 +78,9 @@ type Runtime struct {
 	Cfg     Config
 	Hub     *pubsub.Hub
 	Renewal *renewal.Scheduler
+	// Transfers is where this Client's waiters stand ready to be passed a
+	// lock by its releasing holder.
+	Transfers *Transfers
 
 	latches *deleter
 	settle  *settler
@@ -146,6 +149,7 @@ func New(rc rueidis.Client, cfg Config) (*Runtime, error) {
 		Cfg:        cfg,
 		Hub:        hub,
 		Renewal:    sched,
+		Transfers:  newTransfers(),
 		latches:    newDeleter(rc, cluster),
 		settle:     newSettler(cfg.ErrClosed),
 		writeWaits: waitCounts{m: make(map[waitKey]int)},

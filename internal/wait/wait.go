@@ -59,6 +59,22 @@ type Spec struct {
 	// Waiters, when set, counts the acquisitions parked in a wait: one
 	// while this one waits after a failed try (or behind parked waiters).
 	Waiters *atomic.Int64
+	// Transfer, when set, lets a releasing holder of this process pass
+	// the lock to the waiter while it waits for a message.
+	Transfer Transfer
+}
+
+// Transfer is how a waiter stands ready, while it waits for a message, to
+// be passed the lock by a holder of its process that releases it.
+type Transfer interface {
+	// Stand makes the waiter one to pass the lock to, until Taken; wake
+	// ends its wait when a releasing holder claims it.
+	Stand(wake func())
+	// Taken ends the standing after the wait and reports whether the lock
+	// was passed to the waiter, which then holds it. When ctx has ended
+	// before the outcome of a claim came, it returns ctx's error and
+	// leaves the outcome to be taken back if need be.
+	Taken(ctx context.Context) (bool, error)
 }
 
 // park counts the caller in s.Waiters (if set) and returns the counter,
@@ -162,7 +178,11 @@ func loop(ctx context.Context, s Spec, sub *pubsub.Subscription, d time.Duration
 		p       = pacer{pace: s.Pace}
 		lastTTL = d
 		lastAt  = time.Now()
+		wake    func()
 	)
+	if s.Transfer != nil {
+		wake = sub.Wake
+	}
 	for {
 		if !s.Forever {
 			left := time.Until(s.Deadline)
@@ -188,7 +208,14 @@ func loop(ctx context.Context, s Spec, sub *pubsub.Subscription, d time.Duration
 			}
 		}
 		start := time.Now()
-		if err := sub.Wait(ctx, d); err != nil {
+		err := s.wait(ctx, sub, d, wake)
+		if s.Transfer != nil {
+			if ok, terr := s.Transfer.Taken(ctx); ok || terr != nil {
+				sub.Pass()
+				return ok, terr
+			}
+		}
+		if err != nil {
 			return false, err
 		}
 		woken := d < 0 || time.Since(start) < d
@@ -206,6 +233,15 @@ func loop(ctx context.Context, s Spec, sub *pubsub.Subscription, d time.Duration
 		}
 		lastTTL, lastAt, d = next, now, next
 	}
+}
+
+// wait is sub.Wait, standing ready for a transfer meanwhile if s takes
+// them.
+func (s *Spec) wait(ctx context.Context, sub *pubsub.Subscription, d time.Duration, wake func()) error {
+	if s.Transfer != nil {
+		s.Transfer.Stand(wake)
+	}
+	return sub.Wait(ctx, d)
 }
 
 // handedOff reports whether a holder's TTL of next, seen elapsed after a
