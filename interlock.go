@@ -83,12 +83,16 @@ type Stats struct {
 	// Waiters counts the calls (acquisitions, latch awaits) waiting now:
 	// past a first try that failed, or queued behind this Client's waiters.
 	Waiters int
+	// Transfers counts, since New, the unlocks that passed a lock to a
+	// waiter of this Client in their own round trip ("Hand-off" in the
+	// package documentation).
+	Transfers uint64
 }
 
 // Stats returns a snapshot of the Client's records. It sends nothing.
 func (c *Client) Stats() Stats {
 	return Stats{Holds: c.rt.Renewal.Len(), Channels: c.rt.Hub.Channels(), UndoQueue: c.rt.UndoQueue(),
-		Waiters: int(c.rt.Waiters().Load())}
+		Waiters: int(c.rt.Waiters().Load()), Transfers: c.rt.Transfers.Passed()}
 }
 
 // Close stops every goroutine and subscription the Client started and

@@ -94,6 +94,7 @@ const (
 	OutcomeCancelled   = "cancelled"   // acquire: the context ended first
 	OutcomeReleased    = "released"    // release: the last hold is gone, waiters woken
 	OutcomeDecremented = "decremented" // release: one hold of several released
+	OutcomeTransferred = "transferred" // release: the last hold went to a waiter of the Client
 	OutcomeNotHeld     = "not_held"    // release: the owner held nothing
 	OutcomeOK          = "ok"          // renew, undo, resend, pubsub reconnect: done
 	OutcomeError       = "error"       // any op: failed with Err

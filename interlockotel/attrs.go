@@ -178,7 +178,7 @@ func kindIndex(k string) int {
 	return -1
 }
 
-const numOutcomes = 10
+const numOutcomes = 11
 
 // outcomeIndex numbers the known outcomes from 1 (0 is "no outcome
 // attribute"); -1 for any other.
@@ -202,6 +202,8 @@ func outcomeIndex(o string) int {
 		return 8
 	case interlock.OutcomeError:
 		return 9
+	case interlock.OutcomeTransferred:
+		return 10
 	}
 	return -1
 }

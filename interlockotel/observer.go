@@ -125,7 +125,7 @@ func (o *Observer) Observe(ctx context.Context, e interlock.Event) {
 		ns := o.sets.named(e.Name)
 		a := o.sets.in(ns, o.names, e.Kind, e.Name, e.Outcome, true)
 		a.n[cReleases].Add(1)
-		if e.Held > 0 && (e.Outcome == interlock.OutcomeReleased || e.Outcome == interlock.OutcomeDecremented) {
+		if e.Held > 0 && (e.Outcome == interlock.OutcomeReleased || e.Outcome == interlock.OutcomeDecremented || e.Outcome == interlock.OutcomeTransferred) {
 			histogram(&o.sets.in(ns, o.names, e.Kind, e.Name, "", false).hold, holdBuckets).record(e.Held.Seconds())
 		}
 		o.span(ctx, &e, a, false)

@@ -33,11 +33,12 @@ type attempt struct {
 	l             *Common
 	owner, holder string
 	lease, grace  time.Duration
-	call          *Call  // the acquire script to send
-	queues        bool   // call may queue the owner (a fair waiter)
-	queued        bool   // a call that may have queued the owner was sent
-	sends         int32  // acquire scripts sent (in the bools' padding)
-	token         uint64 // the token of a ReplyToken acquisition
+	call          *Call          // the acquire script to send
+	queues        bool           // call may queue the owner (a fair waiter)
+	queued        bool           // a call that may have queued the owner was sent
+	sends         int32          // acquire scripts sent (in the bools' padding)
+	token         uint64         // the token of a ReplyToken acquisition
+	offer         *runtime.Offer // standing for a transfer, made on first use
 }
 
 // acquire runs the waiting algorithm of internal/wait with the kind's
@@ -99,6 +100,9 @@ func (a *attempt) run(ctx context.Context, maxWait time.Duration, forever bool) 
 		Try:     a.try,
 		Waiters: l.rt.Waiters(),
 	}
+	if a.transfers() {
+		spec.Transfer = a
+	}
 	var err error
 	if waits && l.backoff == nil {
 		if spec.Sharded, err = l.rt.Sharded(ctx); err != nil {
@@ -115,6 +119,75 @@ func (a *attempt) run(ctx context.Context, maxWait time.Duration, forever bool) 
 	}
 	return a.token, true, nil
 }
+
+// transfers reports whether a releasing holder of this Client may pass
+// the lock to this attempt while it waits: a kind with a transfer script,
+// an owner that holds none of it, outside safe and replica-sync modes
+// (whose acks a transfer would have to wait for on the waiter's behalf).
+func (a *attempt) transfers() bool {
+	l := a.l
+	return l.kind.Transfer != nil && l.holds(a.holder) == 0 && l.rt.Cfg.ReplicaAcks == 0 && !l.rt.Cfg.ReplicaSync
+}
+
+// Stand offers this attempt to a releasing holder of this Client
+// (wait.Transfer).
+func (a *attempt) Stand(wake func()) {
+	if a.offer == nil {
+		lease := a.lease
+		if lease == 0 {
+			lease = a.l.rt.Cfg.Watchdog
+		}
+		a.offer = &runtime.Offer{Holder: a.holder, Lease: lease, Grace: a.grace}
+	}
+	a.l.rt.Transfers.Stand(a.offer, a.l.name, a.l.kind, wake)
+}
+
+// Taken withdraws the offer and takes what a claim of it gave
+// (wait.Transfer): a passed lock is recorded as a successful try's is; a
+// transfer without an answer is taken back like a lost acquisition, and
+// the wait goes on. A caller whose ctx ends before the outcome leaves it
+// to the clean-up queue, which takes back a lock passed too late.
+func (a *attempt) Taken(ctx context.Context) (bool, error) {
+	l, t := a.l, a.l.rt.Transfers
+	if !t.Withdraw(a.offer) {
+		return false, nil
+	}
+	g, ok := t.Await(ctx, a.offer)
+	if !ok {
+		o := a.offer
+		a.offer = nil
+		l.rt.Cleanup(l.name, a.holder, time.Now().Add(o.Lease+unlockResendFor), func(ctx context.Context) error {
+			g, done := t.Result(o)
+			switch {
+			case !done:
+				return errTransferPending
+			case g.Passed || g.Unknown:
+				_, err := a.undoNow(ctx, 1)
+				return err
+			}
+			return nil
+		})
+		return false, ctx.Err()
+	}
+	switch {
+	case g.Unknown:
+		a.undo(ctx, l.holds(a.holder)+1)
+		return false, nil
+	case !g.Passed:
+		return false, nil
+	}
+	if err := l.rt.Renewal.HoldLabeled(l.name, a.holder, l.kind.Renew, a.lease, g.Sent, l.label); err != nil {
+		a.undo(ctx, 1)
+		return false, interlock.ErrClosed
+	}
+	a.token = g.Token
+	a.queued = false // a fair waiter left the queue with the lock
+	return true, nil
+}
+
+// errTransferPending is the clean-up step's "try again" while the
+// outcome of a transfer its waiter left is still to come.
+var errTransferPending = errors.New("a transfer to a waiter that left has not answered yet")
 
 // opErrIf is opErr for a possibly nil error.
 func (l *Common) opErrIf(op string, err error) error {

@@ -56,7 +56,7 @@ func (a *attempt) acquireFair(ctx context.Context, maxWait time.Duration, foreve
 		return false, l.opErr("acquire", err)
 	}
 	busy := 0 // consecutive "free, but not your turn" answers
-	ok, err := wait.Acquire(ctx, wait.Spec{
+	spec := wait.Spec{
 		Hub:      l.rt.Hub,
 		Channel:  l.channel + ":" + a.owner,
 		Sharded:  sharded,
@@ -77,7 +77,13 @@ func (a *attempt) acquireFair(ctx context.Context, maxWait time.Duration, foreve
 			busy++
 			return false, min(fairRetryMin<<min(busy-1, 10), fairRetryMax), nil
 		},
-	})
+	}
+	if a.transfers() {
+		// A releasing holder of this Client passes the lock only to a
+		// waiter at the head of the queue (fair_transfer.lua).
+		spec.Transfer = a
+	}
+	ok, err := wait.Acquire(ctx, spec)
 	err = l.opErrIf("acquire", err)
 	if !ok && a.queued {
 		// Whatever ended the wait, the owner must not keep a place in the

@@ -38,6 +38,11 @@ type Kind struct {
 	// Undo takes back the hold a lost acquisition may have taken, when
 	// the holder's count is Expected.
 	Undo Call
+	// Transfer, when set, is Unlock that passes the owner's last hold to
+	// Next with NextLease instead of releasing it, latched too: it answers
+	// nil, 0 or 1 as Unlock does when it passes nothing, and {2, token}
+	// (token 0 but for a ReplyToken kind) when it passed the lock.
+	Transfer *Call
 	// Force deletes the lock whoever holds it and answers 1 if it did.
 	Force Call
 	// IsLocked, when set, answers 1 when the lock is held; without it
@@ -115,6 +120,9 @@ const (
 	srcLatch
 	srcLatchTTL
 	srcExpected
+	srcNext
+	srcNextLease
+	srcNextGrace
 )
 
 // The values the engine knows at each call.
@@ -129,6 +137,11 @@ var (
 	Latch    = Arg{src: srcLatch}    // the unlock's latch key
 	LatchTTL = Arg{src: srcLatchTTL} // the latch's lifetime in ms
 	Expected = Arg{src: srcExpected} // the hold count an undo expects
+	// Next and NextLease are a transfer's next holder and its lease in ms.
+	Next      = Arg{src: srcNext}
+	NextLease = Arg{src: srcNextLease}
+	// NextGrace is a fair transfer's next holder's wait in ms.
+	NextGrace = Arg{src: srcNextGrace}
 )
 
 // Lit is a fixed argument.
@@ -177,6 +190,8 @@ func Reentrant(name, event string) Kind {
 			Args: []Arg{Lit("0"), Lease, Owner, Publish, LatchTTL}},
 		Undo:  Call{Script: lua.UndoAcquire, Keys: []Arg{Name, Channel}, Args: []Arg{Lit("0"), Owner, Expected, Publish}},
 		Force: Call{Script: lua.ForceUnlock, Keys: []Arg{Name, Channel}, Args: []Arg{Lit("0"), Publish}},
+		Transfer: &Call{Script: lua.Transfer, Keys: []Arg{Name, Latch},
+			Args: []Arg{Lease, Owner, LatchTTL, Next, NextLease}},
 		Renew: RenewTask,
 	}
 }
@@ -202,9 +217,11 @@ func FairKind(name, event string) Kind {
 		Unlock: Call{Script: lua.FairUnlock, Keys: []Arg{Name, queue, timeouts, Channel, Latch},
 			Args: []Arg{Lit("0"), Lease, Owner, Now, Publish, LatchTTL}},
 		ExpiredReply: 2,
-		Undo:         Call{Script: lua.FairUndoAcquire, Keys: []Arg{Name, queue, timeouts, Channel}, Args: []Arg{Lit("0"), Owner, Expected, Publish, Now}},
-		Force:        Call{Script: lua.FairForceUnlock, Keys: []Arg{Name, queue, timeouts, Channel}, Args: []Arg{Lit("0"), Now, Publish}},
-		Renew:        RenewTask,
+		Transfer: &Call{Script: lua.FairTransfer, Keys: []Arg{Name, queue, timeouts, Channel, Latch},
+			Args: []Arg{Lit("0"), Lease, Owner, Now, Publish, LatchTTL, Next, NextLease, NextGrace}},
+		Undo:  Call{Script: lua.FairUndoAcquire, Keys: []Arg{Name, queue, timeouts, Channel}, Args: []Arg{Lit("0"), Owner, Expected, Publish, Now}},
+		Force: Call{Script: lua.FairForceUnlock, Keys: []Arg{Name, queue, timeouts, Channel}, Args: []Arg{Lit("0"), Now, Publish}},
+		Renew: RenewTask,
 	}
 }
 
@@ -218,6 +235,9 @@ type vals struct {
 	publish       string
 	latch         string
 	expected      int
+	next          string        // a transfer's next holder
+	nextLease     time.Duration // the lease its hold gets
+	nextGrace     time.Duration // and a fair waiter's wait
 }
 
 // fill builds the strings of args for lock l.
@@ -253,6 +273,12 @@ func (l *Common) fill(args []Arg, v *vals) []string {
 			out[i] = MS(latchTTL)
 		case srcExpected:
 			out[i] = strconv.Itoa(v.expected)
+		case srcNext:
+			out[i] = v.next
+		case srcNextLease:
+			out[i] = MS(v.nextLease)
+		case srcNextGrace:
+			out[i] = MS(v.nextGrace)
 		}
 	}
 	return out

@@ -34,18 +34,21 @@ func (l *Common) Unlock(ctx context.Context) error {
 		return err
 	}
 	if l.obs == nil {
-		_, _, err := l.unlock(ctx, owner, holder)
+		_, _, _, err := l.unlock(ctx, owner, holder)
 		return err
 	}
 	start := time.Now()
 	since := l.rt.Renewal.HeldSince(l.name, holder)
-	outcome, sends, err := l.unlock(ctx, owner, holder)
+	outcome, sends, passed, err := l.unlock(ctx, owner, holder)
 	e := interlock.Event{Op: interlock.OpRelease, Duration: time.Since(start), Attempts: sends, Err: err}
 	switch outcome {
 	case renewal.Released, renewal.Decremented:
 		e.Outcome = interlock.OutcomeReleased
-		if outcome == renewal.Decremented {
+		switch {
+		case outcome == renewal.Decremented:
 			e.Outcome = interlock.OutcomeDecremented
+		case passed:
+			e.Outcome = interlock.OutcomeTransferred
 		}
 		if !since.IsZero() {
 			e.Held = start.Sub(since)
@@ -60,8 +63,11 @@ func (l *Common) Unlock(ctx context.Context) error {
 }
 
 // unlock is Unlock with the owner resolved: it returns what the server
-// did and how many times the script was sent.
-func (l *Common) unlock(ctx context.Context, owner, holder string) (outcome renewal.Outcome, sends int, err error) {
+// did, how many times the script was sent, and whether the lock went to
+// a waiter of this Client.
+func (l *Common) unlock(ctx context.Context, owner, holder string) (outcome renewal.Outcome, sends int, passed bool, err error) {
+	// The owner's last hold may go to a waiter of this Client.
+	last := l.kind.Transfer != nil && l.rt.Transfers.Standing() && l.holds(holder) == 1
 	lease, held, end := l.rt.Renewal.Release(l.name, holder)
 	defer func() { end(outcome) }()
 	var lost error
@@ -72,9 +78,9 @@ func (l *Common) unlock(ctx context.Context, owner, holder string) (outcome rene
 	pub, err := l.rt.PublishCommand(ctx)
 	switch {
 	case err != nil && lost != nil:
-		return renewal.NotHeld, 0, lostErr()
+		return renewal.NotHeld, 0, false, lostErr()
 	case err != nil:
-		return renewal.Unknown, 0, l.opErr("unlock", err)
+		return renewal.Unknown, 0, false, l.opErr("unlock", err)
 	}
 	v := &vals{owner: owner, holder: holder, lease: lease, publish: pub,
 		latch: keys.UnlockLatch(l.name, keys.RequestID())}
@@ -90,10 +96,12 @@ func (l *Common) unlock(ctx context.Context, owner, holder string) (outcome rene
 		cancel()
 		if !Answered(res) {
 			l.releaseLater(v)
-			return renewal.NotHeld, sends, lostErr()
+			return renewal.NotHeld, sends, false, lostErr()
 		}
+	} else if o := l.claim(last, owner); o != nil {
+		return l.transfer(ctx, v, o)
 	} else {
-		res, sends = l.resend(ctx, &acks, v)
+		res, sends = l.resend(ctx, &acks, &l.kind.Unlock, v)
 	}
 	// The script may have written the latch whatever it answered.
 	l.rt.DeleteLater(v.latch)
@@ -104,12 +112,12 @@ func (l *Common) unlock(ctx context.Context, owner, holder string) (outcome rene
 	switch {
 	case rueidis.IsRedisNil(err) && lost != nil:
 		outcome = renewal.NotHeld
-		return outcome, sends, lostErr()
+		return outcome, sends, false, lostErr()
 	case rueidis.IsRedisNil(err):
 		outcome = renewal.NotHeld
-		return outcome, sends, l.opErr("unlock", interlock.ErrNotHeld)
+		return outcome, sends, false, l.opErr("unlock", interlock.ErrNotHeld)
 	case err != nil:
-		return renewal.Unknown, sends, l.opErr("unlock", err)
+		return renewal.Unknown, sends, false, l.opErr("unlock", err)
 	case n == 1:
 		outcome = renewal.Released
 	default:
@@ -119,7 +127,7 @@ func (l *Common) unlock(ctx context.Context, owner, holder string) (outcome rene
 	if n == 1 && l.kind.Upgrade != nil && l.holds(owner) > 0 && (err == nil || errors.Is(err, interlock.ErrReplication)) {
 		l.rt.WakeAll(ctx, l.channel) // a downgrade: readers may enter, and nothing was published
 	}
-	return outcome, sends, l.opErrIf("unlock", err)
+	return outcome, sends, false, l.opErrIf("unlock", err)
 }
 
 // resend sends the unlock until a reply comes back: a connection error
@@ -128,10 +136,10 @@ func (l *Common) unlock(ctx context.Context, owner, holder string) (outcome rene
 // partition's connection can fail several sends in a row while it is
 // being replaced. It returns the last reply and how many sends there were;
 // the Observer hears of every send after the first.
-func (l *Common) resend(ctx context.Context, acks *runtime.Acks, v *vals) (rueidis.RedisResult, int) {
+func (l *Common) resend(ctx context.Context, acks *runtime.Acks, call *Call, v *vals) (rueidis.RedisResult, int) {
 	first := time.Now()
 	for n, gap := 1, unlockPauseMin; ; n, gap = n+1, min(2*gap, unlockPauseMax) {
-		res := l.exec(ctx, acks, &l.kind.Unlock, v)
+		res := l.exec(ctx, acks, call, v)
 		replied := Answered(res) // nil ("not held") included
 		if n > 1 && l.obs != nil {
 			e := interlock.Event{Op: interlock.OpResend, Outcome: interlock.OutcomeOK, Attempts: n}
@@ -169,4 +177,67 @@ func (l *Common) releaseLater(v *vals) {
 		}
 		return res.Error()
 	})
+}
+
+// claim returns the waiter of this Client to pass the owner's last hold
+// to, if one stands ready and the lock's run of transfers is not over:
+// never in safe or replica-sync mode, nor for a writer that keeps read
+// holds (its release is a downgrade).
+func (l *Common) claim(last bool, owner string) *runtime.Offer {
+	if !last || l.rt.Cfg.ReplicaAcks > 0 || l.rt.Cfg.ReplicaSync || (l.kind.Upgrade != nil && l.holds(owner) > 0) {
+		return nil
+	}
+	return l.rt.Transfers.Claim(l.name, l.kind, time.Now())
+}
+
+// transfer is unlock's release of the owner's last hold by passing it to
+// the waiter of o, resent under its latch as an unlock is. Whatever the
+// outcome, o's waiter hears it: the lock, a reason to try (the lock is not
+// held as the Client thought), an unknown outcome to take back, or
+// nothing at all when it is to go on waiting (the owner's holds remain,
+// or the lock went to another waiter, who was told).
+func (l *Common) transfer(ctx context.Context, v *vals, o *runtime.Offer) (outcome renewal.Outcome, sends int, passed bool, err error) {
+	v.next, v.nextLease, v.nextGrace = o.Holder, o.Lease, o.Grace
+	g, keep := runtime.Grant{Sent: time.Now()}, false
+	defer func() {
+		if keep {
+			l.rt.Transfers.Unclaim(o)
+		} else {
+			l.rt.Transfers.Resolve(o, g)
+		}
+	}()
+	res, sends := l.resend(ctx, &runtime.Acks{}, l.kind.Transfer, v)
+	l.rt.DeleteLater(v.latch)
+	if !Answered(res) {
+		g.Unknown = true
+		return renewal.Unknown, sends, false, l.opErr("unlock", res.Error())
+	}
+	if reply, err := res.AsIntSlice(); err == nil {
+		if len(reply) != 2 || reply[0] != 2 || reply[1] < 0 {
+			// Not this script's answer: whatever ran, take it back.
+			g.Unknown = true
+			return renewal.Unknown, sends, false, l.opErr("unlock", fmt.Errorf("transfer script answered %v", reply))
+		}
+		g.Passed, g.Token = true, uint64(reply[1])
+		return renewal.Released, sends, true, nil
+	}
+	n, err := res.AsInt64()
+	if err == nil && n == l.kind.ExpiredReply && n != 0 {
+		err = rueidis.Nil
+	}
+	switch {
+	case rueidis.IsRedisNil(err):
+		return renewal.NotHeld, sends, false, l.opErr("unlock", interlock.ErrNotHeld)
+	case err != nil:
+		g.Unknown = true
+		return renewal.Unknown, sends, false, l.opErr("unlock", err)
+	}
+	keep = true
+	if n == 0 {
+		return renewal.Decremented, sends, false, nil
+	}
+	if l.kind.Upgrade != nil {
+		l.rt.WakeAll(ctx, l.channel) // a downgrade: readers may enter
+	}
+	return renewal.Released, sends, false, nil
 }
