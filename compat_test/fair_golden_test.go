@@ -447,14 +447,17 @@ func runFairGolden(t *testing.T, env fairEnv, N, Q, Z, ch, latchPrefix, uniq str
 	// 6 + 8. A1 unlock: released, "0" on B5's channel only; B5, woken,
 	// takes the lock, leaves the queue, and A2's deadline moves back by
 	// the wait. (A2 sleeps on its PTTL timer: only the head is woken.)
+	// A2 waits on A1's Client, so the unlock offers it the lock
+	// (fair_transfer), which goes to the queue's head, B5, instead: the
+	// effects of fair_unlock.
 	gate.hold()
 	require.NoError(t, mA.Unlock(ctxA1))
 	require.NoError(t, <-b5)
 	v = r.step("15.2/6+8 unlock, head acquires", []string{ch + ":" + B5},
-		run(lua.FairUnlock(), ks(N, Q, Z, ch, vLatch), argv("0", ms30s, A1, vNow, pub, latchMillis), with(
+		run(lua.FairTransfer(), ks(N, Q, Z, ch, vLatch), argv("0", ms30s, A1, vNow, pub, latchMillis, A2, ms30s, fairWait), with(
 			[][]string{cmd("get", vLatch)}, with(purgeNone(B5),
 				cmd("exists", N), cmd("hexists", N, A1), cmd("hincrby", N, A1, "-1"), cmd("del", N),
-				cmd("set", vLatch, "1", "px", latchMillis), cmd("lindex", Q, "0"), cmd(pub, ch+":"+B5, "0"))...)...),
+				cmd("lindex", Q, "0"), cmd("set", vLatch, "1", "px", latchMillis), cmd(pub, ch+":"+B5, "0"))...)...),
 		run(lua.FairAcquire(), ks(N, Q, Z), argv(ms30s, B5, fairWait, "\x00now2"), with(purgeNone(B5),
 			cmd("exists", N), cmd("exists", Q), cmd("lindex", Q, "0"), cmd("lpop", Q), cmd("zrem", Z, B5),
 			cmd("zrange", Z, "0", "-1"), cmd("zincrby", Z, "-"+fairWait, A2), cmd("hset", N, B5, "1"), cmd("pexpire", N, ms30s))...))
@@ -582,7 +585,7 @@ func runFairGolden(t *testing.T, env fairEnv, N, Q, Z, ch, latchPrefix, uniq str
 			[][]string{cmd("get", vLatch)}, with(purgeNone(B5),
 				cmd("exists", N), cmd("lindex", Q, "0"), cmd(pub, ch+":"+B5, "0"),
 				cmd("set", vLatch, "2", "px", latchMillis))...)...))
-	assert.Equal(t, []reply{{n: 2}}, log.await(t, lua.FairUnlock(), A1, 3)[2:], "the server's answer to the unlock")
+	assert.Equal(t, []reply{{n: 2}}, log.await(t, lua.FairUnlock(), A1, 2)[1:], "the server's answer to the unlock (the first unlock of A1 offered the lock to A2: fair_transfer)")
 	assert.Equal(t, "2", ctl.str("GET", v["latch"]))
 	base.pttlWithin(v["latch"], 20*time.Second)
 	// A replay of the same request finds the latch: 2 again.
@@ -691,6 +694,58 @@ func runFairGolden(t *testing.T, env fairEnv, N, Q, Z, ch, latchPrefix, uniq str
 		run(lua.FairUnlock(), ks(N, Q, Z, ch, vLatch), argv("0", ms30s, X3, "\x00now2", pub, latchMillis),
 			cmd("get", vLatch), cmd("lindex", Q, "0"), cmd("exists", N), cmd("hexists", N, X3),
 			cmd("hincrby", N, X3, "-1"), cmd("del", N), cmd("set", vLatch, "1", "px", latchMillis), cmd("lindex", Q, "0")))
+
+	// ---- the transfer to the queue's head, a waiter of the same Client ----
+
+	// A1 holds; A2 (A1's Client) queues as the head and stands ready.
+	require.NoError(t, mA.Lock(ctxA1))
+	triedA2 := len(log.await(t, lua.FairAcquire(), A2, 0))
+	a2 = make(chan error, 1)
+	go func() { a2 <- mA.Lock(ctxA2) }()
+	log.await(t, lua.FairAcquire(), A2, triedA2+2)
+	require.Eventually(t, func() bool { return runtime.Of(a).Transfers.Offers() == 1 }, 10*time.Second, time.Millisecond, "A2 never stood ready")
+	v = r.step("transfer/1 A1 holds, A2 queues", nil,
+		acquire(ms30s, A1, fairWait, with(purgeNone(""),
+			cmd("exists", N), cmd("exists", Q), cmd("lpop", Q), cmd("zrem", Z, A1), cmd("zrange", Z, "0", "-1"),
+			cmd("hset", N, A1, "1"), cmd("pexpire", N, ms30s))...),
+		run(lua.FairAcquire(), ks(N, Q, Z), argv(ms30s, A2, fairWait, "\x00now2"), with(purgeNone(""),
+			cmd("exists", N), cmd("hexists", N, A2), cmd("zscore", Z, A2), cmd("lindex", Q, "-1"),
+			cmd("pttl", N), cmd("zadd", Z, vDL, A2), cmd("rpush", Q, A2))...),
+		run(lua.FairAcquire(), ks(N, Q, Z), argv(ms30s, A2, fairWait, "\x00now3"), with(purgeNone(A2),
+			cmd("exists", N), cmd("hexists", N, A2), cmd("zscore", Z, A2), cmd("pttl", N))...))
+	_, q, _ = state()
+	assert.Equal(t, []string{A2}, q)
+
+	// A1 unlocks: the lock goes to A2 in the same script, as the head's
+	// acquire would give it (out of the queue, one hold, the lease); no
+	// DEL, no message, latch "2:0".
+	gate.hold()
+	require.NoError(t, mA.Unlock(ctxA1))
+	require.NoError(t, <-a2)
+	v = r.step("transfer/2 A1's unlock passes the lock to A2", nil,
+		run(lua.FairTransfer(), ks(N, Q, Z, ch, vLatch), argv("0", ms30s, A1, vNow, pub, latchMillis, A2, ms30s, fairWait), with(
+			[][]string{cmd("get", vLatch)}, with(purgeNone(A2),
+				cmd("exists", N), cmd("hexists", N, A1), cmd("hincrby", N, A1, "-1"), cmd("del", N),
+				cmd("lindex", Q, "0"), cmd("lpop", Q), cmd("zrem", Z, A2), cmd("zrange", Z, "0", "-1"),
+				cmd("hset", N, A2, "1"), cmd("pexpire", N, ms30s), cmd("set", vLatch, "2:0", "px", latchMillis))...)...))
+	h, q, z = state()
+	assert.Equal(t, map[string]string{A2: "1"}, h)
+	assert.Empty(t, q)
+	assert.Empty(t, z)
+	assert.Equal(t, "2:0", ctl.str("GET", v["latch"]))
+	base.pttlWithin(N, 30*time.Second)
+	replayT, err := lua.FairTransfer().Exec(ctx, env.rc, ks(N, Q, Z, ch, v["latch"]),
+		argv("0", ms30s, A1, strconv.FormatInt(time.Now().UnixMilli(), 10), pub, latchMillis, A2, ms30s, fairWait)).AsIntSlice()
+	require.NoError(t, err)
+	assert.Equal(t, []int64{2, 0}, replayT)
+	r.step("transfer/3 replay", nil, run(lua.FairTransfer(), ks(N, Q, Z, ch, v["latch"]),
+		argv("0", ms30s, A1, vNow, pub, latchMillis, A2, ms30s, fairWait), cmd("get", v["latch"])))
+	base.latchDeleted(gate, v["latch"])
+	require.NoError(t, mA.Unlock(ctxA2))
+	r.step("transfer/4 A2 unlocks, nobody queued", nil,
+		run(lua.FairUnlock(), ks(N, Q, Z, ch, vLatch), argv("0", ms30s, A2, vNow, pub, latchMillis),
+			cmd("get", vLatch), cmd("lindex", Q, "0"), cmd("exists", N), cmd("hexists", N, A2),
+			cmd("hincrby", N, A2, "-1"), cmd("del", N), cmd("set", vLatch, "1", "px", latchMillis), cmd("lindex", Q, "0")))
 
 	// A name whose derived keys would leave its slot is refused before
 	// anything is sent.

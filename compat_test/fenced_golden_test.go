@@ -219,6 +219,48 @@ func runFencedGolden(t *testing.T, env goldenEnv, n lockNames) {
 		cmd("del", N), cmd(pub, ch, "0")))
 	counter("5")
 
+	// 11b. A:1 holds; A:2 (A's Client) waits with LockToken; A:1's unlock
+	// passes the lock to A:2 in its own script, and takes A:2's token from
+	// the counter there: 7 (A:1's was 6). No DEL, no message.
+	tokA, err := mA.LockToken(ctxA)
+	require.NoError(t, err)
+	assert.Equal(t, uint64(6), tokA)
+	r.step("11b A:1 LockToken", false, acquire(watchdogMillis, A, false))
+	ctxA2 := interlock.WithOwner(ctx, 2)
+	A2, err := a.Owner(ctxA2)
+	require.NoError(t, err)
+	type tokenResult struct {
+		tok uint64
+		err error
+	}
+	got := make(chan tokenResult, 1)
+	go func() { tok, err := mA.LockToken(ctxA2); got <- tokenResult{tok, err} }()
+	require.Eventually(t, func() bool { return runtime.Of(a).Transfers.Offers() == 1 }, 10*time.Second, time.Millisecond, "A:2 never stood ready")
+	busy = run(lua.FencedAcquire(), ks(N, TK), argv(watchdogMillis, A2), cmd("exists", N), cmd("hexists", N, A2), cmd("pttl", N))
+	r.step("11c A:2 waits", false, busy, busy)
+	gate.hold()
+	require.NoError(t, mA.Unlock(ctxA))
+	res := <-got
+	require.NoError(t, res.err)
+	assert.Equal(t, uint64(7), res.tok, "the token A:2's LockToken returned")
+	latch, _ = r.step("11d transfer", false, run(lua.Transfer(),
+		ks(N, anyLatch, TK), argv(watchdogMillis, A, latchMillis, A2, watchdogMillis),
+		cmd("get", anyLatch), cmd("hexists", N, A), cmd("hincrby", N, A, "-1"), cmd("hdel", N, A),
+		cmd("incr", TK), cmd("hset", N, A2, "1"), cmd("pexpire", N, watchdogMillis), cmd("set", anyLatch, "2:7", "px", latchMillis)))
+	assert.Equal(t, map[string]string{A2: "1"}, ctl.hash(N))
+	assert.Equal(t, "2:7", ctl.str("GET", latch))
+	counter("7")
+	replay, err := lua.Transfer().Exec(ctx, env.rc, []string{N, latch, TK},
+		[]string{watchdogMillis, A, latchMillis, A2, watchdogMillis}).AsIntSlice()
+	require.NoError(t, err)
+	assert.Equal(t, []int64{2, 7}, replay)
+	r.step("11e replay", false, run(lua.Transfer(), ks(N, latch, TK),
+		argv(watchdogMillis, A, latchMillis, A2, watchdogMillis), cmd("get", latch)))
+	counter("7")
+	r.latchDeleted(gate, latch)
+	require.NoError(t, mA.Unlock(ctxA2))
+	r.step("11f A:2 unlock", true, unlock(A2, true))
+
 	// 12. Bad input is refused before anything is sent.
 	bad := fenced.New(a, "a{"+unique("b"))
 	_, err = bad.LockToken(ctxA)
@@ -239,7 +281,7 @@ func runFencedGolden(t *testing.T, env goldenEnv, n lockNames) {
 		}
 		assert.Equal(t, want, c.scan("*"+n.unique+"*"), "keys left on %s", addr)
 	}
-	counter("5")
+	counter("7")
 }
 
 // TestGoldenFencedStandalone runs the fenced vector on a standalone

@@ -592,6 +592,9 @@ func runGolden(t *testing.T, env goldenEnv, n lockNames) {
 	require.ErrorIs(t, bad.Unlock(ctxA), interlock.ErrInvalid)
 	r.step("13 invalid name", false)
 
+	// 14–18: the transfer to a waiter of the same Client.
+	runGoldenTransfer(t, r, env.rc, gate, a, n, holdCount)
+
 	// Nothing at all is left of the lock.
 	for _, addr := range env.nodes {
 		c := ctl
@@ -600,6 +603,76 @@ func runGolden(t *testing.T, env goldenEnv, n lockNames) {
 		}
 		assert.Empty(t, c.scan("*"+n.unique+"*"), "keys left on %s", addr)
 	}
+}
+
+// runGoldenTransfer: A:1 holds, A:2 waits on the same Client, and A:1's
+// unlock passes the lock to A:2 in its own script: no DEL, no message,
+// latch "2:0"; a replay reads it back; A:2's own unlock is a real release.
+func runGoldenTransfer(t *testing.T, r *recorder, rc rueidis.Client, gate *gatedDeletes, a *interlock.Client, n lockNames, holdCount func(context.Context, *rlock.Mutex) int) {
+	ctx := testCtx(t, time.Minute)
+	N, ch, ctl := n.name, n.channel, r.ctl
+	pub, err := runtime.Of(a).PublishCommand(ctx)
+	require.NoError(t, err)
+	ctxA, ctxA2 := interlock.WithOwner(ctx, 1), interlock.WithOwner(ctx, 2)
+	A, err := a.Owner(ctxA)
+	require.NoError(t, err)
+	A2, err := a.Owner(ctxA2)
+	require.NoError(t, err)
+	mA := rlock.New(a, N)
+
+	// 14. A:1 lock().
+	require.NoError(t, mA.Lock(ctxA))
+	r.step("14 lock", false, run(lua.Acquire(), ks(N), argv(watchdogMillis, A),
+		cmd("exists", N), cmd("hincrby", N, A, "1"), cmd("pexpire", N, watchdogMillis)))
+
+	// 15. A:2 lock() waits: a try, the subscription, a try, then it stands
+	// ready for a transfer while it waits for a message.
+	got := make(chan error, 1)
+	go func() { got <- mA.Lock(ctxA2) }()
+	require.Eventually(t, func() bool { return runtime.Of(a).Transfers.Offers() == 1 }, 10*time.Second, time.Millisecond, "A:2 never stood ready")
+	busy := run(lua.Acquire(), ks(N), argv(watchdogMillis, A2), cmd("exists", N), cmd("hexists", N, A2), cmd("pttl", N))
+	r.step("15 A:2 waits", false, busy, busy)
+
+	// 16. A:1 unlock: the transfer.
+	gate.hold()
+	require.NoError(t, mA.Unlock(ctxA))
+	latch, _ := r.step("16 transfer", false, run(lua.Transfer(),
+		ks(N, anyLatch), argv(watchdogMillis, A, latchMillis, A2, watchdogMillis),
+		cmd("get", anyLatch), cmd("hexists", N, A), cmd("hincrby", N, A, "-1"), cmd("hdel", N, A),
+		cmd("hset", N, A2, "1"), cmd("pexpire", N, watchdogMillis), cmd("set", anyLatch, "2:0", "px", latchMillis)))
+	require.Regexp(t, r.latchRE, latch)
+	select {
+	case err := <-got:
+		require.NoError(t, err, "A:2's Lock")
+	case <-time.After(10 * time.Second):
+		t.Fatal("A:2's Lock did not return after the transfer")
+	}
+	assert.Equal(t, map[string]string{A2: "1"}, ctl.hash(N))
+	r.pttlWithin(N, 30*time.Second)
+	assert.Equal(t, 1, holdCount(ctxA2, mA))
+	assert.Equal(t, 0, holdCount(ctxA, mA))
+	assert.Equal(t, "2:0", ctl.str("GET", latch))
+	assert.Equal(t, uint64(1), a.Stats().Transfers)
+
+	// 17. Replay of step 16: {2, 0} read back from the latch, nothing else.
+	replay, err := lua.Transfer().Exec(ctx, rc, []string{N, latch},
+		[]string{watchdogMillis, A, latchMillis, A2, watchdogMillis}).AsIntSlice()
+	require.NoError(t, err)
+	assert.Equal(t, []int64{2, 0}, replay)
+	r.step("17 replay", false, run(lua.Transfer(),
+		ks(N, latch), argv(watchdogMillis, A, latchMillis, A2, watchdogMillis), cmd("get", latch)))
+	assert.Equal(t, map[string]string{A2: "1"}, ctl.hash(N))
+	r.latchDeleted(gate, latch)
+	r.step("17b latch deleted", false)
+
+	// 18. A:2 unlock, nobody waiting: a real release.
+	require.NoError(t, mA.Unlock(ctxA2))
+	r.step("18 final unlock", true, run(lua.Unlock(),
+		ks(N, ch, anyLatch), argv("0", watchdogMillis, A2, pub, latchMillis),
+		cmd("get", anyLatch), cmd("hexists", N, A2), cmd("hincrby", N, A2, "-1"),
+		cmd("del", N), cmd(pub, ch, "0"), cmd("set", anyLatch, "1", "px", latchMillis)))
+	assert.Zero(t, ctl.int("EXISTS", N))
+	assert.False(t, runtime.Of(a).Transfers.Standing(), "a line is left")
 }
 
 // hasCommand reports whether lines hold a command (any case) with exactly

@@ -478,6 +478,35 @@ func runRWGolden(t *testing.T, env rwEnv, n rwNames) {
 		cmd("hdel", N, W), cmd("hlen", N), cmd("del", N), cmd(pub, ch, "1"), cmd("set", anyLatch, "1", "px", latchMillis)))
 	r.latch(gate, latch, "1")
 
+	// 16c. W holds the write lock; W2 (W's Client) waits for it; W's unlock
+	// passes it to W2 in its own script: no DEL, no message, latch "2".
+	require.NoError(t, rwB.Write().Lock(ctxW))
+	r.step("16c write lock", "", run(lua.RWWriteAcquire(), ks(N), argv(watchdogMillis, W),
+		cmd("hget", N, "mode"), cmd("hset", N, "mode", "write"), cmd("hset", N, W, "1"), cmd("pexpire", N, watchdogMillis)))
+	ctxW2 := interlock.WithOwner(ctx, 8)
+	B8, err := b.Owner(ctxW2)
+	require.NoError(t, err)
+	W2 := B8 + ":write"
+	w2 := make(chan error, 1)
+	go func() { w2 <- rwB.Write().Lock(ctxW2) }()
+	require.Eventually(t, func() bool { return runtime.Of(b).Transfers.Offers() == 1 }, 10*time.Second, time.Millisecond, "W2 never stood ready")
+	busyW2 := run(lua.RWWriteAcquire(), ks(N), argv(watchdogMillis, W2), cmd("hget", N, "mode"), cmd("hexists", N, W2), cmd("pttl", N))
+	r.step("16d W2 waits", "", busyW2, busyW2)
+	require.NoError(t, rwB.Write().Unlock(ctxW))
+	require.NoError(t, <-w2)
+	latch, _ = r.step("16e write transfer", "", run(lua.RWWriteTransfer(), ks(N, anyLatch),
+		argv(watchdogMillis, W, latchMillis, W2, watchdogMillis),
+		cmd("get", anyLatch), cmd("hget", N, "mode"), cmd("hexists", N, W), cmd("hincrby", N, W, "-1"),
+		cmd("hdel", N, W), cmd("hlen", N), cmd("hset", N, W2, "1"), cmd("pexpire", N, watchdogMillis),
+		cmd("set", anyLatch, "2", "px", latchMillis)))
+	assert.Equal(t, map[string]string{"mode": "write", W2: "1"}, ctl.hash(N))
+	r.latch(gate, latch, "2")
+	require.NoError(t, rwB.Write().Unlock(ctxW2))
+	latch, _ = r.step("16f W2 write release", "1", run(lua.RWWriteUnlock(), ks(N, ch, anyLatch), argv("1", watchdogMillis, W2, pub, latchMillis),
+		cmd("get", anyLatch), cmd("hget", N, "mode"), cmd("hexists", N, W2), cmd("hincrby", N, W2, "-1"),
+		cmd("hdel", N, W2), cmd("hlen", N), cmd("del", N), cmd(pub, ch, "1"), cmd("set", anyLatch, "1", "px", latchMillis)))
+	r.latch(gate, latch, "1")
+
 	// 17. unlocks of a missing lock: "not held", yet Redisson's scripts
 	// publish ("1" for write, "0" for read). Redisson writes latch 1 and
 	// reports success; interlock writes -1, so that a resend after a lost
