@@ -244,18 +244,18 @@ func runFencedGolden(t *testing.T, env goldenEnv, n lockNames) {
 	require.NoError(t, res.err)
 	assert.Equal(t, uint64(7), res.tok, "the token A:2's LockToken returned")
 	latch, _ = r.step("11d transfer", false, run(lua.Transfer(),
-		ks(N, anyLatch, TK), argv(watchdogMillis, A, latchMillis, A2, watchdogMillis),
+		ks(N, anyLatch, ch, TK), argv(watchdogMillis, A, latchMillis, A2, watchdogMillis, pub, "0"),
 		cmd("get", anyLatch), cmd("hexists", N, A), cmd("hincrby", N, A, "-1"), cmd("hdel", N, A),
 		cmd("incr", TK), cmd("hset", N, A2, "1"), cmd("pexpire", N, watchdogMillis), cmd("set", anyLatch, "2:7", "px", latchMillis)))
 	assert.Equal(t, map[string]string{A2: "1"}, ctl.hash(N))
 	assert.Equal(t, "2:7", ctl.str("GET", latch))
 	counter("7")
-	replay, err := lua.Transfer().Exec(ctx, env.rc, []string{N, latch, TK},
-		[]string{watchdogMillis, A, latchMillis, A2, watchdogMillis}).AsIntSlice()
+	replay, err := lua.Transfer().Exec(ctx, env.rc, []string{N, latch, ch, TK},
+		[]string{watchdogMillis, A, latchMillis, A2, watchdogMillis, pub, "0"}).AsIntSlice()
 	require.NoError(t, err)
 	assert.Equal(t, []int64{2, 7}, replay)
-	r.step("11e replay", false, run(lua.Transfer(), ks(N, latch, TK),
-		argv(watchdogMillis, A, latchMillis, A2, watchdogMillis), cmd("get", latch)))
+	r.step("11e replay", false, run(lua.Transfer(), ks(N, latch, ch, TK),
+		argv(watchdogMillis, A, latchMillis, A2, watchdogMillis, pub, "0"), cmd("get", latch)))
 	counter("7")
 	r.latchDeleted(gate, latch)
 	require.NoError(t, mA.Unlock(ctxA2))

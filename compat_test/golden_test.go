@@ -637,7 +637,7 @@ func runGoldenTransfer(t *testing.T, r *recorder, rc rueidis.Client, gate *gated
 	gate.hold()
 	require.NoError(t, mA.Unlock(ctxA))
 	latch, _ := r.step("16 transfer", false, run(lua.Transfer(),
-		ks(N, anyLatch), argv(watchdogMillis, A, latchMillis, A2, watchdogMillis),
+		ks(N, anyLatch, ch), argv(watchdogMillis, A, latchMillis, A2, watchdogMillis, pub, "0"),
 		cmd("get", anyLatch), cmd("hexists", N, A), cmd("hincrby", N, A, "-1"), cmd("hdel", N, A),
 		cmd("hset", N, A2, "1"), cmd("pexpire", N, watchdogMillis), cmd("set", anyLatch, "2:0", "px", latchMillis)))
 	require.Regexp(t, r.latchRE, latch)
@@ -655,12 +655,12 @@ func runGoldenTransfer(t *testing.T, r *recorder, rc rueidis.Client, gate *gated
 	assert.Equal(t, uint64(1), a.Stats().Transfers)
 
 	// 17. Replay of step 16: {2, 0} read back from the latch, nothing else.
-	replay, err := lua.Transfer().Exec(ctx, rc, []string{N, latch},
-		[]string{watchdogMillis, A, latchMillis, A2, watchdogMillis}).AsIntSlice()
+	replay, err := lua.Transfer().Exec(ctx, rc, []string{N, latch, ch},
+		[]string{watchdogMillis, A, latchMillis, A2, watchdogMillis, pub, "0"}).AsIntSlice()
 	require.NoError(t, err)
 	assert.Equal(t, []int64{2, 0}, replay)
 	r.step("17 replay", false, run(lua.Transfer(),
-		ks(N, latch), argv(watchdogMillis, A, latchMillis, A2, watchdogMillis), cmd("get", latch)))
+		ks(N, latch, ch), argv(watchdogMillis, A, latchMillis, A2, watchdogMillis, pub, "0"), cmd("get", latch)))
 	assert.Equal(t, map[string]string{A2: "1"}, ctl.hash(N))
 	r.latchDeleted(gate, latch)
 	r.step("17b latch deleted", false)

@@ -494,8 +494,8 @@ func runRWGolden(t *testing.T, env rwEnv, n rwNames) {
 	r.step("16d W2 waits", "", busyW2, busyW2)
 	require.NoError(t, rwB.Write().Unlock(ctxW))
 	require.NoError(t, <-w2)
-	latch, _ = r.step("16e write transfer", "", run(lua.RWWriteTransfer(), ks(N, anyLatch),
-		argv(watchdogMillis, W, latchMillis, W2, watchdogMillis),
+	latch, _ = r.step("16e write transfer", "", run(lua.RWWriteTransfer(), ks(N, anyLatch, ch),
+		argv(watchdogMillis, W, latchMillis, W2, watchdogMillis, pub, "0"),
 		cmd("get", anyLatch), cmd("hget", N, "mode"), cmd("hexists", N, W), cmd("hincrby", N, W, "-1"),
 		cmd("hdel", N, W), cmd("hlen", N), cmd("hset", N, W2, "1"), cmd("pexpire", N, watchdogMillis),
 		cmd("set", anyLatch, "2", "px", latchMillis)))

@@ -28,8 +28,8 @@ var kind = func() lockcore.Kind {
 	k.Acquire = lockcore.Call{Script: lua.FencedAcquire, Keys: []lockcore.Arg{lockcore.Name, lockcore.Key(0)},
 		Args: []lockcore.Arg{lockcore.Lease, lockcore.Owner}}
 	k.Reply = lockcore.ReplyToken
-	k.Transfer = &lockcore.Call{Script: lua.Transfer, Keys: []lockcore.Arg{lockcore.Name, lockcore.Latch, lockcore.Key(0)},
-		Args: []lockcore.Arg{lockcore.Lease, lockcore.Owner, lockcore.LatchTTL, lockcore.Next, lockcore.NextLease}}
+	k.Transfer = &lockcore.Call{Script: lua.Transfer, Keys: []lockcore.Arg{lockcore.Name, lockcore.Latch, lockcore.Channel, lockcore.Key(0)},
+		Args: []lockcore.Arg{lockcore.Lease, lockcore.Owner, lockcore.LatchTTL, lockcore.Next, lockcore.NextLease, lockcore.Publish, lockcore.Yield}}
 	return k
 }()
 

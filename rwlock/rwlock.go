@@ -60,8 +60,8 @@ var (
 			Args: []lc.Arg{lc.Lit("1"), lc.Lease, lc.Owner, lc.Publish, lc.LatchTTL}},
 		Undo:  lc.Call{Script: lua.RWUndoWrite, Keys: []lc.Arg{lc.Name, lc.Channel}, Args: []lc.Arg{lc.Lit("1"), lc.Owner, lc.Expected, lc.Publish}},
 		Force: lc.Call{Script: lua.RWForceUnlock, Keys: []lc.Arg{lc.Name, lc.Channel}, Args: []lc.Arg{lc.Lit("1"), lc.Publish, lc.Lit("write")}},
-		Transfer: &lc.Call{Script: lua.RWWriteTransfer, Keys: []lc.Arg{lc.Name, lc.Latch},
-			Args: []lc.Arg{lc.Lease, lc.Owner, lc.LatchTTL, lc.Next, lc.NextLease}},
+		Transfer: &lc.Call{Script: lua.RWWriteTransfer, Keys: []lc.Arg{lc.Name, lc.Latch, lc.Channel},
+			Args: []lc.Arg{lc.Lease, lc.Owner, lc.LatchTTL, lc.Next, lc.NextLease, lc.Publish, lc.Yield}},
 		LockedMode: "write",
 		Renew:      lc.RenewTask,
 	}

@@ -185,6 +185,9 @@ func (a *attempt) Taken(ctx context.Context) (bool, error) {
 	return true, nil
 }
 
+// HoldOff is what is left of a yield of this lock (wait.Transfer).
+func (a *attempt) HoldOff() time.Duration { return a.l.rt.Transfers.HoldOff(a.l.name, a.l.kind) }
+
 // errTransferPending is the clean-up step's "try again" while the
 // outcome of a transfer its waiter left is still to come.
 var errTransferPending = errors.New("a transfer to a waiter that left has not answered yet")

@@ -40,8 +40,10 @@ type Kind struct {
 	Undo Call
 	// Transfer, when set, is Unlock that passes the owner's last hold to
 	// Next with NextLease instead of releasing it, latched too: it answers
-	// nil, 0 or 1 as Unlock does when it passes nothing, and {2, token}
-	// (token 0 but for a ReplyToken kind) when it passed the lock.
+	// nil, 0 or 1 as Unlock does when it passes nothing, 3 when, with
+	// Yield, it released the lock for another process's waiter, and
+	// {2, token} (token 0 but for a ReplyToken kind) when it passed it.
+	// Unless it is Fair, Yield ends runs of transfers (runtime.TransferRun).
 	Transfer *Call
 	// Force deletes the lock whoever holds it and answers 1 if it did.
 	Force Call
@@ -123,6 +125,7 @@ const (
 	srcNext
 	srcNextLease
 	srcNextGrace
+	srcYield
 )
 
 // The values the engine knows at each call.
@@ -142,6 +145,9 @@ var (
 	NextLease = Arg{src: srcNextLease}
 	// NextGrace is a fair transfer's next holder's wait in ms.
 	NextGrace = Arg{src: srcNextGrace}
+	// Yield is "1" when a transfer is to release for real if another
+	// process waits, else "0".
+	Yield = Arg{src: srcYield}
 )
 
 // Lit is a fixed argument.
@@ -190,8 +196,8 @@ func Reentrant(name, event string) Kind {
 			Args: []Arg{Lit("0"), Lease, Owner, Publish, LatchTTL}},
 		Undo:  Call{Script: lua.UndoAcquire, Keys: []Arg{Name, Channel}, Args: []Arg{Lit("0"), Owner, Expected, Publish}},
 		Force: Call{Script: lua.ForceUnlock, Keys: []Arg{Name, Channel}, Args: []Arg{Lit("0"), Publish}},
-		Transfer: &Call{Script: lua.Transfer, Keys: []Arg{Name, Latch},
-			Args: []Arg{Lease, Owner, LatchTTL, Next, NextLease}},
+		Transfer: &Call{Script: lua.Transfer, Keys: []Arg{Name, Latch, Channel},
+			Args: []Arg{Lease, Owner, LatchTTL, Next, NextLease, Publish, Yield}},
 		Renew: RenewTask,
 	}
 }
@@ -238,6 +244,7 @@ type vals struct {
 	next          string        // a transfer's next holder
 	nextLease     time.Duration // the lease its hold gets
 	nextGrace     time.Duration // and a fair waiter's wait
+	yield         bool          // a transfer that ends a run
 }
 
 // fill builds the strings of args for lock l.
@@ -279,6 +286,11 @@ func (l *Common) fill(args []Arg, v *vals) []string {
 			out[i] = MS(v.nextLease)
 		case srcNextGrace:
 			out[i] = MS(v.nextGrace)
+		case srcYield:
+			out[i] = "0"
+			if v.yield {
+				out[i] = "1"
+			}
 		}
 	}
 	return out

@@ -98,7 +98,8 @@ func (l *Common) unlock(ctx context.Context, owner, holder string) (outcome rene
 			l.releaseLater(v)
 			return renewal.NotHeld, sends, false, lostErr()
 		}
-	} else if o := l.claim(last, owner); o != nil {
+	} else if o, yield := l.claim(last, owner); o != nil {
+		v.yield = yield
 		return l.transfer(ctx, v, o)
 	} else {
 		res, sends = l.resend(ctx, &acks, &l.kind.Unlock, v)
@@ -183,11 +184,11 @@ func (l *Common) releaseLater(v *vals) {
 // to, if one stands ready and the lock's run of transfers is not over:
 // never in safe or replica-sync mode, nor for a writer that keeps read
 // holds (its release is a downgrade).
-func (l *Common) claim(last bool, owner string) *runtime.Offer {
+func (l *Common) claim(last bool, owner string) (*runtime.Offer, bool) {
 	if !last || l.rt.Cfg.ReplicaAcks > 0 || l.rt.Cfg.ReplicaSync || (l.kind.Upgrade != nil && l.holds(owner) > 0) {
-		return nil
+		return nil, false
 	}
-	return l.rt.Transfers.Claim(l.name, l.kind, time.Now())
+	return l.rt.Transfers.Claim(l.name, l.kind, time.Now(), l.kind.Fair == nil)
 }
 
 // transfer is unlock's release of the owner's last hold by passing it to
@@ -233,8 +234,13 @@ func (l *Common) transfer(ctx context.Context, v *vals, o *runtime.Offer) (outco
 		return renewal.Unknown, sends, false, l.opErr("unlock", err)
 	}
 	keep = true
-	if n == 0 {
+	switch n {
+	case 0:
 		return renewal.Decremented, sends, false, nil
+	case 3:
+		// Released, with its message, for another process's waiter.
+		l.rt.Transfers.Yield(o, time.Now())
+		return renewal.Released, sends, false, nil
 	}
 	if l.kind.Upgrade != nil {
 		l.rt.WakeAll(ctx, l.channel) // a downgrade: readers may enter

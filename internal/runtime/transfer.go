@@ -9,11 +9,17 @@ import (
 
 // A run of transfers on one lock ends after TransferRun of them or once
 // TransferSpan has passed since its first, whichever comes first: the
-// release after it is a real one, with its message, so that waiters of
-// other processes (which only a message or the TTL wakes) get their turn.
+// transfer after it yields, that is, releases for real, with its message,
+// when another process subscribes to the lock's channel, so that waiters
+// elsewhere (which only a message or the TTL wakes) get their turn. The
+// waiter of this Client that the message wakes then holds off for
+// TransferYield before it tries, so that the other process's waiter, which
+// has the message as early, is not beaten to the lock again. A fair lock
+// has no runs: it only ever goes to its queue's head.
 const (
-	TransferRun  = 8
-	TransferSpan = 10 * time.Millisecond
+	TransferRun   = 8
+	TransferSpan  = 10 * time.Millisecond
+	TransferYield = 5 * time.Millisecond
 )
 
 // Transfers is where this Client's waiters on a lock stand, while they
@@ -44,6 +50,7 @@ type line struct {
 	head, tail *Offer
 	run        int       // transfers since the lock was last really released
 	runStart   time.Time // when the run's first transfer was claimed
+	yieldUntil time.Time // the first try after a yield waits until then
 }
 
 // Offer is one waiter's readiness to be passed a lock. The waiter makes
@@ -150,7 +157,7 @@ func (t *Transfers) insert(o *Offer, k lineKey) {
 // t.mu must be held.
 func (t *Transfers) sweep(now time.Time) {
 	for k, ln := range t.lines {
-		if ln.head == nil && now.Sub(ln.runStart) >= TransferSpan {
+		if ln.head == nil && now.Sub(ln.runStart) >= TransferSpan && !now.Before(ln.yieldUntil) {
 			delete(t.lines, k)
 		}
 	}
@@ -173,7 +180,7 @@ func (t *Transfers) remove(o *Offer) {
 	}
 	o.prev, o.next, o.standing = nil, nil, false
 	t.offers--
-	if ln.head == nil && ln.run == 0 {
+	if ln.head == nil && ln.run == 0 && ln.yieldUntil.IsZero() {
 		delete(t.lines, o.key)
 		t.n.Store(int64(len(t.lines)))
 	}
@@ -220,13 +227,13 @@ func (t *Transfers) Result(o *Offer) (Grant, bool) {
 }
 
 // Claim takes the first offer standing on the lock name of kind, for the
-// caller's release to pass the lock to; nil when none stands or when the
-// lock's run of transfers is over (the caller releases it for real, and
-// the next release may transfer again). The caller then Resolves or
-// Unclaims it.
-func (t *Transfers) Claim(name string, kind any, now time.Time) *Offer {
+// caller's release to pass the lock to; nil when none stands. With
+// bounded, a claim that ends a run of transfers says so (yield): the
+// caller's script then releases for real if another process waits, and
+// the caller calls Yield. The caller Resolves or Unclaims the offer.
+func (t *Transfers) Claim(name string, kind any, now time.Time, bounded bool) (o *Offer, yield bool) {
 	if !t.Standing() {
-		return nil
+		return nil, false
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -234,25 +241,53 @@ func (t *Transfers) Claim(name string, kind any, now time.Time) *Offer {
 	ln := t.lines[k]
 	switch {
 	case ln == nil:
-		return nil
+		return nil, false
 	case ln.head == nil:
 		// Nobody waits: the run is over, and the release is a real one.
 		delete(t.lines, k)
 		t.n.Store(int64(len(t.lines)))
-		return nil
+		return nil, false
 	}
-	if ln.run >= TransferRun || (ln.run > 0 && now.Sub(ln.runStart) >= TransferSpan) {
-		ln.run = 0
-		return nil
+	if bounded && (ln.run >= TransferRun || (ln.run > 0 && now.Sub(ln.runStart) >= TransferSpan)) {
+		ln.run, yield = 0, true
 	}
 	if ln.run == 0 {
 		ln.runStart = now
 	}
 	ln.run++
-	o := ln.head
+	o = ln.head
 	t.remove(o)
 	o.claimed = true
-	return o
+	return o, yield
+}
+
+// Yield records that the claim of o ended its run with a real release
+// for another process's waiter: the first waiter of this Client to try
+// the lock next holds off until TransferYield from now (HoldOff).
+func (t *Transfers) Yield(o *Offer, now time.Time) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if ln := t.lines[o.key]; ln != nil {
+		ln.run, ln.yieldUntil = 0, now.Add(TransferYield)
+	}
+}
+
+// HoldOff returns how long a waiter of this Client on the lock name of
+// kind is to wait before it tries, after a yield: the first one asking
+// waits out what is left of it, the others none.
+func (t *Transfers) HoldOff(name string, kind any) time.Duration {
+	if !t.Standing() {
+		return 0
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	ln := t.lines[lineKey{name, kind}]
+	if ln == nil || ln.yieldUntil.IsZero() {
+		return 0
+	}
+	d := time.Until(ln.yieldUntil)
+	ln.yieldUntil = time.Time{}
+	return max(d, 0)
 }
 
 // Resolve gives a claimed offer its outcome, and wakes its waiter.

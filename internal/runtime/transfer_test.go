@@ -37,6 +37,12 @@ func stand(t *Transfers, holder, name string, kind any) (*Offer, *waker) {
 	return o, w
 }
 
+// claim is Claim of a line without runs.
+func claim(tr *Transfers, name string, kind any, now time.Time) *Offer {
+	o, _ := tr.Claim(name, kind, now, false)
+	return o
+}
+
 // lineCount returns how many lines tr keeps.
 func lineCount(tr *Transfers) int {
 	tr.mu.Lock()
@@ -78,7 +84,7 @@ func awaitWithin(t *testing.T, tr *Transfers, ctx context.Context, o *Offer) (Gr
 func TestTransfersClaimInStandingOrder(t *testing.T) {
 	tr := newTransfers()
 	now := time.Now()
-	assert.Nil(t, tr.Claim("l", kindA, now), "no line at all")
+	assert.Nil(t, claim(tr, "l", kindA, now), "no line at all")
 	assert.False(t, tr.Standing())
 
 	o1, _ := stand(tr, "h1", "l", kindA)
@@ -89,14 +95,14 @@ func TestTransfersClaimInStandingOrder(t *testing.T) {
 	assert.True(t, tr.Standing())
 	assert.Equal(t, 5, tr.Offers())
 
-	assert.Nil(t, tr.Claim("n", kindA, now), "a lock nobody waits for")
-	assert.Same(t, o1, tr.Claim("l", kindA, now))
-	assert.Same(t, o2, tr.Claim("l", kindA, now))
-	assert.Same(t, o3, tr.Claim("l", kindA, now))
-	assert.Nil(t, tr.Claim("l", kindA, now), "the line is empty")
+	assert.Nil(t, claim(tr, "n", kindA, now), "a lock nobody waits for")
+	assert.Same(t, o1, claim(tr, "l", kindA, now))
+	assert.Same(t, o2, claim(tr, "l", kindA, now))
+	assert.Same(t, o3, claim(tr, "l", kindA, now))
+	assert.Nil(t, claim(tr, "l", kindA, now), "the line is empty")
 	assert.Equal(t, 2, tr.Offers())
-	assert.Same(t, other, tr.Claim("l", kindB, now))
-	assert.Same(t, elsewhere, tr.Claim("m", kindA, now))
+	assert.Same(t, other, claim(tr, "l", kindB, now))
+	assert.Same(t, elsewhere, claim(tr, "m", kindA, now))
 	assert.Zero(t, tr.Offers())
 }
 
@@ -114,9 +120,9 @@ func TestTransfersStandAgainKeepsPlace(t *testing.T) {
 	tr.Stand(o3, "l", kindA, func() {})
 	o4, _ := stand(tr, "h4", "l", kindA)
 	for _, want := range []*Offer{o1, o2, o3, o4} {
-		assert.Same(t, want, tr.Claim("l", kindA, now))
+		assert.Same(t, want, claim(tr, "l", kindA, now))
 	}
-	assert.Nil(t, tr.Claim("l", kindA, now))
+	assert.Nil(t, claim(tr, "l", kindA, now))
 }
 
 // An offer withdrawn from the middle of a line leaves the others in order.
@@ -133,9 +139,9 @@ func TestTransfersWithdrawKeepsOrder(t *testing.T) {
 	assert.False(t, tr.Withdraw(os[4]))
 	assert.False(t, tr.Withdraw(os[4]), "withdrawn twice")
 	assert.Equal(t, 2, tr.Offers())
-	assert.Same(t, os[1], tr.Claim("l", kindA, now))
-	assert.Same(t, os[3], tr.Claim("l", kindA, now))
-	assert.Nil(t, tr.Claim("l", kindA, now))
+	assert.Same(t, os[1], claim(tr, "l", kindA, now))
+	assert.Same(t, os[3], claim(tr, "l", kindA, now))
+	assert.Nil(t, claim(tr, "l", kindA, now))
 }
 
 // Resolve wakes the claimed offer's waiter, once and no other, when it
@@ -147,7 +153,7 @@ func TestTransfersResolveWakesOnce(t *testing.T) {
 	_, w2 := stand(tr, "h2", "l", kindA)
 	assert.Zero(t, w1.n.Load(), "standing wakes nobody")
 
-	require.Same(t, o1, tr.Claim("l", kindA, now))
+	require.Same(t, o1, claim(tr, "l", kindA, now))
 	assert.Zero(t, w1.n.Load(), "the claim wakes nobody: the outcome does")
 	tr.Resolve(o1, Grant{Passed: true, Sent: now})
 	assert.EqualValues(t, 1, w1.n.Load())
@@ -165,7 +171,7 @@ func TestTransfersResolveWakesOnce(t *testing.T) {
 func TestTransfersResolveAfterWithdrawWakesNobody(t *testing.T) {
 	tr := newTransfers()
 	o, w := stand(tr, "h", "l", kindA)
-	require.Same(t, o, tr.Claim("l", kindA, time.Now()))
+	require.Same(t, o, claim(tr, "l", kindA, time.Now()))
 	require.True(t, tr.Withdraw(o))
 	tr.Resolve(o, Grant{Passed: true})
 	assert.Zero(t, w.n.Load())
@@ -185,19 +191,19 @@ func TestTransfersWithdrawBeforeClaim(t *testing.T) {
 	assert.False(t, tr.Withdraw(o), "not claimed")
 	assert.Zero(t, tr.Offers())
 	assert.False(t, tr.Standing(), "the line went with its last offer")
-	assert.Nil(t, tr.Claim("l", kindA, now))
+	assert.Nil(t, claim(tr, "l", kindA, now))
 	assert.Zero(t, w.n.Load())
 
 	// During a run, the line survives its last offer's withdrawal: the
 	// next release is still part of the run.
 	a, _ := stand(tr, "a", "l", kindA)
 	b, wb := stand(tr, "b", "l", kindA)
-	require.Same(t, a, tr.Claim("l", kindA, now))
+	require.Same(t, a, claim(tr, "l", kindA, now))
 	assert.False(t, tr.Withdraw(b))
 	assert.Zero(t, wb.n.Load())
 	assert.Zero(t, tr.Offers())
 	assert.True(t, tr.Standing(), "a run of transfers is going on")
-	assert.Nil(t, tr.Claim("l", kindA, now), "nobody stands: a real release")
+	assert.Nil(t, claim(tr, "l", kindA, now), "nobody stands: a real release")
 	assert.False(t, tr.Standing())
 	tr.Resolve(a, Grant{Passed: true})
 }
@@ -208,7 +214,7 @@ func TestTransfersWithdrawAfterClaimAwaits(t *testing.T) {
 	tr := newTransfers()
 	now := time.Now()
 	o, _ := stand(tr, "h", "l", kindA)
-	require.Same(t, o, tr.Claim("l", kindA, now))
+	require.Same(t, o, claim(tr, "l", kindA, now))
 	assert.True(t, tr.Withdraw(o))
 	assert.True(t, tr.Withdraw(o), "still claimed until awaited")
 	g := Grant{Passed: true, Sent: now, Token: 7}
@@ -221,7 +227,7 @@ func TestTransfersWithdrawAfterClaimAwaits(t *testing.T) {
 	// Awaited, the offer may stand again; this time Await comes first.
 	tr.Stand(o, "l", kindA, func() {})
 	assert.Equal(t, 1, tr.Offers())
-	require.Same(t, o, tr.Claim("l", kindA, now))
+	require.Same(t, o, claim(tr, "l", kindA, now))
 	require.True(t, tr.Withdraw(o))
 	done := make(chan Grant, 1)
 	go func() {
@@ -251,7 +257,7 @@ func TestTransfersAwaitCtxEndsBeforeResolve(t *testing.T) {
 	tr := newTransfers()
 	now := time.Now()
 	o, _ := stand(tr, "h", "l", kindA)
-	require.Same(t, o, tr.Claim("l", kindA, now))
+	require.Same(t, o, claim(tr, "l", kindA, now))
 	require.True(t, tr.Withdraw(o))
 
 	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Millisecond)
@@ -287,7 +293,7 @@ func TestTransfersAwaitEndedCtxAfterResolve(t *testing.T) {
 	for i := range 32 {
 		tr := newTransfers()
 		o, _ := stand(tr, "h", "l", kindA)
-		require.Same(t, o, tr.Claim("l", kindA, time.Now()))
+		require.Same(t, o, claim(tr, "l", kindA, time.Now()))
 		require.True(t, tr.Withdraw(o))
 		g := Grant{Passed: true, Token: uint64(i + 1)}
 		tr.Resolve(o, g)
@@ -313,59 +319,82 @@ func TestTransfersResolveCountsPassed(t *testing.T) {
 	now := time.Now()
 	for i, g := range []Grant{{}, {Unknown: true}, {Passed: true, Token: 1}, {Passed: true}} {
 		o, _ := stand(tr, fmt.Sprint("h", i), "l", kindA)
-		require.Same(t, o, tr.Claim("l", kindA, now))
+		require.Same(t, o, claim(tr, "l", kindA, now))
 		tr.Resolve(o, g)
 	}
 	assert.EqualValues(t, 2, tr.Passed())
 }
 
-// After TransferRun transfers in a row the next release is a real one
-// (Claim returns nil); the release after it may transfer again, to the
-// next offer in line.
+// After TransferRun transfers in a row the next claim of a bounded line
+// yields (the caller's script releases for real if another process
+// waits), and a new run starts with it; an unbounded line never yields.
 func TestTransfersRunBound(t *testing.T) {
 	tr := newTransfers()
 	now := time.Now()
-	os := make([]*Offer, TransferRun+2)
+	os := make([]*Offer, 2*TransferRun+2)
 	for i := range os {
 		os[i], _ = stand(tr, fmt.Sprint("h", i), "l", kindA)
 	}
 	for i := range TransferRun {
-		require.Same(t, os[i], tr.Claim("l", kindA, now), "transfer %d", i)
+		o, yield := tr.Claim("l", kindA, now, true)
+		require.Same(t, os[i], o, "transfer %d", i)
+		require.False(t, yield, "transfer %d", i)
 	}
-	assert.Nil(t, tr.Claim("l", kindA, now), "the run is over")
-	assert.Equal(t, 2, tr.Offers(), "the real release claimed nobody")
-	assert.True(t, tr.Standing())
-	assert.Same(t, os[TransferRun], tr.Claim("l", kindA, now), "a new run")
+	o, yield := tr.Claim("l", kindA, now, true)
+	assert.Same(t, os[TransferRun], o)
+	assert.True(t, yield, "the run is over")
+	for i := range TransferRun - 1 {
+		_, yield := tr.Claim("l", kindA, now, true)
+		require.False(t, yield, "transfer %d of the new run", i)
+	}
+	_, yield = tr.Claim("l", kindA, now, true)
+	assert.True(t, yield, "the second run is over")
 
-	// A run counts per line.
-	for i := range TransferRun {
+	// Unbounded (a fair lock): no runs.
+	for i := range 2 * TransferRun {
 		stand(tr, fmt.Sprint("m", i), "m", kindA)
 	}
-	for i := range TransferRun {
-		require.NotNil(t, tr.Claim("m", kindA, now), "transfer %d on another line", i)
+	for i := range 2 * TransferRun {
+		_, yield := tr.Claim("m", kindA, now, false)
+		require.False(t, yield, "transfer %d on an unbounded line", i)
 	}
-	assert.Same(t, os[TransferRun+1], tr.Claim("l", kindA, now), "l's run is its own")
 }
 
 // A run is also over TransferSpan after its first transfer.
 func TestTransfersSpanBound(t *testing.T) {
 	tr := newTransfers()
 	t0 := time.Now()
-	os := make([]*Offer, 5)
-	for i := range os {
-		os[i], _ = stand(tr, fmt.Sprint("h", i), "l", kindA)
+	for i := range 5 {
+		stand(tr, fmt.Sprint("h", i), "l", kindA)
 	}
-	require.Same(t, os[0], tr.Claim("l", kindA, t0))
-	require.Same(t, os[1], tr.Claim("l", kindA, t0.Add(TransferSpan-time.Nanosecond)))
-	assert.Nil(t, tr.Claim("l", kindA, t0.Add(TransferSpan)), "the span is over")
-	assert.Equal(t, 3, tr.Offers())
+	yields := func(at time.Time) bool {
+		t.Helper()
+		o, yield := tr.Claim("l", kindA, at, true)
+		require.NotNil(t, o)
+		return yield
+	}
+	assert.False(t, yields(t0))
+	assert.False(t, yields(t0.Add(TransferSpan-time.Nanosecond)))
+	assert.True(t, yields(t0.Add(TransferSpan)), "the span is over")
+	t1 := t0.Add(TransferSpan)
+	assert.False(t, yields(t1.Add(TransferSpan-time.Nanosecond)), "the next run starts at its own first transfer")
+	assert.True(t, yields(t1.Add(TransferSpan)))
+}
 
-	// The next run starts at its own first transfer.
-	t1 := t0.Add(TransferSpan + time.Millisecond)
-	require.Same(t, os[2], tr.Claim("l", kindA, t1))
-	require.Same(t, os[3], tr.Claim("l", kindA, t1.Add(TransferSpan-time.Nanosecond)))
-	assert.Nil(t, tr.Claim("l", kindA, t1.Add(2*TransferSpan)))
-	assert.Same(t, os[4], tr.Claim("l", kindA, t1.Add(2*TransferSpan)))
+// After a yield, the first waiter to ask holds off for what is left of
+// TransferYield; the others, and later ones, do not.
+func TestTransfersHoldOff(t *testing.T) {
+	tr := newTransfers()
+	stand(tr, "a", "l", kindA)
+	stand(tr, "b", "l", kindA)
+	assert.Zero(t, tr.HoldOff("l", kindA))
+	o, _ := tr.Claim("l", kindA, time.Now(), true)
+	tr.Yield(o, time.Now())
+	tr.Unclaim(o)
+	d := tr.HoldOff("l", kindA)
+	assert.True(t, d > 0 && d <= TransferYield, "hold-off %v", d)
+	assert.Zero(t, tr.HoldOff("l", kindA), "only the first waiter holds off")
+	assert.Zero(t, tr.HoldOff("other", kindA))
 }
 
 // A release that finds nobody standing ends the run: its line goes, and
@@ -374,18 +403,18 @@ func TestTransfersClaimOnEmptyLineDeletesIt(t *testing.T) {
 	tr := newTransfers()
 	now := time.Now()
 	o, _ := stand(tr, "h", "l", kindA)
-	require.Same(t, o, tr.Claim("l", kindA, now))
+	require.Same(t, o, claim(tr, "l", kindA, now))
 	assert.True(t, hasLine(tr, "l", kindA), "kept for the run")
 	assert.True(t, tr.Standing())
-	assert.Nil(t, tr.Claim("l", kindA, now))
+	assert.Nil(t, claim(tr, "l", kindA, now))
 	assert.False(t, hasLine(tr, "l", kindA))
 	assert.False(t, tr.Standing())
 
 	// With another line left, Standing stays true.
 	o, _ = stand(tr, "h", "l", kindA)
 	keep, _ := stand(tr, "k", "other", kindA)
-	require.Same(t, o, tr.Claim("l", kindA, now))
-	assert.Nil(t, tr.Claim("l", kindA, now))
+	require.Same(t, o, claim(tr, "l", kindA, now))
+	assert.Nil(t, claim(tr, "l", kindA, now))
 	assert.False(t, hasLine(tr, "l", kindA))
 	assert.True(t, tr.Standing())
 	assert.False(t, tr.Withdraw(keep))
@@ -402,7 +431,7 @@ func TestTransfersSweepBoundsLines(t *testing.T) {
 	held, _ := stand(tr, "held", "held", kindA)
 	// A run that is not over when the sweeps run.
 	live, _ := stand(tr, "live", "live", kindA)
-	require.Same(t, live, tr.Claim("live", kindA, time.Now().Add(time.Hour)))
+	require.Same(t, live, claim(tr, "live", kindA, time.Now().Add(time.Hour)))
 	tr.Resolve(live, Grant{Passed: true})
 
 	most := 0
@@ -410,7 +439,7 @@ func TestTransfersSweepBoundsLines(t *testing.T) {
 		name := fmt.Sprint("lock", i)
 		a, _ := stand(tr, "a", name, kindA)
 		b, _ := stand(tr, "b", name, kindA)
-		require.Same(t, a, tr.Claim(name, kindA, past))
+		require.Same(t, a, claim(tr, name, kindA, past))
 		assert.False(t, tr.Withdraw(b))
 		assert.True(t, tr.Withdraw(a))
 		tr.Resolve(a, Grant{Passed: true})
@@ -424,7 +453,7 @@ func TestTransfersSweepBoundsLines(t *testing.T) {
 	assert.True(t, hasLine(tr, "held", kindA), "a line with an offer standing is never swept")
 	assert.True(t, hasLine(tr, "live", kindA), "nor one within its run")
 	assert.Equal(t, 1, tr.Offers())
-	assert.Same(t, held, tr.Claim("held", kindA, time.Now()))
+	assert.Same(t, held, claim(tr, "held", kindA, time.Now()))
 }
 
 // Standing an offer that stands already, or whose claim is not yet
@@ -438,14 +467,14 @@ func TestTransfersStandTwiceDoesNothing(t *testing.T) {
 	tr.Stand(o, "other", kindB, w2.wake)
 	assert.Equal(t, 1, tr.Offers())
 	assert.False(t, hasLine(tr, "other", kindB))
-	assert.Nil(t, tr.Claim("other", kindB, now))
-	require.Same(t, o, tr.Claim("l", kindA, now))
-	assert.Nil(t, tr.Claim("l", kindA, now), "it stood once")
+	assert.Nil(t, claim(tr, "other", kindB, now))
+	require.Same(t, o, claim(tr, "l", kindA, now))
+	assert.Nil(t, claim(tr, "l", kindA, now), "it stood once")
 
 	// Claimed: until its outcome is awaited it stands nowhere.
 	tr.Stand(o, "l", kindA, w2.wake)
 	assert.Zero(t, tr.Offers())
-	assert.Nil(t, tr.Claim("l", kindA, now))
+	assert.Nil(t, claim(tr, "l", kindA, now))
 	tr.Resolve(o, Grant{Passed: true})
 	assert.EqualValues(t, 1, w.n.Load(), "the first wake func stays")
 	assert.Zero(t, w2.n.Load())
@@ -455,7 +484,7 @@ func TestTransfersStandTwiceDoesNothing(t *testing.T) {
 
 	tr.Stand(o, "l", kindA, w2.wake)
 	assert.Equal(t, 1, tr.Offers(), "awaited, it stands again")
-	require.Same(t, o, tr.Claim("l", kindA, now))
+	require.Same(t, o, claim(tr, "l", kindA, now))
 	tr.Resolve(o, Grant{})
 	assert.EqualValues(t, 1, w2.n.Load(), "with its new wake func")
 	assert.EqualValues(t, 1, w.n.Load())
@@ -469,15 +498,15 @@ func TestTransfersUnclaim(t *testing.T) {
 	now := time.Now()
 	o1, w1 := stand(tr, "h1", "l", kindA)
 	o2, _ := stand(tr, "h2", "l", kindA)
-	require.Same(t, o1, tr.Claim("l", kindA, now))
+	require.Same(t, o1, claim(tr, "l", kindA, now))
 	tr.Unclaim(o1)
 	assert.Zero(t, w1.n.Load())
 	assert.Equal(t, 2, tr.Offers())
 	assert.False(t, tr.Withdraw(o1), "not claimed as far as its waiter knows")
 	tr.Stand(o1, "l", kindA, w1.wake)
-	require.Same(t, o1, tr.Claim("l", kindA, now), "back at the front")
+	require.Same(t, o1, claim(tr, "l", kindA, now), "back at the front")
 	tr.Unclaim(o1)
-	require.Same(t, o1, tr.Claim("l", kindA, now))
+	require.Same(t, o1, claim(tr, "l", kindA, now))
 	tr.Resolve(o1, Grant{Passed: true})
 	assert.EqualValues(t, 1, w1.n.Load())
 	require.True(t, tr.Withdraw(o1))
@@ -485,7 +514,7 @@ func TestTransfersUnclaim(t *testing.T) {
 	require.True(t, ok)
 
 	// Withdrawn after the claim: Await hears nothing was passed.
-	require.Same(t, o2, tr.Claim("l", kindA, now))
+	require.Same(t, o2, claim(tr, "l", kindA, now))
 	require.True(t, tr.Withdraw(o2))
 	tr.Unclaim(o2)
 	g, ok := awaitWithin(t, tr, t.Context(), o2)
@@ -496,7 +525,7 @@ func TestTransfersUnclaim(t *testing.T) {
 
 	// Its waiter gone, the outcome is Result's.
 	o3, w3 := stand(tr, "h3", "l", kindA)
-	require.Same(t, o3, tr.Claim("l", kindA, now))
+	require.Same(t, o3, claim(tr, "l", kindA, now))
 	require.True(t, tr.Withdraw(o3))
 	ended, cancel := context.WithCancel(t.Context())
 	cancel()
@@ -544,7 +573,7 @@ func TestTransfersConcurrent(t *testing.T) {
 					return
 				default:
 				}
-				o := tr.Claim(name, kindA, time.Now())
+				o := claim(tr, name, kindA, time.Now())
 				if o == nil {
 					time.Sleep(time.Duration(rand.IntN(200)) * time.Microsecond)
 					continue
@@ -646,6 +675,6 @@ func TestTransfersConcurrent(t *testing.T) {
 	}
 	assert.EqualValues(t, passes.Load(), tr.Passed())
 	assert.Zero(t, tr.Offers())
-	tr.Claim(name, kindA, time.Now()) // a release with nobody standing
+	claim(tr, name, kindA, time.Now()) // a release with nobody standing
 	assert.False(t, tr.Standing(), "no line is left")
 }

@@ -66,6 +66,8 @@ func (l *transferLock) Stand(wake func()) {
 	}
 }
 
+func (l *transferLock) HoldOff() time.Duration { return 0 }
+
 func (l *transferLock) Taken(ctx context.Context) (bool, error) {
 	l.mu.Lock()
 	l.log = append(l.log, "taken")

@@ -75,6 +75,10 @@ type Transfer interface {
 	// before the outcome of a claim came, it returns ctx's error and
 	// leaves the outcome to be taken back if need be.
 	Taken(ctx context.Context) (bool, error)
+	// HoldOff is how long to wait before the next try: after a release
+	// for another process's waiter, this process's first try leaves it
+	// the time to take the lock.
+	HoldOff() time.Duration
 }
 
 // park counts the caller in s.Waiters (if set) and returns the counter,
@@ -218,6 +222,11 @@ func loop(ctx context.Context, s Spec, sub *pubsub.Subscription, d time.Duration
 		if err != nil {
 			return false, err
 		}
+		if s.Transfer != nil {
+			if err := s.holdOff(ctx); err != nil {
+				return false, err
+			}
+		}
 		woken := d < 0 || time.Since(start) < d
 		ok, next, err := s.Try(ctx)
 		if !ok && err == nil && s.HandOn {
@@ -242,6 +251,18 @@ func (s *Spec) wait(ctx context.Context, sub *pubsub.Subscription, d time.Durati
 		s.Transfer.Stand(wake)
 	}
 	return sub.Wait(ctx, d)
+}
+
+// holdOff waits what the transfer asks before a try, within the deadline.
+func (s *Spec) holdOff(ctx context.Context) error {
+	d := s.Transfer.HoldOff()
+	if d > 0 && !s.Forever {
+		d = min(d, time.Until(s.Deadline))
+	}
+	if d <= 0 {
+		return nil
+	}
+	return Pause(ctx, d)
 }
 
 // handedOff reports whether a holder's TTL of next, seen elapsed after a
