@@ -84,6 +84,26 @@
 // Redisson's own default outside single-server configs: WAIT for every
 // replica the master has, failing only when none acknowledged.
 //
+// # Hand-off
+//
+// When an Unlock releases its owner's last hold of a reentrant, fenced,
+// write or fair lock while another owner of the same Client waits for it,
+// the unlock script passes the lock to that waiter in the same round trip:
+// the waiter holds it (one hold, its own lease, a new fencing token) as if
+// its own acquire had run, with no DEL and no message, so Java clients see
+// the lock held throughout. A fair lock is passed only to the waiter at
+// the head of its queue. The waiters of one Client are served in the
+// order they first waited. After 8 hand-offs in a row, or 10ms after the
+// first of them, the next hand-off releases the lock for real and
+// publishes its message if another process subscribes to the lock's
+// channel (one of its waiters waits), and this Client's first waiter
+// holds off 5ms before it tries, so that the other process's waiter gets
+// the lock. A fair lock needs no such runs: its queue decides. A hand-off
+// whose reply is lost is taken back like a lost acquisition; the waiter
+// goes on waiting. Safe and replica-sync modes never hand off.
+// Stats.Transfers counts hand-offs; an Observer hears them as releases
+// with OutcomeTransferred.
+//
 // # Errors
 //
 // Every call that can block takes a context; when it ends, its error is
