@@ -16,7 +16,7 @@ type floorRueidis struct{}
 type floorGoRedis struct{}
 
 func init() {
-	Register(0, floorRueidis{})
+	Register(1, floorRueidis{})
 	Register(1, floorGoRedis{})
 }
 

@@ -1,0 +1,104 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"sync/atomic"
+
+	"github.com/redis/rueidis"
+
+	"github.com/interlock-go/interlock/internal/keys"
+	"github.com/interlock-go/interlock/lua"
+)
+
+// The protocol floor of a Redisson-compatible, retry-safe lock: Redisson's
+// acquire script, then its latched unlock script, by plain EVALSHA on a
+// default rueidis client, and the latch deleted afterwards in batches, as
+// Redisson deletes it after each unlock (none of interlock's Go code). It
+// cannot wait: it runs where nothing contends (S1, S2), and is the
+// denominator of their "× floor".
+type protocolFloor struct{}
+
+func init() { Register(0, protocolFloor{}) }
+
+func (protocolFloor) Name() string { return "floor: Redisson lock scripts (rueidis)" }
+
+func (protocolFloor) Open(ctx context.Context, addr string) (Session, error) {
+	rc, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{addr}})
+	if err != nil {
+		return nil, err
+	}
+	for _, s := range []*lua.Script{lua.Acquire(), lua.Unlock()} {
+		if err := rc.Do(ctx, rc.B().ScriptLoad().Script(s.Source()).Build()).Error(); err != nil {
+			rc.Close()
+			return nil, err
+		}
+	}
+	cnt := newCountingClient(rc)
+	return &protocolSession{cnt: cnt, del: newReceiptDeleter(cnt), id: keys.RequestID()}, nil
+}
+
+type protocolSession struct {
+	cnt     *countingClient
+	del     *receiptDeleter
+	id      string // the client id of the owner strings
+	threads atomic.Int64
+}
+
+func (f *protocolSession) IsFloor()                { /* marker */ }
+func (f *protocolSession) Commands() (int64, bool) { return f.cnt.n.Load(), true }
+
+func (f *protocolSession) Close() error {
+	f.del.close()
+	f.cnt.Client.Close()
+	return nil
+}
+
+func (f *protocolSession) Mutex(name string) Mutex {
+	return &protocolMutex{f: f, name: name, channel: keys.LockChannel(name),
+		owner: f.id + ":" + strconv.FormatInt(f.threads.Add(1), 10)}
+}
+
+type protocolMutex struct {
+	f                    *protocolSession
+	name, channel, owner string
+}
+
+var errProtocolBusy = errors.New("floor: lock held (the floor does not wait)")
+
+// Lock is acquire.lua with the watchdog lease.
+func (m *protocolMutex) Lock(ctx context.Context) error {
+	c := m.f.cnt
+	err := c.Do(ctx, c.B().Evalsha().Sha1(lua.Acquire().SHA1()).Numkeys(1).Key(m.name).
+		Arg(floorWatchdogMs, m.owner).Build()).Error()
+	if rueidis.IsRedisNil(err) {
+		return nil
+	}
+	if err == nil {
+		return errProtocolBusy
+	}
+	return err
+}
+
+// Unlock is unlock.lua under a fresh latch, then the latch's deletion.
+func (m *protocolMutex) Unlock(ctx context.Context) error {
+	c := m.f.cnt
+	latch := keys.UnlockLatch(m.name, keys.RequestID())
+	n, err := c.Do(ctx, c.B().Evalsha().Sha1(lua.Unlock().SHA1()).Numkeys(3).Key(m.name, m.channel, latch).
+		Arg("0", floorWatchdogMs, m.owner, "PUBLISH", floorLatchMs).Build()).AsInt64()
+	if err != nil {
+		return err
+	}
+	m.f.del.add(latch)
+	if n != 1 {
+		return errors.New("floor: the lock was not released")
+	}
+	return nil
+}
+
+// The floor's lease and latch TTL: interlock's defaults.
+const (
+	floorWatchdogMs = "30000"
+	floorLatchMs    = "20000"
+)
