@@ -132,6 +132,11 @@ func (a *attempt) transfers() bool {
 // Stand offers this attempt to a releasing holder of this Client
 // (wait.Transfer).
 func (a *attempt) Stand(wake func()) {
+	a.l.rt.Transfers.Stand(a.newOffer(), a.l.name, a.l.kind, wake)
+}
+
+// newOffer returns the attempt's offer, made on first use.
+func (a *attempt) newOffer() *runtime.Offer {
 	if a.offer == nil {
 		lease := a.lease
 		if lease == 0 {
@@ -139,7 +144,7 @@ func (a *attempt) Stand(wake func()) {
 		}
 		a.offer = &runtime.Offer{Holder: a.holder, Lease: lease, Grace: a.grace}
 	}
-	a.l.rt.Transfers.Stand(a.offer, a.l.name, a.l.kind, wake)
+	return a.offer
 }
 
 // Taken withdraws the offer and takes what a claim of it gave

@@ -80,8 +80,18 @@ func (a *attempt) acquireFair(ctx context.Context, maxWait time.Duration, foreve
 	}
 	if a.transfers() {
 		// A releasing holder of this Client passes the lock only to a
-		// waiter at the head of the queue (fair_transfer.lua).
+		// waiter at the head of the queue (fair_transfer.lua): the line
+		// of this Client's waiters follows the queue's order, in which
+		// the first tries' answers come back.
 		spec.Transfer = a
+		try := spec.Try
+		spec.Try = func(ctx context.Context) (bool, time.Duration, error) {
+			ok, retryIn, err := try(ctx)
+			if !ok && err == nil && a.queued {
+				l.rt.Transfers.Place(a.newOffer())
+			}
+			return ok, retryIn, err
+		}
 	}
 	ok, err := wait.Acquire(ctx, spec)
 	err = l.opErrIf("acquire", err)

@@ -100,6 +100,18 @@ func (t *Transfers) Offers() int {
 	return t.offers
 }
 
+// Place gives o its place in line now, if it has none yet, for a waiter
+// whose place is decided before it first stands: a fair waiter's, when
+// the server queued it.
+func (t *Transfers) Place(o *Offer) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if o.seq == 0 {
+		t.seq++
+		o.seq = t.seq
+	}
+}
+
 // Stand puts o in the line of the lock name of kind; wake ends its wait
 // once a claim of it is resolved.
 func (t *Transfers) Stand(o *Offer, name string, kind any, wake func()) {
