@@ -62,7 +62,9 @@ func (c *Client) Owner(ctx context.Context) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	return c.rt.ID + ":" + strconv.FormatInt(id, 10), nil
+	var buf [64]byte // an owner string is 36 + 1 + at most 20 bytes
+	b := append(append(buf[:0], c.rt.ID...), ':')
+	return string(strconv.AppendInt(b, id, 10)), nil
 }
 
 // ClockSkew measures how far the Redis server's clock (TIME) is ahead of

@@ -234,6 +234,9 @@ func FairKind(name, event string) Kind {
 // MS formats d as whole milliseconds, the unit of every script argument.
 func MS(d time.Duration) string { return strconv.FormatInt(d.Milliseconds(), 10) }
 
+// latchTTLMS is MS(latchTTL), formatted once.
+var latchTTLMS = MS(latchTTL)
+
 // vals are the values of one call.
 type vals struct {
 	owner, holder string
@@ -267,7 +270,7 @@ func (l *Common) fill(args []Arg, v *vals) []string {
 		case srcOwnerPlus:
 			out[i] = v.owner + a.text
 		case srcLease:
-			out[i] = MS(v.lease)
+			out[i] = l.rt.LeaseMS(v.lease)
 		case srcGrace:
 			out[i] = MS(v.grace)
 		case srcNow:
@@ -277,7 +280,7 @@ func (l *Common) fill(args []Arg, v *vals) []string {
 		case srcLatch:
 			out[i] = v.latch
 		case srcLatchTTL:
-			out[i] = MS(latchTTL)
+			out[i] = latchTTLMS
 		case srcExpected:
 			out[i] = strconv.Itoa(v.expected)
 		case srcNext:

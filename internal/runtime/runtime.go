@@ -11,6 +11,7 @@ import (
 	"context"
 	"crypto/rand"
 	"fmt"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -81,6 +82,8 @@ type Runtime struct {
 	// Transfers is where this Client's waiters stand ready to be passed a
 	// lock by its releasing holder.
 	Transfers *Transfers
+
+	watchdogMS string // Cfg.Watchdog in ms, formatted once
 
 	latches *deleter
 	settle  *settler
@@ -155,7 +158,17 @@ func New(rc rueidis.Client, cfg Config) (*Runtime, error) {
 		writeWaits: waitCounts{m: make(map[waitKey]int)},
 	}
 	r.clock.limit = cfg.SkewLimit
+	r.watchdogMS = strconv.FormatInt(cfg.Watchdog.Milliseconds(), 10)
 	return r, nil
+}
+
+// LeaseMS formats a lease as whole milliseconds, the unit of every script
+// argument; the watchdog timeout, which most holds have, is formatted once.
+func (r *Runtime) LeaseMS(d time.Duration) string {
+	if d == r.Cfg.Watchdog && r.watchdogMS != "" {
+		return r.watchdogMS
+	}
+	return strconv.FormatInt(d.Milliseconds(), 10)
 }
 
 // Close stops every goroutine and subscription and returns once they have
