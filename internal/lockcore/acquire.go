@@ -154,7 +154,7 @@ func (a *attempt) newOffer() *runtime.Offer {
 // to the clean-up queue, which takes back a lock passed too late.
 func (a *attempt) Taken(ctx context.Context) (bool, error) {
 	l, t := a.l, a.l.rt.Transfers
-	if !t.Withdraw(a.offer) {
+	if a.offer == nil || !t.Withdraw(a.offer) {
 		return false, nil
 	}
 	g, ok := t.Await(ctx, a.offer)
