@@ -182,25 +182,27 @@ func TestNameMapperKeys(t *testing.T) {
 
 // TestNameMapperFairLock: a fair lock's waiter queues under the mapped
 // name's queue and deadline keys and is woken on its own channel under the
-// mapped name.
+// mapped name. The waiter is on another Client, so that the release is a
+// message rather than a hand-off within one Client.
 func TestNameMapperFairLock(t *testing.T) {
 	rc := redistest.NewClient(t, standaloneAddr)
 	subs := redistest.NewClient(t, standaloneAddr)
 	c := newLockClient(t, rc, interlock.WithNameMapper(interlock.PrefixNames(namePrefix)))
+	cB := newLockClient(t, rc, interlock.WithNameMapper(interlock.PrefixNames(namePrefix)))
 	name := unique("names-fair")
 	mapped := namePrefix + name
 	t.Cleanup(func() { redistest.DeleteLike([]string{standaloneAddr}, name) })
 	ctxA := interlock.WithOwner(testCtx(t, 30*time.Second), interlock.NewOwnerID())
 	ctxB := interlock.WithOwner(testCtx(t, 30*time.Second), interlock.NewOwnerID())
-	ownerB, err := c.Owner(ctxB)
+	ownerB, err := cB.Owner(ctxB)
 	require.NoError(t, err)
 
-	m := fairlock.New(c, name)
+	m, mB := fairlock.New(c, name), fairlock.New(cB, name)
 	assert.Equal(t, name, m.Name())
 	require.NoError(t, m.Lock(ctxA))
 	in := redistest.Listen(t, subs, keys.LockChannel(mapped)+":"+ownerB, false)
 	done := make(chan error, 1)
-	go func() { done <- m.Lock(ctxB) }()
+	go func() { done <- mB.Lock(ctxB) }()
 	queue, deadlines := "redisson_lock_queue:{"+mapped+"}", "redisson_lock_timeout:{"+mapped+"}"
 	require.Eventually(t, func() bool {
 		n, err := rc.Do(ctxA, rc.B().Llen().Key(queue).Build()).AsInt64()
@@ -215,7 +217,7 @@ func TestNameMapperFairLock(t *testing.T) {
 		t.Fatal("B was not woken")
 	}
 	assert.Equal(t, []string{"0"}, in.Next(t), "B's wake-up")
-	require.NoError(t, m.Unlock(ctxB))
+	require.NoError(t, mB.Unlock(ctxB))
 	assert.Empty(t, namedKeys(t, rc, name, mapped))
 }
 
