@@ -121,12 +121,16 @@ func (a *attempt) run(ctx context.Context, maxWait time.Duration, forever bool) 
 }
 
 // transfers reports whether a releasing holder of this Client may pass
-// the lock to this attempt while it waits: a kind with a transfer script,
-// an owner that holds none of it, outside safe and replica-sync modes
-// (whose acks a transfer would have to wait for on the waiter's behalf).
-func (a *attempt) transfers() bool {
-	l := a.l
-	return l.kind.Transfer != nil && l.holds(a.holder) == 0 && l.rt.Cfg.ReplicaAcks == 0 && !l.rt.Cfg.ReplicaSync
+// the lock to this attempt while it waits: the lock transfers, and the
+// owner holds none of it.
+func (a *attempt) transfers() bool { return a.l.transfers() && a.l.holds(a.holder) == 0 }
+
+// transfers reports whether releases of l may pass it to a waiter of this
+// Client: a kind with a transfer script, outside safe and replica-sync
+// modes (whose acks a transfer would have to wait for on the waiter's
+// behalf).
+func (l *Common) transfers() bool {
+	return l.kind.Transfer != nil && l.rt.Cfg.ReplicaAcks == 0 && !l.rt.Cfg.ReplicaSync
 }
 
 // Stand offers this attempt to a releasing holder of this Client

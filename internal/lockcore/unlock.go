@@ -67,7 +67,7 @@ func (l *Common) Unlock(ctx context.Context) error {
 // a waiter of this Client.
 func (l *Common) unlock(ctx context.Context, owner, holder string) (outcome renewal.Outcome, sends int, passed bool, err error) {
 	// The owner's last hold may go to a waiter of this Client.
-	last := l.kind.Transfer != nil && l.rt.Transfers.Standing() && l.holds(holder) == 1
+	last := l.transfers() && l.rt.Transfers.Standing() && l.holds(holder) == 1
 	lease, held, end := l.rt.Renewal.Release(l.name, holder)
 	defer func() { end(outcome) }()
 	var lost error
@@ -181,11 +181,11 @@ func (l *Common) releaseLater(v *vals) {
 }
 
 // claim returns the waiter of this Client to pass the owner's last hold
-// to, if one stands ready and the lock's run of transfers is not over:
-// never in safe or replica-sync mode, nor for a writer that keeps read
-// holds (its release is a downgrade).
+// to (last: l transfers, and this is the owner's last hold), if one stands
+// ready, and whether the claim ends a run of transfers; never for a
+// writer that keeps read holds (its release is a downgrade).
 func (l *Common) claim(last bool, owner string) (*runtime.Offer, bool) {
-	if !last || l.rt.Cfg.ReplicaAcks > 0 || l.rt.Cfg.ReplicaSync || (l.kind.Upgrade != nil && l.holds(owner) > 0) {
+	if !last || (l.kind.Upgrade != nil && l.holds(owner) > 0) {
 		return nil, false
 	}
 	return l.rt.Transfers.Claim(l.name, l.kind, time.Now(), l.kind.Fair == nil)

@@ -68,7 +68,8 @@ type Spec struct {
 // be passed the lock by a holder of its process that releases it.
 type Transfer interface {
 	// Stand makes the waiter one to pass the lock to, until Taken; wake
-	// ends its wait when a releasing holder claims it.
+	// ends its wait when a releasing holder's claim of it has an outcome
+	// for it.
 	Stand(wake func())
 	// Taken ends the standing after the wait and reports whether the lock
 	// was passed to the waiter, which then holds it. When ctx has ended
