@@ -87,17 +87,14 @@ func (l *Common) unlock(ctx context.Context, owner, holder string) (outcome rene
 	var acks runtime.Acks
 	var res rueidis.RedisResult
 	if lost != nil {
-		// Known lost: one short try, since the owner may hold the lock
-		// again through another Client; a server that does not answer
-		// gets the same request from the clean-up queue, and the answer
-		// waits for nothing.
-		lctx, cancel := context.WithTimeout(ctx, lostUnlockWait)
-		res, sends = l.exec(lctx, &acks, &l.kind.Unlock, v), 1
-		cancel()
-		if !Answered(res) {
-			l.releaseLater(v)
-			return renewal.NotHeld, sends, false, lostErr()
+		// Known lost: one short wait for the answer, since the owner may
+		// hold the lock again through another Client; the answer waits
+		// for nothing more.
+		var answered bool
+		if res, answered = l.releaseLost(ctx, v); !answered {
+			return renewal.NotHeld, 1, false, lostErr()
 		}
+		sends = 1
 	} else if o, yield := l.claim(last, owner); o != nil {
 		v.yield = yield
 		return l.transfer(ctx, v, o)
@@ -155,7 +152,8 @@ func (l *Common) resend(ctx context.Context, acks *runtime.Acks, call *Call, v *
 	}
 }
 
-// lostUnlockWait bounds the one try of the Unlock of a hold known lost.
+// lostUnlockWait bounds the wait for the answer to the Unlock of a hold
+// known lost.
 const lostUnlockWait = 200 * time.Millisecond
 
 // Answered reports whether res is the server's answer, nil or an error
@@ -165,19 +163,32 @@ func Answered(res rueidis.RedisResult) bool {
 	return res.Error() == nil || isRedisErr || rueidis.IsRedisNil(res.Error())
 }
 
-// releaseLater queues the unlock v of a hold known lost on the clean-up
-// queue, for the case the server still keeps it (a lost reply, a renewal
-// the server ran late): a lease after the loss it has expired anyway. The
-// latch makes it harmless if the try before it was run after all.
-func (l *Common) releaseLater(v *vals) {
+// releaseLost sends the unlock v of a hold known lost from the clean-up
+// queue, in case the server still keeps it (a lost reply, a renewal the
+// server ran late), and returns its answer if one comes within
+// lostUnlockWait. The queue sends it until a watchdog timeout after the
+// loss, by when the hold has expired anyway; the latch makes repeats
+// harmless. The call is not made inline because rueidis holds a call
+// that finds its connection being redialed until the dial ends, past the
+// call's context: up to its dial timeout against a frozen server.
+func (l *Common) releaseLost(ctx context.Context, v *vals) (rueidis.RedisResult, bool) {
+	answer := make(chan rueidis.RedisResult, 1)
 	l.rt.Cleanup(l.name, v.holder, time.Now().Add(l.rt.Cfg.Watchdog), func(ctx context.Context) error {
 		res := l.exec(ctx, &runtime.Acks{}, &l.kind.Unlock, v)
-		l.rt.DeleteLater(v.latch)
-		if Answered(res) {
-			return nil
+		if !Answered(res) {
+			return res.Error()
 		}
-		return res.Error()
+		l.rt.DeleteLater(v.latch)
+		answer <- res // the only send: the step ends here
+		return nil
 	})
+	l.rt.AwaitCleanup(ctx, l.name, v.holder, lostUnlockWait)
+	select {
+	case res := <-answer:
+		return res, true
+	default:
+		return rueidis.RedisResult{}, false
+	}
 }
 
 // claim returns the waiter of this Client to pass the owner's last hold
