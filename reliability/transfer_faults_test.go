@@ -135,8 +135,10 @@ func t35Iteration(t *testing.T, e *netEnv, k netKind, script *lua.Script, v t35V
 	uerr := lk.Unlock(uctx)
 	cancel()
 	var werr error
+	var got time.Time // when the waiter's Lock returned
 	select {
 	case werr = <-res:
+		got = time.Now()
 	case <-time.After(15 * time.Second):
 		fail("the waiter's Lock never returned")
 		return false
@@ -160,7 +162,11 @@ func t35Iteration(t *testing.T, e *netEnv, k netKind, script *lua.Script, v t35V
 		}
 		if werr == nil {
 			if err := lk.Unlock(wctx); err != nil {
-				fail("the waiter's Unlock: %v", err)
+				// What the server and the Client kept, to tell a hold
+				// that expired (a stall longer than the lease) from one
+				// taken away.
+				fail("the waiter's Unlock, %v after its Lock returned: %v; stats %+v; the server had:\n%s",
+					time.Since(got).Round(time.Millisecond), err, e.c.Stats(), netDump(e.direct, []string{name}))
 			}
 		}
 	} else if !errors.Is(werr, context.Canceled) {
