@@ -58,6 +58,7 @@ var t35Variants = []t35Variant{
 }
 
 func TestT35TransferFaults(t *testing.T) {
+	t.Parallel() // mostly waiting on delayed replies and settling: overlaps the other waiting tests
 	iters := sized(10, 100) // per variant and kind
 	for _, tk := range transferKinds {
 		t.Run(tk.kind.name, func(t *testing.T) {
