@@ -64,12 +64,12 @@ type t12Tally struct {
 	// shortStart: losses of holds the server still kept, acquired with
 	// less validity left than one delayed renewal round trip (see the
 	// holders' loop).
-	shortStart atomic.Int64
-	mu                                                              sync.Mutex
-	errs                                                            netErrTally
-	firstViolations                                                 []string
-	lostDelays                                                      []time.Duration // true losses: report - expiry
-	falseNotes                                                      []string
+	shortStart      atomic.Int64
+	mu              sync.Mutex
+	errs            netErrTally
+	firstViolations []string
+	lostDelays      []time.Duration // true losses: report - expiry
+	falseNotes      []string
 }
 
 func (tl *t12Tally) lostDelay(d time.Duration) {

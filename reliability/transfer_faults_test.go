@@ -58,7 +58,9 @@ var t35Variants = []t35Variant{
 }
 
 func TestT35TransferFaults(t *testing.T) {
-	t.Parallel() // mostly waiting on delayed replies and settling: overlaps the other waiting tests
+	// Mostly waiting on delayed replies and settling: it overlaps the
+	// other waiting tests.
+	t.Parallel()
 	iters := sized(10, 100) // per variant and kind
 	for _, tk := range transferKinds {
 		t.Run(tk.kind.name, func(t *testing.T) {
