@@ -88,8 +88,9 @@ func TestClusterBatching(t *testing.T) {
 		locks, len(perSlot), rc.most.Load(), bound, evalsha, rounds, took.Round(time.Microsecond), perLock, goroutines)
 	assert.Less(t, perLock, 1024.0)
 	// Its goroutine and the rounds in flight (four at most), and the
-	// connections' own: a handful, not one per held lock.
-	assert.LessOrEqual(t, goroutines, 10, "goroutines added")
+	// connections' own, which rueidis starts as the rounds need them: a
+	// handful, not one per held lock (7 here when idle; CI saw 11 once).
+	assert.LessOrEqual(t, goroutines, 20, "goroutines added")
 	for _, n := range names[:100] {
 		p, err := rc.Do(ctx, rc.B().Pttl().Key(n).Build()).AsInt64()
 		require.NoError(t, err)
