@@ -286,7 +286,7 @@ func (l *Common) fill(args []Arg, v *vals) []string {
 		case srcNext:
 			out[i] = v.next
 		case srcNextLease:
-			out[i] = MS(v.nextLease)
+			out[i] = l.rt.LeaseMS(v.nextLease)
 		case srcNextGrace:
 			out[i] = MS(v.nextGrace)
 		case srcYield:
