@@ -325,18 +325,22 @@ func (c *Container) killLocked(ctx context.Context) error {
 	if !st.Running {
 		return nil
 	}
-	err = withDocker(ctx, func(dc *testcontainers.DockerClient) error {
-		if st.Paused {
-			// A frozen process takes the signal only once thawed.
-			if _, err := dc.ContainerUnpause(ctx, c.ID(), client.ContainerUnpauseOptions{}); err != nil {
-				return err
-			}
+	if st.Paused {
+		// A frozen process takes the signal only once thawed.
+		err := retryDocker(ctx, "thawing "+c.String()+" to kill it", c.isPaused(false), func(dc *testcontainers.DockerClient) error {
+			_, err := dc.ContainerUnpause(ctx, c.ID(), client.ContainerUnpauseOptions{})
+			return err
+		})
+		if err != nil {
+			return fmt.Errorf("redistest: %w", err)
 		}
+	}
+	err = retryDocker(ctx, "killing "+c.String(), c.isRunning(false), func(dc *testcontainers.DockerClient) error {
 		_, err := dc.ContainerKill(ctx, c.ID(), client.ContainerKillOptions{Signal: "KILL"})
 		return err
 	})
 	if err != nil {
-		return fmt.Errorf("redistest: killing %s: %w", c, err)
+		return fmt.Errorf("redistest: %w", err)
 	}
 	return waitUntil(ctx, containerPoll, "container "+c.String()+" did not exit after SIGKILL", func(ctx context.Context) error {
 		st, err := c.state(ctx)
@@ -377,7 +381,7 @@ func (c *Container) pauseOrResume(op string, pause bool) error {
 	if st.Paused == pause {
 		return nil
 	}
-	err = withDocker(ctx, func(dc *testcontainers.DockerClient) error {
+	err = retryDocker(ctx, op+" "+c.String(), c.isPaused(pause), func(dc *testcontainers.DockerClient) error {
 		var err error
 		if pause {
 			_, err = dc.ContainerPause(ctx, c.ID(), client.ContainerPauseOptions{})
@@ -387,9 +391,27 @@ func (c *Container) pauseOrResume(op string, pause bool) error {
 		return err
 	})
 	if err != nil {
-		return fmt.Errorf("redistest: %s %s: %w", op, c, err)
+		return fmt.Errorf("redistest: %w", err)
 	}
 	return nil
+}
+
+// isPaused returns a check for retryDocker: whether the container's paused
+// state is now want.
+func (c *Container) isPaused(want bool) func(context.Context) bool {
+	return func(ctx context.Context) bool {
+		st, err := c.ctr.State(ctx)
+		return err == nil && st.Paused == want
+	}
+}
+
+// isRunning returns a check for retryDocker: whether the container's
+// running state is now want.
+func (c *Container) isRunning(want bool) func(context.Context) bool {
+	return func(ctx context.Context) bool {
+		st, err := c.ctr.State(ctx)
+		return err == nil && st.Running == want
+	}
 }
 
 // restart kills the server if it runs, starts the container again (same
@@ -407,12 +429,12 @@ func (c *Container) restart(ctx context.Context) error {
 	if err := c.killLocked(ctx); err != nil {
 		return err
 	}
-	err := withDocker(ctx, func(dc *testcontainers.DockerClient) error {
+	err := retryDocker(ctx, "starting "+c.String()+" again", c.isRunning(true), func(dc *testcontainers.DockerClient) error {
 		_, err := dc.ContainerStart(ctx, c.ID(), client.ContainerStartOptions{})
 		return err
 	})
 	if err != nil {
-		return fmt.Errorf("redistest: starting %s again: %w", c, err)
+		return fmt.Errorf("redistest: %w", err)
 	}
 	err = waitUntil(ctx, containerPoll, c.String()+" did not answer after its restart", func(ctx context.Context) error {
 		if st, err := c.state(ctx); err != nil {
@@ -446,7 +468,7 @@ func (c *Container) stop() {
 	ctx, cancel := context.WithTimeout(context.Background(), containerOpTimeout)
 	defer cancel()
 	if st, err := c.ctr.State(ctx); err == nil && st.Paused {
-		_ = withDocker(ctx, func(dc *testcontainers.DockerClient) error {
+		_ = retryDocker(ctx, "thawing "+c.String()+" to remove it", c.isPaused(false), func(dc *testcontainers.DockerClient) error {
 			_, err := dc.ContainerUnpause(ctx, c.ID(), client.ContainerUnpauseOptions{})
 			return err
 		})
@@ -514,7 +536,9 @@ func startContainer(img Image, extra []string, cluster bool) (*Server, error) {
 		if err == nil {
 			return s, nil
 		}
-		if !errors.Is(err, errAddrInUse) {
+		// A port taken meanwhile, or a runtime failure that passes (the
+		// failed container is removed either way): another try.
+		if !errors.Is(err, errAddrInUse) && !isTransientDocker(err) {
 			break
 		}
 	}
