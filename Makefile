@@ -3,20 +3,17 @@
 #   make test   every test, with the race detector, against real Redis
 
 GO ?= go
+export GO
 
 .PHONY: demo test check images
 demo:
 	@scripts/ensure-redis
 	$(GO) run ./cmd/interlock demo
 
-test: check
-	@scripts/ensure-redis
-	@scripts/ensure-java
-	@# The two longest packages first, so that neither starts last; three
-	@# packages at a time, since the suites mostly wait on timers.
-	$(GO) test -race -count=1 -p 3 ./reliability ./compat_test ./...
-	cd interlockotel && $(GO) test -race -count=1 ./...
-	@scripts/matrix
+# Every stage (check, packages, interlockotel, matrix) runs even when an
+# earlier one fails; the end lists every failure (scripts/test).
+test:
+	@scripts/test
 
 # The Docker engine and the server images of the container tests
 # (docs/testing.md): starts dockerd without a bridge if none answers, and
@@ -26,12 +23,9 @@ images:
 	@scripts/ensure-docker
 	@scripts/build-images
 
-# Formatting and vet, run before the tests.
+# Formatting and vet, the first stage of make test.
 check:
-	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
-	if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
-	$(GO) vet ./...
-	cd interlockotel && $(GO) vet ./...
+	@scripts/test check
 
 # The side-by-side benchmark of interlock and its peers (bench/ is its own
 # module, outside ./...; see bench/README.md). ROUNDS=5 by default.
