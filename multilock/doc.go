@@ -21,6 +21,14 @@
 // they acquire or the context ends. A gathering that fails, whatever the
 // reason, unlocks what it took.
 //
+// A member's attempt is bounded by its wait, plus a quarter of it (at
+// least 20ms, at most 250ms) for its last try, so that a frozen master
+// cannot hold the gathering past its wait. The member's first try is made
+// on its own: a master that answers nothing within the bound fails the
+// member with an error ("no answer within the member's wait"), while a
+// member that answered busy and whose last try is still unanswered when
+// the bound ends, as on a loaded machine, is busy.
+//
 // # Member order
 //
 // Two owners that take overlapping sets in different orders can each hold

@@ -143,7 +143,10 @@ func (m *Mutex) LockLease(ctx context.Context, lease time.Duration) error {
 // TryLock tries for up to wait (0: one attempt per member) and reports
 // whether it acquired; lease 0 gives the members watchdog holds. Busy when
 // wait has passed is (false, nil), or the last member error when members
-// failed rather than being busy.
+// failed rather than being busy. A member whose master answered it during
+// its wait is busy, not failed, when its last try is cut short by the
+// member's bound (see the package doc); one whose master answered nothing
+// fails with an error that says so.
 func (m *Mutex) TryLock(ctx context.Context, wait, lease time.Duration) (bool, error) {
 	if m.err != nil {
 		return false, m.err
@@ -265,17 +268,36 @@ func (m *Mutex) try(ctx context.Context, wait, lease time.Duration) (bool, error
 
 // tryMember tries one member for up to w. The attempt is bounded by w too,
 // with a little slack for its last try: a frozen master must not hold the
-// gathering past its wait.
+// gathering past its wait. The bound tells a busy member from a master
+// that does not answer by the member's first try, made alone: a master
+// that answered it was there during the wait, and a member whose wait
+// then ran out with its last try's answer still to come (a loaded
+// machine's late wake-up, a slow reply) is busy, as a lock still held by
+// another owner when the wait ran out is. Only a master that answered
+// nothing within the bound makes it an error. The try cut short is taken
+// back by its Client's clean-up, as every try whose reply was lost is.
 func (m *Mutex) tryMember(ctx context.Context, member interlock.Locker, w, lease time.Duration) (bool, error) {
 	if w <= 0 {
 		return member.TryLock(ctx, 0, lease)
 	}
+	start := time.Now()
 	mctx, cancel := context.WithTimeout(ctx, w+min(max(w/4, minLastTry), maxLastTry))
 	defer cancel()
-	ok, err := member.TryLock(mctx, w, lease)
+	ok, err := member.TryLock(mctx, 0, lease)
 	if err != nil && ctx.Err() == nil && mctx.Err() != nil {
 		// Not the caller's deadline: say so, and do not wrap it.
 		err = fmt.Errorf("%s: %s: no answer within the member's wait of %v (%v)", m.kind, member.Name(), w, err)
+	}
+	if ok || err != nil {
+		return ok, err
+	}
+	rest := w - time.Since(start)
+	if rest < time.Millisecond {
+		return false, nil // busy, and its wait used up by the answer
+	}
+	ok, err = member.TryLock(mctx, rest, lease)
+	if err != nil && ctx.Err() == nil && mctx.Err() != nil {
+		return false, nil // busy: the master answered, its last try came late
 	}
 	return ok, err
 }
