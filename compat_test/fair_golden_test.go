@@ -493,7 +493,7 @@ func runFairGolden(t *testing.T, env fairEnv, N, Q, Z, ch, latchPrefix, uniq str
 	select {
 	case <-guardB5.Done():
 		assert.ErrorIs(t, context.Cause(guardB5), fairlock.ErrLockLost)
-	case <-time.After(time.Second):
+	case <-time.After(guardEnds):
 		t.Error("B5's guard survived a force unlock by its own Client")
 	}
 	forced, err = mA.ForceUnlock(ctxA1)
@@ -760,7 +760,7 @@ func runFairGolden(t *testing.T, env fairEnv, N, Q, Z, ch, latchPrefix, uniq str
 		if addr != env.node {
 			c = dial(t, addr)
 		}
-		assert.Eventually(t, func() bool { return len(c.scan("*"+uniq+"*")) == 0 }, 2*time.Second, 10*time.Millisecond,
+		assert.True(t, waitFor(2*time.Second, func() bool { return len(c.scan("*"+uniq+"*")) == 0 }),
 			"keys left on %s: %v", addr, c.scan("*"+uniq+"*"))
 	}
 }
@@ -769,10 +769,11 @@ func runFairGolden(t *testing.T, env fairEnv, N, Q, Z, ch, latchPrefix, uniq str
 // server, where the fair lock publishes with PUBLISH: a PSUBSCRIBE tap sees
 // each waiter's message, an SSUBSCRIBE tap on the waiters' channels none.
 func TestGoldenFairLockStandalone(t *testing.T) {
-	rc := redistest.NewClient(t, standaloneAddr)
+	addr := monitoredStandalone(t)
+	rc := redistest.NewClient(t, addr)
 	for _, n := range fairNames() {
 		t.Run(n.label, func(t *testing.T) {
-			runFairGolden(t, fairEnv{rc: rc, node: standaloneAddr, nodes: []string{standaloneAddr}},
+			runFairGolden(t, fairEnv{rc: rc, node: addr, nodes: []string{addr}},
 				n.name, n.queue, n.timeouts, n.channel, n.latchPrefix, n.unique)
 		})
 	}
@@ -783,7 +784,7 @@ func TestGoldenFairLockStandalone(t *testing.T) {
 // lock's slot: an SSUBSCRIBE tap on the node that owns it sees each
 // message, a classic SUBSCRIBE tap on the same channels none.
 func TestGoldenFairLockCluster(t *testing.T) {
-	cl := sharedCluster(t)
+	cl := monitoredCluster(t)
 	rc := cl.Client(t)
 	for _, n := range fairNames() {
 		t.Run(n.label, func(t *testing.T) {

@@ -166,7 +166,7 @@ func runFencedGolden(t *testing.T, env goldenEnv, n lockNames) {
 	select {
 	case <-guard.Done():
 		assert.ErrorIs(t, context.Cause(guard), context.Canceled)
-	case <-time.After(time.Second):
+	case <-time.After(guardEnds):
 		t.Error("the guard was not cancelled by the final unlock")
 	}
 	r.latchDeleted(gate, latch)
@@ -288,22 +288,23 @@ func runFencedGolden(t *testing.T, env goldenEnv, n lockNames) {
 // server, with classic pub/sub: a PSUBSCRIBE tap sees each release, an
 // SSUBSCRIBE tap on the same channel sees nothing.
 func TestGoldenFencedStandalone(t *testing.T) {
-	rc := redistest.NewClient(t, standaloneAddr)
+	addr := monitoredStandalone(t)
+	rc := redistest.NewClient(t, addr)
 	for _, n := range goldenNames() {
 		t.Run(n.label, func(t *testing.T) {
 			runFencedGolden(t, goldenEnv{
 				rc:      rc,
-				node:    standaloneAddr,
-				nodes:   []string{standaloneAddr},
+				node:    addr,
+				nodes:   []string{addr},
 				sharded: false,
 				taps: func(t *testing.T, n lockNames) []*pubTap {
 					markP := "compat-mark:" + n.name
 					markS := keys.Suffix(n.name, "compat-mark")
 					return []*pubTap{{
-						label: "PSUBSCRIBE", s: openStream(t, standaloneAddr, 1, "PSUBSCRIBE", "*"+n.name+"*"),
+						label: "PSUBSCRIBE", s: openStream(t, addr, 1, "PSUBSCRIBE", "*"+n.name+"*"),
 						kind: "pmessage", receives: true, markCmd: "PUBLISH", markChan: markP,
 					}, {
-						label: "SSUBSCRIBE", s: openStream(t, standaloneAddr, 2, "SSUBSCRIBE", n.channel, markS),
+						label: "SSUBSCRIBE", s: openStream(t, addr, 2, "SSUBSCRIBE", n.channel, markS),
 						kind: "smessage", receives: false, markCmd: "SPUBLISH", markChan: markS, settle: classicSettle,
 					}}
 				},
@@ -316,7 +317,7 @@ func TestGoldenFencedStandalone(t *testing.T) {
 // cluster, where releases go out with SPUBLISH on the lock's node: an
 // SSUBSCRIBE tap there sees them, a classic SUBSCRIBE tap does not.
 func TestGoldenFencedCluster(t *testing.T) {
-	cl := sharedCluster(t)
+	cl := monitoredCluster(t)
 	rc := cl.Client(t)
 	for _, n := range goldenNames() {
 		t.Run(n.label, func(t *testing.T) {
@@ -346,6 +347,7 @@ func TestGoldenFencedCluster(t *testing.T) {
 // share slot 2117, by internal/keys and by the cluster's own CLUSTER
 // KEYSLOT.
 func TestFencedSlotVector(t *testing.T) {
+	parallel(t)
 	vectors := map[string]uint16{"myFenced": 2117, "redisson_lock_token:{myFenced}": 2117}
 	for k, want := range vectors {
 		assert.Equal(t, want, keys.Slot(k), "keys.Slot(%q)", k)

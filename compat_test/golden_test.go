@@ -26,14 +26,22 @@ import (
 // Golden tests for the reentrant lock: the §15.1 vector of
 // reference/redisson-protocol.md, step by step, with the exact Redis state,
 // the commands each script ran (MONITOR) and the messages it published.
+// MONITOR shows every client's commands, so these tests, and the fair,
+// fenced and read/write ones, run on servers of their own
+// (monitoredStandalone, monitoredCluster).
 
 // Tolerances. PTTLs are read a few round trips after the command that set
 // them; on a loaded two-core machine with -race that can take a while.
 const (
-	ttlSlack       = 3000 * time.Millisecond // how far below its lease a fresh PTTL may be
-	latchGone      = 3 * time.Second         // how soon the deleter must remove a latch (loaded CI)
-	markerTimeout  = 10 * time.Second        // how long a tap may take to see a marker
-	classicSettle  = 300 * time.Millisecond  // how long a tap that must see nothing is given
+	ttlSlack      = 3000 * time.Millisecond // how far below its lease a fresh PTTL may be
+	latchGone     = 3 * time.Second         // how soon the deleter must remove a latch (loaded CI)
+	markerTimeout = 10 * time.Second        // how long a tap may take to see a marker
+	classicSettle = 300 * time.Millisecond  // how long a tap that must see nothing is given
+	// guardEnds is how soon a guard must end once its Client has let the
+	// hold go: well below the 10s renewal tick (watchdog/3) that would
+	// otherwise be the first to notice, and seconds above a loaded
+	// machine's late wake-ups.
+	guardEnds      = 5 * time.Second
 	watchdogMillis = "30000"
 	leaseMillis    = "10000"
 	latchMillis    = "20000"
@@ -557,7 +565,7 @@ func runGolden(t *testing.T, env goldenEnv, n lockNames) {
 	select {
 	case <-guard.Done():
 		assert.ErrorIs(t, context.Cause(guard), context.Canceled, "guard cause after Unlock")
-	case <-time.After(time.Second):
+	case <-time.After(guardEnds):
 		t.Error("the guard was not cancelled by the final unlock")
 	}
 	took = r.latchDeleted(gate, latch)
@@ -702,27 +710,28 @@ func equalStrings(a, b []string) bool {
 // PubSubAuto must pick classic pub/sub: a PSUBSCRIBE tap sees each release,
 // an SSUBSCRIBE tap on the same channel sees nothing.
 func TestGoldenRLockStandalone(t *testing.T) {
-	rc := redistest.NewClient(t, standaloneAddr)
+	addr := monitoredStandalone(t)
+	rc := redistest.NewClient(t, addr)
 	for _, n := range goldenNames() {
 		t.Run(n.label, func(t *testing.T) {
 			runGolden(t, goldenEnv{
 				rc:      rc,
-				node:    standaloneAddr,
-				nodes:   []string{standaloneAddr},
+				node:    addr,
+				nodes:   []string{addr},
 				sharded: false,
 				taps: func(t *testing.T, n lockNames) []*pubTap {
 					markP := "compat-mark:" + n.name
 					markS := keys.Suffix(n.name, "compat-mark")
 					return []*pubTap{{
 						label:    "PSUBSCRIBE",
-						s:        openStream(t, standaloneAddr, 1, "PSUBSCRIBE", "*"+n.name+"*"),
+						s:        openStream(t, addr, 1, "PSUBSCRIBE", "*"+n.name+"*"),
 						kind:     "pmessage",
 						receives: true,
 						markCmd:  "PUBLISH",
 						markChan: markP,
 					}, {
 						label:    "SSUBSCRIBE",
-						s:        openStream(t, standaloneAddr, 2, "SSUBSCRIBE", n.channel, markS),
+						s:        openStream(t, addr, 2, "SSUBSCRIBE", n.channel, markS),
 						kind:     "smessage",
 						receives: false,
 						markCmd:  "SPUBLISH",
@@ -740,7 +749,7 @@ func TestGoldenRLockStandalone(t *testing.T) {
 // sent with SPUBLISH, so an SSUBSCRIBE tap on the node that owns the slot
 // sees them and a classic SUBSCRIBE tap on the same channel name does not.
 func TestGoldenRLockCluster(t *testing.T) {
-	cl := sharedCluster(t)
+	cl := monitoredCluster(t)
 	rc := cl.Client(t)
 	for _, n := range goldenNames() {
 		t.Run(n.label, func(t *testing.T) {
@@ -780,6 +789,7 @@ func TestGoldenRLockCluster(t *testing.T) {
 // cluster node, so that EVALSHA finds what SCRIPT LOAD (or an earlier EVAL)
 // cached.
 func TestScriptSHA(t *testing.T) {
+	parallel(t)
 	check := func(t *testing.T, addrs []string) {
 		for _, addr := range addrs {
 			c := dial(t, addr)
@@ -802,6 +812,7 @@ func TestScriptSHA(t *testing.T) {
 // cluster's own CLUSTER KEYSLOT, and that a name whose derived keys hash
 // elsewhere (§1.4 edge) is refused.
 func TestSlotVectors(t *testing.T) {
+	parallel(t)
 	vectors := map[string]uint16{
 		"123456789":                       12739,
 		"myLock":                          12769,

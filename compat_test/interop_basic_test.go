@@ -26,21 +26,30 @@ import (
 const (
 	// basicWakeBound is how soon a waiter must be woken by the other side's
 	// release. Both sides use a 30s watchdog in those scenarios, so a
-	// waiter that missed the message would sleep for up to 30s.
-	basicWakeBound = 200 * time.Millisecond
+	// waiter that missed the message would sleep for up to 30s: this is
+	// wakeBound, seconds above a loaded machine's late wake-ups and far
+	// below that.
+	basicWakeBound = wakeBound
 	// basicSubscribeWait bounds how long a waiter may take to subscribe.
 	basicSubscribeWait = 20 * time.Second
-	// basicWatchdog is the watchdog timeout of the keep-out scenarios.
-	basicWatchdog = time.Second
+	// basicWatchdog is the watchdog timeout of the keep-out scenarios:
+	// short, so that three of them pass quickly, yet renewed (every third
+	// of it) often enough that a loaded machine's late wake-ups never let
+	// a hold expire.
+	basicWatchdog = 2 * time.Second
 )
 
 func TestInteropBasic(t *testing.T) {
+	t.Parallel()
 	for _, v := range peerVersions {
 		t.Run("redisson-"+v, func(t *testing.T) {
+			t.Parallel()
 			t.Run("standalone", func(t *testing.T) {
+				parallel(t)
 				testInteropBasic(t, v, nil)
 			})
 			t.Run("cluster", func(t *testing.T) {
+				parallel(t)
 				testInteropBasic(t, v, sharedCluster(t))
 			})
 		})
@@ -412,9 +421,9 @@ func (e *basicEnv) testForceUnlock(t *testing.T) {
 	})
 }
 
-// With a 1s watchdog on both sides, a watchdog hold outlives three watchdog
+// With a 2s watchdog on both sides, a watchdog hold outlives three watchdog
 // timeouts: the other side's bounded wait gives up, and the TTL never
-// exceeds the 1s lease.
+// exceeds the 2s lease.
 func (e *basicEnv) testWatchdogKeepsOut(t *testing.T) {
 	ctx := testCtx(t, time.Minute)
 	c1 := newLockClient(t, e.rc, interlock.WithWatchdogTimeout(basicWatchdog))
@@ -424,8 +433,8 @@ func (e *basicEnv) testWatchdogKeepsOut(t *testing.T) {
 	mJava, mGo := rlock.New(c1, javaName), rlock.New(c1, goName)
 	goA, goB := interlock.WithOwner(ctx, 1), interlock.WithOwner(ctx, 2)
 
-	// Java holds javaName, Go holds goName; each side then waits 3s for
-	// the other's lock, both at once.
+	// Java holds javaName, Go holds goName; each side then waits three
+	// watchdog timeouts for the other's lock, both at once.
 	e.mustDo(t, p1, javaReq(1, "lock", javaName))
 	require.NoError(t, mGo.Lock(goA))
 	for _, n := range []string{javaName, goName} {
@@ -447,7 +456,7 @@ func (e *basicEnv) testWatchdogKeepsOut(t *testing.T) {
 		goTry <- tried{ok, err, time.Since(start)}
 	}()
 
-	// Sample the TTLs while both wait: never above the 1s lease.
+	// Sample the TTLs while both wait: never above the watchdog lease.
 	deadline := time.Now().Add(keepOut - 300*time.Millisecond)
 	for time.Now().Before(deadline) {
 		for _, n := range []string{javaName, goName} {
@@ -460,7 +469,7 @@ func (e *basicEnv) testWatchdogKeepsOut(t *testing.T) {
 
 	gt := <-goTry
 	require.NoError(t, gt.err)
-	assert.False(t, gt.ok, "Go TryLock(%v) against Java's 1s-watchdog hold acquired it", keepOut)
+	assert.False(t, gt.ok, "Go TryLock(%v) against Java's %v-watchdog hold acquired it", keepOut, basicWatchdog)
 	assert.GreaterOrEqual(t, gt.took, keepOut-50*time.Millisecond)
 	t.Logf("Go TryLock gave up after %v", gt.took.Round(time.Millisecond))
 	var jt peerReply
@@ -469,7 +478,7 @@ func (e *basicEnv) testWatchdogKeepsOut(t *testing.T) {
 	case <-time.After(peerDoTimeout):
 		t.Fatalf("Java tryLock(%v) still blocked after %v", keepOut, peerDoTimeout)
 	}
-	assert.False(t, jt.Bool(t), "Java tryLock(%v) against Go's 1s-watchdog hold acquired it", keepOut)
+	assert.False(t, jt.Bool(t), "Java tryLock(%v) against Go's %v-watchdog hold acquired it", keepOut, basicWatchdog)
 	assert.GreaterOrEqual(t, jt.Elapsed, keepOut-50*time.Millisecond)
 	t.Logf("Java tryLock gave up after %v", jt.Elapsed.Round(time.Millisecond))
 

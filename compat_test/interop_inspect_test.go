@@ -2,27 +2,62 @@ package compat_test
 
 import (
 	"encoding/json"
+	"fmt"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
+// The interlock CLI, built once per test binary run for the tests that run
+// it, into a directory that TestMain's teardown removes.
+var cli struct {
+	once sync.Once
+	dir  string
+	path string
+	err  error
+}
+
+// interlockCLI returns the path of the CLI, failing t if it cannot be built.
+func interlockCLI(t *testing.T) string {
+	t.Helper()
+	cli.once.Do(func() {
+		if cli.dir, cli.err = os.MkdirTemp("", "interlock-compat-cli-"); cli.err != nil {
+			return
+		}
+		cli.path = filepath.Join(cli.dir, "interlock")
+		out, err := exec.Command("go", "build", "-o", cli.path, "github.com/interlock-go/interlock/cmd/interlock").CombinedOutput()
+		if err != nil {
+			cli.err = fmt.Errorf("%w: %s", err, out)
+		}
+	})
+	require.NoError(t, cli.err, "building the CLI")
+	return cli.path
+}
+
+// removeCLI removes what interlockCLI built.
+func removeCLI() {
+	if cli.dir != "" {
+		_ = os.RemoveAll(cli.dir)
+	}
+}
+
 // TestInteropInspectShowsJavaHolders runs the interlock CLI's inspect on
 // locks that Redisson threads hold: it must show Java's client id and
 // thread id, for every kind.
 func TestInteropInspectShowsJavaHolders(t *testing.T) {
-	bin := filepath.Join(t.TempDir(), "interlock")
-	build := exec.Command("go", "build", "-o", bin, "github.com/interlock-go/interlock/cmd/interlock")
-	out, err := build.CombinedOutput()
-	require.NoError(t, err, "building the CLI: %s", out)
+	t.Parallel()
+	bin := interlockCLI(t)
 
 	for _, version := range peerVersions {
 		t.Run(version, func(t *testing.T) {
+			parallel(t)
 			p := startJavaPeer(t, version, []string{standaloneAddr})
 			for i, kind := range []string{"reentrant", "fair", "write", "read", "fenced"} {
 				name := "inspect-java:" + strings.ReplaceAll(t.Name(), "/", ":") + ":" + kind

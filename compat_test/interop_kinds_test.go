@@ -36,9 +36,16 @@ import (
 //	go test -count=1 -run 'TestInteropKinds' ./compat_test/
 
 // wakeBound is how soon a waiter blocked on one side must hold the lock once
-// the other side released it. The lease is 30s, so only the release message
-// can explain a hand-off this fast.
-const wakeBound = 200 * time.Millisecond
+// the other side released it. The holder's lease is the 30s watchdog (the
+// scenarios check that more than 20s of it are left), and Java's waiters
+// and Go's waiters but the fair ones wait for the TTL they were told, so
+// only the release message can explain a hand-off this fast; and it leaves
+// seconds for a loaded machine's late wake-ups and replies. A Go fair
+// waiter asks again every second whatever it was told (lockcore's
+// maxQueuedWait), which no bound above that second could tell from the
+// message: where the release wakes a Go waiter, a tap on the waiter's
+// channel checks that the other side published it there.
+const wakeBound = 5 * time.Second
 
 // interopEnv is one peer version on one topology.
 type interopEnv struct {
@@ -146,15 +153,26 @@ func (n *nodes) subscribers(ch string) (classic, sharded int64) {
 func (n *nodes) awaitSubscribed(ch string) {
 	n.t.Helper()
 	var classic, sharded int64
-	require.Eventually(n.t, func() bool {
+	require.True(n.t, waitFor(15*time.Second, func() bool {
 		classic, sharded = n.subscribers(ch)
 		return classic+sharded > 0
-	}, 15*time.Second, 2*time.Millisecond, "nobody subscribed to %s", ch)
+	}), "nobody subscribed to %s", ch)
 	if n.e.sharded {
 		assert.Zero(n.t, classic, "classic subscribers of %s on the cluster", ch)
 	} else {
 		assert.Zero(n.t, sharded, "sharded subscribers of %s on a standalone server", ch)
 	}
+}
+
+// tapChannel subscribes a plain connection to ch on addr, the way a waiter
+// listens on this topology (SSUBSCRIBE when sharded, else SUBSCRIBE).
+func tapChannel(t *testing.T, addr, ch string, sharded bool) *stream {
+	t.Helper()
+	cmd := "SUBSCRIBE"
+	if sharded {
+		cmd = "SSUBSCRIBE"
+	}
+	return openStream(t, addr, 1, cmd, ch)
 }
 
 // queue returns a fair lock's waiter queue.
@@ -180,10 +198,10 @@ func (n *nodes) deadlines(name string) map[string]int64 {
 func (n *nodes) awaitQueue(name string, want []string) {
 	n.t.Helper()
 	var got []string
-	if !assert.Eventually(n.t, func() bool {
+	if !waitFor(15*time.Second, func() bool {
 		got = n.queue(name)
 		return slices.Equal(got, want)
-	}, 15*time.Second, 2*time.Millisecond) {
+	}) {
 		n.t.Fatalf("queue of %s is %q, want %q", name, got, want)
 	}
 }
@@ -308,9 +326,11 @@ var kindPairs = []struct {
 }
 
 func TestInteropKinds(t *testing.T) {
+	t.Parallel()
 	for _, version := range peerVersions {
 		for _, topology := range []string{"standalone", "cluster"} {
 			t.Run(version+"/"+topology, func(t *testing.T) {
+				parallel(t)
 				e := newInteropEnv(t, version, topology)
 				for _, kp := range kindPairs {
 					t.Run("exclusion/"+kp.label, func(t *testing.T) { interopExclusion(t, e, kp.goSide, kp.javaSide) })
@@ -427,7 +447,9 @@ func interopWakeGo(t *testing.T, e *interopEnv, goSide, javaSide lockSide) {
 		at = time.Now()
 		done <- err
 	}()
-	n.awaitSubscribed(goSide.channel(name, gOwner))
+	wch := goSide.channel(name, gOwner)
+	n.awaitSubscribed(wch)
+	tap := tapChannel(t, e.nodeFor(wch), wch, e.sharded)
 	time.Sleep(50 * time.Millisecond)
 	select {
 	case err := <-done:
@@ -449,6 +471,7 @@ func interopWakeGo(t *testing.T, e *interopEnv, goSide, javaSide lockSide) {
 	took := at.Sub(released)
 	t.Logf("%s: Go %s waiter woken %v after Java's %s release", e.label, goSide.kind, took.Round(time.Microsecond), javaSide.kind)
 	assert.LessOrEqual(t, took, wakeBound, "Go waiter woken too late: not by the release message")
+	tapNext(t, tap, wch) // Java published the release where the Go waiter listens
 	assert.Equal(t, "1", n.of(name).str("HGET", name, goSide.field(gOwner)), "Go's hold in the hash")
 	require.NoError(t, g.Unlock(ctx))
 	assert.Zero(t, n.of(name).int("EXISTS", name), "lock left behind")
@@ -547,7 +570,7 @@ func interopFairInterleaved(t *testing.T, e *interopEnv) {
 		require.Equal(t, want.label, a.w.label, "served out of order: %v", served)
 		assert.Equal(t, map[string]string{want.owner: "1"}, n.of(name).hash(name), "holder of %s", name)
 		assert.Equal(t, queued[i+1:], nonNil(n.queue(name)), "queue while %s holds", want.label)
-		assert.LessOrEqual(t, took, time.Second, "%s was not woken by the release", want.label)
+		assert.LessOrEqual(t, took, wakeBound, "%s was not woken by the release", want.label)
 		released = time.Now()
 		if want.java {
 			e.javaUnlock(t, want.thread, "fair", name)
@@ -578,19 +601,31 @@ func interopFairJavaGivesUp(t *testing.T, e *interopEnv) {
 	n := e.nodes(t)
 	hctx, _ := e.goOwner(t)
 	holder := fairlock.New(e.c, name)
-	require.NoError(t, holder.Lock(hctx))
-
 	th := e.threads(1)[0]
 	jOwner := e.p.Owner(t, th)
-	enqueued := time.Now().UnixMilli()
+	held := time.Now()
+	require.NoError(t, holder.Lock(hctx))
+
+	asked := time.Now()
 	pttl := n.of(name).int("PTTL", name)
+	answered := time.Now()
 	jch := e.p.Start(t, peerReq{Thread: th, Op: "tryLock", Kind: "fair", Name: name, Wait: wait})
 	n.awaitQueue(name, []string{jOwner})
+	queued := time.Now()
 	jDeadline := n.deadlines(name)[jOwner]
-	// The deadline is now + holder's PTTL + the wait Java queued with.
-	jWait := jDeadline - enqueued - pttl
+	// The deadline is Java's now + the holder's PTTL when the script ran
+	// + the wait Java queued with: the holder's expiry + the wait, less
+	// the time from Java's clock reading to the script (at most from the
+	// request to its effect on the queue). The PTTL read puts the expiry
+	// within its round trip of asked + pttl; and the holder's Client may
+	// have renewed its hold at a watchdog tick meanwhile (every hold,
+	// however young), pushing the expiry back by at most the hold's age.
+	jWait := jDeadline - (asked.UnixMilli() + pttl)
+	lo := wait - queued.Sub(answered) - 5*time.Millisecond
+	hi := wait + answered.Sub(asked) + queued.Sub(held) + 5*time.Millisecond
 	t.Logf("%s: Java tryLock(%v) queued with a wait of about %dms", e.label, wait, jWait)
-	assert.InDelta(t, wait.Milliseconds(), jWait, 300, "Java queued with a wait of %dms for tryLock(%v)", jWait, wait)
+	assert.True(t, jWait >= lo.Milliseconds() && jWait <= hi.Milliseconds(),
+		"Java queued with a wait of %dms for tryLock(%v), want within [%v, %v]", jWait, wait, lo, hi)
 
 	gctx, gOwner := e.goOwner(t)
 	gdone := make(chan error, 1)
@@ -892,11 +927,16 @@ func interopReadUnlockTTL(t *testing.T, e *interopEnv, javaUnlocks bool) {
 	} else {
 		require.NoError(t, rw.Read().Unlock(gctx))
 	}
-	pttl, p1 := c.int("PTTL", name), c.int("PTTL", stay1)
+	// Both PTTLs in one pipeline, which the server answers back to back:
+	// the two keys expire at the same moment, so the values must be equal
+	// but for a millisecond's rounding.
+	both := c.pipeline([]string{"PTTL", name}, []string{"PTTL", stay1})
+	pttl, _ := both[0].(int64)
+	p1, _ = both[1].(int64)
 	t.Logf("%s: after the %s read-unlock the hash PTTL is %dms; the remaining reader's longest timeout key has %dms",
 		e.label, map[bool]string{true: "Java", false: "Go"}[javaUnlocks], pttl, p1)
 	require.Positive(t, pttl, "the unlock deleted the lock from under the remaining readers")
-	assert.InDelta(t, p1, pttl, 100, "hash TTL after the unlock is not the remaining readers' longest timeout")
+	assert.InDelta(t, p1, pttl, 5, "hash TTL after the unlock is not the remaining readers' longest timeout")
 	if javaUnlocks {
 		assert.Equal(t, map[string]string{"mode": "read", gOwner: "2"}, c.hash(name))
 		assert.Zero(t, c.int("EXISTS", tk(jOwner, 1)), "Java's timeout key survived its unlock")
@@ -1006,9 +1046,11 @@ func tokenOf(t *testing.T, r peerReply) int64 {
 // run with a short watchdog (1.5s, renewed every 500ms) so that renewal
 // effects show within seconds.
 func TestInteropInferred(t *testing.T) {
+	t.Parallel()
 	const wd = 1500 * time.Millisecond
 	for _, version := range peerVersions {
 		t.Run(version, func(t *testing.T) {
+			parallel(t)
 			rc := redistest.NewClient(t, standaloneAddr)
 			e := &interopEnv{label: version + "/standalone", version: version, addrs: []string{standaloneAddr}, rc: rc,
 				nodeFor: func(string) string { return standaloneAddr }}
@@ -1099,22 +1141,8 @@ func interopWatchdogQuirks(t *testing.T, e *interopEnv, wd time.Duration) {
 	c.do("DEL", readers, readThenWrite, leaseReentry, control, control2)
 }
 
-// evalCalls is how many EVAL and EVALSHA commands the server has run.
-func evalCalls(t *testing.T, c *conn) int64 {
-	t.Helper()
-	var total int64
-	for line := range strings.Lines(c.str("INFO", "commandstats")) {
-		for _, cmd := range []string{"cmdstat_eval:", "cmdstat_evalsha:"} {
-			if rest, ok := strings.CutPrefix(line, cmd); ok {
-				calls, _, _ := strings.Cut(strings.TrimPrefix(rest, "calls="), ",")
-				v, err := strconv.ParseInt(calls, 10, 64)
-				require.NoError(t, err, line)
-				total += v
-			}
-		}
-	}
-	return total
-}
+// scriptCalls is how many EVAL and EVALSHA commands in counts.
+func scriptCalls(counts map[string]int64) int64 { return counts["eval"] + counts["evalsha"] }
 
 // interopFairDeadHead (§6.4 [INFERRED] hazard): a waiter queued behind a
 // dead head, with the lock free, is told to wait 0ms on every attempt. A
@@ -1123,13 +1151,23 @@ func evalCalls(t *testing.T, c *conn) int64 {
 // head is purged. The dead head is written by hand, as a crashed client
 // leaves it.
 func interopFairDeadHead(t *testing.T, e *interopEnv) {
-	const dead = 2500 * time.Millisecond
+	const (
+		dead = 2500 * time.Millisecond
+		// deadHeadLate bounds how long after the dead head's deadline a
+		// waiter gets in: interlock's back-off between attempts (at most
+		// a second) and seconds for a loaded machine.
+		deadHeadLate = 4 * time.Second
+	)
 	c := e.nodes(t).of("")
 	th := e.threads(1)[0]
+	rates := map[bool]float64{}
 	for _, java := range []bool{true, false} {
 		name := unique("inf-deadhead")
 		q, z := keys.Prefix("redisson_lock_queue", name), keys.Prefix("redisson_lock_timeout", name)
 		ghost := e.c.ID() + ":999999999"
+		// The waiter's scripts, and no other test's: every one of them
+		// names the lock.
+		calls := countCommands(t, e.nodeFor(name), name)
 		deadline := time.Now().Add(dead)
 		c.do("RPUSH", q, ghost)
 		c.do("ZADD", z, strconv.FormatInt(deadline.UnixMilli(), 10), ghost)
@@ -1163,23 +1201,26 @@ func interopFairDeadHead(t *testing.T, e *interopEnv) {
 			unlock = func() { require.NoError(t, m.Unlock(ctx)) }
 		}
 		time.Sleep(500 * time.Millisecond)
-		before, from := evalCalls(t, c), time.Now()
+		before, from := scriptCalls(calls.snapshot(t, c)), time.Now()
 		time.Sleep(time.Second)
-		rate := float64(evalCalls(t, c)-before) / time.Since(from).Seconds()
+		rate := float64(scriptCalls(calls.snapshot(t, c))-before) / time.Since(from).Seconds()
 		at := wait()
 		who := map[bool]string{true: "Redisson " + e.version, false: "interlock"}[java]
 		t.Logf("%s waiter behind a dead head, lock free: %.0f scripts/s while waiting; acquired %v after the dead head's deadline",
 			who, rate, at.Sub(deadline).Round(time.Millisecond))
 		assert.GreaterOrEqual(t, at, deadline.Add(-50*time.Millisecond), "%s acquired before the dead head's deadline", who)
-		assert.Less(t, at.Sub(deadline), 2*time.Second, "%s acquired too long after the dead head's deadline", who)
-		if java {
-			assert.Greater(t, rate, 100.0, "Redisson was expected to spin behind a dead head")
-		} else {
-			assert.Less(t, rate, 30.0, "interlock spins behind a dead head")
-		}
+		assert.Less(t, at.Sub(deadline), deadHeadLate, "%s acquired too long after the dead head's deadline", who)
+		rates[java] = rate
 		unlock()
 		c.do("DEL", name, q, z)
 	}
+	// interlock's waiter backs off, at a few attempts a second whatever
+	// the load; Redisson's tries again as soon as it is answered, at a
+	// rate that a loaded machine's round trips lower (1,300 to 6,900 a
+	// second on a quiet one, below a hundred on a busy one) but that stays
+	// many times the other's.
+	assert.Less(t, rates[false], 30.0, "interlock spins behind a dead head")
+	assert.Greater(t, rates[true], 10*max(rates[false], 1), "Redisson was expected to spin behind a dead head")
 }
 
 // interopFencedNoTTL (§8 [INFERRED] edge): a fenced lock hash without a TTL

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"os/exec"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -30,9 +29,8 @@ import (
 // with no TTL): each is listed with its kind, and only the zombie is
 // flagged.
 func TestInteropLsListsJavaAndGo(t *testing.T) {
-	bin := filepath.Join(t.TempDir(), "interlock")
-	out, err := exec.Command("go", "build", "-o", bin, "github.com/interlock-go/interlock/cmd/interlock").CombinedOutput()
-	require.NoError(t, err, "building the CLI: %s", out)
+	parallel(t)
+	bin := interlockCLI(t)
 
 	base := unique("ls-interop")
 	n := func(side, kind string) string { return base + ":" + side + ":" + kind }
@@ -91,7 +89,7 @@ func TestInteropLsListsJavaAndGo(t *testing.T) {
 	sem := semaphore.New(c, n("go", "semaphore"))
 	go func() { goWaiters <- sem.Acquire(wctx, 1) }()
 	pes := semaphore.NewExpirable(c, n("go", "expirable"))
-	_, err = pes.TrySetPermits(ctx, 2)
+	_, err := pes.TrySetPermits(ctx, 2)
 	require.NoError(t, err)
 	ids, err := pes.Acquire(ctx, 1, time.Minute)
 	require.NoError(t, err)
@@ -128,7 +126,7 @@ func TestInteropLsListsJavaAndGo(t *testing.T) {
 		return true
 	}, 20*time.Second, 20*time.Millisecond, "the waiters did not queue or subscribe")
 
-	out, err = exec.Command(bin, "ls", "--json", "--redis", "redis://"+standaloneAddr, base+"*").Output()
+	out, err := exec.Command(bin, "ls", "--json", "--redis", "redis://"+standaloneAddr, base+"*").Output()
 	require.NoError(t, err, "ls")
 	var got struct {
 		Synchronizers []struct {

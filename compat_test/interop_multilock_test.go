@@ -64,8 +64,10 @@ var mlConfigs = []struct {
 }
 
 func TestInteropMultiLock(t *testing.T) {
+	t.Parallel()
 	for _, version := range peerVersions {
 		t.Run(version, func(t *testing.T) {
+			parallelHeavy(t)
 			e := newInteropEnv(t, version, "cluster")
 			t.Run("exclusion", func(t *testing.T) { mlExclusion(t, e) })
 			t.Run("redLock", func(t *testing.T) { mlRedLock(t, e) })
@@ -173,7 +175,7 @@ func mlExclusion(t *testing.T, e *interopEnv) {
 	done := make(chan error, 1)
 	go func() { done <- goABC.Lock(ctx) }()
 	nd.awaitSubscribed(keys.LockChannel(abc[1]))
-	require.Eventually(t, func() bool { return nd.of(a).int("HEXISTS", a, gOwner) == 1 }, 10*time.Second, 2*time.Millisecond,
+	require.True(t, waitFor(10*time.Second, func() bool { return nd.of(a).int("HEXISTS", a, gOwner) == 1 }),
 		"the waiting Go Lock holds a")
 	select {
 	case err := <-done:
@@ -213,7 +215,7 @@ func mlExclusion(t *testing.T, e *interopEnv) {
 	// A Java lock() of {a,b,c} takes a, then waits on b until Go lets go.
 	ch := e.javaStart(t, th[1], "multi", jABC)
 	nd.awaitSubscribed(keys.LockChannel(abc[1]))
-	require.Eventually(t, func() bool { return nd.of(a).int("HEXISTS", a, j2) == 1 }, 10*time.Second, 2*time.Millisecond,
+	require.True(t, waitFor(10*time.Second, func() bool { return nd.of(a).int("HEXISTS", a, j2) == 1 }),
 		"the waiting Java lock() holds a")
 	notYet(t, ch, "Java lock() of {a,b,c}")
 	sent = time.Now()
@@ -383,27 +385,31 @@ func mlGaugeOut(ctx context.Context, rc rueidis.Client, names []string, who stri
 	return bad, nil
 }
 
-// mlServerStats sums, over the cluster's nodes, the calls of the scripts
-// and of the publishes (every client's: only this test runs meanwhile).
-func mlServerStats(t *testing.T, e *interopEnv) (scripts, publishes int64) {
-	t.Helper()
+// mlCounters counts, on every node of the cluster, the commands that
+// mention run (every key and channel of the torture's names does).
+type mlCounters struct {
+	counters []*cmdCounter
+	ctls     []*conn
+}
+
+func newMLCounters(t *testing.T, e *interopEnv, run string) *mlCounters {
+	m := &mlCounters{}
 	for _, addr := range e.addrs {
-		c := dial(t, addr)
-		info := c.str("INFO", "commandstats")
-		for line := range strings.Lines(info) {
-			name, rest, ok := strings.Cut(strings.TrimSpace(line), ":calls=")
-			if !ok {
-				continue
-			}
-			calls, err := strconv.ParseInt(rest[:strings.IndexByte(rest, ',')], 10, 64)
-			require.NoError(t, err, line)
-			switch name {
-			case "cmdstat_eval", "cmdstat_evalsha":
-				scripts += calls
-			case "cmdstat_publish", "cmdstat_spublish":
-				publishes += calls
-			}
-		}
+		m.counters = append(m.counters, countCommands(t, addr, run))
+		m.ctls = append(m.ctls, dial(t, addr))
+	}
+	return m
+}
+
+// stats sums, over the nodes, the calls of the scripts and of the
+// publishes (those scripts run included) on the torture's names, whoever
+// sent them.
+func (m *mlCounters) stats(t *testing.T) (scripts, publishes int64) {
+	t.Helper()
+	for i, c := range m.counters {
+		counts := c.snapshot(t, m.ctls[i])
+		scripts += scriptCalls(counts)
+		publishes += counts["publish"] + counts["spublish"]
 	}
 	return scripts, publishes
 }
@@ -412,6 +418,7 @@ func mlServerStats(t *testing.T, e *interopEnv) (scripts, publishes int64) {
 // of n1..n4, member i of kind kinds[i].
 func mlTorture(t *testing.T, e *interopEnv, kinds []string) {
 	names := mlNames("ml-torture", 4)
+	run := strings.TrimSuffix(names[0], ":n1") // in every name
 	var sets [][]int
 	for skip := range names {
 		var s []int
@@ -460,7 +467,8 @@ func mlTorture(t *testing.T, e *interopEnv, kinds []string) {
 	}
 	perWorker := mlRounds / mlWorkers
 	ctx := testCtx(t, mlDeadline)
-	scripts0, pubs0 := mlServerStats(t, e)
+	counters := newMLCounters(t, e, run)
+	scripts0, pubs0 := counters.stats(t)
 
 	var (
 		wg         sync.WaitGroup
@@ -584,13 +592,13 @@ func mlTorture(t *testing.T, e *interopEnv, kinds []string) {
 	}
 	wg.Wait()
 	elapsed := time.Since(start)
-	scripts1, pubs1 := mlServerStats(t, e)
+	scripts1, pubs1 := counters.stats(t)
 	require.NoError(t, errors.Join(errs...), "rounds failed (after %v)", elapsed)
 	require.Len(t, records, 2*perWorker*mlWorkers, "rounds completed")
 
 	t.Logf("%s: %d rounds (%d per side, %d workers each) in %v: %.0f rounds/s",
 		label, len(records), perWorker*mlWorkers, mlWorkers, elapsed.Round(time.Millisecond), float64(len(records))/elapsed.Seconds())
-	t.Logf("%s: server side, every client: %.1f scripts and %.2f publishes per round",
+	t.Logf("%s: server side, every client, on these names: %.1f scripts and %.2f publishes per round",
 		label, float64(scripts1-scripts0)/float64(len(records)), float64(pubs1-pubs0)/float64(len(records)))
 	if elapsed > mlBudget {
 		t.Logf("NOTE: slower than the %v budget", mlBudget)

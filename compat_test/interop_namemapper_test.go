@@ -11,6 +11,7 @@ import (
 
 	"github.com/interlock-go/interlock"
 	"github.com/interlock-go/interlock/fairlock"
+	"github.com/interlock-go/interlock/internal/keys"
 	"github.com/interlock-go/interlock/internal/redistest"
 	"github.com/interlock-go/interlock/rlock"
 )
@@ -25,8 +26,9 @@ import (
 
 // nameWakeBound is how soon a waiter must hold the lock once the other
 // side released it; both sides have a 30s watchdog, so only the release
-// message explains it.
-const nameWakeBound = time.Second
+// message explains it (for a Go fair waiter, which asks again every
+// second, a tap checks that Java published it on the waiter's channel).
+const nameWakeBound = wakeBound
 
 func withPeerNamePrefix(p string) peerOption {
 	return func(c *peerConfig) { c.namePrefix = p }
@@ -47,9 +49,12 @@ type nameKind struct {
 	// awaitWaiter waits until one waiter (Go or Java) on name, as the
 	// mapped side names it, is ready to be woken.
 	awaitWaiter func(t *testing.T, e *nameEnv, mapped string)
+	// channel is where the waiter owner waits on the mapped name.
+	channel func(mapped, owner string) string
 }
 
 func TestInteropNameMapper(t *testing.T) {
+	t.Parallel()
 	kinds := map[string]nameKind{
 		"reentrant": {
 			java: "reentrant",
@@ -57,6 +62,7 @@ func TestInteropNameMapper(t *testing.T) {
 			awaitWaiter: func(t *testing.T, e *nameEnv, mapped string) {
 				e.basic.waitSubscribers(t, mapped, 1)
 			},
+			channel: func(mapped, _ string) string { return keys.LockChannel(mapped) },
 		},
 		"fair": {
 			java: "fair",
@@ -68,10 +74,12 @@ func TestInteropNameMapper(t *testing.T) {
 					return err == nil && n == 1
 				}, basicSubscribeWait, 5*time.Millisecond, "one waiter in %s", queue)
 			},
+			channel: func(mapped, owner string) string { return keys.LockChannel(mapped) + ":" + owner },
 		},
 	}
 	for _, v := range peerVersions {
 		t.Run("redisson-"+v, func(t *testing.T) {
+			parallel(t)
 			rc := redistest.NewClient(t, standaloneAddr)
 			mapped := newLockClient(t, rc, interlock.WithNameMapper(interlock.PrefixNames(namePrefix)))
 			peer := startJavaPeer(t, v, []string{standaloneAddr}, withPeerNamePrefix(namePrefix))
@@ -161,11 +169,14 @@ func (e *nameEnv) testJavaWakesGo(t *testing.T, k nameKind) {
 		waiting <- goLocked{err: err, at: time.Now()}
 	}()
 	k.awaitWaiter(t, e, namePrefix+name)
+	wch := k.channel(namePrefix+name, goOwner)
+	tap := tapChannel(t, standaloneAddr, wch, false)
 	basicNotYet(t, waiting, 50*time.Millisecond, "Go Lock while Java holds")
 	released := time.Now()
 	e.basic.mustDo(t, e.peer, e.java(1, "unlock", k, name))
 	d := goWoken(t, waiting, released, "Go Lock")
 	assert.Lessf(t, d, nameWakeBound, "Go woken %v after Java's unlock()", d)
+	tapNext(t, tap, wch) // Java published the release where the Go waiter listens
 	assert.Equal(t, map[string]string{goOwner: "1"}, e.basic.hash(t, namePrefix+name))
 	require.NoError(t, m.Unlock(ctx))
 }

@@ -28,6 +28,7 @@ func withPeerReplicas(addrs ...string) peerOption {
 // take back the acquisition no replica confirmed and fail, leaving no key;
 // once it runs again both lock.
 func TestInteropReplicaSync(t *testing.T) {
+	parallel(t)
 	master, replica := redistest.Replicated(t)
 	rc := redistest.NewClient(t, master.Addr())
 	c := newLockClient(t, rc, interlock.WithReplicaSync(interlock.DefaultReplicaSyncTimeout))

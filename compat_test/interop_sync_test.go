@@ -31,9 +31,12 @@ import (
 const (
 	// syncWakeBound is how soon a waiter on one side must have its permits,
 	// or see its latch open, once the other side released or counted down.
-	// Go waiters re-read every lockcore.Repoll (2s) and Java waiters never
-	// do, so only the message explains a wake this fast.
-	syncWakeBound = time.Second
+	// Java waiters never re-read, so only the message explains a wake this
+	// fast; and it leaves seconds for a loaded machine's late wake-ups. Go
+	// waiters re-read every lockcore.Repoll (2s), which no bound above it
+	// could tell from the message: where Java wakes a Go waiter, a tap on
+	// the object's channel checks that Java published the message.
+	syncWakeBound = wakeBound
 	// syncSettle is how long a subscribed waiter is left alone before the
 	// other side acts, so that it is surely blocked on its wait.
 	syncSettle = 100 * time.Millisecond
@@ -44,9 +47,11 @@ const (
 )
 
 func TestInteropSync(t *testing.T) {
+	t.Parallel()
 	for _, version := range peerVersions {
 		for _, topology := range []string{"standalone", "cluster"} {
 			t.Run(version+"/"+topology, func(t *testing.T) {
+				parallel(t)
 				e := newInteropEnv(t, version, topology)
 				w := &syncWakes{label: e.label}
 				ifExists := !strings.HasPrefix(version, "3.")
@@ -226,11 +231,7 @@ func goAwait(t *testing.T, ch <-chan goResult, what string) time.Time {
 // the way a client must on this topology.
 func syncTap(t *testing.T, e *interopEnv, ch string) *stream {
 	t.Helper()
-	cmd := "SUBSCRIBE"
-	if e.sharded {
-		cmd = "SSUBSCRIBE"
-	}
-	return openStream(t, e.nodeFor(ch), 1, cmd, ch)
+	return tapChannel(t, e.nodeFor(ch), ch, e.sharded)
 }
 
 // tapNext returns the payload of the next message on ch.
@@ -274,7 +275,9 @@ func syncSemJavaWakesGo(t *testing.T, e *interopEnv, w *syncWakes, op string) {
 	require.False(t, ok, "Go took a permit Java holds")
 
 	done := goAsync(func() error { return s.Acquire(ctx, 1) })
-	awaitChannelSubscribers(t, e, keys.SemaphoreChannel(name), 1)
+	ch := keys.SemaphoreChannel(name)
+	awaitChannelSubscribers(t, e, ch, 1)
+	tap := syncTap(t, e, ch)
 	time.Sleep(syncSettle)
 	goNotYet(t, done, "Go Acquire(1) with every permit held by Java")
 	start := time.Now()
@@ -285,6 +288,7 @@ func syncSemJavaWakesGo(t *testing.T, e *interopEnv, w *syncWakes, op string) {
 		r.Void(t)
 	}
 	w.note(t, "semaphore: Java "+op+"(1) wakes Go Acquire(1)", goAwait(t, done, "Go Acquire(1)").Sub(start))
+	tapNext(t, tap, ch) // Java published the release where the Go waiter listens
 
 	n, err := s.Available(ctx)
 	require.NoError(t, err)
@@ -379,7 +383,9 @@ func syncPESJavaWakesGo(t *testing.T, e *interopEnv, w *syncWakes, c pesWakeCase
 		got, err = x.Acquire(ctx, c.want, semaphore.NoExpiry)
 		return err
 	})
-	awaitChannelSubscribers(t, e, keys.SemaphoreChannel(name), 1)
+	ch := keys.SemaphoreChannel(name)
+	awaitChannelSubscribers(t, e, ch, 1)
+	tap := syncTap(t, e, ch)
 	time.Sleep(syncSettle)
 	goNotYet(t, done, "Go Acquire with every permit held by Java")
 	start := time.Now()
@@ -392,6 +398,7 @@ func syncPESJavaWakesGo(t *testing.T, e *interopEnv, w *syncWakes, c pesWakeCase
 	}
 	at := goAwait(t, done, "Go Acquire")
 	w.note(t, fmt.Sprintf("expirable %s: Java %s(%d ids) wakes Go Acquire(%d)", c.label, op, c.release, c.want), at.Sub(start))
+	tapNext(t, tap, ch) // Java published the release where the Go waiter listens
 	require.Len(t, got, c.want)
 
 	// Each side sees the other's permits, and each releases its own.
@@ -493,7 +500,8 @@ func syncLatch(t *testing.T, e *interopEnv, w *syncWakes, javaCounts bool) {
 	timed.Wait = 30 * time.Second
 	j1, j2 := e.p.Start(t, untimed), e.p.Start(t, timed)
 	// One subscription for the Go Client's two waiters, one for the JVM's.
-	awaitChannelSubscribers(t, e, keys.LatchChannel(name), 2)
+	lch := keys.LatchChannel(name)
+	awaitChannelSubscribers(t, e, lch, 2)
 	time.Sleep(syncSettle)
 	notAny := func(what string) {
 		t.Helper()
@@ -512,6 +520,7 @@ func syncLatch(t *testing.T, e *interopEnv, w *syncWakes, javaCounts bool) {
 	if javaCounts {
 		side = "Java countDown"
 	}
+	tap := syncTap(t, e, lch) // after the first count-down's message
 	start := time.Now()
 	countDown()
 	for i, g := range []<-chan goResult{g1, g2} {
@@ -524,6 +533,7 @@ func syncLatch(t *testing.T, e *interopEnv, w *syncWakes, javaCounts bool) {
 	require.True(t, r.Bool(t), "Java await(30s) on an open latch")
 	w.note(t, "latch: "+side+" to 0 opens Java await(30s)", at.Sub(start))
 
+	tapNext(t, tap, lch) // the count-down to 0 was published where the waiters listen
 	count(0)
 	require.False(t, syncState{t, e.rc}.exists(name), "the latch key outlived count 0")
 	require.NoError(t, l.Await(ctx), "Go Await on an open latch")
@@ -617,7 +627,10 @@ func syncGoLeaseReclaimedByJava(t *testing.T, e *interopEnv, w *syncWakes, byAcq
 	lo, hi := acquired.Add(-time.Second).Add(syncLease).UnixMilli(), acquired.Add(syncLease).UnixMilli()
 	require.True(t, score >= float64(lo) && score <= float64(hi), "Go's expiry %v is not its clock plus the lease, in [%d, %d]", score, lo, hi)
 	left := e.java(t, jpes(th[0], "getLeaseTime", name, 0, 0, gid)).Int(t)
-	require.True(t, left > 0 && left <= syncLease.Milliseconds(), "Java getLeaseTime of Go's %v permit = %d", syncLease, left)
+	require.LessOrEqual(t, left, syncLease.Milliseconds(), "Java getLeaseTime of Go's %v permit", syncLease)
+	if time.Now().UnixMilli() < int64(score) { // the reply came before the expiry, so Java read its clock before it too
+		require.Positive(t, left, "Java getLeaseTime of Go's %v permit before its expiry", syncLease)
+	}
 
 	if byAcquire {
 		tap := syncTap(t, e, ch)
@@ -650,8 +663,8 @@ func syncGoLeaseReclaimedByJava(t *testing.T, e *interopEnv, w *syncWakes, byAcq
 	select {
 	case <-guard.Done():
 		assert.ErrorIs(t, context.Cause(guard), semaphore.ErrPermitLost, "the Guard of an expired permit")
-	case <-time.After(2 * time.Second):
-		t.Error("the Guard of Go's permit is not done 2s after its lease ran out")
+	case <-time.After(guardEnds):
+		t.Errorf("the Guard of Go's permit is not done %v after its lease ran out", guardEnds)
 	}
 	assert.Zero(t, x.Remaining(gids[0]), "Remaining of an expired permit")
 	require.ErrorIs(t, x.Release(ctx, gids...), semaphore.ErrUnknownPermit, "Go's release of a permit Java reclaimed")
@@ -837,12 +850,14 @@ func syncPESReadEachOther(t *testing.T, e *interopEnv) {
 	counts(0, 0)
 }
 
-// syncPESWatchdog: a Go permit held by the watchdog (lease 0, a 1s
-// watchdog here) is an acquired permit for Java, whose reads (each one
-// reclaims by Java's clock) keep finding it unexpired, its expiry moving,
-// for several watchdog timeouts; then Go releases it.
+// syncPESWatchdog: a Go permit held by the watchdog (lease 0, a 2s
+// watchdog here: short, yet renewed, every third of it, often enough that a
+// loaded machine's late wake-ups never let it expire) is an acquired permit
+// for Java, whose reads (each one reclaims by Java's clock) keep finding it
+// unexpired, its expiry moving, for several watchdog timeouts; then Go
+// releases it.
 func syncPESWatchdog(t *testing.T, e *interopEnv) {
-	const wd = time.Second
+	const wd = 2 * time.Second
 	ctx := testCtx(t, time.Minute)
 	name, th := unique("sync-pes-wd"), e.threads(1)[0]
 	tk := keys.Suffix(name, "timeout")
@@ -867,8 +882,13 @@ func syncPESWatchdog(t *testing.T, e *interopEnv) {
 		}
 		require.EqualValues(t, 1, e.java(t, jpes(th, "acquiredPermits", name, 0, 0)).Int(t),
 			"Java acquiredPermits %v into a %v watchdog", time.Since(start).Round(time.Millisecond), wd)
+		// Java reads its clock once it has the request; Go's watchdog may
+		// renew the permit (to its clock + wd) until the script runs. So
+		// the lease left is at most wd plus the request's round trip.
+		sent := time.Now()
 		ms := e.java(t, jpes(th, "getLeaseTime", name, 0, 0, gid)).Int(t)
-		require.True(t, ms > 0 && ms <= wd.Milliseconds(), "Java getLeaseTime of Go's watchdog permit = %d", ms)
+		rtt := time.Since(sent)
+		require.True(t, ms > 0 && ms <= (wd+rtt).Milliseconds()+1, "Java getLeaseTime of Go's watchdog permit = %d (the request took %v)", ms, rtt)
 		sc, ok := st.score(tk, gid)
 		require.True(t, ok)
 		if sc > prev {
@@ -876,7 +896,7 @@ func syncPESWatchdog(t *testing.T, e *interopEnv) {
 		}
 		prev = sc
 	}
-	t.Logf("%s: Go's watchdog permit stayed acquired for Java over %v (a %v watchdog), its expiry moved in %d of 3 seconds",
+	t.Logf("%s: Go's watchdog permit stayed acquired for Java over %v (a %v watchdog), its expiry moved in %d of 3 periods",
 		e.label, time.Since(start).Round(time.Millisecond), wd, moved)
 	require.Equal(t, 3, moved, "the expiry did not move in every watchdog period")
 	require.EqualValues(t, 1, e.java(t, jpes(th, "availablePermits", name, 0, 0)).Int(t))

@@ -231,13 +231,17 @@ func readPermitHolds(path string) ([]permitHold, error) {
 }
 
 func TestInteropSyncTorture(t *testing.T) {
+	t.Parallel()
 	total := semTortureTotal
 	if testing.Short() {
 		total = semTortureShort
 	}
 	for _, version := range peerVersions {
 		for _, topology := range []string{"standalone", "cluster"} {
-			t.Run(version+"/"+topology, func(t *testing.T) { semTorture(t, version, topology, total) })
+			t.Run(version+"/"+topology, func(t *testing.T) {
+				parallelHeavy(t)
+				semTorture(t, version, topology, total)
+			})
 		}
 	}
 }

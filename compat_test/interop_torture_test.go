@@ -237,11 +237,15 @@ func readHoldRecords(path string) ([]holdRecord, error) {
 }
 
 func TestInteropTorture(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("torture: skipped with -short")
 	}
 	for _, version := range peerVersions {
-		t.Run(version, func(t *testing.T) { interopTorture(t, version) })
+		t.Run(version, func(t *testing.T) {
+			parallelHeavy(t)
+			interopTorture(t, version)
+		})
 	}
 }
 

@@ -123,8 +123,10 @@ var transferModes = []struct {
 }{{"one-client", true}, {"client-each", false}}
 
 func TestInteropTransfer(t *testing.T) {
+	t.Parallel()
 	for _, version := range peerVersions {
 		t.Run("redisson-"+version, func(t *testing.T) {
+			parallelHeavy(t)
 			p := startJavaPeer(t, version, []string{standaloneAddr})
 			p.Owner(t, 1) // starts the Java thread
 			for _, k := range transferKinds {
@@ -273,12 +275,14 @@ func interopTransfer(t *testing.T, p *javaPeer, k transferKind, oneClient bool) 
 	})
 	defer stopGo()
 
+	// The warm-up: transferWarmup, and longer while a loaded machine has
+	// not let the Go side in yet.
 	select {
 	case <-time.After(transferWarmup):
 	case <-ctx.Done():
 	}
+	require.True(t, waitFor(time.Minute, func() bool { return acquired.Load() > 0 }), "no Go acquisition in a minute of warm-up")
 	goBefore, transfersBefore, messagesBefore := acquired.Load(), transfers(), messages.Load()
-	require.Positive(t, goBefore, "no Go acquisition in the %v warm-up", transferWarmup)
 
 	// The Java side: rounds acquisitions, one after the other.
 	call := func(req peerReq) (peerReply, error) {

@@ -153,6 +153,7 @@ func sorted(s []string) []string {
 }
 
 func TestNameMapperKeys(t *testing.T) {
+	parallel(t)
 	rc := redistest.NewClient(t, standaloneAddr)
 	subs := redistest.NewClient(t, standaloneAddr)
 	c := newLockClient(t, rc, interlock.WithNameMapper(interlock.PrefixNames(namePrefix)))
@@ -185,6 +186,7 @@ func TestNameMapperKeys(t *testing.T) {
 // mapped name. The waiter is on another Client, so that the release is a
 // message rather than a hand-off within one Client.
 func TestNameMapperFairLock(t *testing.T) {
+	parallel(t)
 	rc := redistest.NewClient(t, standaloneAddr)
 	subs := redistest.NewClient(t, standaloneAddr)
 	c := newLockClient(t, rc, interlock.WithNameMapper(interlock.PrefixNames(namePrefix)))
@@ -224,6 +226,7 @@ func TestNameMapperFairLock(t *testing.T) {
 // TestNameMapperRefusesBadNames: a mapped name that is no valid lock name
 // is refused with ErrInvalid before anything is sent, by every kind.
 func TestNameMapperRefusesBadNames(t *testing.T) {
+	parallel(t)
 	rc := redistest.NewClient(t, standaloneAddr)
 	for _, bad := range []interlock.NameMapper{interlock.PrefixNames("{"), emptyNames{}} {
 		c := newLockClient(t, rc, interlock.WithNameMapper(bad))
@@ -258,6 +261,7 @@ func (emptyNames) Unmap(string) string { return "" }
 // TestNameMapperReportsGivenNames: errors and the Observer's OpLost events name
 // the lock as the caller did, although the Client works on the mapped key.
 func TestNameMapperReportsGivenNames(t *testing.T) {
+	parallel(t)
 	rc := redistest.NewClient(t, standaloneAddr)
 	obs := &lostNames{}
 	c := newLockClient(t, rc, interlock.WithNameMapper(interlock.PrefixNames(namePrefix)),

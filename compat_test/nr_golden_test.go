@@ -33,12 +33,14 @@ const (
 )
 
 func TestNRGoldenStandalone(t *testing.T) {
+	parallel(t)
 	env := sgStandalone()
 	t.Run("V5.1", func(t *testing.T) { nrLock(t, env) })
 	t.Run("V5.2", func(t *testing.T) { nrFair(t, env) })
 }
 
 func TestNRGoldenCluster(t *testing.T) {
+	parallel(t)
 	env := sgCluster(t)
 	t.Run("V5.1", func(t *testing.T) { nrLock(t, env) })
 	t.Run("V5.2", func(t *testing.T) { nrFair(t, env) })
@@ -48,6 +50,7 @@ func TestNRGoldenCluster(t *testing.T) {
 // makes of the error reply: a Redis error whose text carries the token
 // (rueidis drops the "ERR " prefix from the text).
 func TestNRToken(t *testing.T) {
+	parallel(t)
 	require.Equal(t, "NON_REENTRANT_REACQUIRE", lua.NonReentrantToken)
 	rc := redistest.NewClient(t, standaloneAddr)
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)

@@ -82,8 +82,10 @@ func (s syncState) score(key, id string) (float64, bool) {
 // TestPeerSyncSmoke drives every semaphore and latch op of the peer once, on
 // both Redisson versions, and checks what each one left in Redis.
 func TestPeerSyncSmoke(t *testing.T) {
+	t.Parallel()
 	for _, v := range peerVersions {
 		t.Run("redisson-"+v, func(t *testing.T) {
+			parallel(t)
 			p := startJavaPeer(t, v, []string{standaloneAddr})
 			s := syncState{t: t, rc: redistest.NewClient(t, standaloneAddr)}
 			t.Run("semaphore", func(t *testing.T) { smokeSemaphore(t, p, syncState{t, s.rc}) })

@@ -33,12 +33,20 @@ import (
 var peerVersions = []string{"4.7.0", "3.52.0"}
 
 const (
-	peerReadyTimeout = 60 * time.Second            // JVM start and Redisson connect
-	peerDoTimeout    = 90 * time.Second            // a synchronous request
-	peerStopTimeout  = 15 * time.Second            // quit to exit, before we kill
-	peerBuildTimeout = 10 * time.Minute            // mvn package, cold Maven repository included
-	peerDir          = "peer"                      // the Maven project, relative to this package
-	peerJVMFlags     = "-Xmx256m -XX:+UseSerialGC" // small and quiet on a shared two-core machine
+	peerReadyTimeout = 60 * time.Second // JVM start and Redisson connect
+	peerDoTimeout    = 90 * time.Second // a synchronous request
+	peerStopTimeout  = 15 * time.Second // quit to exit, before we kill
+	peerBuildTimeout = 10 * time.Minute // mvn package, cold Maven repository included
+	peerDir          = "peer"           // the Maven project, relative to this package
+	// peerJVMFlags keep a peer small and quiet on a shared two-core
+	// machine: a small heap and the serial collector; the client
+	// compiler only (a peer lives for seconds, so the optimising
+	// compiler's work at start-up is CPU that the other tests need and
+	// that pays back in no test); and the JVM's own warnings on stderr,
+	// where they cannot be taken for protocol lines. The dump of the
+	// class-data archive (peerArchive) runs with the same flags, which
+	// the archive must match.
+	peerJVMFlags = "-Xmx256m -XX:+UseSerialGC -XX:TieredStopAtLevel=1 -Xlog:disable -Xlog:all=warning:stderr"
 )
 
 // peerConfig is what peerOptions set.
@@ -251,15 +259,22 @@ func startJavaPeer(t *testing.T, version string, addrs []string, opts ...peerOpt
 		t.Fatal("startJavaPeer: no Redis address")
 	}
 	requireJava(t)
-	jar, took, err := buildPeer(version)
+	b, err := buildPeer(version)
 	if err != nil {
 		t.Fatalf("building the Redisson %s peer: %v", version, err)
 	}
-	if took > 0 {
-		t.Logf("built the Redisson %s peer in %v", version, took.Round(time.Millisecond))
+	if b.took > 0 {
+		t.Logf("built the Redisson %s peer in %v", version, b.took.Round(time.Millisecond))
+	}
+	if b.archiveErr != nil {
+		t.Logf("no class-data archive for the Redisson %s peer, its JVMs start without one: %v", version, b.archiveErr)
 	}
 
-	args := append(strings.Fields(peerJVMFlags), "-jar", jar)
+	args := strings.Fields(peerJVMFlags)
+	if b.archive != "" {
+		args = append(args, "-XX:SharedArchiveFile="+b.archive)
+	}
+	args = append(args, "-jar", b.jar)
 	if len(cfg.replicas) > 0 {
 		args = append(args, "--master", addrs[0], "--replica", strings.Join(cfg.replicas, ","))
 	} else if len(addrs) == 1 {
@@ -503,73 +518,194 @@ func requireJava(t *testing.T) {
 // no one runs a half-written jar.
 var peerBuilds struct {
 	sync.Mutex
-	jars map[string]string
+	done map[string]peerBuild
 	errs map[string]error
 }
 
-// buildPeer returns the path of the peer jar for version, running mvn
-// package first unless the jar is newer than the pom and every source, and
-// how long that build took (0 when there was none).
-func buildPeer(version string) (string, time.Duration, error) {
+// peerBuild is a built peer: its jar, and the class-data archive its JVMs
+// start from ("" if there is none, archiveErr saying why).
+type peerBuild struct {
+	jar        string
+	archive    string
+	archiveErr error
+	took       time.Duration // how long the build took (0 when there was none)
+}
+
+// buildPeer returns the peer jar for version, running mvn package first
+// unless the jar is newer than the pom and every source, and its
+// class-data archive, dumping it first unless it is newer than the jar.
+// Only the first call per version in a test binary reports took and
+// archiveErr.
+func buildPeer(version string) (peerBuild, error) {
 	peerBuilds.Lock()
 	defer peerBuilds.Unlock()
-	if jar, ok := peerBuilds.jars[version]; ok {
-		return jar, 0, nil
+	if b, ok := peerBuilds.done[version]; ok {
+		b.took, b.archiveErr = 0, nil
+		return b, nil
 	}
 	if err, ok := peerBuilds.errs[version]; ok {
-		return "", 0, err
+		return peerBuild{}, err
 	}
-	jar, took, err := buildPeerLocked(version)
-	if peerBuilds.jars == nil {
-		peerBuilds.jars, peerBuilds.errs = make(map[string]string), make(map[string]error)
+	b, err := buildPeerLocked(version)
+	if peerBuilds.done == nil {
+		peerBuilds.done, peerBuilds.errs = make(map[string]peerBuild), make(map[string]error)
 	}
 	if err != nil {
 		peerBuilds.errs[version] = err
-		return "", 0, err
+		return peerBuild{}, err
 	}
-	peerBuilds.jars[version] = jar
-	return jar, took, nil
+	peerBuilds.done[version] = b
+	return b, nil
 }
 
-func buildPeerLocked(version string) (jar string, took time.Duration, err error) {
+func buildPeerLocked(version string) (b peerBuild, err error) {
 	dir, err := filepath.Abs(peerDir)
 	if err != nil {
-		return "", 0, err
+		return b, err
 	}
 	target := filepath.Join(dir, "target")
 	if err := os.MkdirAll(target, 0o755); err != nil {
-		return "", 0, err
+		return b, err
 	}
 	lf, err := os.OpenFile(filepath.Join(target, ".build.lock"), os.O_CREATE|os.O_RDWR, 0o644)
 	if err != nil {
-		return "", 0, err
+		return b, err
 	}
 	defer lf.Close()
 	if err := unix.Flock(int(lf.Fd()), unix.LOCK_EX); err != nil {
-		return "", 0, fmt.Errorf("locking %s: %w", lf.Name(), err)
+		return b, fmt.Errorf("locking %s: %w", lf.Name(), err)
 	}
 	defer func() { _ = unix.Flock(int(lf.Fd()), unix.LOCK_UN) }()
 
-	jar = filepath.Join(target, "interlock-peer-"+version+".jar")
-	if fresh, err := jarFresh(dir, jar); err != nil {
-		return "", 0, err
-	} else if fresh {
-		return jar, 0, nil
+	b.jar = filepath.Join(target, "interlock-peer-"+version+".jar")
+	fresh, err := jarFresh(dir, b.jar)
+	if err != nil {
+		return b, err
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), peerBuildTimeout)
+	if !fresh {
+		ctx, cancel := context.WithTimeout(context.Background(), peerBuildTimeout)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, "mvn", "-q", "-B", "-f", filepath.Join(dir, "pom.xml"),
+			"-Dredisson.version="+version, "-DskipTests", "package")
+		var out bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &out
+		start := time.Now()
+		if err := cmd.Run(); err != nil {
+			return b, fmt.Errorf("%s: %w\n%s", strings.Join(cmd.Args, " "), err, out.String())
+		}
+		if _, err := os.Stat(b.jar); err != nil {
+			return b, fmt.Errorf("mvn package succeeded but %w", err)
+		}
+		b.took = time.Since(start)
+	}
+	b.archive, b.archiveErr = peerArchive(b.jar)
+	return b, nil
+}
+
+// peerArchive returns the class-data archive (AppCDS) of jar, dumping it
+// first if it is missing or older than the jar. A peer JVM that starts
+// from it loads Redisson, Netty and the JDK classes they use from the
+// archive instead of parsing and verifying them: about a third of the
+// start-up CPU, which dozens of peers per run spend on a shared two-core
+// machine. The dump runs a peer once against the shared standalone server
+// through the common requests, and writes the archive at its exit. An
+// archive the JVM cannot use (another JDK, another jar) is ignored by the
+// JVM, with a warning on stderr; a failed dump leaves the peers without one.
+func peerArchive(jar string) (string, error) {
+	archive := strings.TrimSuffix(jar, ".jar") + ".jsa"
+	if ai, err := os.Stat(archive); err == nil {
+		if ji, err := os.Stat(jar); err == nil && ai.ModTime().After(ji.ModTime()) {
+			return archive, nil
+		}
+	}
+	tmp := fmt.Sprintf("%s.%d.tmp", archive, os.Getpid())
+	_ = os.Remove(tmp)
+	if err := dumpPeerArchive(jar, tmp); err != nil {
+		_ = os.Remove(tmp)
+		return "", err
+	}
+	if err := os.Rename(tmp, archive); err != nil {
+		_ = os.Remove(tmp)
+		return "", err
+	}
+	return archive, nil
+}
+
+// dumpPeerArchive runs the peer jar with -XX:ArchiveClassesAtExit=out,
+// one request at a time, and waits for it to exit.
+func dumpPeerArchive(jar, out string) error {
+	ctx, cancel := context.WithTimeout(context.Background(), peerReadyTimeout+peerStopTimeout)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, "mvn", "-q", "-B", "-f", filepath.Join(dir, "pom.xml"),
-		"-Dredisson.version="+version, "-DskipTests", "package")
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	start := time.Now()
-	if err := cmd.Run(); err != nil {
-		return "", 0, fmt.Errorf("%s: %w\n%s", strings.Join(cmd.Args, " "), err, out.String())
+	args := append(strings.Fields(peerJVMFlags), "-XX:ArchiveClassesAtExit="+out, "-jar", jar, "--redis", "redis://"+standaloneAddr)
+	cmd := exec.CommandContext(ctx, "java", args...)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		return err
 	}
-	if _, err := os.Stat(jar); err != nil {
-		return "", 0, fmt.Errorf("mvn package succeeded but %w", err)
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return err
 	}
-	return jar, time.Since(start), nil
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	sc := bufio.NewScanner(stdout)
+	sc.Buffer(make([]byte, 64*1024), 4*1024*1024)
+	// next reads stdout up to the line that answers id (the ready line
+	// for 0), skipping anything else.
+	next := func(id int64) error {
+		for sc.Scan() {
+			var w peerWireReply
+			if json.Unmarshal(sc.Bytes(), &w) != nil {
+				continue
+			}
+			if (id == 0 && w.Ready) || (w.ID != nil && *w.ID == id) {
+				return nil
+			}
+		}
+		return fmt.Errorf("the peer's stdout ended (%v)", sc.Err())
+	}
+	name := unique("peer-archive")
+	reqs := []peerWireReq{
+		{Thread: 1, Op: "threadId"},
+		{Thread: 1, Op: "lock", Kind: "reentrant", Name: name},
+		{Thread: 2, Op: "tryLock", Kind: "reentrant", Name: name, WaitMs: 50},
+		{Thread: 1, Op: "unlock", Kind: "reentrant", Name: name},
+		{Thread: 1, Op: "lock", Kind: "fair", Name: name + ":fair"},
+		{Thread: 1, Op: "unlock", Kind: "fair", Name: name + ":fair"},
+		{Thread: 1, Op: "trySetPermits", Kind: "semaphore", Name: name + ":sem", Permits: 1},
+		{Thread: 1, Op: "tryAcquire", Kind: "semaphore", Name: name + ":sem", Permits: 1, WaitMs: -1},
+		{Thread: 1, Op: "release", Kind: "semaphore", Name: name + ":sem", Permits: 1},
+		{Thread: 1, Op: "delete", Kind: "semaphore", Name: name + ":sem"},
+	}
+	err = next(0)
+	for i := range reqs {
+		if err != nil {
+			break
+		}
+		reqs[i].ID = int64(i + 1)
+		line, _ := json.Marshal(reqs[i])
+		if _, err = stdin.Write(append(line, '\n')); err == nil {
+			err = next(reqs[i].ID)
+		}
+	}
+	if err == nil {
+		_, err = stdin.Write([]byte(`{"id":0,"op":"quit"}` + "\n"))
+	}
+	_ = stdin.Close()
+	_, _ = io.Copy(io.Discard, stdout)
+	if werr := cmd.Wait(); err == nil {
+		err = werr
+	}
+	if err == nil {
+		_, err = os.Stat(out)
+	}
+	if err != nil {
+		return fmt.Errorf("dumping %s: %w; stderr:\n%s", out, err, stderr.String())
+	}
+	return nil
 }
 
 // jarFresh reports whether jar exists and is newer than the pom and every
@@ -611,8 +747,10 @@ func jarFresh(dir, jar string) (bool, error) {
 // TestPeerDriver checks the driver and the peer's protocol itself: logical
 // threads are distinct, stable Java threads; errors come back as replies.
 func TestPeerDriver(t *testing.T) {
+	t.Parallel()
 	for _, v := range peerVersions {
 		t.Run("redisson-"+v, func(t *testing.T) {
+			parallel(t)
 			p := startJavaPeer(t, v, []string{standaloneAddr})
 			if !ownerRE.MatchString(p.ClientID() + ":1") {
 				t.Fatalf("client id %q is not a UUID v4", p.ClientID())

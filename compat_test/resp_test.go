@@ -2,6 +2,7 @@ package compat_test
 
 import (
 	"bufio"
+	"bytes"
 	"errors"
 	"fmt"
 	"net"
@@ -63,6 +64,32 @@ func (c *conn) do(args ...string) any {
 		c.t.Fatalf("%s %s: %v", c.addr, strings.Join(args, " "), err)
 	}
 	return v
+}
+
+// pipeline sends cmds at once and returns their replies, failing the test
+// on any error, an error reply included. The server runs a client's
+// pipelined commands back to back, with no other client's in between.
+func (c *conn) pipeline(cmds ...[]string) []any {
+	c.t.Helper()
+	if err := c.nc.SetDeadline(time.Now().Add(ioTimeout)); err != nil {
+		c.t.Fatalf("%s: %v", c.addr, err)
+	}
+	var buf []byte
+	for _, args := range cmds {
+		buf = append(buf, redisproc.EncodeCommand(args)...)
+	}
+	if _, err := c.nc.Write(buf); err != nil {
+		c.t.Fatalf("%s: pipeline: %v", c.addr, err)
+	}
+	out := make([]any, len(cmds))
+	for i, args := range cmds {
+		v, err := redisproc.ReadReply(c.r)
+		if err != nil {
+			c.t.Fatalf("%s %s: %v", c.addr, strings.Join(args, " "), err)
+		}
+		out[i] = v
+	}
+	return out
 }
 
 // str runs a command whose reply is a string or nil ("" for nil).
@@ -357,4 +384,132 @@ func unquoteRepr(s string) (string, int, error) {
 		}
 	}
 	return "", 0, fmt.Errorf("unterminated quoted string %q", s)
+}
+
+// cmdCounter counts, from a MONITOR connection to one node, the commands
+// that mention a string (a lock's name, say), by command name in lower
+// case; the commands that scripts run count too. It keeps counts, not
+// lines, since a shared server shows every other test's commands as well,
+// and counting only what mentions the string leaves theirs out.
+type cmdCounter struct {
+	substr string
+	nc     net.Conn
+	done   chan struct{}
+	seq    int
+
+	mu     sync.Mutex
+	counts map[string]int64
+	seen   map[string]bool // markers seen, by name
+	err    error
+	notify chan struct{} // buffered 1: a marker was seen or err set
+}
+
+// countCommands opens a MONITOR connection to addr that counts the
+// commands mentioning substr; t.Cleanup closes it.
+func countCommands(t testing.TB, addr, substr string) *cmdCounter {
+	t.Helper()
+	nc, err := net.DialTimeout("tcp", addr, ioTimeout)
+	if err != nil {
+		t.Fatalf("dial %s: %v", addr, err)
+	}
+	r := bufio.NewReader(nc)
+	if err := nc.SetDeadline(time.Now().Add(ioTimeout)); err == nil {
+		if _, err = nc.Write(redisproc.EncodeCommand([]string{"MONITOR"})); err == nil {
+			_, err = redisproc.ReadReply(r)
+		}
+	}
+	if err == nil {
+		err = nc.SetDeadline(time.Time{})
+	}
+	if err != nil {
+		nc.Close()
+		t.Fatalf("%s MONITOR: %v", addr, err)
+	}
+	c := &cmdCounter{substr: substr, nc: nc, done: make(chan struct{}), counts: map[string]int64{},
+		seen: map[string]bool{}, notify: make(chan struct{}, 1)}
+	go c.read(r)
+	t.Cleanup(func() {
+		nc.Close()
+		<-c.done
+	})
+	return c
+}
+
+func (c *cmdCounter) read(r *bufio.Reader) {
+	defer close(c.done)
+	// MONITOR pushes one status reply per command, "+<line>\r\n"; the
+	// lines are read as bytes and only those that mention substr are
+	// looked at, which keeps up with a busy server.
+	substr := []byte(c.substr)
+	for {
+		line, err := r.ReadSlice('\n')
+		if errors.Is(err, bufio.ErrBufferFull) {
+			for errors.Is(err, bufio.ErrBufferFull) { // a long line (a script's source): skip it
+				_, err = r.ReadSlice('\n')
+			}
+			continue
+		}
+		if err == nil && (len(line) == 0 || line[0] != '+') {
+			err = fmt.Errorf("unexpected MONITOR push %q", line)
+		}
+		if err == nil && !bytes.Contains(line, substr) {
+			continue
+		}
+		c.mu.Lock()
+		if err != nil {
+			c.err = err
+		} else if _, rest, ok := strings.Cut(string(line), `] "`); ok {
+			// `+<time> [<db> <client>] "<command>" "<arg>" ...`
+			name, args, _ := strings.Cut(rest, `"`)
+			name = strings.ToLower(name)
+			c.counts[name]++
+			if name == "echo" {
+				c.seen[strings.Trim(strings.TrimSpace(args), `"`)] = true
+				select {
+				case c.notify <- struct{}{}:
+				default:
+				}
+			}
+		}
+		c.mu.Unlock()
+		if err != nil {
+			select {
+			case c.notify <- struct{}{}:
+			default:
+			}
+			return
+		}
+	}
+}
+
+// snapshot returns the counts so far, once every command that ctl's node
+// ran before the call has been counted (an ECHO marker sent with ctl,
+// which must be a connection to the same node, bounds them).
+func (c *cmdCounter) snapshot(t testing.TB, ctl *conn) map[string]int64 {
+	t.Helper()
+	c.seq++
+	mark := c.substr + ":count-mark:" + strconv.Itoa(c.seq)
+	ctl.do("ECHO", mark)
+	deadline := time.NewTimer(markerTimeout)
+	defer deadline.Stop()
+	for {
+		c.mu.Lock()
+		seen, err := c.seen[mark], c.err
+		counts := make(map[string]int64, len(c.counts))
+		for k, v := range c.counts {
+			counts[k] = v
+		}
+		c.mu.Unlock()
+		if seen {
+			return counts
+		}
+		if err != nil {
+			t.Fatalf("MONITOR %s closed: %v", ctl.addr, err)
+		}
+		select {
+		case <-c.notify:
+		case <-deadline.C:
+			t.Fatalf("MONITOR %s: marker %s not seen within %v", ctl.addr, mark, markerTimeout)
+		}
+	}
 }

@@ -521,11 +521,14 @@ func runRWGolden(t *testing.T, env rwEnv, n rwNames) {
 	r.latch(gate, latch, "-1")
 
 	// 18. Not the owner: a reader that does not read, a writer that does
-	// not write. Nothing changes, nothing is published, no latch.
-	require.NoError(t, rwA.Read().LockLease(ctxA, 300*time.Millisecond))
-	r.step("18 read with lease", "", readAcq(A, "300",
+	// not write. Nothing changes, nothing is published, no latch. The
+	// read hold must outlive steps 18b to 19b, whatever the machine's
+	// load: a 10s lease (19b deletes the hash; step 20 overwrites A's
+	// timeout key and 20b deletes it).
+	require.NoError(t, rwA.Read().LockLease(ctxA, 10*time.Second))
+	r.step("18 read with lease", "", readAcq(A, leaseMillis,
 		cmd("hget", N, "mode"), cmd("hset", N, "mode", "read"), cmd("hset", N, A, "1"),
-		cmd("set", TA+":1", "1"), cmd("pexpire", TA+":1", "300"), cmd("pexpire", N, "300")))
+		cmd("set", TA+":1", "1"), cmd("pexpire", TA+":1", leaseMillis), cmd("pexpire", N, leaseMillis)))
 	require.ErrorIs(t, rwB.Read().Unlock(ctxB), rwlock.ErrNotHeld)
 	r.step("18b read unlock by B:7", "", readUnlock(B,
 		cmd("get", anyLatch), cmd("hget", N, "mode"), cmd("hexists", N, B)))
@@ -621,27 +624,28 @@ func runRWGolden(t *testing.T, env rwEnv, n rwNames) {
 // TestGoldenRWStandalone runs §15.4/§15.5 on a standalone server (classic
 // pub/sub): a PSUBSCRIBE tap sees each release, an SSUBSCRIBE tap nothing.
 func TestGoldenRWStandalone(t *testing.T) {
-	rc := redistest.NewClient(t, standaloneAddr)
+	addr := monitoredStandalone(t)
+	rc := redistest.NewClient(t, addr)
 	for _, n := range rwGoldenNames() {
 		t.Run(n.label, func(t *testing.T) {
 			runRWGolden(t, rwEnv{
 				rc:      rc,
-				node:    standaloneAddr,
-				nodes:   []string{standaloneAddr},
+				node:    addr,
+				nodes:   []string{addr},
 				sharded: false,
 				taps: func(t *testing.T, n rwNames) []*pubTap {
 					markP := "compat-mark:" + n.name
 					markS := keys.Suffix(n.name, "compat-mark")
 					return []*pubTap{{
 						label:    "PSUBSCRIBE",
-						s:        openStream(t, standaloneAddr, 1, "PSUBSCRIBE", "*"+n.unique+"*"),
+						s:        openStream(t, addr, 1, "PSUBSCRIBE", "*"+n.unique+"*"),
 						kind:     "pmessage",
 						receives: true,
 						markCmd:  "PUBLISH",
 						markChan: markP,
 					}, {
 						label:    "SSUBSCRIBE",
-						s:        openStream(t, standaloneAddr, 2, "SSUBSCRIBE", n.channel, markS),
+						s:        openStream(t, addr, 2, "SSUBSCRIBE", n.channel, markS),
 						kind:     "smessage",
 						receives: false,
 						markCmd:  "SPUBLISH",
@@ -658,7 +662,7 @@ func TestGoldenRWStandalone(t *testing.T) {
 // releases are SPUBLISHed: an SSUBSCRIBE tap on the slot's node sees them,
 // a classic SUBSCRIBE tap on the same channel does not.
 func TestGoldenRWCluster(t *testing.T) {
-	cl := sharedCluster(t)
+	cl := monitoredCluster(t)
 	rc := cl.Client(t)
 	for _, n := range rwGoldenNames() {
 		t.Run(n.label, func(t *testing.T) {
@@ -699,10 +703,14 @@ func TestGoldenRWCluster(t *testing.T) {
 // 1, owner]) renewing the hash and our two timeout keys only, not a
 // foreign reader's, and the LockTask for the writer "<owner>:write".
 func TestGoldenRWWatchdog(t *testing.T) {
-	const watchdog = 900 * time.Millisecond
+	addr := monitoredStandalone(t)
+	// Short, so that a tick comes within a second, and long enough that a
+	// loaded machine's late tick cannot let the holds expire first (the
+	// renewal scripts would then run other commands).
+	const watchdog = 3 * time.Second
 	lease := strconv.FormatInt(watchdog.Milliseconds(), 10)
 	ctx := testCtx(t, time.Minute)
-	rc := redistest.NewClient(t, standaloneAddr)
+	rc := redistest.NewClient(t, addr)
 	c := newLockClient(t, rc, interlock.WithWatchdogTimeout(watchdog))
 	foreign := newLockClient(t, rc)
 	n := rwGoldenNames()[0]
@@ -715,8 +723,8 @@ func TestGoldenRWWatchdog(t *testing.T) {
 	require.NoError(t, err)
 
 	require.NoError(t, rwlock.New(foreign, N).Read().LockLease(interlock.WithOwner(ctx, 1), 20*time.Second))
-	ctl := dial(t, standaloneAddr)
-	mon := openStream(t, standaloneAddr, 1, "MONITOR")
+	ctl := dial(t, addr)
+	mon := openStream(t, addr, 1, "MONITOR")
 	require.NoError(t, rwlock.New(c, N).Read().Lock(me))
 	require.NoError(t, rwlock.New(c, N).Read().Lock(me))
 	require.NoError(t, rwlock.New(c, Nw).Write().Lock(me))

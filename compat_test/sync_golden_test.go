@@ -238,6 +238,7 @@ func sgLatchChannel(name string) string {
 // TestSyncGoldenStandalone replays §11.1-§11.3 on a standalone server with
 // PUBLISH, seen by a PSUBSCRIBE tap.
 func TestSyncGoldenStandalone(t *testing.T) {
+	parallel(t)
 	env := sgStandalone()
 	t.Run("semaphore", func(t *testing.T) { sgSemaphore(t, env) })
 	t.Run("expirable", func(t *testing.T) { sgExpirable(t, env) })
@@ -250,6 +251,7 @@ func TestSyncGoldenStandalone(t *testing.T) {
 // object (§11.3 V3.8), and checks that a braced latch name is refused
 // with CROSSSLOT there.
 func TestSyncGoldenCluster(t *testing.T) {
+	parallel(t)
 	env := sgCluster(t)
 	t.Run("semaphore", func(t *testing.T) { sgSemaphore(t, env) })
 	t.Run("expirable", func(t *testing.T) { sgExpirable(t, env) })
@@ -747,6 +749,7 @@ func sgLatchBraced(t *testing.T, env sgEnv) {
 // back exactly one acquisition and fences off a late acquire; and the
 // permit watchdog's script extends only live permits.
 func TestSyncReceipts(t *testing.T) {
+	parallel(t)
 	env := sgStandalone()
 	pub := env.pub
 	const ttl = "60000"

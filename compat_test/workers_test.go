@@ -34,6 +34,7 @@ const (
 	envNames      = "INTERLOCK_COMPAT_NAMES"      // comma-separated lock names
 	envGoroutines = "INTERLOCK_COMPAT_GOROUTINES" // exclusion: goroutines per process
 	envIterations = "INTERLOCK_COMPAT_ITERATIONS" // exclusion: acquisitions per goroutine
+	envWatchdog   = "INTERLOCK_COMPAT_WATCHDOG"   // hold: the Client's watchdog timeout (a time.ParseDuration string)
 
 	modeExclusion = "exclusion"
 	modeHold      = "hold"
@@ -78,7 +79,11 @@ func work(mode string) error {
 		}
 		return exclusionWorker(rc, stdin, names, goroutines, iterations)
 	case modeHold:
-		return holdWorker(rc, stdin, names[0])
+		watchdog, err := time.ParseDuration(os.Getenv(envWatchdog))
+		if err != nil {
+			return err
+		}
+		return holdWorker(rc, stdin, names[0], watchdog)
 	}
 	return fmt.Errorf("unknown mode %q", mode)
 }
@@ -172,11 +177,11 @@ func holdOnce(ctx context.Context, c *interlock.Client, rc rueidis.Client, name 
 	return nil
 }
 
-// holdWorker takes name with a 1s watchdog as owner 1, prints
+// holdWorker takes name with the given watchdog timeout as owner 1, prints
 // "ready <owner>", and keeps it until stdin closes (or the process is
 // killed, which is the point).
-func holdWorker(rc rueidis.Client, stdin *bufio.Reader, name string) error {
-	c, err := interlock.New(rc, interlock.WithWatchdogTimeout(time.Second))
+func holdWorker(rc rueidis.Client, stdin *bufio.Reader, name string, watchdog time.Duration) error {
+	c, err := interlock.New(rc, interlock.WithWatchdogTimeout(watchdog))
 	if err != nil {
 		return err
 	}
