@@ -193,6 +193,13 @@ func (c *nhTimedClient) DoMulti(ctx context.Context, multi ...rueidis.Completed)
 	return res
 }
 
+// Count returns how many batches were recorded since the last Cycles.
+func (c *nhTimedClient) Count() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.cycles)
+}
+
 // Cycles returns the batches recorded since the last call, and their sizes
 // in script calls.
 func (c *nhTimedClient) Cycles() ([]time.Duration, []int) {

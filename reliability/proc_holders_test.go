@@ -76,6 +76,11 @@ type procHoldMsg struct {
 	Rejected  int    `json:"rejected"`   // oracle writes refused
 	LastWrite int64  `json:"last_write"` // the last accepted write began
 	UnlockErr string `json:"unlock_err"`
+
+	// LostLate is how late the watcher's sample that first saw the loss
+	// (lostAt) came: how long after the previous sample's tick was due.
+	// It is the watcher's own scheduling, measured in the same run.
+	LostLate int64 `json:"lost_late"`
 }
 
 // lostAt is when the holder could first know its hold was invalid: the
@@ -243,10 +248,17 @@ func procWork(rctx context.Context, o *oracleClient, h *hold, w workload, budget
 	watcher.Go(func() {
 		t := time.NewTicker(procWatchEvery)
 		defer t.Stop()
+		var prev int64 // when the last sample was taken
 		for {
 			now := monoNow()
 			rem := h.Remaining()
+			var late int64
+			if prev != 0 {
+				late = max(0, now-prev-int64(procWatchEvery))
+			}
+			prev = now
 			mu.Lock()
+			unknown := msg.RemZero == 0 && msg.GuardEnd == 0
 			if rem > 0 && msg.RemZero == 0 {
 				msg.Deadline = max(msg.Deadline, now+int64(rem))
 			} else if rem == 0 && msg.RemZero == 0 {
@@ -255,6 +267,9 @@ func procWork(rctx context.Context, o *oracleClient, h *hold, w workload, budget
 			if msg.GuardEnd == 0 && h.Guard.Err() != nil {
 				msg.GuardEnd = now
 				msg.Cause = context.Cause(h.Guard).Error()
+			}
+			if unknown && (msg.RemZero != 0 || msg.GuardEnd != 0) {
+				msg.LostLate = late
 			}
 			over := msg.RemZero != 0 && msg.GuardEnd != 0
 			mu.Unlock()

@@ -24,6 +24,14 @@ import (
 // nightly tier kills 25 times (200 observations), 5 of them with a
 // delayed restart; the PR gate runs a smoke version of 3 kills with short
 // downtimes (0-1 s) and one delayed restart, in under 10 s.
+//
+// How soon after the restart a guard ends states no safety property (the
+// overlaps of short downtimes are expected, and those of delayed restarts
+// are judged by the oracle). In the PR gate, where the worker processes
+// share two cores with two other packages under the race detector, the
+// second on top of the interval, for the redial and the holder's
+// scheduling, gets latencyBound's headroom; the nightly tier keeps the
+// interval + 1 s.
 func TestT02RedisKill(t *testing.T) {
 	redistest.RequireProcess(t)
 	const perKind = 2
@@ -31,7 +39,7 @@ func TestT02RedisKill(t *testing.T) {
 	kills, delayed := sized(3, 25), sized(1, 5)
 	maxDown := time.Duration(sized(1, 5)) * time.Second
 	locks := len(allKinds) * perKind
-	bound := lease/3 + time.Second
+	bound := lease/3 + latencyBound(time.Second)
 	srv := redistest.Standalone(t)
 	oracle := startOracle(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Duration(kills)*(2*lease+maxDown+30*time.Second))

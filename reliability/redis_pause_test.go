@@ -23,6 +23,16 @@ import (
 // holder observation, 8 per pause. The guard alone ends later, at the
 // first renewal tick that fails after the deadline (up to two thirds of a
 // lease after it); that lag is logged, not judged.
+//
+// The loss is timed by a watcher that samples Remaining every 2 ms in the
+// worker process, so a late sample is the watcher's own scheduling. In
+// the PR gate, where the workers share two cores with two other packages
+// under the race detector and a wake-up can come hundreds of milliseconds
+// late, the 50 ms are counted from when that sample came, as the watcher
+// measured it (procHoldMsg.LostLate): a Remaining that does not read 0 at
+// the deadline (a loss known only from the guard, a quarter of a lease
+// later or more) still fails. The nightly tier judges 50 ms flat. A write
+// begun after the deadline is a safety violation in every tier.
 func TestT03RedisPause(t *testing.T) {
 	redistest.RequireProcess(t)
 	const (
@@ -43,8 +53,8 @@ func TestT03RedisPause(t *testing.T) {
 		Kinds: allKinds, PerKind: perKind,
 	})
 	var (
-		obs, late, noLoss, takenOver, newWorked int
-		lostLag, guardLag, takeover             []time.Duration
+		obs, late, noLoss, takenOver, newWorked  int
+		lostLag, guardLag, takeover, watcherLate []time.Duration
 	)
 	start := time.Now()
 	for run := range pauses {
@@ -107,9 +117,15 @@ func TestT03RedisPause(t *testing.T) {
 			if h.GuardEnd != 0 {
 				guardLag = append(guardLag, time.Duration(h.GuardEnd-h.Deadline))
 			}
-			if lag > bound {
+			allowed := bound
+			if !isNightly() {
+				allowed += time.Duration(h.LostLate)
+				watcherLate = append(watcherLate, time.Duration(h.LostLate))
+			}
+			if lag > allowed {
 				late++
-				t.Errorf("run %d: %s: loss known %v after the deadline, want <= %v: %+v", run, h.Name, lag, bound, h)
+				t.Errorf("run %d: %s: loss known %v after the deadline, want <= %v (the watcher's sample %v late): %+v",
+					run, h.Name, lag, allowed, time.Duration(h.LostLate), h)
 			}
 			if h.LastWrite > h.Deadline {
 				t.Errorf("run %d: %s: a write began %v after the deadline", run, h.Name, time.Duration(h.LastWrite-h.Deadline))
@@ -120,6 +136,9 @@ func TestT03RedisPause(t *testing.T) {
 	t.Logf("T03 %d pauses of %v, lease %v: %d holder observations, loss known <= deadline+%v in %d/%d (never %d); oracle %v",
 		pauses, pause, lease, obs, bound, obs-late-noLoss, obs, noLoss, v)
 	t.Logf("T03 loss known after the deadline: %s", procDurations(lostLag))
+	if !isNightly() {
+		t.Logf("T03 the watcher's sample that saw the loss came late by (added to the bound in the PR gate): %s", procDurations(watcherLate))
+	}
 	t.Logf("T03 guard ended after the deadline (logged, not judged): %s", procDurations(guardLag))
 	t.Logf("T03 locks taken over after SIGCONT: %d, after %s; %d of the new holders wrote; %v in all",
 		takenOver, procDurations(takeover), newWorked, time.Since(start).Round(time.Millisecond))

@@ -35,10 +35,12 @@ const (
 	// rlLease is the fixed lease of the workers' leased acquisitions
 	// (every other cycle; the others are watchdog holds).
 	rlLease = time.Second
-	// rlSlack is how far past its wait a TryLock may return: a frozen
-	// member is given up a quarter of its wait (at most 250 ms) after
-	// the wait, and a loaded machine needs room.
-	rlSlack = 500 * time.Millisecond
+	// rlLastTry is how far past its wait a TryLock may spend giving a
+	// frozen member up: a member's last try gets a quarter of its wait,
+	// at most 250 ms (multilock's maxLastTry).
+	rlLastTry = 250 * time.Millisecond
+	// rlRoom is the room on top of that for a loaded machine (see rlBound).
+	rlRoom = 250 * time.Millisecond
 	// rlUnlockTimeout bounds a worker's Unlock.
 	rlUnlockTimeout = time.Second
 	// rlDialTimeout is the members' rueidis dial timeout. A call that
@@ -47,6 +49,73 @@ const (
 	// for T31's TryLock(750 ms)), as multilock's doc asks of RedLock users.
 	rlDialTimeout = 150 * time.Millisecond
 )
+
+// rlBound is how long a TryLock(wait) may take: the wait, the last try
+// of a frozen member and rlRoom, 500 ms past the wait in the nightly tier.
+// How soon a failed TryLock returns states no safety property; in the PR
+// gate, where three packages share two cores under the race detector and
+// a goroutine can wake hundreds of milliseconds late, the room gets
+// latencyBound's headroom.
+func rlBound(wait time.Duration) time.Duration { return wait + rlLastTry + latencyBound(rlRoom) }
+
+// rlProbe PINGs the masters that are not broken, each from a goroutine of
+// its own every rlProbeEvery, and records when each answer came: the
+// longest silence of a healthy master during a call is what the same run
+// measured of the machine's load (a goroutine that woke late, a
+// redis-server that got no CPU), whichever side it comes from.
+type rlProbe struct {
+	mu      sync.Mutex
+	answers [][]time.Time // per probed server, in order
+}
+
+// rlProbeEvery is how often the probe PINGs each server.
+const rlProbeEvery = 5 * time.Millisecond
+
+// rlStartProbe starts probing servers; the returned function stops it.
+func rlStartProbe(servers []rueidis.Client) (*rlProbe, func()) {
+	p := &rlProbe{answers: make([][]time.Time, len(servers))}
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	for i, rc := range servers {
+		wg.Go(func() {
+			for ctx.Err() == nil {
+				pctx, pcancel := context.WithTimeout(ctx, 5*time.Second)
+				err := rc.Do(pctx, rc.B().Ping().Build()).Error()
+				pcancel()
+				if err == nil {
+					p.mu.Lock()
+					p.answers[i] = append(p.answers[i], time.Now())
+					p.mu.Unlock()
+				}
+				netWait(ctx, rlProbeEvery)
+			}
+		})
+	}
+	return p, func() { cancel(); wg.Wait() }
+}
+
+// silence returns the longest time within [from, to] in which one of the
+// probed servers gave no answer.
+func (p *rlProbe) silence(from, to time.Time) time.Duration {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var longest time.Duration
+	for _, as := range p.answers {
+		prev := from
+		for _, at := range as {
+			if at.Before(from) {
+				continue
+			}
+			if at.After(to) {
+				break
+			}
+			longest = max(longest, at.Sub(prev))
+			prev = at
+		}
+		longest = max(longest, to.Sub(prev))
+	}
+	return longest
+}
 
 // rlEnv is three servers and the Client sets of a RedLock test.
 type rlEnv struct {
@@ -249,7 +318,7 @@ type rlRun struct {
 // counts), checking the guard and Remaining before each. Acceptance:
 //
 //   - every uncontended TryLock acquires, and every TryLock returns
-//     within wait + rlSlack, before, during and after the fault (calls in
+//     within rlBound, before, during and after the fault (calls in
 //     flight when the fault hit are only logged);
 //   - the contended workers go on acquiring during the fault;
 //   - the oracle sees no overlap, no lost update;
@@ -257,6 +326,18 @@ type rlRun struct {
 //     resumed) are undone or expire, and once the workers stop and
 //     everything settles no Client records anything and no server has a
 //     lock key.
+//
+// Two of these depend on the machine's speed, not on the library: an
+// uncontended TryLock(750 ms) gives each healthy member 250 ms (and its
+// last try) to answer, and the contended workers must be seen acquiring
+// within the fault's window. In the PR gate, where three packages share
+// two cores under the race detector, an uncontended failure is excused
+// (counted and logged) when a probe of the healthy masters (rlProbe) got
+// no answer from one of them for at least a member's wait during the
+// call: that member could not have answered in time either. And the fault
+// lasts until a contended acquisition was seen in it, up to latencyBound
+// of its length. The nightly tier judges both as stated. Overlaps, lost
+// updates and leftovers are judged alike in every tier.
 func TestT31RedLockOneMasterDown(t *testing.T) {
 	var runs []rlRun
 	if isNightly() {
@@ -400,12 +481,37 @@ func t31Run(t *testing.T, r rlRun) {
 			go worker(p, 100+g, true)
 		}
 	}
+	var healthy []rueidis.Client
+	for i, rc := range e.direct {
+		if i != r.down {
+			healthy = append(healthy, rc)
+		}
+	}
+	probe, stopProbe := rlStartProbe(healthy)
+	defer stopProbe()
 	downSrv := e.servers[r.down]
 	time.Sleep(r.healthy)
 	faultAt := time.Now()
 	phase.Store(1)
 	require.NoError(t, r.fault.apply(downSrv))
 	time.Sleep(r.faulted)
+	if !isNightly() {
+		// Go on until a contended acquisition began and ended in the
+		// fault, up to latencyBound of its length.
+		contended := func() bool {
+			mu.Lock()
+			defer mu.Unlock()
+			for _, c := range calls {
+				if c.shared && c.ok && !c.start.Before(faultAt) {
+					return true
+				}
+			}
+			return false
+		}
+		for !contended() && time.Since(faultAt) < latencyBound(r.faulted) {
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
 	// The own names of the fault phase are done with: after the heal,
 	// whatever a frozen server still runs for them is a leftover.
 	phase.Store(2)
@@ -418,16 +524,19 @@ func t31Run(t *testing.T, r rlRun) {
 	stop.Store(true)
 	wg.Wait()
 	clean := e.requireClean(t, 10*time.Second, 2*r.wait+time.Second)
+	stopProbe()
 
 	// Judge the calls.
 	type tally struct {
 		calls, ok, errs int
 		took            []time.Duration
 		slow            int
+		excused         int // PR gate: failed uncontended, a healthy master silent as long as a member's wait
 	}
 	var own, shared [4]tally
-	var failedOwn []string
-	bound := r.wait + rlSlack
+	var failedOwn, excusedOwn []string
+	bound := rlBound(r.wait)
+	memberWait := r.wait / 3
 	for _, c := range calls {
 		ph := rlPhaseOf(c, faultAt, healAt)
 		tl := &own[ph]
@@ -447,15 +556,28 @@ func t31Run(t *testing.T, r rlRun) {
 			t.Errorf("%s: a TryLock (%s, leased %v) took %v, want <= %v: %v %v", rlPhaseNames[ph],
 				map[bool]string{true: "shared", false: "own"}[c.shared], c.leased, c.took().Round(time.Millisecond), bound, c.ok, c.err)
 		}
-		if !c.shared && !c.ok && ph != rlInFlight && len(failedOwn) < 5 {
-			failedOwn = append(failedOwn, fmt.Sprintf("%s after %v: %v", rlPhaseNames[ph], c.took().Round(time.Millisecond), c.err))
+		if !c.shared && !c.ok && ph != rlInFlight {
+			if quiet := probe.silence(c.start, c.end); !isNightly() && quiet >= memberWait {
+				tl.excused++
+				if len(excusedOwn) < 5 {
+					excusedOwn = append(excusedOwn, fmt.Sprintf("%s after %v, a healthy master silent %v: %v",
+						rlPhaseNames[ph], c.took().Round(time.Millisecond), quiet.Round(time.Millisecond), c.err))
+				}
+			} else if len(failedOwn) < 5 {
+				failedOwn = append(failedOwn, fmt.Sprintf("%s after %v (a healthy master silent %v at most): %v",
+					rlPhaseNames[ph], c.took().Round(time.Millisecond), quiet.Round(time.Millisecond), c.err))
+			}
 		}
 	}
 	for ph := range own {
 		if ph == int(rlInFlight) {
 			continue
 		}
-		assert.Equal(t, own[ph].calls, own[ph].ok, "%s: uncontended TryLocks that did not acquire (first: %v)", rlPhaseNames[ph], failedOwn)
+		assert.Equal(t, own[ph].calls, own[ph].ok+own[ph].excused, "%s: uncontended TryLocks that did not acquire (first: %v)", rlPhaseNames[ph], failedOwn)
+		if own[ph].excused > 0 {
+			t.Logf("T31 %s master %d, %s: %d uncontended TryLocks failed while a healthy master gave no answer for a member's wait (%v) or longer, excused in the PR gate: %v",
+				r.fault, r.down, rlPhaseNames[ph], own[ph].excused, memberWait, excusedOwn)
+		}
 	}
 	assert.Positive(t, own[rlDuring].calls, "uncontended TryLocks during the fault")
 	assert.Positive(t, shared[rlDuring].ok, "contended acquisitions during the fault")
@@ -524,11 +646,14 @@ func t31Leftovers(t *testing.T, rc rueidis.Client, prefix, suffix string, within
 
 // TestT32RedLockTwoMastersDown is T32: with two of three masters frozen
 // or killed, concurrent TryLocks (watchdog and leased) fail cleanly: each
-// returns false with an error, within wait + rlSlack, and leaves nothing
+// returns false with an error, within rlBound, and leaves nothing
 // held on the live master (no key, no hold recorded by its Client). Once
 // the two are back and the clean-up settled, no server has a key and no
-// Client records anything, and another owner's TryLock acquires at once.
-// The live master is in every position of the member order in turn.
+// Client records anything, and another owner's TryLock acquires at once:
+// within 500 ms, a latency that states no safety property, which gets
+// latencyBound's headroom in the PR gate (the acquisition itself is judged
+// in every tier). The live master is in every position of the member
+// order in turn.
 func TestT32RedLockTwoMastersDown(t *testing.T) {
 	rounds := sized(1, 5)
 	const callers = 4
@@ -591,7 +716,7 @@ func TestT32RedLockTwoMastersDown(t *testing.T) {
 						} else {
 							t.Errorf("live master %d, caller %d: TryLock = %v, %v; want false and an error", live, g, res.ok, res.err)
 						}
-						assert.LessOrEqual(t, res.took, wait+rlSlack, "live master %d, caller %d: TryLock returned late", live, g)
+						assert.LessOrEqual(t, res.took, rlBound(wait), "live master %d, caller %d: TryLock returned late", live, g)
 					}
 					// Nothing held on the live master, at once.
 					assert.Zero(t, e.procs[0][live].Stats().Holds, "live master %d: holds recorded", live)
@@ -616,14 +741,14 @@ func TestT32RedLockTwoMastersDown(t *testing.T) {
 					laterTook = append(laterTook, after)
 					require.NoError(t, err, "live master %d: another owner after the heal", live)
 					require.True(t, ok, "live master %d: another owner after the heal", live)
-					assert.Less(t, after, 500*time.Millisecond, "live master %d: another owner's TryLock(0, 0) after the heal", live)
+					assert.Less(t, after, latencyBound(500*time.Millisecond), "live master %d: another owner's TryLock(0, 0) after the heal", live)
 					require.NoError(t, m.Unlock(ctx))
 					cancel()
 					e.requireClean(t, 10*time.Second, 2*wait+rlWatchdog+time.Second)
 				}
 			}
 			t.Logf("T32 %s: %d/%d TryLock(wait %v) failed cleanly, %s (bound %v); scripts run on the live master per round of %d calls: %v; after the heal, settled in %s, %d keys outlived their undo and expired, another owner's TryLock(0, 0) %s; errors: %v",
-				f, fails, tries, wait, procDurations(took), wait+rlSlack, callers, liveAcquires, procDurations(settled), outlived,
+				f, fails, tries, wait, procDurations(took), rlBound(wait), callers, liveAcquires, procDurations(settled), outlived,
 				procDurations(laterTook), &errs)
 		})
 	}

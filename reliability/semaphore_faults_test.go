@@ -10,7 +10,7 @@ package reliability
 //     ones the test holds are exactly the initial count.
 //   - T28: a server restart, dropped messages and killed subscription
 //     connections leave no waiter hung: every waiter parked in Acquire
-//     returns within sfWakeBound of the release that frees it.
+//     returns within sfWakeLimit of the release that frees it.
 //   - T29: a watchdog permit (lease 0) outlives three leases in a holder
 //     process, and comes back within one lease of that process's SIGKILL.
 
@@ -51,6 +51,15 @@ const (
 	// ends it.
 	t27AllLost = 100 * time.Millisecond
 )
+
+// t27LateWrite is how long, after an acquisition whose every reply was to
+// be lost has returned, the rule stays armed until the proxy dropped one:
+// rueidis writes a queued command even after its context ended, and in
+// the PR gate, where three packages share two cores under the race
+// detector, its writer can wake after the 100 ms. Without that wait the
+// reply to such a late write would come back, and the iteration would
+// count as a fault that dropped nothing.
+func t27LateWrite() time.Duration { return latencyBound(t27AllLost) }
 
 // t27Tally is what one kind's run of lost replies saw.
 type t27Tally struct {
@@ -142,6 +151,11 @@ func t27Run(t *testing.T, k sfKind, iters int) {
 			h, ok, err = sem.TryAcquire(actx, n, lease)
 		}
 		acancel()
+		if acqMode == 2 {
+			for wait := time.Now().Add(t27LateWrite()); e.proxy.Stats().RepliesDropped == before && time.Now().Before(wait); {
+				time.Sleep(time.Millisecond)
+			}
+		}
 		e.proxy.DropReplyTo(nil, 0)
 		if acqMode > 0 && e.proxy.Stats().RepliesDropped == before {
 			tl.notDropped++
@@ -318,7 +332,7 @@ func t27Storm(t *testing.T, c *interlock.Client, rc rueidis.Client, k sfKind, n 
 
 // TestT28SemaphoreWaiters parks waiters in Acquire on a semaphore whose
 // permits another Client holds, breaks something (sfFaults), and releases
-// the permits: every waiter must return within sfWakeBound.
+// the permits: every waiter must return within sfWakeLimit.
 func TestT28SemaphoreWaiters(t *testing.T) {
 	rounds, waiters := sized(1, 10), sized(4, 8)
 	for _, k := range sfKinds {
@@ -396,7 +410,7 @@ func t28Run(t *testing.T, k sfKind, f sfFault, rounds, waiters int) {
 		}
 	}
 	t.Logf("T28 %s %s: %d rounds × %d waiters, wake-up after the release %s (bound %v); failed calls retried: %v; subscription connections killed %d; messages dropped %d; restarts took %s",
-		k.name, f, rounds, waiters, sfDurations(all), sfWakeBound, &errs, killed, pushes, procDurations(restartTook))
+		k.name, f, rounds, waiters, sfDurations(all), sfWakeLimit(), &errs, killed, pushes, procDurations(restartTook))
 }
 
 // The permit-holder worker of T29: on "acquire" it takes one watchdog
@@ -473,9 +487,18 @@ const (
 	// t29Lease is the watchdog timeout of T29's holder and waiter.
 	t29Lease = 900 * time.Millisecond
 	// t29Tolerance is how much later than one lease after the kill the
-	// waiter may get the permit.
+	// waiter may get the permit (see t29Bound).
 	t29Tolerance = 500 * time.Millisecond
 )
+
+// t29Bound is how soon after the kill the waiter must get the permit: the
+// lease, when the permit is due, and t29Tolerance for the waiter to see
+// it. How soon it sees it states no safety property (a waiter that got
+// the permit while the holder held it fails at once, in every tier), and
+// in the PR gate, where three packages share two cores under the race
+// detector, the tolerance gets latencyBound's headroom; the nightly tier
+// keeps lease + 500 ms.
+func t29Bound() time.Duration { return t29Lease + latencyBound(t29Tolerance) }
 
 // TestT29WatchdogPermit: a holder process takes the only permit of an
 // expirable semaphore with lease 0 (the watchdog, timeout t29Lease) while
@@ -483,7 +506,7 @@ const (
 // stays taken (Available reads 0, the waiter waits), its score stays ahead
 // of the clock and moves as the watchdog renews it, and the holder's Guard
 // lives. Then the holder is killed with SIGKILL: the waiter must get the
-// permit within t29Lease + t29Tolerance.
+// permit within t29Bound.
 func TestT29WatchdogPermit(t *testing.T) {
 	runs := sized(2, 20)
 	srv := redistest.Standalone(t)
@@ -501,7 +524,7 @@ func TestT29WatchdogPermit(t *testing.T) {
 		delays, dueAfterKill, renewals = append(delays, d), append(dueAfterKill, due), append(renewals, renewed)
 	}
 	t.Logf("T29: %d runs, lease %v, held 3 leases each (distinct scores seen per hold: %v); permit due after the kill %s; waiter acquired after the kill %s (bound %v)",
-		runs, t29Lease, renewals, procDurations(dueAfterKill), procDurations(delays), t29Lease+t29Tolerance)
+		runs, t29Lease, renewals, procDurations(dueAfterKill), procDurations(delays), t29Bound())
 }
 
 // t29Run is one hold, watch and kill; it returns the waiter's delay after
@@ -590,7 +613,7 @@ func t29Run(t *testing.T, srv *redistest.Server, rc rueidis.Client, c *interlock
 	require.NoError(t, g.err)
 	delay := time.Duration(g.t - killedAt)
 	assert.LessOrEqual(t, due, t29Lease, "%s: the permit was due more than a lease after the kill", name)
-	assert.LessOrEqual(t, delay, t29Lease+t29Tolerance, "%s: the waiter got the permit %v after the kill", name, delay)
+	assert.LessOrEqual(t, delay, t29Bound(), "%s: the waiter got the permit %v after the kill", name, delay)
 	require.NoError(t, e.Release(ctx, g.ids...))
 	n, err := e.Available(ctx)
 	require.NoError(t, err)

@@ -46,16 +46,29 @@ const (
 	// t12Section is the critical section; t12Budget the validity it needs.
 	t12Section = 5 * time.Millisecond
 	t12Budget  = 300 * time.Millisecond
-	// t12Slack absorbs millisecond rounding of PTTL.
+	// t12Slack absorbs millisecond rounding of PTTL. It belongs to the
+	// safety check (never believed valid after the key expired) and is
+	// the same in every tier.
 	t12Slack = 2 * time.Millisecond
 	// t12LateSlack absorbs the gap between a holder's checks of the
-	// key's expiry, and its scheduling on a loaded machine.
+	// key's expiry, and its scheduling on a loaded machine: the time of a
+	// loss is read by the guard's AfterFunc goroutine, whose wake-up is
+	// part of it (see t12LateBound).
 	t12LateSlack = 50 * time.Millisecond
 	// t12ErrorsAfter: a call that failed this long after a blackout
 	// overlapped is still the blackout's: the connection it broke fails
 	// calls until rueidis notices and replaces it.
 	t12ErrorsAfter = 5 * time.Second
 )
+
+// t12LateBound is how long after the key's expiry (as last seen) a true
+// loss may be reported: one renewal interval and t12LateSlack. How late a
+// report comes states no safety property (Remaining, which holders check
+// before every step, is judged apart by t12Check), and in the PR gate the
+// goroutine that times it can wake hundreds of milliseconds late (the PR
+// gate saw 334-337 ms against 383 ms), so there the slack gets
+// latencyBound's headroom; the nightly tier keeps one interval + 50 ms.
+func t12LateBound() time.Duration { return t12Lease/3 + latencyBound(t12LateSlack) }
 
 // t12Tally is what the holders saw.
 type t12Tally struct {
@@ -278,7 +291,7 @@ func TestT12SlowRenewals(t *testing.T) {
 						case !expiry.IsZero():
 							d := at.Sub(expiry)
 							tl.lostDelay(d)
-							if d > t12Lease/3+t12LateSlack {
+							if d > t12LateBound() {
 								tl.lateLost.Add(1)
 							}
 						}
@@ -342,9 +355,9 @@ func TestT12SlowRenewals(t *testing.T) {
 		tl.sections.Load(), tl.overlaps.Load(), tl.unlockOK.Load(), tl.unlockNotHeld.Load(), &tl.errs)
 	t.Logf("T12: %d losses of holds the server kept that were acquired with less than %v of validity left (the acquire reply held behind a delayed renew reply)",
 		tl.shortStart.Load(), delay+jitter)
-	t.Logf("T12: %d blackouts of %v: %d Lost around them, %d errors; %d true losses, reported after the expiry last seen: %s; %d later than one interval (%v)",
+	t.Logf("T12: %d blackouts of %v: %d Lost around them, %d errors; %d true losses, reported after the expiry last seen: %s; %d later than one interval (%v) and the slack (bound %v)",
 		len(windows.spans), t12Blackout, tl.blackoutLost.Load(), tl.blackoutErrs.Load(),
-		len(tl.lostDelays), nhSummary(tl.lostDelays), tl.lateLost.Load(), t12Lease/3)
+		len(tl.lostDelays), nhSummary(tl.lostDelays), tl.lateLost.Load(), t12Lease/3, t12LateBound())
 	for _, n := range tl.falseNotes {
 		t.Log(n)
 	}
@@ -352,7 +365,7 @@ func TestT12SlowRenewals(t *testing.T) {
 		t.Errorf("%d false losses while every renewal reply came within the lease", tl.falseLost.Load())
 	}
 	if tl.lateLost.Load() > 0 {
-		t.Errorf("%d losses reported more than one renewal interval after the key expired", tl.lateLost.Load())
+		t.Errorf("%d losses reported more than %v (one renewal interval and the slack) after the key expired", tl.lateLost.Load(), t12LateBound())
 	}
 	for _, v := range tl.firstViolations {
 		t.Errorf("violation: %s", v)

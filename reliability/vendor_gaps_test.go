@@ -38,6 +38,14 @@ const (
 	t22Rounds = 3
 )
 
+// t22WaitBound is how long a contended Lock may wait without pub/sub: the
+// holder's PTTL, after which the waiter tries again, and a second for
+// its wake-up. How soon it wakes states no safety property (a Lock that
+// fails is judged apart, in every tier), and in the PR gate, where three
+// packages share two cores under the race detector, the second gets
+// latencyBound's headroom; the nightly tier keeps lease + 1 s.
+func t22WaitBound() time.Duration { return t22Lease + latencyBound(time.Second) }
+
 func TestT22VendorGaps(t *testing.T) {
 	t.Parallel() // mostly waiting out holders' TTLs
 	for _, gap := range []struct {
@@ -114,7 +122,7 @@ func t22Kind(t *testing.T, e *netEnv, holder *interlock.Client, k netKind, comma
 		command, k.name, t22Rounds, waits, t22Hold, t22Lease, &errs)
 	assert.Empty(t, errs.order, "%s refused, %s: Lock or Unlock failed: %v", command, k.name, &errs)
 	for _, w := range waits {
-		assert.Less(t, w, t22Lease+time.Second, "%s refused, %s: a waiter took longer than the PTTL fallback", command, k.name)
+		assert.Less(t, w, t22WaitBound(), "%s refused, %s: a waiter took longer than the PTTL fallback", command, k.name)
 	}
 }
 
