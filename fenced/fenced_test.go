@@ -220,7 +220,9 @@ func TestLeaseIsHonoured(t *testing.T) {
 }
 
 func TestGuardReportsDeletedKey(t *testing.T) {
-	c, rc := newClient(t, interlock.WithWatchdogTimeout(300*time.Millisecond))
+	// A watchdog timeout of 1s: held until the key is deleted, however
+	// late a loaded machine runs the renewals.
+	c, rc := newClient(t, interlock.WithWatchdogTimeout(time.Second))
 	ctx := testCtx(t)
 	m := fenced.New(c, lockName(t))
 	_, err := m.LockToken(ctx)
@@ -240,14 +242,16 @@ func TestGuardReportsDeletedKey(t *testing.T) {
 }
 
 func TestWatchdogKeepsTheLock(t *testing.T) {
-	const watchdog = 600 * time.Millisecond
+	// Renewals every 500ms, each with a second to spare for a loaded
+	// machine.
+	const watchdog = 1500 * time.Millisecond
 	c, _ := newClient(t, interlock.WithWatchdogTimeout(watchdog))
 	ctx := testCtx(t)
 	m := fenced.New(c, lockName(t))
 	_, err := m.LockToken(ctx)
 	require.NoError(t, err)
 	guard := m.Guard(ctx)
-	time.Sleep(5 * watchdog / 2)
+	time.Sleep(4 * watchdog / 3) // past the lease
 	require.NoError(t, guard.Err(), "lost while renewed")
 	held, err := m.IsHeld(ctx)
 	require.NoError(t, err)

@@ -24,13 +24,17 @@ func TestJoinQueuesBehindParkedWaiters(t *testing.T) {
 	assert.False(t, ok, "subscribed but nobody parked")
 
 	firstWoken := make(chan error, 1)
+	parking := time.Now()
 	go func() { firstWoken <- first.Wait(ctx, 2*time.Second) }()
 	eventually(t, func() bool { return entryOf(h, ch, false).parked() == 1 }, "first waiter parked")
 
 	second, d, ok := h.Join(ch, false)
 	require.True(t, ok)
 	defer second.Close()
-	assert.InDelta(t, float64(2*time.Second), float64(d), float64(500*time.Millisecond), "the last parked waiter's bound")
+	// The last parked waiter's bound, less the time since it parked, however
+	// long a loaded machine took (latency).
+	assert.LessOrEqual(t, d, 2*time.Second, "the last parked waiter's bound")
+	assert.GreaterOrEqual(t, d, 2*time.Second-time.Since(parking), "the last parked waiter's bound")
 	assert.Equal(t, 1, h.Channels(), "joining sends nothing and shares the entry")
 
 	secondWoken := make(chan error, 1)
@@ -42,7 +46,7 @@ func TestJoinQueuesBehindParkedWaiters(t *testing.T) {
 	select {
 	case err := <-firstWoken:
 		require.NoError(t, err)
-	case <-time.After(time.Second):
+	case <-time.After(prompt):
 		t.Fatal("first waiter not woken")
 	}
 	select {
@@ -54,7 +58,7 @@ func TestJoinQueuesBehindParkedWaiters(t *testing.T) {
 	select {
 	case err := <-secondWoken:
 		require.NoError(t, err)
-	case <-time.After(time.Second):
+	case <-time.After(prompt):
 		t.Fatal("joined waiter not woken")
 	}
 

@@ -141,7 +141,9 @@ func TestWatchdogKeepsTheLock(t *testing.T) {
 }
 
 func TestGuardReportsDeletedKey(t *testing.T) {
-	const watchdog = time.Second
+	// Renewed every 667ms; the hold, just taken, would run out unrenewed
+	// only 2s after its key was deleted.
+	const watchdog = 2 * time.Second
 	c, rc := newClient(t, interlock.WithWatchdogTimeout(watchdog))
 	ctx := testCtx(t)
 	m := rlock.New(c, lockName(t))
@@ -157,8 +159,10 @@ func TestGuardReportsDeletedKey(t *testing.T) {
 	}
 	took := time.Since(deleted)
 	assert.ErrorIs(t, context.Cause(guard), rlock.ErrLockLost)
-	// One renewal interval plus 100ms, with room for a loaded machine.
-	assert.Less(t, took, watchdog/3+100*time.Millisecond+150*time.Millisecond)
+	// Found by the next renewal, one interval at most, plus a second for
+	// the late wake-ups of a loaded machine (latency, not safety): still
+	// before the validity would have run out.
+	assert.Less(t, took, watchdog/3+time.Second)
 	t.Logf("loss reported %v after the key was deleted", took.Round(time.Millisecond))
 	assert.ErrorIs(t, m.Unlock(ctx), rlock.ErrNotHeld)
 }
@@ -167,16 +171,19 @@ func TestGuardOfLeaseHold(t *testing.T) {
 	c, _ := newClient(t)
 	ctx := testCtx(t)
 	m := rlock.New(c, lockName(t))
-	require.NoError(t, m.LockLease(ctx, 300*time.Millisecond))
+	const lease = 300 * time.Millisecond
+	require.NoError(t, m.LockLease(ctx, lease))
 	start := time.Now()
 	guard := m.Guard(ctx)
 	<-guard.Done()
 	assert.ErrorIs(t, context.Cause(guard), rlock.ErrLockLost)
-	assert.Less(t, time.Since(start), time.Second)
+	// At the lease, give or take a second for the late timers of a loaded
+	// machine (latency, not safety).
+	assert.Less(t, time.Since(start), lease+time.Second)
 
 	// The guard fires a little before the server expires the key: its clock
 	// starts when the acquire was sent.
-	eventually(t, time.Second, func() bool {
+	eventually(t, 2*time.Second, func() bool {
 		locked, err := m.IsLocked(ctx)
 		return err == nil && !locked
 	}, "the lease did not end on the server")
@@ -205,7 +212,9 @@ func TestTryLockWaitsForRelease(t *testing.T) {
 	ok, err = m.TryLock(ctx, 5*time.Second, time.Second)
 	require.NoError(t, err)
 	assert.True(t, ok)
-	assert.Less(t, time.Since(start), time.Second, "woken by the release message, not by the 30s TTL")
+	// Well short of the 5s wait; the rest is for the late wake-ups of a
+	// loaded machine (latency, not safety).
+	assert.Less(t, time.Since(start), 3*time.Second, "woken by the release message, not by the 30s TTL")
 	ttl, err := m.TTL(ctx)
 	require.NoError(t, err)
 	assert.LessOrEqual(t, ttl, time.Second)
@@ -285,7 +294,9 @@ func TestForceUnlockWakesWaitersAndLosesHolds(t *testing.T) {
 	assert.ErrorIs(t, context.Cause(guard), rlock.ErrLockLost)
 	select {
 	case at := <-acquired:
-		assert.Less(t, at.Sub(forced), 500*time.Millisecond)
+		// Woken by the message, not the 30s TTL; two seconds for the late
+		// wake-ups of a loaded machine (latency, not safety).
+		assert.Less(t, at.Sub(forced), 2*time.Second)
 	case <-time.After(5 * time.Second):
 		t.Fatal("waiter not woken")
 	}

@@ -20,12 +20,17 @@ import (
 // behind. It reads the lock's state from the master directly.
 func TestSentinelClient(t *testing.T) {
 	if testing.Short() {
-		t.Skip("starts a master, a replica and a sentinel, and holds a lock for a second")
+		t.Skip("starts a master, a replica and a sentinel, and holds a lock for two seconds")
 	}
+	// Renewals every 500ms, each with a second to spare for a loaded
+	// machine. The waiter below waits for a holder with the default
+	// watchdog timeout, whose PTTL (30s) it would sleep for if no message
+	// woke it: maxWake leaves the hand-off seconds for late wake-ups
+	// (latency, not safety).
 	const (
-		watchdog = 600 * time.Millisecond
-		held     = 2 * watchdog // six renewal intervals, two leases
-		maxWake  = 500 * time.Millisecond
+		watchdog = 1500 * time.Millisecond
+		held     = 4 * watchdog / 3 // four renewal intervals, past the lease
+		maxWake  = 3 * time.Second
 	)
 	s := redistest.Sentinel(t)
 	rc := s.Client(t)
@@ -60,7 +65,11 @@ func TestSentinelClient(t *testing.T) {
 	assert.False(t, ok, "another owner acquired a held lock")
 
 	// A waiter blocked in Lock subscribes on the master, through the
-	// sentinel client, and Unlock's release message wakes it.
+	// sentinel client, and Unlock's release message wakes it. The lock
+	// passes to the long holder first.
+	long := rlock.New(wrap(t, rc), m.Name())
+	require.NoError(t, m.Unlock(ctx))
+	require.NoError(t, long.Lock(ctx))
 	type result struct {
 		at  time.Time
 		err error
@@ -77,7 +86,7 @@ func TestSentinelClient(t *testing.T) {
 	}, "the waiter's subscription did not reach the master")
 	time.Sleep(50 * time.Millisecond) // let the waiter park after its second try
 	unlocked := time.Now()
-	require.NoError(t, m.Unlock(ctx))
+	require.NoError(t, long.Unlock(ctx))
 	select {
 	case r := <-acquired:
 		require.NoError(t, r.err)

@@ -133,7 +133,9 @@ func TestDowngrade(t *testing.T) {
 	// readers are woken at once (their TTL bound is 30s).
 	select {
 	case at := <-acquired:
-		assert.Less(t, at.Sub(downgraded), time.Second)
+		// Three seconds for the late wake-ups of a loaded machine
+		// (latency, not safety).
+		assert.Less(t, at.Sub(downgraded), 3*time.Second)
 	case <-time.After(5 * time.Second):
 		t.Fatal("the waiting reader was not woken by the downgrade")
 	}
@@ -168,7 +170,9 @@ func TestUpgradeRefusedAtOnce(t *testing.T) {
 	ok, err := rw.Write().TryLock(ctx, 10*time.Second, 0)
 	assert.False(t, ok)
 	assert.ErrorIs(t, err, rwlock.ErrUpgrade)
-	assert.Less(t, time.Since(start), 100*time.Millisecond)
+	// At once, not after a wait; a loaded machine may still take its
+	// time (latency).
+	assert.Less(t, time.Since(start), 2*time.Second)
 	assert.Equal(t, sent, f.sent.Load(), "an upgrade attempt sent commands")
 
 	// After the read holds are gone, the same owner may write.
@@ -240,7 +244,9 @@ func TestWriterWaitsForLastReader(t *testing.T) {
 	require.NoError(t, rw.Read().Unlock(r1))
 	select {
 	case at := <-acquired:
-		assert.Less(t, at.Sub(released), time.Second, "woken by the last reader's release")
+		// Not the 30s TTL; three seconds for the late wake-ups of a loaded
+		// machine (latency, not safety).
+		assert.Less(t, at.Sub(released), 3*time.Second, "woken by the last reader's release")
 	case <-time.After(5 * time.Second):
 		t.Fatal("the writer was not woken by the last reader")
 	}

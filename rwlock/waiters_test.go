@@ -19,15 +19,19 @@ import (
 // TestWriteUnlockWakesAllReaders is Redisson's testWriteRead: readers
 // blocked by a writer all get in together when it releases ("1" wakes
 // every waiter), hold for 800ms at the same time, and are done well within
-// 1.5s. First with all 20 readers on one Client, then split over two.
+// the 16s that one reader at a time would take. First with all 20 readers
+// on one Client, then split over two.
 func TestWriteUnlockWakesAllReaders(t *testing.T) {
 	for _, clients := range []int{1, 2} {
 		t.Run(fmt.Sprintf("%d clients", clients), func(t *testing.T) {
+			// maxEnter and maxDone leave seconds for the late wake-ups of
+			// a loaded machine (latency, not safety; most shows the
+			// sharing).
 			const (
 				readers  = 20
 				hold     = 800 * time.Millisecond
-				maxEnter = time.Second
-				maxDone  = 1500 * time.Millisecond
+				maxEnter = 2 * time.Second
+				maxDone  = hold + maxEnter
 			)
 			ctx := testCtx(t)
 			cs := make([]*interlock.Client, clients)
@@ -197,7 +201,8 @@ func TestReaderJoinsReadModeAtOnce(t *testing.T) {
 	ok, err := rw.Read().TryLock(second, 5*time.Second, 0)
 	require.NoError(t, err)
 	assert.True(t, ok)
-	assert.Less(t, time.Since(start), 500*time.Millisecond)
+	// Not after the 5s wait; two seconds for a loaded machine (latency).
+	assert.Less(t, time.Since(start), 2*time.Second)
 	require.NoError(t, rw.Read().Unlock(first))
 	require.NoError(t, rw.Read().Unlock(second))
 	select {

@@ -143,8 +143,8 @@ func exerciseExpirable(ctx context.Context, a, b *interlock.Client, name string)
 		won, err = eb.Acquire(ctx, 1, 10*time.Second)
 		return err
 	})
-	// Several watchdog renewals (the Client's timeout is 300ms).
-	time.Sleep(time.Second)
+	// Watchdog renewals past the Client's timeout (1s).
+	time.Sleep(1200 * time.Millisecond)
 	if err := k.step("watchdog renewal", context.Cause(guard)); err != nil {
 		return err
 	}
@@ -267,7 +267,9 @@ func runSync(t *testing.T, srv *redistest.Server, user string, rules []string, k
 	for i := range clients {
 		rc, err := userClient(t, srv.Addr(), user, pass)
 		require.NoError(t, err, "connecting as %s", user)
-		c, err := interlock.New(rc, interlock.WithWatchdogTimeout(300*time.Millisecond),
+		// Renewals every 333ms, each with 667ms to spare for a loaded
+		// machine.
+		c, err := interlock.New(rc, interlock.WithWatchdogTimeout(time.Second),
 			interlock.WithObserver(observerFunc(onErr)))
 		require.NoError(t, err)
 		t.Cleanup(func() { _ = c.Close() })

@@ -206,9 +206,9 @@ func exercise(ctx context.Context, k secKind, a, b *interlock.Client, name strin
 		return err
 	}
 
-	// The watchdog renews b's hold (the Client's watchdog timeout is short).
+	// The watchdog renews b's hold past the Client's watchdog timeout (1s).
 	guard := lb.Guard(bctx)
-	time.Sleep(600 * time.Millisecond)
+	time.Sleep(1200 * time.Millisecond)
 	if err := step("watchdog renewal", context.Cause(guard)); err != nil {
 		return err
 	}
@@ -252,7 +252,9 @@ func TestMinimalACL(t *testing.T) {
 			for i := range clients {
 				rc, err := userClient(t, srv.Addr(), user, "s3cret-"+k.name)
 				require.NoError(t, err, "connecting as %s", user)
-				c, err := interlock.New(rc, interlock.WithWatchdogTimeout(300*time.Millisecond),
+				// Renewals every 333ms, each with 667ms to spare for a
+				// loaded machine.
+				c, err := interlock.New(rc, interlock.WithWatchdogTimeout(time.Second),
 					interlock.WithObserver(observerFunc(onErr)))
 				require.NoError(t, err)
 				t.Cleanup(func() { _ = c.Close() })

@@ -76,7 +76,9 @@ func TestLogsAndErrorsHideSecrets(t *testing.T) {
 	admin := newRC()
 	var logs syncBuffer
 	logger := slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	c, err := interlock.New(newRC(), interlock.WithLogger(logger), interlock.WithWatchdogTimeout(300*time.Millisecond))
+	// A watchdog timeout of 1s: the holds below last, however late a
+	// loaded machine runs their renewals, until the test ends them.
+	c, err := interlock.New(newRC(), interlock.WithLogger(logger), interlock.WithWatchdogTimeout(time.Second))
 	require.NoError(t, err)
 	defer c.Close()
 	other, err := interlock.New(newRC())

@@ -42,7 +42,9 @@ func TestWaitersPollWithoutSubscribing(t *testing.T) {
 	require.NoError(t, err)
 	assert.False(t, ok)
 	assert.GreaterOrEqual(t, took, 300*time.Millisecond)
-	assert.Less(t, took, 300*time.Millisecond+250*time.Millisecond, "a pause is cut short at the deadline")
+	// A second over the deadline for the late timers of a loaded machine
+	// (latency, not safety).
+	assert.Less(t, took, 300*time.Millisecond+time.Second, "a pause is cut short at the deadline")
 
 	got := make(chan time.Time, 1)
 	go func() {
@@ -60,7 +62,9 @@ func TestWaitersPollWithoutSubscribing(t *testing.T) {
 	require.NoError(t, spin.New(holder, name).Unlock(ctx))
 	select {
 	case at := <-got:
-		assert.Less(t, at.Sub(released), 128*time.Millisecond+300*time.Millisecond)
+		// The longest pause, and a second for the late timers of a loaded
+		// machine (latency, not safety).
+		assert.Less(t, at.Sub(released), 128*time.Millisecond+time.Second)
 	case <-ctx.Done():
 		t.Fatal("the waiter never took the lock")
 	}
@@ -87,7 +91,9 @@ func TestUnlockWakesRLockWaiters(t *testing.T) {
 	require.NoError(t, spin.New(holder, name).Unlock(ctx))
 	select {
 	case at := <-got:
-		assert.Less(t, at.Sub(released), time.Second, "woken by the message")
+		// Well short of the 30s TTL; the rest is for the late wake-ups of
+		// a loaded machine (latency, not safety).
+		assert.Less(t, at.Sub(released), 3*time.Second, "woken by the message")
 	case <-ctx.Done():
 		t.Fatal("the RLock waiter never took the lock")
 	}

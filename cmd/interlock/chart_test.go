@@ -267,6 +267,10 @@ func checkStory(t *testing.T, scenes []chartScene) {
 		return es[0]
 	}
 	const slack = 100 // ms: the sampler's and the demo's clocks
+	// late is how far behind an event a reading of the lock may come on a
+	// loaded machine (latency, not safety): a TTL read then has that much
+	// less left, an expiry derived from it is off by as much.
+	const late = 500 // ms
 	for i, s := range scenes {
 		assert.True(t, slices.IsSortedFunc(s.Events, func(a, b chartEvent) int { return int(a.AtMS - b.AtMS) }), "scene %d: in time order", i+1)
 		for _, e := range s.Events {
@@ -279,10 +283,11 @@ func checkStory(t *testing.T, scenes []chartScene) {
 	// 1: A's fixed lease expires, without renewal, before B acquires; A's
 	// release later fails.
 	aLock := one(s1, "A", chartAcquire, true)
-	assert.InDelta(t, demoLease.Milliseconds(), aLock.TTLMS, 100, "A's lease")
+	assert.LessOrEqual(t, aLock.TTLMS, demoLease.Milliseconds(), "A's lease")
+	assert.Greater(t, aLock.TTLMS, demoLease.Milliseconds()-late, "A's lease")
 	assert.Empty(t, find(s1, "A", chartRenew, true), "a fixed lease is not renewed")
 	aExpiry := one(s1, "A", chartExpire, true)
-	assert.InDelta(t, aLock.AtMS+demoLease.Milliseconds(), aExpiry.AtMS, 150, "A's lease runs out on time")
+	assert.InDelta(t, aLock.AtMS+demoLease.Milliseconds(), aExpiry.AtMS, late, "A's lease runs out on time")
 	assert.LessOrEqual(t, aExpiry.AtMS, one(s1, "B", chartAcquire, true).AtMS+slack)
 	assert.Equal(t, "not held", one(s1, "A", chartRelease, false).Note)
 	one(s1, "B", chartRelease, true)
@@ -292,7 +297,8 @@ func checkStory(t *testing.T, scenes []chartScene) {
 	renewals := find(s2, "A", chartRenew, true)
 	assert.GreaterOrEqual(t, len(renewals), 3, "A's lock is renewed, every %v", demoWatchdog/3)
 	for _, r := range renewals {
-		assert.InDelta(t, demoWatchdog.Milliseconds(), r.TTLMS, 250, "a renewal sets the TTL back to the watchdog timeout")
+		assert.LessOrEqual(t, r.TTLMS, demoWatchdog.Milliseconds(), "a renewal sets the TTL back to the watchdog timeout")
+		assert.Greater(t, r.TTLMS, demoWatchdog.Milliseconds()-late, "a renewal sets the TTL back to the watchdog timeout")
 	}
 	aRelease := one(s2, "A", chartRelease, true)
 	assert.GreaterOrEqual(t, aRelease.AtMS, demoSafeJob.Milliseconds(), "A holds the lock for its whole job")
@@ -349,7 +355,9 @@ func checkNarration(t *testing.T, scenes []chartScene, stdout string) {
 			at, err := strconv.ParseFloat(m[1], 64)
 			require.NoError(t, err)
 			assert.Equal(t, m[2], acquired[j].Holder, "scene %d", i+1)
-			assert.InDelta(t, at*1000, acquired[j].AtMS, 250, "scene %d: %s acquired when narrated", i+1, m[2])
+			// The narration follows the chart's read of the lock, which a
+			// loaded machine may delay (latency).
+			assert.InDelta(t, at*1000, acquired[j].AtMS, 1000, "scene %d: %s acquired when narrated", i+1, m[2])
 		}
 		failed := 0
 		for _, e := range s.Events {

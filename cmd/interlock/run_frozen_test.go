@@ -21,8 +21,9 @@ func TestRunServerFrozen(t *testing.T) {
 	const (
 		lease    = 1500 * time.Millisecond
 		interval = lease / 3
-		// Tolerances on a loaded two-core machine.
-		late = 300 * time.Millisecond
+		// Tolerance on a loaded two-core machine, whose timers and
+		// wake-ups come up to 600ms late (latency, not safety).
+		late = time.Second
 	)
 	frozenSrv, err := redistest.Start()
 	require.NoError(t, err)
@@ -41,5 +42,7 @@ func TestRunServerFrozen(t *testing.T) {
 		lease, cmdEnded.Round(time.Millisecond), (returned - cmdEnded).Round(time.Millisecond))
 	assert.Equal(t, exitLost, code, stderr)
 	assert.Less(t, cmdEnded, lease+interval+late, "CMD terminated late")
-	assert.Less(t, returned-cmdEnded, time.Second, "run waited after CMD ended")
+	// Nothing like the 5s of an unlock's resends; two seconds for a
+	// loaded machine (latency).
+	assert.Less(t, returned-cmdEnded, 2*time.Second, "run waited after CMD ended")
 }

@@ -179,7 +179,8 @@ func TestRunExpirablePermitLost(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, ok)
 
-	cmd, pid := startRun(t, "--kind", "expirable-semaphore", "--permits", "2", "--watchdog-timeout", "300ms", name, "--",
+	// The permit not taken away outlives a loaded machine's late renewals.
+	cmd, pid := startRun(t, "--kind", "expirable-semaphore", "--permits", "2", "--watchdog-timeout", "1s", name, "--",
 		"sh", "-c", "echo $$; exec sleep 30")
 	members, err := rc.Do(t.Context(), rc.B().Zrange().Key(permitsKey(name)).Min("0").Max("-1").Build()).AsStrSlice()
 	require.NoError(t, err)

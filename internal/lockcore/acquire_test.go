@@ -261,7 +261,7 @@ func TestNextAcquisitionWaitsForTheUndo(t *testing.T) {
 	select {
 	case g := <-undoing:
 		assert.NotEqual(t, caller, g, "the undo ran on the caller's goroutine")
-	case <-time.After(time.Second):
+	case <-time.After(5 * time.Second):
 		t.Fatal("no undo")
 	}
 	assert.Equal(t, 1, holdCount(t, tp, name, holder), "the lost hold waits for its undo")

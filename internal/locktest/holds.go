@@ -96,14 +96,16 @@ func (s *suite) lockLease(t *testing.T) {
 		t.Fatal("the guard of a lease hold did not end")
 	}
 	assert.ErrorIs(t, context.Cause(g), interlock.ErrLockLost)
-	assert.Less(t, time.Since(start), time.Second)
+	// At the lease, give or take a second for the late timers of a loaded
+	// machine (latency, not safety).
+	assert.Less(t, time.Since(start), lease+time.Second)
 
 	// The guard ends a little before the server expires the key: its clock
 	// starts when the acquire was sent.
 	require.Eventually(t, func() bool {
 		locked, err := m.IsLocked(ctx)
 		return err == nil && !locked
-	}, time.Second, 5*time.Millisecond, "the lease did not end on the server")
+	}, 2*time.Second, 5*time.Millisecond, "the lease did not end on the server")
 	assert.ErrorIs(t, context.Cause(m.Guard(ctx)), interlock.ErrLockLost, "the lease ran out before any Unlock")
 	assert.Zero(t, m.Remaining(ctx))
 	assert.ErrorIs(t, m.Unlock(ctx), interlock.ErrNotHeld)
@@ -171,7 +173,9 @@ func (s *suite) guardReleased(t *testing.T) {
 // guardDeleted: a guard ends with ErrLockLost within about one renewal
 // interval of its key being deleted.
 func (s *suite) guardDeleted(t *testing.T) {
-	const watchdog = time.Second
+	// Renewed every 667ms; the hold, just taken, would run out unrenewed
+	// only 2s after its key was deleted.
+	const watchdog = 2 * time.Second
 	c, rc := s.newClient(t, interlock.WithWatchdogTimeout(watchdog))
 	ctx := testCtx(t)
 	name := s.lockName(t)
@@ -188,8 +192,10 @@ func (s *suite) guardDeleted(t *testing.T) {
 	}
 	took := time.Since(deleted)
 	assert.ErrorIs(t, context.Cause(g), interlock.ErrLockLost)
-	// One renewal interval plus 100ms, with room for a loaded machine.
-	assert.Less(t, took, watchdog/3+100*time.Millisecond+150*time.Millisecond)
+	// Found by the next renewal, one interval at most, plus a second for
+	// the late wake-ups of a loaded machine (latency, not safety): still
+	// before the validity would have run out.
+	assert.Less(t, took, watchdog/3+time.Second)
 	t.Logf("loss reported %v after the key was deleted", took.Round(time.Millisecond))
 	assert.Zero(t, m.Remaining(ctx))
 	assert.ErrorIs(t, m.Unlock(ctx), interlock.ErrNotHeld)
@@ -265,44 +271,50 @@ func (s *suite) guardNotHeld(t *testing.T) {
 
 // remaining: how long a hold is certainly valid, 0 when there is none.
 func (s *suite) remaining(t *testing.T) {
-	const lease = 600 * time.Millisecond
+	const lease = 1500 * time.Millisecond
 	c, rc := s.newClient(t, interlock.WithWatchdogTimeout(lease))
 	ctx := testCtx(t)
 	name := s.lockName(t)
 	m := s.New(c, name)
 	assert.Zero(t, m.Remaining(ctx), "not held")
 
-	// A watchdog hold stays above 2/3 of the lease across renewals (less
-	// the slack of a loaded machine).
+	// A watchdog hold, past its lease, stays above 2/3 of the lease (1s)
+	// across renewals, less the slack of a loaded machine, where a renewal
+	// can come 600ms late (latency, not safety: the floor is a fifth of
+	// the lease).
 	require.NoError(t, m.Lock(ctx))
 	low := lease
-	for end := time.Now().Add(3 * lease); time.Now().Before(end); time.Sleep(5 * time.Millisecond) {
+	for end := time.Now().Add(4 * lease / 3); time.Now().Before(end); time.Sleep(5 * time.Millisecond) {
 		low = min(low, m.Remaining(ctx))
 	}
-	assert.Greater(t, low, 2*lease/3-100*time.Millisecond, "lowest %v", low)
+	assert.Greater(t, low, lease/5, "lowest %v", low)
 	assert.Zero(t, m.Remaining(other(ctx)), "another owner holds nothing")
 	require.NoError(t, m.Unlock(ctx))
 	assert.Zero(t, m.Remaining(ctx), "released")
 
-	// A fixed lease counts down, released ...
-	require.NoError(t, m.LockLease(ctx, 400*time.Millisecond))
+	// A fixed lease counts down, released ... It counts from the send, so
+	// it is short by no more than the time since, however long a loaded
+	// machine took; 2s leave the Unlock below time to come first.
+	start := time.Now()
+	require.NoError(t, m.LockLease(ctx, 2*time.Second))
 	first := m.Remaining(ctx)
-	assert.LessOrEqual(t, first, 400*time.Millisecond)
-	assert.Greater(t, first, 300*time.Millisecond)
+	assert.LessOrEqual(t, first, 2*time.Second)
+	assert.GreaterOrEqual(t, first, 2*time.Second-time.Since(start))
 	time.Sleep(100 * time.Millisecond)
 	assert.Less(t, m.Remaining(ctx), first-90*time.Millisecond)
 	require.NoError(t, m.Unlock(ctx))
 	assert.Zero(t, m.Remaining(ctx), "released")
 
 	// ... or run out.
+	start = time.Now()
 	require.NoError(t, m.LockLease(ctx, 400*time.Millisecond))
 	first = m.Remaining(ctx)
-	assert.Greater(t, first, 300*time.Millisecond)
+	assert.GreaterOrEqual(t, first, 400*time.Millisecond-time.Since(start))
 	time.Sleep(first)
 	assert.Zero(t, m.Remaining(ctx), "expired")
 	// The server's TTL started a little after the send Remaining counts
 	// from: wait for the key to go, so the next Lock is a fresh hold.
-	require.Eventually(t, func() bool { return !s.exists(t, rc, name) }, time.Second, 5*time.Millisecond)
+	require.Eventually(t, func() bool { return !s.exists(t, rc, name) }, 2*time.Second, 5*time.Millisecond)
 
 	// A lost hold has none left.
 	require.NoError(t, m.Lock(ctx))

@@ -79,7 +79,7 @@ func TestDeleteLater(t *testing.T) {
 		require.NoError(t, err)
 		return n
 	}
-	require.Eventually(t, func() bool { return count() == 0 }, time.Second, time.Millisecond)
+	require.Eventually(t, func() bool { return count() == 0 }, 5*time.Second, time.Millisecond)
 
 	// Keys queued just before Close are deleted by Close.
 	require.NoError(t, rc.Do(ctx, rc.B().Set().Key(keys[0]).Value("1").Build()).Error())

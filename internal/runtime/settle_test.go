@@ -135,13 +135,19 @@ func TestAwaitCleanupGraceCountsFromTheDeadline(t *testing.T) {
 
 	late, cancel := context.WithDeadline(t.Context(), time.Now().Add(-time.Second))
 	defer cancel()
-	start := time.Now()
-	r.AwaitCleanup(late, "k", "o", time.Second)
-	assert.Less(t, time.Since(start), runtime.CleanupGrace, "waited although the grace after the deadline was over")
+	// At once: the quickest of a few calls, so that a loaded machine
+	// holding this goroutine back in one of them is no failure (latency).
+	quickest := time.Hour
+	for range 5 {
+		start := time.Now()
+		r.AwaitCleanup(late, "k", "o", time.Second)
+		quickest = min(quickest, time.Since(start))
+	}
+	assert.Less(t, quickest, runtime.CleanupGrace, "waited although the grace after the deadline was over")
 
 	cancelled, cancel2 := context.WithCancel(t.Context())
 	cancel2()
-	start = time.Now()
+	start := time.Now()
 	r.AwaitCleanup(cancelled, "k", "o", time.Second)
 	took := time.Since(start)
 	assert.GreaterOrEqual(t, took, runtime.CleanupGrace)

@@ -110,7 +110,7 @@ func TestWaitRunsOutAndCtxEnds(t *testing.T) {
 	ok, err = wait.Acquire(ctx, wait.Spec{Hub: h, Channel: "wait:" + t.Name(), Forever: true, Try: l.try})
 	assert.False(t, ok)
 	assert.ErrorIs(t, err, context.DeadlineExceeded)
-	require.Eventually(t, func() bool { return h.Channels() == 0 }, time.Second, time.Millisecond)
+	require.Eventually(t, func() bool { return h.Channels() == 0 }, 5*time.Second, time.Millisecond)
 }
 
 func TestQueueJoinsParkedWaiters(t *testing.T) {
@@ -121,7 +121,15 @@ func TestQueueJoinsParkedWaiters(t *testing.T) {
 		_, _ = wait.Acquire(t.Context(), wait.Spec{Hub: h, Channel: ch, Forever: true, Try: first.try})
 	}()
 	require.Eventually(t, func() bool { return first.tries.Load() == 2 }, 5*time.Second, time.Millisecond)
-	time.Sleep(20 * time.Millisecond) // let it park
+	// Parked once a Join finds it (a probe, closed at once), however long
+	// a loaded machine takes to get it there.
+	require.Eventually(t, func() bool {
+		sub, _, ok := h.Join(ch, false)
+		if ok {
+			sub.Close()
+		}
+		return ok
+	}, 5*time.Second, time.Millisecond, "the first waiter did not park")
 
 	second := &lock{retry: time.Minute}
 	done := make(chan struct{})
