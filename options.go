@@ -163,9 +163,11 @@ func WithReplicaSync(timeout time.Duration) Option {
 // kind's ErrLockLost and ErrMaxHold, and the key expires on the server by
 // itself within one watchdog timeout. It protects the other waiters from a
 // hung worker that never unlocks. An Unlock after that returns an error
-// wrapping the kind's ErrLockLost and ErrMaxHold when the key is gone, and
-// releases normally when it is still there. Holds with an explicit lease
-// are not affected. The default, 0, is no limit, as in Redisson.
+// wrapping the kind's ErrLockLost and ErrMaxHold when the key is gone or
+// the server does not answer within 200 ms (the release then goes on in
+// the background), and releases normally when it is still there. Holds
+// with an explicit lease are not affected. The default, 0, is no limit, as
+// in Redisson.
 func WithMaxHold(d time.Duration) Option {
 	return func(c *config) { c.MaxHold = d }
 }

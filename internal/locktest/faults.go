@@ -128,12 +128,22 @@ func (s *suite) maxHold(t *testing.T) {
 	assert.ErrorIs(t, err, interlock.ErrLockLost)
 	assert.ErrorIs(t, err, interlock.ErrMaxHold)
 
-	// Unlocked before the key ran out, the hold is released normally.
+	// Unlocked before the key ran out, the hold is released normally. The
+	// Unlock of a hold known lost waits 200 ms for the server's answer; one
+	// that comes later (a loaded machine: latency) leaves the release to
+	// the clean-up queue, and the Unlock says the hold was lost.
 	require.NoError(t, m.Lock(ctx))
 	g = m.Guard(ctx)
 	<-g.Done()
 	assert.ErrorIs(t, context.Cause(g), interlock.ErrMaxHold)
-	require.NoError(t, m.Unlock(ctx))
+	if err := m.Unlock(ctx); err != nil {
+		require.ErrorIs(t, err, interlock.ErrMaxHold)
+		t.Logf("the server answered the Unlock after its 200 ms: %v", err)
+		require.Eventually(t, func() bool {
+			n, err := rc.Do(ctx, rc.B().Exists().Key(name).Build()).AsInt64()
+			return err == nil && n == 0
+		}, lease+time.Second, 5*time.Millisecond, "key not released")
+	}
 	assert.False(t, must[bool](t)(m.IsLocked(ctx)))
 	s.nothingLeft(t, c, rc, name)
 }

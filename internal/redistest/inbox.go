@@ -13,8 +13,10 @@ import (
 	"github.com/redis/rueidis"
 )
 
-// inboxTimeout bounds how long a marker may take to come back.
-const inboxTimeout = 5 * time.Second
+// inboxTimeout bounds how long a marker may take to come back: it is
+// there for a subscription that never works, and seconds above what a
+// loaded machine's late replies take.
+const inboxTimeout = 15 * time.Second
 
 // Inbox records the messages of one channel, as a Java client's listener
 // would see them.
@@ -24,6 +26,7 @@ type Inbox struct {
 	sharded bool
 	mu      sync.Mutex
 	msgs    []string
+	lastErr error // why the subscription last ended, if it did
 	marks   atomic.Int64
 }
 
@@ -40,11 +43,22 @@ func Listen(tb testing.TB, rc rueidis.Client, channel string, sharded bool) *Inb
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		_ = rc.Receive(ctx, cmd, func(m rueidis.PubSubMessage) {
+		// A subscription that ends (a dial that timed out on a loaded
+		// machine, a connection that broke) subscribes again.
+		for ctx.Err() == nil {
+			err := rc.Receive(ctx, cmd, func(m rueidis.PubSubMessage) {
+				in.mu.Lock()
+				in.msgs = append(in.msgs, m.Message)
+				in.mu.Unlock()
+			})
 			in.mu.Lock()
-			in.msgs = append(in.msgs, m.Message)
+			in.lastErr = err
 			in.mu.Unlock()
-		})
+			select {
+			case <-ctx.Done():
+			case <-time.After(20 * time.Millisecond):
+			}
+		}
 	}()
 	tb.Cleanup(func() { cancel(); <-done })
 	// Publish a marker until it comes back: the subscription is then live.
@@ -52,7 +66,11 @@ func Listen(tb testing.TB, rc rueidis.Client, channel string, sharded bool) *Inb
 	deadline := time.Now().Add(inboxTimeout)
 	for !in.seen(mark) {
 		if time.Now().After(deadline) {
-			tb.Fatalf("redistest: subscription to %s never became live", channel)
+			in.mu.Lock()
+			err := in.lastErr
+			in.mu.Unlock()
+			tb.Fatalf("redistest: subscription to %s never became live within %v (the subscription last ended with: %v)",
+				channel, inboxTimeout, err)
 		}
 		time.Sleep(20 * time.Millisecond)
 		mark = in.publishMark(tb)
