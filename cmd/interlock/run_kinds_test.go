@@ -193,7 +193,7 @@ func TestRunReadLockLost(t *testing.T) {
 	t.Parallel()
 	lock := lockName(t)
 	_, rc := newLockClient(t)
-	cmd, pid := startRun(t, "--kind", "read", "--watchdog-timeout", "300ms", lock, "--", "sh", "-c", "echo $$; exec sleep 30")
+	cmd, pid := startRun(t, "--kind", "read", "--watchdog-timeout", "1s", lock, "--", "sh", "-c", "echo $$; exec sleep 30")
 	require.NoError(t, rc.Do(t.Context(), rc.B().Del().Key(lock).Build()).Error())
 	code, stderr := waitRun(t, cmd)
 	assert.Equal(t, exitLost, code, stderr)

@@ -106,7 +106,7 @@ func TestRunLockLost(t *testing.T) {
 	t.Parallel()
 	lock := lockName(t)
 	_, rc := newLockClient(t)
-	cmd, pid := startRun(t, "--watchdog-timeout", "300ms", lock, "--", "sh", "-c", "echo $$; exec sleep 30")
+	cmd, pid := startRun(t, "--watchdog-timeout", "1s", lock, "--", "sh", "-c", "echo $$; exec sleep 30")
 
 	require.NoError(t, rc.Do(t.Context(), rc.B().Del().Key(lock).Build()).Error())
 	deleted := time.Now()
@@ -123,7 +123,7 @@ func TestRunLockLostGrace(t *testing.T) {
 	t.Parallel()
 	lock := lockName(t)
 	_, rc := newLockClient(t)
-	cmd, pid := startRun(t, "--watchdog-timeout", "300ms", "--grace", "300ms", lock, "--",
+	cmd, pid := startRun(t, "--watchdog-timeout", "1s", "--grace", "300ms", lock, "--",
 		"sh", "-c", `trap "" TERM; sleep 30 & echo $!; wait`)
 
 	require.NoError(t, rc.Do(t.Context(), rc.B().Del().Key(lock).Build()).Error())
