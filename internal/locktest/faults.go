@@ -56,7 +56,11 @@ func (s *suite) safeMode(t *testing.T) {
 	require.ErrorIs(t, err, interlock.ErrReplication)
 	assert.Contains(t, err.Error(), "0 of 1 replicas")
 	assert.GreaterOrEqual(t, took, ackTimeout)
-	assert.Less(t, took, ackTimeout+time.Second, "Lock must fail, not retry")
+	// One wait for the acknowledgement and the take-back; a Lock that went
+	// on trying would end with the context's error instead. The 3 s are
+	// latency: the matrix's containers, beside the package tests, answered
+	// this 1.4-1.6 s after the start.
+	assert.Less(t, took, ackTimeout+3*time.Second, "Lock must fail, not retry")
 	assert.False(t, exists(), "state left on the master")
 	assert.Zero(t, c.Stats().Holds, "renewal entry left")
 	ok, err := m.TryLock(ctx, 0, time.Minute)
@@ -109,10 +113,10 @@ func (s *suite) maxHold(t *testing.T) {
 	<-g.Done()
 	at := time.Since(start)
 	// MaxHold counts from when the acquire was sent, between start and
-	// locked: the guard ends no sooner, and within a second of it, for
+	// locked: the guard ends no sooner, and within two seconds of it, for
 	// the late timers of a loaded machine (latency, not safety).
 	assert.GreaterOrEqual(t, at, maxHold)
-	assert.LessOrEqual(t, at, maxHold+locked+time.Second, "lost at %v", at)
+	assert.LessOrEqual(t, at, maxHold+locked+2*time.Second, "lost at %v", at)
 	assert.ErrorIs(t, context.Cause(g), interlock.ErrLockLost)
 	assert.ErrorIs(t, context.Cause(g), interlock.ErrMaxHold)
 	assert.Zero(t, m.Remaining(ctx))
@@ -216,7 +220,7 @@ func (s *suite) lostAcquireReply(t *testing.T) {
 		assert.ErrorIs(t, acquire(lctx), context.DeadlineExceeded)
 		// The take-back runs in the background, within the lease; on a
 		// healthy server it is usually done as the caller returns.
-		require.Eventually(t, func() bool { return c.Stats().UndoQueue == 0 }, 2*time.Second, time.Millisecond,
+		require.Eventually(t, func() bool { return c.Stats().UndoQueue == 0 }, 5*time.Second, time.Millisecond,
 			"the lost acquisition is still being taken back")
 	}
 	tryLock := func(ctx context.Context) error {
@@ -300,12 +304,12 @@ func (s *suite) closeWakesWaiters(t *testing.T) {
 		time.Sleep(200 * time.Millisecond) // the waiter is between two attempts
 		assert.Zero(t, c.Stats().Channels, "a polling waiter subscribes to nothing")
 	} else {
-		require.Eventually(t, func() bool { return c.Stats().Channels == 1 }, 2*time.Second, 5*time.Millisecond, "waiters not subscribed")
+		require.Eventually(t, func() bool { return c.Stats().Channels == 1 }, 5*time.Second, 5*time.Millisecond, "waiters not subscribed")
 	}
 	if s.Fair {
 		require.Eventually(t, func() bool {
 			return !assert.ObjectsAreEqual(before, s.state(t, rc, name))
-		}, 2*time.Second, 5*time.Millisecond, "the waiter did not queue")
+		}, 5*time.Second, 5*time.Millisecond, "the waiter did not queue")
 	}
 	time.Sleep(50 * time.Millisecond)
 	require.NoError(t, c.Close())

@@ -99,9 +99,9 @@ func (s *suite) lockLease(t *testing.T) {
 		t.Fatal("the guard of a lease hold did not end")
 	}
 	assert.ErrorIs(t, context.Cause(g), interlock.ErrLockLost)
-	// At the lease, give or take a second for the late timers of a loaded
+	// At the lease, give or take two seconds for the late timers of a loaded
 	// machine (latency, not safety).
-	assert.Less(t, time.Since(start), lease+time.Second)
+	assert.Less(t, time.Since(start), lease+2*time.Second)
 
 	// The guard ends a little before the server expires the key: its clock
 	// starts when the acquire was sent.
@@ -317,7 +317,7 @@ func (s *suite) remaining(t *testing.T) {
 	assert.Zero(t, m.Remaining(ctx), "expired")
 	// The server's TTL started a little after the send Remaining counts
 	// from: wait for the key to go, so the next Lock is a fresh hold.
-	require.Eventually(t, func() bool { return !s.exists(t, rc, name) }, 2*time.Second, 5*time.Millisecond)
+	require.Eventually(t, func() bool { return !s.exists(t, rc, name) }, 5*time.Second, 5*time.Millisecond)
 
 	// A lost hold has none left.
 	require.NoError(t, m.Lock(ctx))
