@@ -128,6 +128,17 @@ const (
 	t24SemSettle  = 5 * time.Second        // the Client's clean-up of lost attempts, at most
 )
 
+// t24CrossBound bounds the healthy hand-off p99 across languages:
+// t24HealthyP99 in the nightly tier; in the PR gate, beside other packages
+// and JVMs on two cores, half a lease (a lost wake-up costs a waiter up to
+// a lease), which a CI run beside other builds reached a third of (338 ms).
+func t24CrossBound() time.Duration {
+	if isNightly() {
+		return t24HealthyP99
+	}
+	return max(latencyBound(t24HealthyP99), t24Lease/2)
+}
+
 // t24JavaKinds maps the Go kinds to the peer's.
 var t24JavaKinds = map[lockKind]string{kindRLock: "reentrant", kindFair: "fair", kindWrite: "write", kindFenced: "fenced"}
 
@@ -995,8 +1006,8 @@ func t24Run(t *testing.T, env t24Env) {
 	if len(r.healthy) == 0 || len(r.healthyCross) == 0 {
 		t.Errorf("no healthy hand-offs (%d) or none across languages (%d)", len(r.healthy), len(r.healthyCross))
 	}
-	if p := t24Pct(r.healthyCross, 0.99); p > t24HealthyP99 {
-		t.Errorf("healthy hand-off p99 across languages %v, want <= %v", p, t24HealthyP99)
+	if p, bound := t24Pct(r.healthyCross, 0.99), t24CrossBound(); p > bound {
+		t.Errorf("healthy hand-off p99 across languages %v, want <= %v", p, bound)
 	}
 	// The acceptance is the wake-ups across languages; the p99 of all
 	// hand-offs is judged at nightly size, where one slow second of a
