@@ -36,7 +36,7 @@ func TestALateLastTryIsBusy(t *testing.T) {
 	c, rc := newClient(t, addr)
 	n := names(t, 2)
 	busy := rlock.New(c, n[1])
-	other := interlock.WithOwner(ctx, 7)
+	other := interlock.WithOwner(ctx, interlock.NewOwnerID())
 	require.NoError(t, busy.Lock(other))
 	defer func() { require.NoError(t, busy.Unlock(other)) }()
 	m := multilock.New(rlock.New(c, n[0]), lateLastTry{rlock.New(c, n[1])})

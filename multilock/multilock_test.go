@@ -86,7 +86,7 @@ func TestHoldsEveryMemberOfAnyKind(t *testing.T) {
 	assert.InDelta(t, 30*time.Second, m.Remaining(ctx), float64(2*time.Second))
 
 	// Another owner gets none of them.
-	other := interlock.WithOwner(ctx, 99)
+	other := interlock.WithOwner(ctx, interlock.NewOwnerID())
 	assert.False(t, must[bool](t)(m.TryLock(other, 0, 0)))
 	assert.False(t, must[bool](t)(m.TryLock(other, 300*time.Millisecond, time.Second)))
 	assert.False(t, must[bool](t)(m.IsHeld(other)))
@@ -111,7 +111,7 @@ func TestABusyMemberLeavesNothingHeld(t *testing.T) {
 	c, rc := newClient(t, addr)
 	n := names(t, 3)
 	busy := rlock.New(c, n[2])
-	other := interlock.WithOwner(ctx, 7)
+	other := interlock.WithOwner(ctx, interlock.NewOwnerID())
 	require.NoError(t, busy.Lock(other))
 	m := multilock.New(rlock.New(c, n[0]), rlock.New(c, n[1]), rlock.New(c, n[2]))
 
@@ -126,7 +126,8 @@ func TestABusyMemberLeavesNothingHeld(t *testing.T) {
 
 	// A Lock waits for the busy member's release.
 	done := make(chan error, 1)
-	go func() { done <- m.Lock(interlock.WithOwner(ctx, 8)) }()
+	waiter := interlock.WithOwner(ctx, interlock.NewOwnerID())
+	go func() { done <- m.Lock(waiter) }()
 	time.Sleep(200 * time.Millisecond)
 	require.NoError(t, busy.Unlock(other))
 	select {
@@ -135,7 +136,7 @@ func TestABusyMemberLeavesNothingHeld(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("Lock was not woken by the release")
 	}
-	require.NoError(t, m.Unlock(interlock.WithOwner(ctx, 8)))
+	require.NoError(t, m.Unlock(waiter))
 
 	// An ended context leaves nothing held either.
 	require.NoError(t, busy.Lock(other))

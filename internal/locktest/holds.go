@@ -274,17 +274,19 @@ func (s *suite) guardNotHeld(t *testing.T) {
 
 // remaining: how long a hold is certainly valid, 0 when there is none.
 func (s *suite) remaining(t *testing.T) {
-	const lease = 1500 * time.Millisecond
+	// 3s: beside a CPU hog a cluster's renewal once came a lease of
+	// 1.5s late, and the hold was lost.
+	const lease = 3 * time.Second
 	c, rc := s.newClient(t, interlock.WithWatchdogTimeout(lease))
 	ctx := testCtx(t)
 	name := s.lockName(t)
 	m := s.New(c, name)
 	assert.Zero(t, m.Remaining(ctx), "not held")
 
-	// A watchdog hold, past its lease, stays above 2/3 of the lease (1s)
+	// A watchdog hold, past its lease, stays above 2/3 of the lease (2s)
 	// across renewals, less the slack of a loaded machine, where a renewal
-	// can come 600ms late (latency, not safety: the floor is a fifth of
-	// the lease).
+	// can come 600ms late or more (latency, not safety: the floor is a
+	// fifth of the lease).
 	require.NoError(t, m.Lock(ctx))
 	low := lease
 	for end := time.Now().Add(4 * lease / 3); time.Now().Before(end); time.Sleep(5 * time.Millisecond) {

@@ -281,7 +281,7 @@ func (s *suite) nothingLeft(t *testing.T, c *interlock.Client, rc rueidis.Client
 			return b.PubsubShardchannels().Pattern(like(name)).Build()
 		})
 		return err == nil && serr == nil && len(chans)+len(shard) == 0 && c.Stats().Channels == 0 && len(s.keys(t, rc, name, true)) == 0
-	}, 3*time.Second, 5*time.Millisecond, "keys or subscriptions left behind")
+	}, 10*time.Second, 5*time.Millisecond, "keys or subscriptions left behind") // latency: the batched latch deletion, beside a CPU hog
 	assert.Zero(t, c.Stats().Holds, "holds left behind")
 }
 
