@@ -93,6 +93,7 @@ type Runtime struct {
 	modeMu    sync.Mutex
 	modeKnown bool
 	sharded   bool
+	probing   chan struct{} // closed when the probe in flight ends; nil: none
 
 	writeWaits waitCounts
 	replicas   replicaCounts // replica-sync mode
@@ -205,8 +206,9 @@ func (r *Runtime) DeleteLater(key string) { r.latches.add(key) }
 
 // Sharded reports whether releases go out with SPUBLISH and waiters use
 // SSUBSCRIBE. In auto mode that is Redisson's choice: sharded on a cluster
-// whose nodes answer PUBSUB SHARDNUMSUB, probed once with ctx; a network
-// error is returned and the probe tried again next time.
+// whose nodes answer PUBSUB SHARDNUMSUB, probed once. One caller probes
+// with its own ctx while the others wait for the answer or their own ctx;
+// a network error is returned and the probe tried again by the next call.
 func (r *Runtime) Sharded(ctx context.Context) (bool, error) {
 	switch r.Cfg.PubSub {
 	case PubSubClassic:
@@ -217,15 +219,41 @@ func (r *Runtime) Sharded(ctx context.Context) (bool, error) {
 	if r.RC.Mode() != rueidis.ClientModeCluster {
 		return false, nil
 	}
+	for {
+		r.modeMu.Lock()
+		known, sharded, probing := r.modeKnown, r.sharded, r.probing
+		if !known && probing == nil {
+			r.probing = make(chan struct{})
+		}
+		r.modeMu.Unlock()
+		if known {
+			return sharded, nil
+		}
+		if probing == nil {
+			return r.probeSharded(ctx)
+		}
+		select {
+		case <-probing:
+		case <-ctx.Done():
+			return false, ctx.Err()
+		}
+	}
+}
+
+// probeSharded asks the cluster whether it has sharded pub/sub, records the
+// answer unless the question failed, and lets the callers waiting for it
+// go on.
+func (r *Runtime) probeSharded(ctx context.Context) (bool, error) {
+	err := r.RC.Do(ctx, r.RC.B().PubsubShardnumsub().Channel("0").Build()).Error()
+	_, isRedisErr := rueidis.IsRedisErr(err)
 	r.modeMu.Lock()
 	defer r.modeMu.Unlock()
-	if !r.modeKnown {
-		err := r.RC.Do(ctx, r.RC.B().PubsubShardnumsub().Channel("0").Build()).Error()
-		if _, isRedisErr := rueidis.IsRedisErr(err); err != nil && !isRedisErr {
-			return false, err
-		}
-		r.sharded, r.modeKnown = err == nil, true
+	close(r.probing)
+	r.probing = nil
+	if err != nil && !isRedisErr {
+		return false, err
 	}
+	r.sharded, r.modeKnown = err == nil, true
 	return r.sharded, nil
 }
 

@@ -60,6 +60,58 @@ func TestAutoModeOnClusterIsSharded(t *testing.T) {
 	assert.True(t, sharded, "Redis 7 cluster: sharded pub/sub, as Redisson chooses")
 }
 
+// A caller never waits on another caller's probe past its own deadline:
+// with the cluster frozen, the first caller's probe hangs, and the next
+// caller's short deadline still ends its call at once.
+func TestAutoModeProbeWaitsOnlyForItsOwnDeadline(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a cluster")
+	}
+	cl := redistest.Cluster(t)
+	c, err := interlock.New(cl.Client(t))
+	require.NoError(t, err)
+	defer c.Close()
+	r := runtime.Of(c)
+
+	for _, n := range cl.Nodes() {
+		require.NoError(t, n.Pause())
+	}
+	resumed := false
+	resume := func() {
+		if !resumed {
+			resumed = true
+			for _, n := range cl.Nodes() {
+				assert.NoError(t, n.Resume())
+			}
+		}
+	}
+	defer resume()
+	first := make(chan error, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		_, err := r.Sharded(ctx)
+		first <- err
+	}()
+	time.Sleep(200 * time.Millisecond) // the first caller's probe is in flight
+
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	_, err = r.Sharded(ctx)
+	took := time.Since(start)
+	assert.ErrorIs(t, err, context.DeadlineExceeded)
+	// Latency, with headroom for a loaded machine: before, the caller
+	// waited for the frozen probe, until the cluster was resumed below.
+	assert.Less(t, took, 3*time.Second, "the second caller waited past its deadline")
+
+	resume()
+	require.NoError(t, <-first, "the first caller's probe answers once the cluster does")
+	sharded, err := r.Sharded(ctx)
+	require.NoError(t, err, "the answer is kept: no probe, whatever the caller's deadline")
+	assert.True(t, sharded)
+}
+
 func TestDeleteLater(t *testing.T) {
 	rc := redistest.NewClient(t, addr)
 	c, err := interlock.New(rc)
