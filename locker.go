@@ -36,7 +36,9 @@ type Locker interface {
 	ForceUnlock(ctx context.Context) (bool, error)
 	// Guard returns a context that ends with the calling owner's hold:
 	// cause ErrLockLost when lost, context.Canceled when released, a cause
-	// wrapping ErrNotHeld at once when nothing is held.
+	// wrapping ErrNotHeld at once when nothing is held. Guards of a ctx
+	// that never ends share one registration, so repeated calls keep
+	// nothing; a guard of any other ctx is forgotten when ctx ends.
 	Guard(ctx context.Context) context.Context
 	// Remaining returns how long the calling owner's hold is still
 	// certainly valid, 0 when none is. It sends nothing.

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/interlock-go/interlock"
+	"github.com/interlock-go/interlock/internal/guard"
 	"github.com/interlock-go/interlock/internal/lockcore"
 	"github.com/interlock-go/interlock/internal/wait"
 	"github.com/interlock-go/interlock/nonreentrant"
@@ -47,6 +48,9 @@ type Mutex struct {
 	quorum  int    // how many members a hold needs
 	kind    string // "multilock" or "redlock", the prefix of its errors
 	err     error  // the argument error every method returns
+
+	mu     sync.Mutex
+	shared map[<-chan struct{}]*quorumGuard // a RedLock's guards of parents that never end
 }
 
 // New returns the lock of all of members, which are tried in the order
@@ -412,9 +416,7 @@ func (m *Mutex) Unlock(ctx context.Context) error {
 // with that member's cause; at once when the owner does not hold it.
 func (m *Mutex) Guard(ctx context.Context) context.Context {
 	if m.err != nil {
-		g, cancel := context.WithCancelCause(ctx)
-		cancel(m.err)
-		return g
+		return cancelled(ctx, m.err)
 	}
 	if m.quorum == len(m.members) {
 		// Nested guards: the first member to end cancels every one inside
@@ -427,6 +429,9 @@ func (m *Mutex) Guard(ctx context.Context) context.Context {
 	}
 	// A RedLock's guard counts the members' ends; the one that leaves
 	// fewer than a quorum held cancels it with its own cause.
+	if _, shared := guard.Base(ctx); shared {
+		return m.sharedGuard(ctx)
+	}
 	g, cancel := context.WithCancelCause(ctx)
 	q := &quorumGuard{left: len(m.members) - m.quorum + 1, cancel: cancel}
 	for _, member := range m.members {
@@ -436,12 +441,74 @@ func (m *Mutex) Guard(ctx context.Context) context.Context {
 	return g
 }
 
+// sharedGuard is a RedLock's Guard of a parent that never ends. The
+// members' guards of such a parent are shared by every call (package
+// guard), and so is the quorum guard that counts them: repeated calls
+// during one hold register nothing new.
+func (m *Mutex) sharedGuard(ctx context.Context) context.Context {
+	var live []context.Context
+	var ended []error
+	for _, member := range m.members {
+		mg := member.Guard(ctx)
+		if mg.Err() != nil {
+			ended = append(ended, context.Cause(mg))
+		} else {
+			live = append(live, mg)
+		}
+	}
+	left := len(m.members) - m.quorum + 1 - len(ended)
+	if left <= 0 {
+		return cancelled(ctx, ended[len(m.members)-m.quorum])
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	k := live[0].Done()
+	if q := m.shared[k]; q != nil && q.counts(live) {
+		return guard.View(ctx, q.ctx)
+	}
+	g, cancel := context.WithCancelCause(context.Background())
+	q := &quorumGuard{left: left, cancel: cancel, ctx: g}
+	for _, mg := range live {
+		q.dones = append(q.dones, mg.Done())
+		context.AfterFunc(mg, func() { q.ended(context.Cause(mg)) })
+	}
+	if m.shared == nil {
+		m.shared = make(map[<-chan struct{}]*quorumGuard)
+	}
+	m.shared[k] = q
+	context.AfterFunc(g, func() {
+		m.mu.Lock()
+		if m.shared[k] == q {
+			delete(m.shared, k)
+		}
+		m.mu.Unlock()
+	})
+	return guard.View(ctx, g)
+}
+
+// cancelled returns a context derived from ctx that has ended with cause.
+func cancelled(ctx context.Context, cause error) context.Context {
+	g, cancel := context.WithCancelCause(ctx)
+	cancel(cause)
+	return g
+}
+
 // quorumGuard ends a RedLock's guard when the members' ends leave fewer
 // than a quorum held.
 type quorumGuard struct {
 	mu     sync.Mutex
 	left   int // member ends until the quorum is broken
 	cancel context.CancelCauseFunc
+
+	ctx   context.Context   // a shared guard's, with the members it counts:
+	dones []<-chan struct{} // their guards' Done channels
+}
+
+// counts reports whether q is the shared guard of members.
+func (q *quorumGuard) counts(members []context.Context) bool {
+	return slices.EqualFunc(q.dones, members, func(d <-chan struct{}, mg context.Context) bool {
+		return d == mg.Done()
+	})
 }
 
 func (q *quorumGuard) ended(cause error) {

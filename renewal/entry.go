@@ -3,6 +3,8 @@ package renewal
 import (
 	"context"
 	"time"
+
+	"github.com/interlock-go/interlock/internal/guard"
 )
 
 // Entry is the local record of every hold one owner has on one key. A
@@ -34,6 +36,7 @@ type Entry struct {
 	ended      bool
 	cause      error
 	guards     map[*context.CancelCauseFunc]struct{} // made by guard, ended with the hold
+	shared     map[sharedKey]context.Context         // the guards of parents that never end
 }
 
 // count returns how many holds e records: 0 once it ended, or once every
@@ -147,20 +150,62 @@ func (e *Entry) lostAt() time.Time {
 // renewal failed past the lease, or, for a hold with an explicit lease, the
 // lease ran out), with cause context.Canceled when it is released. The
 // cancellation has happened by the time the call that ended the hold
-// (Unlock, Close) returns. s.mu must not be held.
+// (Unlock, Close) returns. A parent that never ends shares one guard per
+// hold (package guard). s.mu must not be held.
 func (e *Entry) guard(parent context.Context) context.Context {
 	s := e.s
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	// An explicit lease ends the hold on the server without any message.
-	// The deadline is the guard's parent, not its child: the cancellation
-	// that ends the hold then sets the guard's cause itself, and nothing
-	// racing it can replace that cause with context.Canceled.
 	if e.ended {
 		g, cancel := context.WithCancelCause(parent)
 		cancel(e.cause)
 		return g
 	}
+	base, shared := guard.Base(parent)
+	if !shared {
+		return e.register(parent)
+	}
+	// An explicit lease is part of the key: a later hold may end later.
+	k := sharedKey{base: base}
+	if e.watchdog == 0 {
+		k.until = e.leaseUntil
+	}
+	g := e.shared[k]
+	if g == nil {
+		if base == nil {
+			base = context.Background()
+		}
+		g = e.register(base)
+		if e.shared == nil {
+			e.shared = make(map[sharedKey]context.Context)
+		}
+		e.shared[k] = g
+		context.AfterFunc(g, func() {
+			s.mu.Lock()
+			if e.shared[k] == g {
+				delete(e.shared, k)
+			}
+			s.mu.Unlock()
+		})
+	}
+	return guard.View(parent, g)
+}
+
+// sharedKey names a shared guard of an entry: what it derives from (nil:
+// nothing that ends) and the lease end it has, if any.
+type sharedKey struct {
+	base  context.Context
+	until time.Time
+}
+
+// register returns a guard of parent, cancelled when e ends or forgotten
+// when it ends first. s.mu must be held.
+func (e *Entry) register(parent context.Context) context.Context {
+	s := e.s
+	// An explicit lease ends the hold on the server without any message.
+	// The deadline is the guard's parent, not its child: the cancellation
+	// that ends the hold then sets the guard's cause itself, and nothing
+	// racing it can replace that cause with context.Canceled.
 	base, stopDeadline := parent, func() {}
 	if e.watchdog == 0 {
 		base, stopDeadline = context.WithDeadlineCause(parent, e.leaseUntil, e.task.Lost)
@@ -207,4 +252,5 @@ func (e *Entry) end(cause error) {
 		(*cancel)(cause)
 	}
 	e.guards = nil
+	e.shared = nil
 }

@@ -22,3 +22,10 @@ func LostLen(s *Scheduler) int {
 	defer s.mu.Unlock()
 	return len(s.lost)
 }
+
+// GuardsLen returns how many guards e keeps registered and shared.
+func GuardsLen(e *Entry) (registered, shared int) {
+	e.s.mu.Lock()
+	defer e.s.mu.Unlock()
+	return len(e.guards), len(e.shared)
+}

@@ -3,6 +3,7 @@ package locktest
 import (
 	"context"
 	"errors"
+	"runtime"
 	"testing"
 	"time"
 
@@ -171,6 +172,39 @@ func (s *suite) guardReleased(t *testing.T) {
 	assert.ErrorIs(t, context.Cause(g), context.Canceled, "a release is not a loss")
 	assert.NotErrorIs(t, context.Cause(g), interlock.ErrLockLost)
 	s.nothingLeft(t, c, rc, name)
+}
+
+// guardRepeated: Guard called again and again during one hold, with a
+// context that never ends, keeps nothing per call, and every guard still
+// ends with the hold.
+func (s *suite) guardRepeated(t *testing.T) {
+	c, rc := s.newClient(t)
+	ctx := testCtx(t)
+	name := s.lockName(t)
+	m := s.New(c, name)
+	require.NoError(t, m.Lock(ctx))
+	held := context.Background() // the same owner: this goroutine
+	first := m.Guard(held)
+	require.NoError(t, first.Err())
+	const calls = 20_000
+	before := liveHeap()
+	for range calls {
+		require.NoError(t, m.Guard(held).Err())
+	}
+	grown := liveHeap() - before
+	assert.Less(t, grown/calls, int64(64), "bytes kept per Guard call (%d in all)", grown)
+	require.NoError(t, m.Unlock(ctx))
+	require.Error(t, first.Err(), "the guard outlived the Unlock")
+	assert.ErrorIs(t, context.Cause(first), context.Canceled)
+	s.nothingLeft(t, c, rc, name)
+}
+
+// liveHeap returns the bytes of live heap objects, after a collection.
+func liveHeap() int64 {
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return int64(ms.HeapAlloc)
 }
 
 // guardDeleted: a guard ends with ErrLockLost within about one renewal

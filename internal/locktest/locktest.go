@@ -89,6 +89,7 @@ func run(t *testing.T, k Kind) {
 		t.Run("Deleted", s.guardDeleted)
 		t.Run("ForceUnlocked", s.guardForceUnlocked)
 		t.Run("NotHeld", s.guardNotHeld)
+		t.Run("Repeated", s.guardRepeated)
 	})
 	t.Run("Remaining", s.remaining)
 	t.Run("SafeMode", s.safeMode)
