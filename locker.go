@@ -10,11 +10,11 @@ import (
 // hold for every kind; a kind's package documents what it adds.
 type Locker interface {
 	// Name returns the lock's name as given: its Redis key, unless the
-	// Client maps names (WithNameMapper).
+	// Client maps names (interlock.WithNameMapper).
 	Name() string
 	// Lock waits until the lock is acquired or ctx ends, and takes a
-	// watchdog hold (see "Holds"). On failure it returns ctx's error and
-	// leaves nothing held.
+	// watchdog hold (see "Holds" in package interlock). On failure it
+	// returns ctx's error and leaves nothing held.
 	Lock(ctx context.Context) error
 	// LockLease is Lock with a fixed lease of at least 1ms: the hold ends
 	// by itself when lease has passed and is never renewed.

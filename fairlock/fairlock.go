@@ -43,12 +43,14 @@ func WithWaitTimeout(d time.Duration) Option {
 	}
 }
 
+//go:generate go run ../internal/gen/locker Mutex
+
 // Mutex is a fair, reentrant lock shared with Redisson's RFairLock of the
 // same name: waiters acquire it in the order they started waiting. Its
 // methods are interlock.Locker's; the package documentation states its
 // policy.
 type Mutex struct {
-	lc.Common
+	engine
 }
 
 var _ interlock.Locker = (*Mutex)(nil)
@@ -60,5 +62,5 @@ func New(c *interlock.Client, name string, opts ...Option) *Mutex {
 	for _, opt := range opts {
 		opt(&o)
 	}
-	return &Mutex{lc.NewFair(c, &kind, name, o.waitTimeout, o.err)}
+	return &Mutex{lc.Embedded(lc.NewFair(c, &kind, name, o.waitTimeout, o.err))}
 }

@@ -33,11 +33,13 @@ var kind = func() lockcore.Kind {
 	return k
 }()
 
+//go:generate go run ../internal/gen/locker Mutex
+
 // Mutex is a reentrant lock that hands out a fencing token with every
 // acquisition, shared with Redisson's RFencedLock of the same name. It has
 // interlock.Locker's methods, plus those that return the token.
 type Mutex struct {
-	lockcore.Common
+	engine
 }
 
 var _ interlock.Locker = (*Mutex)(nil)
@@ -45,13 +47,13 @@ var _ interlock.Locker = (*Mutex)(nil)
 // New returns the fenced lock called name. A bad name or a nil client is
 // reported by every method, before anything is sent.
 func New(c *interlock.Client, name string) *Mutex {
-	return &Mutex{lockcore.New(c, &kind, name)}
+	return &Mutex{lockcore.Embedded(lockcore.New(c, &kind, name))}
 }
 
 // LockToken is Lock, and returns the acquisition's token: larger than every
 // token handed out for this name before.
 func (m *Mutex) LockToken(ctx context.Context) (uint64, error) {
-	token, _, err := lockcore.Acquire(ctx, &m.Common, 0, 0, true)
+	token, _, err := lockcore.Acquire(ctx, m.core(), 0, 0, true)
 	return token, err
 }
 
@@ -62,21 +64,21 @@ func (m *Mutex) LockLeaseToken(ctx context.Context, lease time.Duration) (uint64
 	if lease < time.Millisecond {
 		return 0, invalid("lease %v must be at least 1ms", lease)
 	}
-	token, _, err := lockcore.Acquire(ctx, &m.Common, lease, 0, true)
+	token, _, err := lockcore.Acquire(ctx, m.core(), lease, 0, true)
 	return token, err
 }
 
 // TryLockToken is TryLock, and returns the acquisition's token; a lock
 // still busy takes no token: (0, false, nil).
 func (m *Mutex) TryLockToken(ctx context.Context, wait, lease time.Duration) (uint64, bool, error) {
-	return lockcore.Acquire(ctx, &m.Common, lease, wait, false)
+	return lockcore.Acquire(ctx, m.core(), lease, wait, false)
 }
 
 // Token returns the lock's token counter: the token of the latest
 // acquisition by any owner in any process, 0 when none was handed out.
 // Keep the token LockToken returned for "this owner's token".
 func (m *Mutex) Token(ctx context.Context) (uint64, error) {
-	return lockcore.Token(ctx, &m.Common)
+	return lockcore.Token(ctx, m.core())
 }
 
 func invalid(format string, args ...any) error { return kind.Invalid(format, args...) }

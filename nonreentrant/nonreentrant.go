@@ -40,12 +40,14 @@ func nonReentrant(k lc.Kind) lc.Kind {
 	return k
 }
 
+//go:generate go run ../internal/gen/locker Mutex FairMutex
+
 // Mutex is a lock shared with Redisson's RNonReentrantLock of the same
 // name, on the keys of RLock: an RLock or a Mutex holder of either
 // language excludes it. Its methods are interlock.Locker's, except that an
 // owner's second acquisition fails with ErrReentered.
 type Mutex struct {
-	lc.Common
+	engine
 }
 
 var _ interlock.Locker = (*Mutex)(nil)
@@ -53,7 +55,7 @@ var _ interlock.Locker = (*Mutex)(nil)
 // New returns the non-reentrant lock called name. A bad name or a nil
 // client is reported by every method, before anything is sent.
 func New(c *interlock.Client, name string) *Mutex {
-	return &Mutex{lc.New(c, &kind, name)}
+	return &Mutex{lc.Embedded(lc.New(c, &kind, name))}
 }
 
 // DefaultWaitTimeout is how long a FairMutex waiter keeps its place in the
@@ -66,7 +68,7 @@ const DefaultWaitTimeout = 5 * time.Minute
 // they started waiting (see the fairlock package), and an owner's second
 // acquisition fails with ErrReentered, without queueing.
 type FairMutex struct {
-	lc.Common
+	engine
 }
 
 var _ interlock.Locker = (*FairMutex)(nil)
@@ -83,5 +85,5 @@ func NewFair(c *interlock.Client, name string, waitTimeout time.Duration) *FairM
 	case waitTimeout < time.Millisecond:
 		err = fairKind.Invalid("wait timeout %v must be at least 1ms", waitTimeout)
 	}
-	return &FairMutex{lc.NewFair(c, &fairKind, name, waitTimeout, err)}
+	return &FairMutex{lc.Embedded(lc.NewFair(c, &fairKind, name, waitTimeout, err))}
 }

@@ -17,11 +17,13 @@ var (
 // kind is Redisson's RLock, as the engine runs it.
 var kind = lockcore.Reentrant("rlock", interlock.KindRLock)
 
+//go:generate go run ../internal/gen/locker Mutex
+
 // Mutex is a reentrant lock shared with Redisson's RLock of the same name.
 // Its methods are interlock.Locker's. It holds nothing but its name: every
 // Mutex of one name on one Client sees the same holds.
 type Mutex struct {
-	lockcore.Common
+	engine
 }
 
 var _ interlock.Locker = (*Mutex)(nil)
@@ -39,7 +41,7 @@ func WithPollInterval(d time.Duration) Option {
 		if d < time.Millisecond {
 			return kind.Invalid("poll interval %v must be at least 1ms", d)
 		}
-		lockcore.PollEvery(&m.Common, d)
+		lockcore.PollEvery(m.core(), d)
 		return nil
 	}
 }
@@ -47,10 +49,10 @@ func WithPollInterval(d time.Duration) Option {
 // New returns the reentrant lock called name. A bad name, a bad option or
 // a nil client is reported by every method, before anything is sent.
 func New(c *interlock.Client, name string, opts ...Option) *Mutex {
-	m := &Mutex{lockcore.New(c, &kind, name)}
+	m := &Mutex{lockcore.Embedded(lockcore.New(c, &kind, name))}
 	for _, opt := range opts {
 		if err := opt(m); err != nil {
-			lockcore.Refuse(&m.Common, err)
+			lockcore.Refuse(m.core(), err)
 		}
 	}
 	return m

@@ -96,13 +96,15 @@ type Mutex struct {
 	write WriteLock
 }
 
+//go:generate go run ../internal/gen/locker ReadLock WriteLock
+
 // ReadLock is the shared half of a Mutex, with interlock.Locker's methods:
 // many owners may hold it while nobody holds the write lock.
-type ReadLock struct{ lc.Common }
+type ReadLock struct{ engine }
 
 // WriteLock is the exclusive half of a Mutex, with interlock.Locker's
 // methods. An owner that holds only the read lock gets ErrUpgrade.
-type WriteLock struct{ lc.Common }
+type WriteLock struct{ engine }
 
 var (
 	_ interlock.Locker = (*ReadLock)(nil)
@@ -112,7 +114,7 @@ var (
 // New returns the read/write lock called name. A bad name or a nil client
 // is reported by every method, before anything is sent.
 func New(c *interlock.Client, name string) *Mutex {
-	return &Mutex{read: ReadLock{lc.New(c, &readKind, name)}, write: WriteLock{lc.New(c, &writeKind, name)}}
+	return &Mutex{read: ReadLock{lc.Embedded(lc.New(c, &readKind, name))}, write: WriteLock{lc.Embedded(lc.New(c, &writeKind, name))}}
 }
 
 // Name returns the lock's name as given (see interlock.WithNameMapper).

@@ -87,13 +87,15 @@ func exponential(initial, max time.Duration, multiplier int) func() func() time.
 	}
 }
 
+//go:generate go run ../internal/gen/locker Mutex
+
 // Mutex is a reentrant lock shared with Redisson's RSpinLock of the same
 // name, on RLock's hash: an RLock, a spin lock or a non-reentrant lock of
 // one name exclude each other, in either language. Its methods are
 // interlock.Locker's; its waiters poll with backoff instead of
 // subscribing.
 type Mutex struct {
-	lc.Common
+	engine
 }
 
 var _ interlock.Locker = (*Mutex)(nil)
@@ -105,5 +107,5 @@ func New(c *interlock.Client, name string, opts ...Option) *Mutex {
 	for _, opt := range opts {
 		opt(&o)
 	}
-	return &Mutex{lc.NewSpin(c, &kind, name, o.backoff, o.err)}
+	return &Mutex{lc.Embedded(lc.NewSpin(c, &kind, name, o.backoff, o.err))}
 }

@@ -8,10 +8,22 @@ import (
 	"github.com/interlock-go/interlock/renewal"
 )
 
-// member is what every kind's lock is, through the Common it embeds.
+// Embed is how a lock kind holds its Common: embedded through an
+// unexported alias (type engine = lockcore.Embed, which internal/gen/locker
+// writes), it adds no exported field or method to the kind, and MemberOf
+// still finds the Common behind any kind.
+type Embed struct{ c Common }
+
+// Embedded returns the Embed of c.
+func Embedded(c Common) Embed { return Embed{c} }
+
+// Of returns the Common that e holds.
+func Of(e *Embed) *Common { return &e.c }
+
+// member is what every kind's lock is, through the Embed it embeds.
 type member interface{ common() *Common }
 
-func (l *Common) common() *Common { return l }
+func (e *Embed) common() *Common { return &e.c }
 
 // MemberOf returns the engine lock behind m when m is one of interlock's
 // lock kinds, for what a multi-lock needs beyond interlock.Locker.
