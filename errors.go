@@ -37,6 +37,7 @@ type Error struct {
 	Err  error
 }
 
+// Error returns "kind: op name: " and the wrapped error's text.
 func (e *Error) Error() string { return e.Kind + ": " + e.Op + " " + e.Name + ": " + e.Err.Error() }
 
 // Unwrap returns the error the operation failed with.

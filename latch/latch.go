@@ -24,7 +24,7 @@ var (
 // Latch is a count-down latch shared with Redisson's RCountDownLatch of
 // the same name: it is open when its count is 0 or it does not exist.
 type Latch struct {
-	lockcore.Object
+	o lockcore.Object
 }
 
 // New returns the latch called name. A bad name or a nil client is
@@ -33,71 +33,75 @@ type Latch struct {
 // another slot.
 func New(c *interlock.Client, name string) *Latch {
 	l := &Latch{lockcore.NewObject(c, "latch", interlock.KindLatch, name, keys.LatchChannel)}
-	if c != nil && l.Ready() == nil && strings.ContainsAny(l.Key(), "{}") && l.RT().RC.Mode() == rueidis.ClientModeCluster {
-		l.Refuse(l.Invalid("name %q has braces: on a cluster its channel %q is in another slot, as Redisson names it", l.Key(), l.Channel()))
+	if c != nil && l.o.Ready() == nil && strings.ContainsAny(l.o.Key(), "{}") && l.o.RT().RC.Mode() == rueidis.ClientModeCluster {
+		l.o.Refuse(l.o.Invalid("name %q has braces: on a cluster its channel %q is in another slot, as Redisson names it", l.o.Key(), l.o.Channel()))
 	}
 	return l
 }
 
+// Name returns the latch's name as given: its Redis key, unless the
+// Client maps names (interlock.WithNameMapper).
+func (l *Latch) Name() string { return l.o.Name() }
+
 // TrySetCount closes the latch with count, and reports whether it did: it
 // changes nothing when the latch exists.
 func (l *Latch) TrySetCount(ctx context.Context, count int64) (bool, error) {
-	if err := l.Ready(); err != nil {
+	if err := l.o.Ready(); err != nil {
 		return false, err
 	}
 	if count < 0 {
-		return false, l.Invalid("count %d must not be negative", count)
+		return false, l.o.Invalid("count %d must not be negative", count)
 	}
-	pub, err := l.Publish(ctx)
+	pub, err := l.o.Publish(ctx)
 	if err != nil {
-		return false, l.OpErr("set count", err)
+		return false, l.o.OpErr("set count", err)
 	}
-	n, err := lockcore.Int(l.Run(ctx, lua.LatchTrySet(), []string{l.Key(), l.Channel()}, "1", strconv.FormatInt(count, 10), pub))
+	n, err := lockcore.Int(l.o.Run(ctx, lua.LatchTrySet(), []string{l.o.Key(), l.o.Channel()}, "1", strconv.FormatInt(count, 10), pub))
 	if err == nil && n != 1 {
-		err = l.CheckType(ctx, l.Key(), "string") // set, or another object's key
+		err = l.o.CheckType(ctx, l.o.Key(), "string") // set, or another object's key
 	}
-	return n == 1, l.OpErr("set count", err)
+	return n == 1, l.o.OpErr("set count", err)
 }
 
 // CountDown takes one from the count; the count reaching 0 opens the
 // latch and wakes every waiter, Go or Java. On an open latch it does
 // nothing.
 func (l *Latch) CountDown(ctx context.Context) error {
-	if err := l.Ready(); err != nil {
+	if err := l.o.Ready(); err != nil {
 		return err
 	}
-	start := l.Begin()
-	pub, err := l.Publish(ctx)
+	start := l.o.Begin()
+	pub, err := l.o.Publish(ctx)
 	if err == nil {
-		err = lockcore.Done(l.RunCounted(ctx, lua.LatchCountDown(), []string{l.Key(), l.Channel()}, "0", pub))
+		err = lockcore.Done(l.o.RunCounted(ctx, lua.LatchCountDown(), []string{l.o.Key(), l.o.Channel()}, "0", pub))
 	}
-	err = l.OpErr("count down", err)
-	l.Released(ctx, start, time.Time{}, 0, err == nil, err)
+	err = l.o.OpErr("count down", err)
+	l.o.Released(ctx, start, time.Time{}, 0, err == nil, err)
 	return err
 }
 
 // Count returns the count, 0 when the latch is open.
 func (l *Latch) Count(ctx context.Context) (int64, error) {
-	if err := l.Ready(); err != nil {
+	if err := l.o.Ready(); err != nil {
 		return 0, err
 	}
-	rc := l.RT().RC
-	n, err := lockcore.Int(rc.Do(ctx, rc.B().Get().Key(l.Key()).Build()))
-	return n, l.OpErr("count", err)
+	rc := l.o.RT().RC
+	n, err := lockcore.Int(rc.Do(ctx, rc.B().Get().Key(l.o.Key()).Build()))
+	return n, l.o.OpErr("count", err)
 }
 
 // Await returns nil once the latch is open, or ctx's error when ctx ends
 // first. It reads the count when a count-down to 0 is announced, after a
 // reconnection, and at least every 2s.
 func (l *Latch) Await(ctx context.Context) error {
-	if err := l.Ready(); err != nil {
+	if err := l.o.Ready(); err != nil {
 		return err
 	}
-	_, err := l.Wait(ctx, 0, pubsub.WakeOnZero, false, 0, true, func(ctx context.Context) (bool, time.Duration, error) {
+	_, err := l.o.Wait(ctx, 0, pubsub.WakeOnZero, false, 0, true, func(ctx context.Context) (bool, time.Duration, error) {
 		n, err := l.Count(ctx)
 		return err == nil && n <= 0, -1, err // -1: nothing expires; the count only falls by a count-down
 	})
-	return l.OpErr("await", err)
+	return l.o.OpErr("await", err)
 }
 
 // Delete removes the latch, opening it, and reports whether it existed; a
@@ -105,16 +109,16 @@ func (l *Latch) Await(ctx context.Context) error {
 // As in Redisson, waiters are not woken: their next periodic read finds
 // the latch open.
 func (l *Latch) Delete(ctx context.Context) (bool, error) {
-	if err := l.Ready(); err != nil {
+	if err := l.o.Ready(); err != nil {
 		return false, err
 	}
-	if err := l.CheckType(ctx, l.Key(), "string"); err != nil {
-		return false, l.OpErr("delete", err)
+	if err := l.o.CheckType(ctx, l.o.Key(), "string"); err != nil {
+		return false, l.o.OpErr("delete", err)
 	}
-	pub, err := l.Publish(ctx)
+	pub, err := l.o.Publish(ctx)
 	if err != nil {
-		return false, l.OpErr("delete", err)
+		return false, l.o.OpErr("delete", err)
 	}
-	n, err := lockcore.Int(l.Run(ctx, lua.LatchDelete(), []string{l.Key(), l.Channel()}, "1", pub))
-	return n == 1, l.OpErr("delete", err)
+	n, err := lockcore.Int(l.o.Run(ctx, lua.LatchDelete(), []string{l.o.Key(), l.o.Channel()}, "1", pub))
+	return n == 1, l.o.OpErr("delete", err)
 }

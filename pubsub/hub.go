@@ -490,6 +490,7 @@ const (
 	WakeOnZero
 )
 
+// String returns the policy's name.
 func (p Policy) String() string {
 	switch p {
 	case WakeLock:

@@ -24,6 +24,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/interlock-go/interlock"
+	"github.com/interlock-go/interlock/internal/keys"
 	"github.com/interlock-go/interlock/latch"
 	"github.com/interlock-go/interlock/lua"
 )
@@ -153,7 +154,7 @@ func TestT30LatchWaiters(t *testing.T) {
 					}
 					return err
 				}), "round %d: TrySetCount", r)
-				res := sfRound(t, e, f, l.Channel(), waiters,
+				res := sfRound(t, e, f, keys.LatchChannel(name), waiters,
 					func(ctx context.Context, _ int) error { return l.Await(ctx) },
 					func(ctx context.Context) error {
 						// Still closed (the restarted server reloaded it).

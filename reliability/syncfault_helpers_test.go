@@ -18,6 +18,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/interlock-go/interlock"
+	"github.com/interlock-go/interlock/internal/keys"
 	"github.com/interlock-go/interlock/internal/lockcore"
 	"github.com/interlock-go/interlock/internal/redistest"
 	"github.com/interlock-go/interlock/lua"
@@ -83,7 +84,7 @@ func (p sfPlain) Acquire(ctx context.Context, n int, _ time.Duration) (sfHeld, e
 
 func (p sfPlain) Release(ctx context.Context, h sfHeld) error  { return p.s.Release(ctx, h.n) }
 func (p sfPlain) Available(ctx context.Context) (int64, error) { return p.s.Available(ctx) }
-func (p sfPlain) Channel() string                              { return p.s.Channel() }
+func (p sfPlain) Channel() string                              { return keys.SemaphoreChannel(p.s.Name()) }
 
 // sfExpirable adapts semaphore.Expirable.
 type sfExpirable struct{ e *semaphore.Expirable }
@@ -110,7 +111,7 @@ func (x sfExpirable) Acquire(ctx context.Context, n int, lease time.Duration) (s
 
 func (x sfExpirable) Release(ctx context.Context, h sfHeld) error  { return x.e.Release(ctx, h.ids...) }
 func (x sfExpirable) Available(ctx context.Context) (int64, error) { return x.e.Available(ctx) }
-func (x sfExpirable) Channel() string                              { return x.e.Channel() }
+func (x sfExpirable) Channel() string                              { return keys.SemaphoreChannel(x.e.Name()) }
 
 // sfSettled is what sfSettle saw.
 type sfSettled struct {

@@ -35,17 +35,21 @@ const (
 // renewed in the Client's renewal tick until it is released, so that it
 // comes back by itself one watchdog timeout after its holder died.
 type Expirable struct {
-	lockcore.Object
+	o       lockcore.Object
 	timeout string // the zset of acquired permits, {name}:timeout
 }
 
 // NewExpirable returns the expirable semaphore called name. A bad name or
 // a nil client is reported by every method, before anything is sent.
 func NewExpirable(c *interlock.Client, name string) *Expirable {
-	e := &Expirable{Object: lockcore.NewObject(c, "semaphore", interlock.KindExpirable, name, keys.SemaphoreChannel)}
-	e.timeout = keys.Suffix(e.Key(), "timeout")
+	e := &Expirable{o: lockcore.NewObject(c, "semaphore", interlock.KindExpirable, name, keys.SemaphoreChannel)}
+	e.timeout = keys.Suffix(e.o.Key(), "timeout")
 	return e
 }
+
+// Name returns the semaphore's name as given: its Redis key, unless the
+// Client maps names (interlock.WithNameMapper).
+func (e *Expirable) Name() string { return e.o.Name() }
 
 // renewTask renews watchdog permits: each entry is a permit id (Owner) in
 // a timeout zset (Key), extended from the Client's wall clock.
@@ -68,41 +72,41 @@ func renewTask(rt *runtime.Runtime) *renewal.Task {
 	}
 }
 
-func (e *Expirable) task() *renewal.Task { return e.RT().Task("semaphore.permit", renewTask) }
+func (e *Expirable) task() *renewal.Task { return e.o.RT().Task("semaphore.permit", renewTask) }
 
 // now is the Client's wall clock in epoch ms, the clock leases are kept in.
-func (e *Expirable) now() int64 { return e.RT().WallNow().UnixMilli() }
+func (e *Expirable) now() int64 { return e.o.RT().WallNow().UnixMilli() }
 
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }
 
 // TrySetPermits creates the semaphore with permits free, and reports
 // whether it did: it changes nothing when the semaphore exists.
 func (e *Expirable) TrySetPermits(ctx context.Context, permits int) (bool, error) {
-	return trySet(ctx, &e.Object, permits, 0)
+	return trySet(ctx, &e.o, permits, 0)
 }
 
 // SetPermits makes permits the total, free and acquired together, freeing
 // or taking away the difference; expired permits not yet reclaimed count
 // as acquired.
 func (e *Expirable) SetPermits(ctx context.Context, permits int) error {
-	if err := e.Ready(); err != nil {
+	if err := e.o.Ready(); err != nil {
 		return err
 	}
 	if permits < 0 {
-		return e.Invalid("%d permits: the count must not be negative", permits)
+		return e.o.Invalid("%d permits: the count must not be negative", permits)
 	}
-	pub, err := e.Publish(ctx)
+	pub, err := e.o.Publish(ctx)
 	if err != nil {
-		return e.OpErr("set permits", err)
+		return e.o.OpErr("set permits", err)
 	}
-	res := e.Run(ctx, lua.PESSetPermits(), []string{e.Key(), e.Channel(), e.timeout}, strconv.Itoa(permits), pub)
-	return e.OpErr("set permits", lockcore.Done(res))
+	res := e.o.Run(ctx, lua.PESSetPermits(), []string{e.o.Key(), e.o.Channel(), e.timeout}, strconv.Itoa(permits), pub)
+	return e.o.OpErr("set permits", lockcore.Done(res))
 }
 
 // AddPermits adds delta free permits, or takes them away when delta is
 // negative. It clears the key's TTL.
 func (e *Expirable) AddPermits(ctx context.Context, delta int) error {
-	return add(ctx, &e.Object, lua.PESAdd(), delta)
+	return add(ctx, &e.o, lua.PESAdd(), delta)
 }
 
 // Available returns the number of free permits, after reclaiming expired
@@ -124,22 +128,22 @@ func (e *Expirable) Acquired(ctx context.Context) (int64, error) {
 }
 
 func (e *Expirable) count(ctx context.Context, op string, s *lua.Script) (int64, error) {
-	if err := e.Ready(); err != nil {
+	if err := e.o.Ready(); err != nil {
 		return 0, err
 	}
-	pub, err := e.Publish(ctx)
+	pub, err := e.o.Publish(ctx)
 	if err != nil {
-		return 0, e.OpErr(op, err)
+		return 0, e.o.OpErr(op, err)
 	}
-	n, err := lockcore.Int(e.Run(ctx, s, []string{e.Key(), e.timeout, e.Channel()}, itoa(e.now()), pub))
-	return n, e.OpErr(op, err)
+	n, err := lockcore.Int(e.o.Run(ctx, s, []string{e.o.Key(), e.timeout, e.o.Channel()}, itoa(e.now()), pub))
+	return n, e.o.OpErr(op, err)
 }
 
 // checkLease validates an acquisition's lease: 0 (the watchdog), NoExpiry,
 // or at least 1ms.
 func (e *Expirable) checkLease(lease time.Duration) error {
 	if lease != 0 && lease != NoExpiry && lease < time.Millisecond {
-		return e.Invalid("lease %v must be at least 1ms, 0 (the watchdog) or NoExpiry", lease)
+		return e.o.Invalid("lease %v must be at least 1ms, 0 (the watchdog) or NoExpiry", lease)
 	}
 	return nil
 }
@@ -150,7 +154,7 @@ func (e *Expirable) expiry(now int64, lease time.Duration) string {
 	case NoExpiry:
 		return never
 	case 0:
-		lease = e.RT().Cfg.Watchdog
+		lease = e.o.RT().Cfg.Watchdog
 	}
 	return itoa(now + lease.Milliseconds())
 }
@@ -166,27 +170,27 @@ func (e *Expirable) Acquire(ctx context.Context, n int, lease time.Duration) ([]
 // when the permits were not free in time.
 func (e *Expirable) TryAcquire(ctx context.Context, n int, wait, lease time.Duration) (ids []PermitID, ok bool, err error) {
 	if wait < 0 {
-		return nil, false, e.Invalid("wait %v must not be negative", wait)
+		return nil, false, e.o.Invalid("wait %v must not be negative", wait)
 	}
 	return e.acquire(ctx, n, wait, lease, false)
 }
 
 func (e *Expirable) acquire(ctx context.Context, n int, wait, lease time.Duration, forever bool) ([]PermitID, bool, error) {
-	if err := e.Ready(); err != nil {
+	if err := e.o.Ready(); err != nil {
 		return nil, false, err
 	}
 	if n < 1 {
-		return nil, false, e.Invalid("%d permits: at least 1 is needed", n)
+		return nil, false, e.o.Invalid("%d permits: at least 1 is needed", n)
 	}
 	if err := e.checkLease(lease); err != nil {
 		return nil, false, err
 	}
-	pub, err := e.Publish(ctx)
+	pub, err := e.o.Publish(ctx)
 	if err != nil {
-		return nil, false, e.OpErr("acquire", err)
+		return nil, false, e.o.OpErr("acquire", err)
 	}
 	var ids []PermitID
-	ok, err := e.Wait(ctx, n, pubsub.WakeCount, n > 1, wait, forever, func(ctx context.Context) (bool, time.Duration, error) {
+	ok, err := e.o.Wait(ctx, n, pubsub.WakeCount, n > 1, wait, forever, func(ctx context.Context) (bool, time.Duration, error) {
 		got, ok, retryIn, err := e.try(ctx, n, lease, pub)
 		if ok {
 			ids = got
@@ -194,7 +198,7 @@ func (e *Expirable) acquire(ctx context.Context, n int, wait, lease time.Duratio
 		return ok, retryIn, err
 	})
 	if err != nil || !ok {
-		return nil, false, e.OpErr("acquire", err)
+		return nil, false, e.o.OpErr("acquire", err)
 	}
 	return ids, true, nil
 }
@@ -205,11 +209,11 @@ func (e *Expirable) acquire(ctx context.Context, n int, wait, lease time.Duratio
 // back through the receipt, so the permits are neither kept nor given back
 // twice, even when the attempt reaches Redis after its undo.
 func (e *Expirable) try(ctx context.Context, n int, lease time.Duration, pub string) ([]PermitID, bool, time.Duration, error) {
-	if e.RT().Closed() {
+	if e.o.RT().Closed() {
 		return nil, false, 0, interlock.ErrClosed
 	}
 	ids := newPermitIDs(n)
-	receipt := e.Receipt()
+	receipt := e.o.Receipt()
 	now := e.now()
 	args := append(make([]string, 0, 6+n), strconv.Itoa(n), e.expiry(now, lease), itoa(now), never, pub)
 	for _, id := range ids {
@@ -217,7 +221,7 @@ func (e *Expirable) try(ctx context.Context, n int, lease time.Duration, pub str
 	}
 	args = append(args, receiptTTL)
 	sent := time.Now()
-	res, acked := e.RunAcked(ctx, lua.PESAcquire(), []string{e.Key(), e.timeout, e.Channel(), receipt}, args...)
+	res, acked := e.o.RunAcked(ctx, lua.PESAcquire(), []string{e.o.Key(), e.timeout, e.o.Channel(), receipt}, args...)
 	reply, err := res.ToString()
 	switch {
 	case rueidis.IsRedisNil(err):
@@ -245,12 +249,12 @@ func (e *Expirable) try(ctx context.Context, n int, lease time.Duration, pub str
 		hold = forever
 	}
 	for _, id := range ids {
-		if err := e.RT().Renewal.HoldLabeled(e.timeout, id.raw(), e.task(), hold, sent, e.Label()); err != nil {
+		if err := e.o.RT().Renewal.HoldLabeled(e.timeout, id.raw(), e.task(), hold, sent, e.o.Label()); err != nil {
 			e.undo(receipt, ids, pub)
 			return nil, false, 0, interlock.ErrClosed
 		}
 	}
-	e.Answered(receipt)
+	e.o.Answered(receipt)
 	return ids, true, 0, nil
 }
 
@@ -264,15 +268,15 @@ func (e *Expirable) undo(receipt string, ids []PermitID, pub string) {
 	for _, id := range ids {
 		args = append(args, id.raw())
 	}
-	keys := []string{e.Key(), e.Channel(), e.timeout, receipt}
-	e.UndoLater(receipt, time.Now().Add(lockcore.ReceiptTTL), func(ctx context.Context) error {
-		return lockcore.Done(e.Run(ctx, lua.PESUndoAcquire(), keys, args...))
+	keys := []string{e.o.Key(), e.o.Channel(), e.timeout, receipt}
+	e.o.UndoLater(receipt, time.Now().Add(lockcore.ReceiptTTL), func(ctx context.Context) error {
+		return lockcore.Done(e.o.Run(ctx, lua.PESUndoAcquire(), keys, args...))
 	})
 }
 
 // forget ends this Client's record of permit id with outcome o.
 func (e *Expirable) forget(id PermitID, o renewal.Outcome) {
-	_, held, end := e.RT().Renewal.Release(e.timeout, id.raw())
+	_, held, end := e.o.RT().Renewal.Release(e.timeout, id.raw())
 	if held {
 		end(o)
 	}
@@ -281,7 +285,7 @@ func (e *Expirable) forget(id PermitID, o renewal.Outcome) {
 // releaseCall is Redisson's release of one id, or of a list, under
 // receipt, so that a resend answers what the first send did.
 func (e *Expirable) releaseCall(ids []PermitID, pub, receipt string) (*lua.Script, []string, []string) {
-	keys := []string{e.Key(), e.Channel(), e.timeout, receipt}
+	keys := []string{e.o.Key(), e.o.Channel(), e.timeout, receipt}
 	now := itoa(e.now())
 	if len(ids) == 1 {
 		return lua.PESReleaseOne(), keys, []string{ids[0].raw(), "1", now, pub, receiptTTL}
@@ -299,7 +303,7 @@ func (e *Expirable) releaseCall(ids []PermitID, pub, receipt string) (*lua.Scrip
 func (e *Expirable) Release(ctx context.Context, ids ...PermitID) error {
 	ok, why, err := e.tryRelease(ctx, ids)
 	if err == nil && !ok {
-		err = e.OpErr("release", why)
+		err = e.o.OpErr("release", why)
 	}
 	return err
 }
@@ -317,30 +321,30 @@ func (e *Expirable) tryRelease(ctx context.Context, ids []PermitID) (ok bool, wh
 	if err := e.checkIDs(ids); err != nil {
 		return false, nil, err
 	}
-	start := e.Begin()
+	start := e.o.Begin()
 	var since time.Time
 	if !start.IsZero() {
-		since = e.RT().Renewal.HeldSince(e.timeout, ids[0].raw())
+		since = e.o.RT().Renewal.HeldSince(e.timeout, ids[0].raw())
 	}
 	ok, why, err = e.release(ctx, ids)
-	e.Released(ctx, start, since, len(ids), ok, err)
+	e.o.Released(ctx, start, since, len(ids), ok, err)
 	return ok, why, err
 }
 
 // release is tryRelease with the ids checked.
 func (e *Expirable) release(ctx context.Context, ids []PermitID) (ok bool, why error, err error) {
-	pub, err := e.Publish(ctx)
+	pub, err := e.o.Publish(ctx)
 	if err != nil {
-		return false, nil, e.OpErr("release", err)
+		return false, nil, e.o.OpErr("release", err)
 	}
 	// When the release of one id fails, the id is gone either way: an
 	// expired permit is given back, an unknown one was not there. For ids
 	// this Client holds it knows which; for others their scores are read
 	// in the same pipeline, before the release.
-	rc := e.RT().RC
-	receipt := e.Receipt()
+	rc := e.o.RT().RC
+	receipt := e.o.Receipt()
 	script, keys, args := e.releaseCall(ids, pub, receipt)
-	foreign := len(ids) == 1 && e.RT().Renewal.Holds(e.timeout, ids[0].raw()) == 0
+	foreign := len(ids) == 1 && e.o.RT().Renewal.Holds(e.timeout, ids[0].raw()) == 0
 	send := func(cmd rueidis.Completed) (score, res rueidis.RedisResult) {
 		if !foreign {
 			return rueidis.RedisResult{}, rc.Do(ctx, cmd)
@@ -362,9 +366,9 @@ func (e *Expirable) release(ctx context.Context, ids []PermitID) (ok bool, why e
 				e.forget(id, renewal.Unknown)
 			}
 		}
-		return false, nil, e.OpErr("release", err)
+		return false, nil, e.o.OpErr("release", err)
 	}
-	e.Answered(receipt)
+	e.o.Answered(receipt)
 	if n == int64(len(ids)) {
 		for _, id := range ids {
 			e.forget(id, renewal.Released)
@@ -394,7 +398,7 @@ func (e *Expirable) release(ctx context.Context, ids []PermitID) (ok bool, why e
 // whyNot explains a failed release of several ids, which changed nothing:
 // it names the first id that is unknown or expired.
 func (e *Expirable) whyNot(ctx context.Context, ids []PermitID) error {
-	rc := e.RT().RC
+	rc := e.o.RT().RC
 	raw := make([]string, len(ids))
 	for i, id := range ids {
 		raw[i] = id.raw()
@@ -420,16 +424,16 @@ func (e *Expirable) whyNot(ctx context.Context, ids []PermitID) error {
 
 // checkIDs validates a list of ids to release.
 func (e *Expirable) checkIDs(ids []PermitID) error {
-	if err := e.Ready(); err != nil {
+	if err := e.o.Ready(); err != nil {
 		return err
 	}
 	if len(ids) == 0 {
-		return e.Invalid("no permit ids")
+		return e.o.Invalid("no permit ids")
 	}
 	seen := make(map[PermitID]bool, len(ids))
 	for _, id := range ids {
 		if seen[id] {
-			return e.Invalid("permit id %s given twice", id)
+			return e.o.Invalid("permit id %s given twice", id)
 		}
 		seen[id] = true
 	}
@@ -440,21 +444,21 @@ func (e *Expirable) checkIDs(ids []PermitID) error {
 // watchdog; NoExpiry: none), and reports whether the permit was still
 // acquired: an expired one is reclaimed first, so it cannot be extended.
 func (e *Expirable) UpdateLease(ctx context.Context, id PermitID, lease time.Duration) (bool, error) {
-	if err := e.Ready(); err != nil {
+	if err := e.o.Ready(); err != nil {
 		return false, err
 	}
 	if err := e.checkLease(lease); err != nil {
 		return false, err
 	}
-	pub, err := e.Publish(ctx)
+	pub, err := e.o.Publish(ctx)
 	if err != nil {
-		return false, e.OpErr("update lease", err)
+		return false, e.o.OpErr("update lease", err)
 	}
 	now, sent := e.now(), time.Now()
-	n, err := lockcore.Int(e.Run(ctx, lua.PESUpdateLease(), []string{e.Key(), e.timeout, e.Channel()},
+	n, err := lockcore.Int(e.o.Run(ctx, lua.PESUpdateLease(), []string{e.o.Key(), e.timeout, e.o.Channel()},
 		id.raw(), e.expiry(now, lease), itoa(now), pub))
 	if err != nil {
-		return false, e.OpErr("update lease", err)
+		return false, e.o.OpErr("update lease", err)
 	}
 	if n != 1 {
 		e.forget(id, renewal.NotHeld)
@@ -464,7 +468,7 @@ func (e *Expirable) UpdateLease(ctx context.Context, id PermitID, lease time.Dur
 	if lease == NoExpiry {
 		hold = forever
 	}
-	e.RT().Renewal.Relet(e.timeout, id.raw(), hold, sent)
+	e.o.RT().Renewal.Relet(e.timeout, id.raw(), hold, sent)
 	return true, nil
 }
 
@@ -472,22 +476,22 @@ func (e *Expirable) UpdateLease(ctx context.Context, id PermitID, lease time.Dur
 // when it never expires. It fails with ErrUnknownPermit when id is not
 // acquired (or expired and was reclaimed).
 func (e *Expirable) LeaseLeft(ctx context.Context, id PermitID) (time.Duration, error) {
-	if err := e.Ready(); err != nil {
+	if err := e.o.Ready(); err != nil {
 		return 0, err
 	}
-	pub, err := e.Publish(ctx)
+	pub, err := e.o.Publish(ctx)
 	if err != nil {
-		return 0, e.OpErr("lease", err)
+		return 0, e.o.OpErr("lease", err)
 	}
-	ms, err := lockcore.Int(e.Run(ctx, lua.PESLease(), []string{e.Key(), e.timeout, e.Channel()},
+	ms, err := lockcore.Int(e.o.Run(ctx, lua.PESLease(), []string{e.o.Key(), e.timeout, e.o.Channel()},
 		id.raw(), never, itoa(e.now()), pub))
 	switch {
 	case err != nil:
-		return 0, e.OpErr("lease", err)
+		return 0, e.o.OpErr("lease", err)
 	case ms == -1:
 		return NoExpiry, nil
 	case ms <= 0:
-		return 0, e.OpErr("lease", fmt.Errorf("%w: %s", ErrUnknownPermit, id))
+		return 0, e.o.OpErr("lease", fmt.Errorf("%w: %s", ErrUnknownPermit, id))
 	}
 	return time.Duration(ms) * time.Millisecond, nil
 }
@@ -499,7 +503,7 @@ func (e *Expirable) LeaseLeft(ctx context.Context, id PermitID) (time.Duration, 
 // not hold.
 func (e *Expirable) Guard(ctx context.Context, ids ...PermitID) context.Context {
 	for _, id := range ids {
-		g, ok := e.RT().Renewal.Guard(ctx, e.timeout, id.raw())
+		g, ok := e.o.RT().Renewal.Guard(ctx, e.timeout, id.raw())
 		if !ok {
 			c, cancel := context.WithCancelCause(ctx)
 			cancel(fmt.Errorf("%w: %s is not held by this client", ErrUnknownPermit, id))
@@ -514,21 +518,21 @@ func (e *Expirable) Guard(ctx context.Context, ids ...PermitID) context.Context 
 // certainly valid on the server, from what the Client last set; 0 when
 // the Client does not hold it. It sends nothing.
 func (e *Expirable) Remaining(id PermitID) time.Duration {
-	return e.RT().Renewal.Remaining(e.timeout, id.raw())
+	return e.o.RT().Renewal.Remaining(e.timeout, id.raw())
 }
 
 // TTL returns the semaphore key's time to live: 0 when the semaphore does
 // not exist, -1 when it never expires.
 func (e *Expirable) TTL(ctx context.Context) (time.Duration, error) {
-	return pttl(ctx, &e.Object, e.Key())
+	return pttl(ctx, &e.o, e.o.Key())
 }
 
 // Delete removes the semaphore and its acquired permits, and reports
 // whether it existed. This Client's holds of its permits end as lost.
 func (e *Expirable) Delete(ctx context.Context) (bool, error) {
-	ok, err := del(ctx, &e.Object, e.Key(), e.timeout)
+	ok, err := del(ctx, &e.o, e.o.Key(), e.timeout)
 	if err == nil {
-		e.RT().Renewal.Drop(e.timeout, ErrPermitLost)
+		e.o.RT().Renewal.Drop(e.timeout, ErrPermitLost)
 	}
 	return ok, err
 }

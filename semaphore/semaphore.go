@@ -31,7 +31,7 @@ var receiptTTL = lockcore.MS(lockcore.ReceiptTTL)
 // Semaphore is a counting semaphore shared with Redisson's RSemaphore of
 // the same name: a count of free permits, with no record of who took them.
 type Semaphore struct {
-	lockcore.Object
+	o lockcore.Object
 }
 
 // New returns the semaphore called name. A bad name or a nil client is
@@ -40,19 +40,23 @@ func New(c *interlock.Client, name string) *Semaphore {
 	return &Semaphore{lockcore.NewObject(c, "semaphore", interlock.KindSemaphore, name, keys.SemaphoreChannel)}
 }
 
+// Name returns the semaphore's name as given: its Redis key, unless the
+// Client maps names (interlock.WithNameMapper).
+func (s *Semaphore) Name() string { return s.o.Name() }
+
 // TrySetPermits creates the semaphore with permits free, and reports
 // whether it did: it changes nothing when the semaphore exists.
 func (s *Semaphore) TrySetPermits(ctx context.Context, permits int) (bool, error) {
-	return trySet(ctx, &s.Object, permits, 0)
+	return trySet(ctx, &s.o, permits, 0)
 }
 
 // TrySetPermitsTTL is TrySetPermits for a semaphore whose key expires
 // after ttl, unless AddPermits or Drain clears the TTL (as in Redisson).
 func (s *Semaphore) TrySetPermitsTTL(ctx context.Context, permits int, ttl time.Duration) (bool, error) {
 	if ttl < time.Millisecond {
-		return false, s.Invalid("ttl %v must be at least 1ms", ttl)
+		return false, s.o.Invalid("ttl %v must be at least 1ms", ttl)
 	}
-	return trySet(ctx, &s.Object, permits, ttl)
+	return trySet(ctx, &s.o, permits, ttl)
 }
 
 // trySet runs the try-set script both semaphores share.
@@ -78,7 +82,7 @@ func trySet(ctx context.Context, o *lockcore.Object, permits int, ttl time.Durat
 // AddPermits adds delta free permits, or takes them away when delta is
 // negative; the count may go below zero. It clears the key's TTL.
 func (s *Semaphore) AddPermits(ctx context.Context, delta int) error {
-	return add(ctx, &s.Object, lua.SemAdd(), delta)
+	return add(ctx, &s.o, lua.SemAdd(), delta)
 }
 
 // add runs an add script, under a receipt.
@@ -106,7 +110,7 @@ func (s *Semaphore) Acquire(ctx context.Context, n int) error {
 // and reports whether it did.
 func (s *Semaphore) TryAcquire(ctx context.Context, n int, wait time.Duration) (bool, error) {
 	if wait < 0 {
-		return false, s.Invalid("wait %v must not be negative", wait)
+		return false, s.o.Invalid("wait %v must not be negative", wait)
 	}
 	return s.acquire(ctx, n, wait, false)
 }
@@ -116,22 +120,22 @@ func (s *Semaphore) acquire(ctx context.Context, n int, wait time.Duration, fore
 		return false, err
 	}
 	p := strconv.Itoa(n)
-	ok, err := s.Wait(ctx, n, pubsub.WakeCount, n > 1, wait, forever, func(ctx context.Context) (bool, time.Duration, error) {
+	ok, err := s.o.Wait(ctx, n, pubsub.WakeCount, n > 1, wait, forever, func(ctx context.Context) (bool, time.Duration, error) {
 		return s.try(ctx, p)
 	})
 	if err != nil {
-		return false, s.OpErr("acquire", err)
+		return false, s.o.OpErr("acquire", err)
 	}
 	return ok, nil
 }
 
 // check validates a permit count for acquire and release.
 func (s *Semaphore) check(n int) error {
-	if err := s.Ready(); err != nil {
+	if err := s.o.Ready(); err != nil {
 		return err
 	}
 	if n < 1 {
-		return s.Invalid("%d permits: at least 1 is needed", n)
+		return s.o.Invalid("%d permits: at least 1 is needed", n)
 	}
 	return nil
 }
@@ -140,11 +144,11 @@ func (s *Semaphore) check(n int) error {
 // lost, or too few replicas in safe mode, is taken back through the same
 // receipt, so the permits are neither kept nor given back twice.
 func (s *Semaphore) try(ctx context.Context, p string) (bool, time.Duration, error) {
-	if s.RT().Closed() {
+	if s.o.RT().Closed() {
 		return false, 0, interlock.ErrClosed
 	}
-	receipt := s.Receipt()
-	res, acked := s.RunAcked(ctx, lua.SemAcquire(), []string{s.Key(), receipt}, p, receiptTTL)
+	receipt := s.o.Receipt()
+	res, acked := s.o.RunAcked(ctx, lua.SemAcquire(), []string{s.o.Key(), receipt}, p, receiptTTL)
 	n, err := res.AsInt64()
 	if lockcore.Lost(err) {
 		s.undo(receipt, p)
@@ -160,19 +164,19 @@ func (s *Semaphore) try(ctx context.Context, p string) (bool, time.Duration, err
 		s.undo(receipt, p)
 		return false, 0, err
 	}
-	s.Answered(receipt)
+	s.o.Answered(receipt)
 	return true, 0, nil
 }
 
 // undo gives back the permits the acquisition under receipt took, if it
 // took them, and makes sure a late copy of it takes nothing.
 func (s *Semaphore) undo(receipt, p string) {
-	s.UndoLater(receipt, time.Now().Add(lockcore.ReceiptTTL), func(ctx context.Context) error {
-		pub, err := s.Publish(ctx)
+	s.o.UndoLater(receipt, time.Now().Add(lockcore.ReceiptTTL), func(ctx context.Context) error {
+		pub, err := s.o.Publish(ctx)
 		if err != nil {
 			return err
 		}
-		return lockcore.Done(s.Run(ctx, lua.SemUndoAcquire(), []string{s.Key(), s.Channel(), receipt}, p, pub, receiptTTL))
+		return lockcore.Done(s.o.Run(ctx, lua.SemUndoAcquire(), []string{s.o.Key(), s.o.Channel(), receipt}, p, pub, receiptTTL))
 	})
 }
 
@@ -183,13 +187,13 @@ func (s *Semaphore) Release(ctx context.Context, n int) error {
 	if err := s.check(n); err != nil {
 		return err
 	}
-	start := s.Begin()
-	pub, err := s.Publish(ctx)
+	start := s.o.Begin()
+	pub, err := s.o.Publish(ctx)
 	if err == nil {
-		err = lockcore.Done(s.RunCounted(ctx, lua.SemRelease(), []string{s.Key(), s.Channel()}, strconv.Itoa(n), pub))
+		err = lockcore.Done(s.o.RunCounted(ctx, lua.SemRelease(), []string{s.o.Key(), s.o.Channel()}, strconv.Itoa(n), pub))
 	}
-	err = s.OpErr("release", err)
-	s.Released(ctx, start, time.Time{}, n, err == nil, err)
+	err = s.o.OpErr("release", err)
+	s.o.Released(ctx, start, time.Time{}, n, err == nil, err)
 	return err
 }
 
@@ -199,42 +203,42 @@ func (s *Semaphore) ReleaseIfExists(ctx context.Context, n int) (bool, error) {
 	if err := s.check(n); err != nil {
 		return false, err
 	}
-	start := s.Begin()
-	pub, err := s.Publish(ctx)
+	start := s.o.Begin()
+	pub, err := s.o.Publish(ctx)
 	var r int64
 	if err == nil {
-		r, err = lockcore.Int(s.RunCounted(ctx, lua.SemReleaseIfExists(), []string{s.Key(), s.Channel()}, strconv.Itoa(n), pub))
+		r, err = lockcore.Int(s.o.RunCounted(ctx, lua.SemReleaseIfExists(), []string{s.o.Key(), s.o.Channel()}, strconv.Itoa(n), pub))
 	}
-	err = s.OpErr("release", err)
-	s.Released(ctx, start, time.Time{}, n, r == 1, err)
+	err = s.o.OpErr("release", err)
+	s.o.Released(ctx, start, time.Time{}, n, r == 1, err)
 	return r == 1, err
 }
 
 // Available returns the number of free permits, 0 when the semaphore does
 // not exist; it may be negative (see AddPermits).
 func (s *Semaphore) Available(ctx context.Context) (int64, error) {
-	if err := s.Ready(); err != nil {
+	if err := s.o.Ready(); err != nil {
 		return 0, err
 	}
-	rc := s.RT().RC
-	n, err := lockcore.Int(rc.Do(ctx, rc.B().Get().Key(s.Key()).Build()))
-	return n, s.OpErr("available", err)
+	rc := s.o.RT().RC
+	n, err := lockcore.Int(rc.Do(ctx, rc.B().Get().Key(s.o.Key()).Build()))
+	return n, s.o.OpErr("available", err)
 }
 
 // Drain takes every free permit and returns how many it took. It clears
 // the key's TTL and, as in Redisson, announces nothing.
 func (s *Semaphore) Drain(ctx context.Context) (int64, error) {
-	if err := s.Ready(); err != nil {
+	if err := s.o.Ready(); err != nil {
 		return 0, err
 	}
-	n, err := lockcore.Int(s.Run(ctx, lua.SemDrain(), []string{s.Key()}))
-	return n, s.OpErr("drain", err)
+	n, err := lockcore.Int(s.o.Run(ctx, lua.SemDrain(), []string{s.o.Key()}))
+	return n, s.o.OpErr("drain", err)
 }
 
 // TTL returns the semaphore key's time to live: 0 when the semaphore does
 // not exist, -1 when it never expires.
 func (s *Semaphore) TTL(ctx context.Context) (time.Duration, error) {
-	return pttl(ctx, &s.Object, s.Key())
+	return pttl(ctx, &s.o, s.o.Key())
 }
 
 func pttl(ctx context.Context, o *lockcore.Object, key string) (time.Duration, error) {
@@ -249,7 +253,7 @@ func pttl(ctx context.Context, o *lockcore.Object, key string) (time.Duration, e
 // another type is refused. Waiters keep waiting, as in Redisson, until
 // permits are released again.
 func (s *Semaphore) Delete(ctx context.Context) (bool, error) {
-	return del(ctx, &s.Object, s.Key())
+	return del(ctx, &s.o, s.o.Key())
 }
 
 func del(ctx context.Context, o *lockcore.Object, keys ...string) (bool, error) {
