@@ -2,6 +2,7 @@ package redistest
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -30,15 +31,12 @@ type Inbox struct {
 	marks   atomic.Int64
 }
 
-// Listen subscribes to channel (SSUBSCRIBE when sharded) on rc and returns
-// once the subscription is live; it unsubscribes when tb ends.
+// Listen subscribes to channel (SSUBSCRIBE when sharded) on a connection
+// of its own from rc, and returns once the subscription is live; it
+// unsubscribes when tb ends.
 func Listen(tb testing.TB, rc rueidis.Client, channel string, sharded bool) *Inbox {
 	tb.Helper()
 	in := &Inbox{rc: rc, channel: channel, sharded: sharded}
-	cmd := rc.B().Subscribe().Channel(channel).Build()
-	if sharded {
-		cmd = rc.B().Ssubscribe().Channel(channel).Build()
-	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
@@ -46,11 +44,7 @@ func Listen(tb testing.TB, rc rueidis.Client, channel string, sharded bool) *Inb
 		// A subscription that ends (a dial that timed out on a loaded
 		// machine, a connection that broke) subscribes again.
 		for ctx.Err() == nil {
-			err := rc.Receive(ctx, cmd, func(m rueidis.PubSubMessage) {
-				in.mu.Lock()
-				in.msgs = append(in.msgs, m.Message)
-				in.mu.Unlock()
-			})
+			err := in.listen(ctx)
 			in.mu.Lock()
 			in.lastErr = err
 			in.mu.Unlock()
@@ -77,6 +71,36 @@ func Listen(tb testing.TB, rc rueidis.Client, channel string, sharded bool) *Inb
 	}
 	in.take(mark)
 	return in
+}
+
+// listen subscribes on a dedicated connection, as a Java client's
+// listener has one, and records its messages until the connection ends
+// (its error) or ctx does (nil). A cluster client pins the connection to
+// the node of the channel's slot for SSUBSCRIBE.
+func (in *Inbox) listen(ctx context.Context) error {
+	dc, release := in.rc.Dedicate()
+	defer release()
+	ended := dc.SetPubSubHooks(rueidis.PubSubHooks{OnMessage: func(m rueidis.PubSubMessage) {
+		in.mu.Lock()
+		in.msgs = append(in.msgs, m.Message)
+		in.mu.Unlock()
+	}})
+	cmd := dc.B().Subscribe().Channel(in.channel).Build()
+	if in.sharded {
+		cmd = dc.B().Ssubscribe().Channel(in.channel).Build()
+	}
+	if err := dc.Do(ctx, cmd).Error(); err != nil {
+		return err
+	}
+	select {
+	case err := <-ended:
+		if err == nil {
+			err = errors.New("the connection closed")
+		}
+		return err
+	case <-ctx.Done():
+		return nil
+	}
 }
 
 func (in *Inbox) publishMark(tb testing.TB) string {
