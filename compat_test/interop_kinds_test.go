@@ -402,6 +402,25 @@ func interopExclusion(t *testing.T, e *interopEnv, goSide, javaSide lockSide) {
 	assert.Zero(t, n.of(name).int("EXISTS", name), "lock left behind")
 }
 
+// awaitParked waits until the Java thread is parked on its lock entry's
+// semaphore, waiting for a release message. A write release ("1") frees only
+// the threads parked at that moment (Semaphore.getQueueLength in Redisson's
+// LockPubSub), so a waiter still between its subscription and its park
+// sleeps out its TTL instead, whoever released: a test of the wake-up must
+// release only once every Java waiter is parked.
+func (e *interopEnv) awaitParked(t *testing.T, thread int) {
+	t.Helper()
+	var in string
+	ok := waitFor(15*time.Second, func() bool {
+		in = ""
+		r := e.p.Do(t, peerReq{Thread: thread, Op: "parkedIn"})
+		r.mustOK(t)
+		_ = json.Unmarshal(r.Result, &in)
+		return strings.HasPrefix(in, "java.util.concurrent.Semaphore.")
+	})
+	require.True(t, ok, "Java thread %d never parked on its lock entry (last seen in %q)", thread, in)
+}
+
 // interopWakeJava: a Java thread blocked in lock() is woken by Go's release.
 func interopWakeJava(t *testing.T, e *interopEnv, goSide, javaSide lockSide) {
 	name := unique("interop-wakej-" + goSide.kind + "-" + javaSide.kind)
@@ -414,7 +433,7 @@ func interopWakeJava(t *testing.T, e *interopEnv, goSide, javaSide lockSide) {
 	require.NoError(t, g.Lock(ctx))
 	ch := e.javaStart(t, th, javaSide.kind, name)
 	n.awaitSubscribed(javaSide.channel(name, jOwner))
-	time.Sleep(50 * time.Millisecond) // let it retry once more and block
+	e.awaitParked(t, th)
 	notYet(t, ch, "Java lock() while Go holds")
 	if pttl := n.of(name).int("PTTL", name); pttl < 20000 {
 		t.Fatalf("PTTL %dms: the hold would expire soon enough to explain a wake-up", pttl)
@@ -860,7 +879,9 @@ func interopWriteReleaseWakesAll(t *testing.T, e *interopEnv) {
 		chs[i] = e.javaStart(t, th, "read", name)
 	}
 	n.awaitSubscribed(keys.Prefix("redisson_rwlock", name))
-	time.Sleep(300 * time.Millisecond) // every reader retries once more and blocks
+	for _, th := range ths {
+		e.awaitParked(t, th)
+	}
 	for i, ch := range chs {
 		notYet(t, ch, fmt.Sprintf("Java reader %d while Go writes", i))
 	}

@@ -189,7 +189,7 @@ func interopSpinGoToJava(t *testing.T, e *interopEnv, javaSide lockSide, polls b
 			noSubscribers(t, n, name, "a Java spin waiter")
 		} else {
 			n.awaitSubscribed(javaSide.channel(name, jOwner))
-			time.Sleep(50 * time.Millisecond) // let it retry once more and block
+			e.awaitParked(t, th)
 		}
 		notYet(t, ch, "Java "+javaSide.kind+" lock() while Go spin holds")
 		if pttl := n.of(name).int("PTTL", name); pttl < 20000 {

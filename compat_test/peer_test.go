@@ -67,7 +67,8 @@ func withPeerWatchdog(d time.Duration) peerOption {
 // peerReq is one request to the peer. Thread is the logical thread it runs
 // on; Op is one of lock, tryLock, tryLockNoWait, unlock, forceUnlock,
 // isLocked, isHeldByThread, holdCount, remainTimeToLive, lockToken,
-// tryLockToken, getToken, threadId; Kind is reentrant, fair, read, write,
+// tryLockToken, getToken, threadId, parkedIn (answered at once, off the
+// logical threads: where Thread is blocked, see awaitParked); Kind is reentrant, fair, read, write,
 // fenced, nonReentrant or nonReentrantFair (the last two Redisson 4.4 and
 // later), spin, or a multi-lock: multi (getMultiLock) or redLock
 // (getRedLock) with Name a comma-separated list of member names in order,

@@ -64,6 +64,10 @@ import org.redisson.config.ShardedSubscriptionMode;
  * Each logical thread T is one dedicated Java thread, created on first use, so
  * that ownership and reentrancy are those of a Java application; commands for
  * different threads run concurrently and their replies may come in any order.
+ * The "parkedIn" command is answered at once, off the logical threads: its
+ * result is where thread T is blocked (see {@link #parkedIn}), so that a test
+ * can tell a lock() that is parked waiting for a release from one that is
+ * still between round trips.
  * The "quit" command, and the end of stdin, shut the client down; the process
  * then exits 0. stdout carries nothing but protocol lines; logs go to stderr.
  */
@@ -73,6 +77,8 @@ public final class Peer {
 
     final RedissonClient redisson;
     private final Map<Integer, ExecutorService> threads = new ConcurrentHashMap<>();
+    // The Java thread behind each logical thread, for "parkedIn".
+    private final Map<Integer, Thread> javaThreads = new ConcurrentHashMap<>();
     // One Java lock object per kind and name, shared by every thread, as an
     // application that keeps its RLock in a field does. (Redisson keeps the
     // lease of the last explicit-lease acquisition in the object, and uses
@@ -369,13 +375,51 @@ public final class Peer {
                 writeError(id, e, null, 0);
                 continue;
             }
+            if ("parkedIn".equals(cmd.get("op"))) {
+                // Answered here, not on the logical thread, which is the one
+                // blocked.
+                Map<String, Object> r = new LinkedHashMap<>();
+                r.put("id", id);
+                r.put("ok", true);
+                r.put("result", parkedIn(javaThreads.get(thread)));
+                r.put("threadId", Thread.currentThread().getId());
+                r.put("elapsedMs", 0);
+                write(r);
+                continue;
+            }
             ExecutorService ex = threads.computeIfAbsent(thread, t -> Executors.newSingleThreadExecutor(r -> {
                 Thread th = new Thread(r, "peer-thread-" + t);
                 th.setDaemon(true); // a lock() blocked forever must not keep the JVM alive
+                javaThreads.put(t, th);
                 return th;
             }));
             ex.execute(() -> run(id, cmd));
         }
+    }
+
+    /**
+     * Where th is blocked: "Class.method" of the innermost frame above the
+     * JDK's parking machinery (for a Redisson lock() waiting for a release:
+     * "java.util.concurrent.Semaphore.tryAcquire"), or null when th is not
+     * waiting or does not exist.
+     */
+    static String parkedIn(Thread th) {
+        if (th == null) {
+            return null;
+        }
+        Thread.State st = th.getState();
+        if (st != Thread.State.WAITING && st != Thread.State.TIMED_WAITING) {
+            return null;
+        }
+        for (StackTraceElement f : th.getStackTrace()) {
+            String c = f.getClassName();
+            if (c.startsWith("java.util.concurrent.locks.") || c.startsWith("jdk.internal.misc.")
+                    || c.startsWith("sun.misc.") || c.equals("java.lang.Object") || c.equals("java.lang.Thread")) {
+                continue;
+            }
+            return c + "." + f.getMethodName();
+        }
+        return null;
     }
 
     /** Runs one command on the calling (dedicated) thread and writes its reply. */
