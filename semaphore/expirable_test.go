@@ -157,13 +157,14 @@ func TestExpirableTryAcquireWakesAtExpiry(t *testing.T) {
 		require.True(t, must[bool](t)(e.TrySetPermits(ctx, 2)))
 		_, err := e.Acquire(ctx, 1, 5*time.Second)
 		require.NoError(t, err)
+		// Listening first: a slow subscription must not eat into the lease.
+		in := redistest.Listen(t, rc, keys.SemaphoreChannel(name), tg.cluster)
 		const lease = 700 * time.Millisecond
 		// The lease counts from the acquisition's send: the reclaim may
 		// come no earlier than that, however late the reply came.
 		sentAt := time.Now()
 		first := must[[]semaphore.PermitID](t)(e.Acquire(ctx, 1, lease))
 		leasedAt := time.Now()
-		in := redistest.Listen(t, rc, keys.SemaphoreChannel(name), tg.cluster)
 
 		ids, ok, err := e.TryAcquire(ctx, 1, 5*time.Second, time.Minute)
 		took := time.Since(leasedAt)
