@@ -57,7 +57,7 @@ func TestExpirableAcquire(t *testing.T) {
 		require.True(t, must[bool](t)(e.TrySetPermits(ctx, 4)))
 		require.False(t, must[bool](t)(e.TrySetPermits(ctx, 9)))
 
-		at := nowMS()
+		at, atT := nowMS(), time.Now()
 		leased := must[[]semaphore.PermitID](t)(e.Acquire(ctx, 1, 10*time.Second))
 		forever := must[[]semaphore.PermitID](t)(e.Acquire(ctx, 1, semaphore.NoExpiry))
 		watched := must[[]semaphore.PermitID](t)(e.Acquire(ctx, 2, 0))
@@ -92,9 +92,15 @@ func TestExpirableAcquire(t *testing.T) {
 		assert.Equal(t, 4, c.Stats().Holds, "each permit is a hold")
 
 		assert.Equal(t, semaphore.NoExpiry, must[time.Duration](t)(e.LeaseLeft(ctx, forever[0])))
-		within(t, must[time.Duration](t)(e.LeaseLeft(ctx, leased[0])), 9*time.Second, 10*time.Second, "LeaseLeft")
-		within(t, must[time.Duration](t)(e.LeaseLeft(ctx, watched[0])), 29*time.Second, 30*time.Second, "LeaseLeft")
-		within(t, e.Remaining(leased[0]), 9*time.Second, 10*time.Second, "Remaining")
+		// A lease counts from its acquisition's send, after atT: what is
+		// left when read is at least the lease less the time since atT.
+		leftOf := func(lease, read time.Duration) {
+			t.Helper()
+			within(t, read, lease-time.Since(atT)-time.Millisecond, lease, "lease left")
+		}
+		leftOf(10*time.Second, must[time.Duration](t)(e.LeaseLeft(ctx, leased[0])))
+		leftOf(30*time.Second, must[time.Duration](t)(e.LeaseLeft(ctx, watched[0])))
+		leftOf(10*time.Second, e.Remaining(leased[0]))
 		assert.Greater(t, e.Remaining(forever[0]), 24*time.Hour)
 		assert.Zero(t, e.Remaining(semaphore.PermitID{1}))
 
