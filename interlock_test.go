@@ -15,8 +15,7 @@ import (
 	"github.com/interlock-go/interlock"
 	"github.com/interlock-go/interlock/internal/redistest"
 	"github.com/interlock-go/interlock/internal/runtime"
-	"github.com/interlock-go/interlock/pubsub"
-	"github.com/interlock-go/interlock/renewal"
+	"github.com/interlock-go/interlock/internal/renewal"
 )
 
 var addr string
@@ -90,7 +89,7 @@ func TestOptionsAreValidated(t *testing.T) {
 		"negative watchdog":  interlock.WithWatchdogTimeout(-time.Second),
 		"batch size 0":       interlock.WithRenewalBatchSize(0),
 		"unknown mode":       interlock.WithPubSubMode(interlock.PubSubMode(9)),
-		"nil pub/sub option": interlock.WithPubSub(pubsub.WithReconnectBackoff(nil)),
+		"nil backoff":        interlock.WithResubscribeBackoff(nil),
 	} {
 		c, err := interlock.New(rc, opt)
 		assert.ErrorIs(t, err, interlock.ErrInvalid, name)
@@ -100,7 +99,7 @@ func TestOptionsAreValidated(t *testing.T) {
 	assert.ErrorIs(t, err, interlock.ErrInvalid)
 
 	newClient(t, interlock.WithWatchdogTimeout(3*time.Second), interlock.WithLogger(slog.New(slog.DiscardHandler)),
-		interlock.WithPubSub(pubsub.WithReconnectBackoff(pubsub.DefaultReconnectBackoff)))
+		interlock.WithResubscribeBackoff(func(int) time.Duration { return 10 * time.Millisecond }))
 }
 
 func TestCloseLeavesTheRueidisClientOpen(t *testing.T) {
@@ -176,8 +175,7 @@ func (o pubsubErrors) Observe(_ context.Context, e interlock.Event) {
 }
 
 // TestPubSubFailuresAreReported breaks the subscription connections of
-// three Clients and checks that the Observer, the logger and a handler
-// passed through WithPubSub each hear of it.
+// two Clients and checks that the Observer and the logger each hear of it.
 func TestPubSubFailuresAreReported(t *testing.T) {
 	srv := redistest.Standalone(t)
 	admin := srv.Client(t)
@@ -185,22 +183,10 @@ func TestPubSubFailuresAreReported(t *testing.T) {
 	defer cancel()
 
 	observed := make(pubsubErrors, 1)
-	both := make(pubsubErrors, 1) // an Observer and a handler on one Client
 	var logs syncBuffer
-	handled, handledToo := make(chan error, 1), make(chan error, 1)
-	handler := func(ch chan error) pubsub.Option {
-		return pubsub.WithErrorHandler(func(err error) {
-			select {
-			case ch <- err:
-			default:
-			}
-		})
-	}
 	for _, opts := range [][]interlock.Option{
 		{interlock.WithObserver(observed)},
 		{interlock.WithLogger(slog.New(slog.NewTextHandler(&logs, nil)))},
-		{interlock.WithPubSub(handler(handled))},
-		{interlock.WithObserver(both), interlock.WithPubSub(handler(handledToo))},
 	} {
 		c, err := interlock.New(srv.Client(t), opts...)
 		require.NoError(t, err)
@@ -211,16 +197,13 @@ func TestPubSubFailuresAreReported(t *testing.T) {
 	}
 	n, err := admin.Do(ctx, admin.B().ClientKill().TypePubsub().Build()).AsInt64()
 	require.NoError(t, err)
-	require.EqualValues(t, 4, n, "one subscription connection per Client")
+	require.EqualValues(t, 2, n, "one subscription connection per Client")
 
-	for what, ch := range map[string]chan error{"observer": observed, "WithPubSub handler": handled,
-		"observer beside a handler": both, "handler beside an observer": handledToo} {
-		select {
-		case err := <-ch:
-			assert.ErrorContains(t, err, "lost", what)
-		case <-ctx.Done():
-			t.Fatalf("the %s heard nothing", what)
-		}
+	select {
+	case err := <-observed:
+		assert.ErrorContains(t, err, "lost")
+	case <-ctx.Done():
+		t.Fatal("the observer heard nothing")
 	}
 	require.Eventually(t, func() bool { return strings.Contains(logs.String(), "pub/sub failed") }, 5*time.Second,
 		5*time.Millisecond, "the logger heard nothing")

@@ -3,7 +3,7 @@ package interlock
 import (
 	"strings"
 
-	"github.com/interlock-go/interlock/renewal"
+	"github.com/interlock-go/interlock/internal/renewal"
 )
 
 // NameMapper maps every synchronizer name to the Redis key its keys and

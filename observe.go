@@ -5,7 +5,7 @@ import (
 	"time"
 
 	"github.com/interlock-go/interlock/internal/runtime"
-	"github.com/interlock-go/interlock/renewal"
+	"github.com/interlock-go/interlock/internal/renewal"
 )
 
 // Observer hears what a Client's synchronizers do (WithObserver). Observe

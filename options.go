@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/interlock-go/interlock/internal/runtime"
-	"github.com/interlock-go/interlock/pubsub"
+	"github.com/interlock-go/interlock/internal/pubsub"
 )
 
 // Defaults, the same as Redisson's.
@@ -243,9 +243,10 @@ func WithClockSkewLimit(limit time.Duration) Option {
 	return func(c *config) { c.SkewLimit = limit }
 }
 
-// WithPubSub passes options to the Client's pub/sub Hub (see package
-// pubsub), such as its reconnect backoff. Errors it reports reach the
-// Observer and the logger as well.
-func WithPubSub(opts ...pubsub.Option) Option {
-	return func(c *config) { c.PubSubOptions = append(c.PubSubOptions, opts...) }
+// WithResubscribeBackoff sets the delay after the attempt-th (1, 2, ...)
+// consecutive failed reconnection of the Client's pub/sub connections; fn
+// must be safe for concurrent use. The default starts at 25 ms and doubles
+// up to 2 s. A nil fn is ErrInvalid.
+func WithResubscribeBackoff(fn func(attempt int) time.Duration) Option {
+	return func(c *config) { c.PubSubOptions = append(c.PubSubOptions, pubsub.WithReconnectBackoff(fn)) }
 }

@@ -29,7 +29,7 @@ func (protocolFloor) Open(ctx context.Context, addr string) (Session, error) {
 	if err != nil {
 		return nil, err
 	}
-	for _, s := range []*lua.Script{lua.Acquire(), lua.Unlock()} {
+	for _, s := range []*lua.Script{floorScript("acquire"), floorScript("unlock")} {
 		if err := rc.Do(ctx, rc.B().ScriptLoad().Script(s.Source()).Build()).Error(); err != nil {
 			rc.Close()
 			return nil, err
@@ -70,7 +70,7 @@ var errProtocolBusy = errors.New("floor: lock held (the floor does not wait)")
 // Lock is acquire.lua with the watchdog lease.
 func (m *protocolMutex) Lock(ctx context.Context) error {
 	c := m.f.cnt
-	err := c.Do(ctx, c.B().Evalsha().Sha1(lua.Acquire().SHA1()).Numkeys(1).Key(m.name).
+	err := c.Do(ctx, c.B().Evalsha().Sha1(floorScript("acquire").SHA1()).Numkeys(1).Key(m.name).
 		Arg(floorWatchdogMs, m.owner).Build()).Error()
 	if rueidis.IsRedisNil(err) {
 		return nil
@@ -85,7 +85,7 @@ func (m *protocolMutex) Lock(ctx context.Context) error {
 func (m *protocolMutex) Unlock(ctx context.Context) error {
 	c := m.f.cnt
 	latch := keys.UnlockLatch(m.name, keys.RequestID())
-	n, err := c.Do(ctx, c.B().Evalsha().Sha1(lua.Unlock().SHA1()).Numkeys(3).Key(m.name, m.channel, latch).
+	n, err := c.Do(ctx, c.B().Evalsha().Sha1(floorScript("unlock").SHA1()).Numkeys(3).Key(m.name, m.channel, latch).
 		Arg("0", floorWatchdogMs, m.owner, "PUBLISH", floorLatchMs).Build()).AsInt64()
 	if err != nil {
 		return err
@@ -102,3 +102,13 @@ const (
 	floorWatchdogMs = "30000"
 	floorLatchMs    = "20000"
 )
+
+// floorScript is the library's script in name.lua, which the floors send
+// by hand.
+func floorScript(name string) *lua.Script {
+	s, ok := lua.Lookup(name)
+	if !ok {
+		panic("bench: no script " + name + ".lua")
+	}
+	return s
+}

@@ -116,7 +116,7 @@ func (floorScripts) Name() string  { return "floor: Redisson scripts (rueidis)" 
 func (floorReceipts) Name() string { return "floor: interlock scripts+receipts (rueidis)" }
 
 // floorScriptSet is what the floors send; loaded in Open.
-var floorScriptSet = []*lua.Script{lua.SemAcquire(), lua.SemRelease(), lua.PESAcquire(), lua.PESReleaseOne()}
+var floorScriptSet = []*lua.Script{floorScript("sem_acquire"), floorScript("sem_release"), floorScript("pes_acquire"), floorScript("pes_release_one")}
 
 func (floorScripts) Open(ctx context.Context, addr string) (Session, error) {
 	return openScriptFloor(ctx, addr, false)
@@ -202,7 +202,7 @@ func (p floorPermit) call(ctx context.Context, s *lua.Script, keyList []string, 
 
 // Lock is ACQ.
 func (p floorPermit) Lock(ctx context.Context) error {
-	n, err := p.call(ctx, lua.SemAcquire(), []string{p.name}, "1").AsInt64()
+	n, err := p.call(ctx, floorScript("sem_acquire"), []string{p.name}, "1").AsInt64()
 	if err == nil && n != 1 {
 		err = errFloorBusy
 	}
@@ -211,7 +211,7 @@ func (p floorPermit) Lock(ctx context.Context) error {
 
 // Unlock is REL.
 func (p floorPermit) Unlock(ctx context.Context) error {
-	return nilOK(p.call(ctx, lua.SemRelease(), []string{p.name, p.ch}, "1", "PUBLISH").Error())
+	return nilOK(p.call(ctx, floorScript("sem_release"), []string{p.name, p.ch}, "1", "PUBLISH").Error())
 }
 
 type floorExpirable struct {
@@ -226,7 +226,7 @@ const floorLeaseMs = 30000
 func (p *floorExpirable) Lock(ctx context.Context) error {
 	_, _ = rand.Read(p.id[:])
 	now := time.Now().UnixMilli()
-	r, err := p.call(ctx, lua.PESAcquire(), []string{p.name, p.timeout, p.ch},
+	r, err := p.call(ctx, floorScript("pes_acquire"), []string{p.name, p.timeout, p.ch},
 		"1", strconv.FormatInt(now+floorLeaseMs, 10), strconv.FormatInt(now, 10), "922337203685477", "PUBLISH", string(p.id[:])).ToString()
 	if err == nil && r != "OK" {
 		err = errFloorBusy
@@ -239,7 +239,7 @@ func (p *floorExpirable) Lock(ctx context.Context) error {
 
 // Unlock is PREL1 of it.
 func (p *floorExpirable) Unlock(ctx context.Context) error {
-	n, err := p.call(ctx, lua.PESReleaseOne(), []string{p.name, p.ch, p.timeout},
+	n, err := p.call(ctx, floorScript("pes_release_one"), []string{p.name, p.ch, p.timeout},
 		string(p.id[:]), "1", strconv.FormatInt(time.Now().UnixMilli(), 10), "PUBLISH").AsInt64()
 	if err == nil && n != 1 {
 		err = errors.New("floor: the permit was not released")

@@ -21,7 +21,7 @@ import (
 	"github.com/interlock-go/interlock/internal/keys"
 	"github.com/interlock-go/interlock/internal/redistest"
 	"github.com/interlock-go/interlock/internal/runtime"
-	"github.com/interlock-go/interlock/lua"
+	"github.com/interlock-go/interlock/internal/script"
 )
 
 // Golden tests for the fair lock: the §15.2 and §15.3 vectors of
@@ -94,7 +94,7 @@ func (l *replyLog) Do(ctx context.Context, cmd rueidis.Completed) rueidis.RedisR
 		}
 	}
 	res := l.Client.Do(ctx, cmd)
-	if key == "" || lua.IsNoScript(res.Error()) {
+	if key == "" || script.IsNoScript(res.Error()) {
 		return res
 	}
 	var r reply
@@ -114,7 +114,7 @@ func (l *replyLog) Do(ctx context.Context, cmd rueidis.Completed) rueidis.RedisR
 
 // await waits until script has answered owner n times, and returns the
 // replies.
-func (l *replyLog) await(t *testing.T, script *lua.Script, owner string, n int) []reply {
+func (l *replyLog) await(t *testing.T, script *script.Script, owner string, n int) []reply {
 	t.Helper()
 	deadline := time.After(markerTimeout)
 	for {
@@ -372,7 +372,7 @@ func runFairGolden(t *testing.T, env fairEnv, N, Q, Z, ch, latchPrefix, uniq str
 	}
 	with := func(pre [][]string, rest ...[]string) [][]string { return append(slices.Clone(pre), rest...) }
 	acquire := func(lease, o, wait string, cmds ...[]string) scriptRun {
-		return run(lua.FairAcquire(), ks(N, Q, Z), argv(lease, o, wait, vNow), cmds...)
+		return run(script.FairAcquire(), ks(N, Q, Z), argv(lease, o, wait, vNow), cmds...)
 	}
 	const ms30s = "30000"
 
@@ -389,19 +389,19 @@ func runFairGolden(t *testing.T, env fairEnv, N, Q, Z, ch, latchPrefix, uniq str
 	assert.Equal(t, map[string]string{A1: "1"}, h)
 	assert.Empty(t, q)
 	assert.Empty(t, z)
-	assert.Equal(t, []reply{{isNil: true}}, log.await(t, lua.FairAcquire(), A1, 1))
+	assert.Equal(t, []reply{{isNil: true}}, log.await(t, script.FairAcquire(), A1, 1))
 
 	// 2. B5 lock(): queued behind the holder. Its first attempt is told
 	// the holder's PTTL and queues it with deadline PTTL + wait + now; its
 	// second (after subscribing to its own channel) is told the PTTL.
 	b5 := make(chan error, 1)
 	go func() { b5 <- mB.Lock(ctxB5) }()
-	got := log.await(t, lua.FairAcquire(), B5, 2)
+	got := log.await(t, script.FairAcquire(), B5, 2)
 	v = r.step("15.2/2 B5 queues", nil,
 		acquire(ms30s, B5, fairWait, with(purgeNone(""),
 			cmd("exists", N), cmd("hexists", N, B5), cmd("zscore", Z, B5), cmd("lindex", Q, "-1"),
 			cmd("pttl", N), cmd("zadd", Z, vDL, B5), cmd("rpush", Q, B5))...),
-		run(lua.FairAcquire(), ks(N, Q, Z), argv(ms30s, B5, fairWait, "\x00now2"), with(purgeNone(B5),
+		run(script.FairAcquire(), ks(N, Q, Z), argv(ms30s, B5, fairWait, "\x00now2"), with(purgeNone(B5),
 			cmd("exists", N), cmd("hexists", N, B5), cmd("zscore", Z, B5), cmd("pttl", N))...))
 	ttlB5 := got[0].n
 	assert.True(t, ttlB5 > 30000-ttlSlack.Milliseconds() && ttlB5 <= 30000, "B5 told %d, want the holder's PTTL", ttlB5)
@@ -423,12 +423,12 @@ func runFairGolden(t *testing.T, env fairEnv, N, Q, Z, ch, latchPrefix, uniq str
 	defer cancelA2()
 	a2 := make(chan error, 1)
 	go func() { a2 <- mA.Lock(a2ctx) }()
-	got = log.await(t, lua.FairAcquire(), A2, 2)
+	got = log.await(t, script.FairAcquire(), A2, 2)
 	v = r.step("15.2/3 A2 queues", nil,
 		acquire(ms30s, A2, fairWait, with(purgeNone(B5),
 			cmd("exists", N), cmd("hexists", N, A2), cmd("zscore", Z, A2), cmd("lindex", Q, "-1"),
 			cmd("zscore", Z, B5), cmd("zadd", Z, vDL, A2), cmd("rpush", Q, A2))...),
-		run(lua.FairAcquire(), ks(N, Q, Z), argv(ms30s, A2, fairWait, "\x00now2"), with(purgeNone(B5),
+		run(script.FairAcquire(), ks(N, Q, Z), argv(ms30s, A2, fairWait, "\x00now2"), with(purgeNone(B5),
 			cmd("exists", N), cmd("hexists", N, A2), cmd("zscore", Z, A2), cmd("pttl", N))...))
 	assert.Equal(t, dlB5-num(t, v, "now"), got[0].n, "A2 told score(B5) - now")
 	assert.Equal(t, dlB5+fairlock.DefaultWaitTimeout.Milliseconds(), num(t, v, "dl"), "deadline = score(B5) + wait")
@@ -442,9 +442,9 @@ func runFairGolden(t *testing.T, env fairEnv, N, Q, Z, ch, latchPrefix, uniq str
 	require.NoError(t, err)
 	assert.False(t, ok)
 	r.step("15.2/5 B6 single attempt", nil,
-		run(lua.FairTryAcquire(), ks(N, Q, Z), argv(ms30s, B6, vNow, fairWait), with(purgeNone(B5),
+		run(script.FairTryAcquire(), ks(N, Q, Z), argv(ms30s, B6, vNow, fairWait), with(purgeNone(B5),
 			cmd("exists", N), cmd("hexists", N, B6))...))
-	assert.Equal(t, []reply{{n: 1}}, log.await(t, lua.FairTryAcquire(), B6, 1))
+	assert.Equal(t, []reply{{n: 1}}, log.await(t, script.FairTryAcquire(), B6, 1))
 	_, q, _ = state()
 	assert.Equal(t, []string{B5, A2}, q)
 
@@ -458,11 +458,11 @@ func runFairGolden(t *testing.T, env fairEnv, N, Q, Z, ch, latchPrefix, uniq str
 	require.NoError(t, mA.Unlock(ctxA1))
 	require.NoError(t, <-b5)
 	v = r.step("15.2/6+8 unlock, head acquires", []string{ch + ":" + B5},
-		run(lua.FairTransfer(), ks(N, Q, Z, ch, vLatch), argv("0", ms30s, A1, vNow, pub, latchMillis, A2, ms30s, fairWait), with(
+		run(script.FairTransfer(), ks(N, Q, Z, ch, vLatch), argv("0", ms30s, A1, vNow, pub, latchMillis, A2, ms30s, fairWait), with(
 			[][]string{cmd("get", vLatch)}, with(purgeNone(B5),
 				cmd("exists", N), cmd("hexists", N, A1), cmd("hincrby", N, A1, "-1"), cmd("del", N),
 				cmd("lindex", Q, "0"), cmd("set", vLatch, "1", "px", latchMillis), cmd(pub, ch+":"+B5, "0"))...)...),
-		run(lua.FairAcquire(), ks(N, Q, Z), argv(ms30s, B5, fairWait, "\x00now2"), with(purgeNone(B5),
+		run(script.FairAcquire(), ks(N, Q, Z), argv(ms30s, B5, fairWait, "\x00now2"), with(purgeNone(B5),
 			cmd("exists", N), cmd("exists", Q), cmd("lindex", Q, "0"), cmd("lpop", Q), cmd("zrem", Z, B5),
 			cmd("zrange", Z, "0", "-1"), cmd("zincrby", Z, "-"+fairWait, A2), cmd("hset", N, B5, "1"), cmd("pexpire", N, ms30s))...))
 	assert.Equal(t, "1", ctl.str("GET", v["latch"]))
@@ -479,7 +479,7 @@ func runFairGolden(t *testing.T, env fairEnv, N, Q, Z, ch, latchPrefix, uniq str
 	cancelA2()
 	assert.ErrorIs(t, <-a2, context.Canceled)
 	r.step("15.2/9 A2 gives up", nil,
-		run(lua.FairAcquireFailed(), ks(Q, Z, N, ch), argv(A2, fairWait, "0", pub),
+		run(script.FairAcquireFailed(), ks(Q, Z, N, ch), argv(A2, fairWait, "0", pub),
 			cmd("lrange", Q, "0", "-1"), cmd("zrem", Z, A2), cmd("lrem", Q, "0", A2), cmd("lindex", Q, "0")))
 	assert.Zero(t, ctl.int("EXISTS", Q))
 	assert.Zero(t, ctl.int("EXISTS", Z))
@@ -491,7 +491,7 @@ func runFairGolden(t *testing.T, env fairEnv, N, Q, Z, ch, latchPrefix, uniq str
 	require.NoError(t, err)
 	assert.True(t, forced)
 	r.step("15.2/10 force unlock", nil,
-		run(lua.FairForceUnlock(), ks(N, Q, Z, ch), argv("0", vNow, pub),
+		run(script.FairForceUnlock(), ks(N, Q, Z, ch), argv("0", vNow, pub),
 			cmd("lindex", Q, "0"), cmd("del", N), cmd("lindex", Q, "0")))
 	assert.Zero(t, ctl.int("EXISTS", N))
 	select {
@@ -504,7 +504,7 @@ func runFairGolden(t *testing.T, env fairEnv, N, Q, Z, ch, latchPrefix, uniq str
 	require.NoError(t, err)
 	assert.False(t, forced)
 	r.step("15.2/10b force unlock, free", nil,
-		run(lua.FairForceUnlock(), ks(N, Q, Z, ch), argv("0", vNow, pub), cmd("lindex", Q, "0"), cmd("del", N)))
+		run(script.FairForceUnlock(), ks(N, Q, Z, ch), argv("0", vNow, pub), cmd("lindex", Q, "0"), cmd("del", N)))
 
 	// ---- §15.3 a: a stale waiter is purged ----
 
@@ -513,14 +513,14 @@ func runFairGolden(t *testing.T, env fairEnv, N, Q, Z, ch, latchPrefix, uniq str
 	// process would.
 	require.NoError(t, mA.LockLease(ctxA1, time.Second))
 	now := time.Now().UnixMilli()
-	told, err := lua.FairAcquire().Exec(ctx, env.rc, ks(N, Q, Z), argv("1000", B5, "200", strconv.FormatInt(now, 10))).AsInt64()
+	told, err := script.FairAcquire().Exec(ctx, env.rc, ks(N, Q, Z), argv("1000", B5, "200", strconv.FormatInt(now, 10))).AsInt64()
 	require.NoError(t, err)
 	assert.True(t, told > 0 && told <= 1000, "B5 told %d, want the holder's PTTL", told)
 	r.step("15.3a/1 lease 1s, B5 queues with wait 200ms", nil,
 		acquire("1000", A1, fairWait, with(purgeNone(""),
 			cmd("exists", N), cmd("exists", Q), cmd("lpop", Q), cmd("zrem", Z, A1), cmd("zrange", Z, "0", "-1"),
 			cmd("hset", N, A1, "1"), cmd("pexpire", N, "1000"))...),
-		run(lua.FairAcquire(), ks(N, Q, Z), argv("1000", B5, "200", strconv.FormatInt(now, 10)), with(purgeNone(""),
+		run(script.FairAcquire(), ks(N, Q, Z), argv("1000", B5, "200", strconv.FormatInt(now, 10)), with(purgeNone(""),
 			cmd("exists", N), cmd("hexists", N, B5), cmd("zscore", Z, B5), cmd("lindex", Q, "-1"),
 			cmd("pttl", N), cmd("zadd", Z, strconv.FormatInt(told+200+now, 10), B5), cmd("rpush", Q, B5))...))
 	// After the lease and B5's deadline: B6 lock() drops B5 and acquires.
@@ -538,13 +538,13 @@ func runFairGolden(t *testing.T, env fairEnv, N, Q, Z, ch, latchPrefix, uniq str
 	// nothing changes, no latch, no message.
 	require.ErrorIs(t, mA.Unlock(ctxA1), fairlock.ErrNotHeld)
 	r.step("15.3a/3 A1 unlocks B6's lock", nil,
-		run(lua.FairUnlock(), ks(N, Q, Z, ch, vLatch), argv("0", ms30s, A1, vNow, pub, latchMillis),
+		run(script.FairUnlock(), ks(N, Q, Z, ch, vLatch), argv("0", ms30s, A1, vNow, pub, latchMillis),
 			cmd("get", vLatch), cmd("lindex", Q, "0"), cmd("exists", N), cmd("hexists", N, A1)))
 	assert.Empty(t, ctl.scan(latchPrefix+"*"), "a not-owner unlock left a latch")
 	gate.hold()
 	require.NoError(t, mB.Unlock(ctxB6))
 	v = r.step("15.3a/4 B6 unlocks, nobody queued", nil,
-		run(lua.FairUnlock(), ks(N, Q, Z, ch, vLatch), argv("0", ms30s, B6, vNow, pub, latchMillis),
+		run(script.FairUnlock(), ks(N, Q, Z, ch, vLatch), argv("0", ms30s, B6, vNow, pub, latchMillis),
 			cmd("get", vLatch), cmd("lindex", Q, "0"), cmd("exists", N), cmd("hexists", N, B6),
 			cmd("hincrby", N, B6, "-1"), cmd("del", N), cmd("set", vLatch, "1", "px", latchMillis), cmd("lindex", Q, "0")))
 	base.latchDeleted(gate, v["latch"])
@@ -556,10 +556,10 @@ func runFairGolden(t *testing.T, env fairEnv, N, Q, Z, ch, latchPrefix, uniq str
 	// (simulated) behind it.
 	require.NoError(t, mA.LockLease(ctxA1, 900*time.Millisecond))
 	nowB := time.Now().UnixMilli()
-	toldB5, err := lua.FairAcquire().Exec(ctx, env.rc, ks(N, Q, Z), argv(ms30s, B5, fairWait, strconv.FormatInt(nowB, 10))).AsInt64()
+	toldB5, err := script.FairAcquire().Exec(ctx, env.rc, ks(N, Q, Z), argv(ms30s, B5, fairWait, strconv.FormatInt(nowB, 10))).AsInt64()
 	require.NoError(t, err)
 	nowA := nowB + 1
-	toldA2, err := lua.FairAcquire().Exec(ctx, env.rc, ks(N, Q, Z), argv(ms30s, A2, fairWait, strconv.FormatInt(nowA, 10))).AsInt64()
+	toldA2, err := script.FairAcquire().Exec(ctx, env.rc, ks(N, Q, Z), argv(ms30s, A2, fairWait, strconv.FormatInt(nowA, 10))).AsInt64()
 	require.NoError(t, err)
 	dlB5 = toldB5 + 300000 + nowB
 	assert.Equal(t, dlB5-nowA, toldA2, "A2 told score(B5) - now")
@@ -570,10 +570,10 @@ func runFairGolden(t *testing.T, env fairEnv, N, Q, Z, ch, latchPrefix, uniq str
 		acquire("900", A1, fairWait, with(purgeNone(""),
 			cmd("exists", N), cmd("exists", Q), cmd("lpop", Q), cmd("zrem", Z, A1), cmd("zrange", Z, "0", "-1"),
 			cmd("hset", N, A1, "1"), cmd("pexpire", N, "900"))...),
-		run(lua.FairAcquire(), ks(N, Q, Z), argv(ms30s, B5, fairWait, strconv.FormatInt(nowB, 10)), with(purgeNone(""),
+		run(script.FairAcquire(), ks(N, Q, Z), argv(ms30s, B5, fairWait, strconv.FormatInt(nowB, 10)), with(purgeNone(""),
 			cmd("exists", N), cmd("hexists", N, B5), cmd("zscore", Z, B5), cmd("lindex", Q, "-1"),
 			cmd("pttl", N), cmd("zadd", Z, strconv.FormatInt(dlB5, 10), B5), cmd("rpush", Q, B5))...),
-		run(lua.FairAcquire(), ks(N, Q, Z), argv(ms30s, A2, fairWait, strconv.FormatInt(nowA, 10)), with(purgeNone(B5),
+		run(script.FairAcquire(), ks(N, Q, Z), argv(ms30s, A2, fairWait, strconv.FormatInt(nowA, 10)), with(purgeNone(B5),
 			cmd("exists", N), cmd("hexists", N, A2), cmd("zscore", Z, A2), cmd("lindex", Q, "-1"),
 			cmd("zscore", Z, B5), cmd("zadd", Z, strconv.FormatInt(dlB5+300000, 10), A2), cmd("rpush", Q, A2))...))
 
@@ -585,47 +585,47 @@ func runFairGolden(t *testing.T, env fairEnv, N, Q, Z, ch, latchPrefix, uniq str
 	gate.hold()
 	require.ErrorIs(t, mA.Unlock(ctxA1), fairlock.ErrNotHeld)
 	v = r.step("15.3b/2 unlock of the expired lock", []string{ch + ":" + B5},
-		run(lua.FairUnlock(), ks(N, Q, Z, ch, vLatch), argv("0", ms30s, A1, vNow, pub, latchMillis), with(
+		run(script.FairUnlock(), ks(N, Q, Z, ch, vLatch), argv("0", ms30s, A1, vNow, pub, latchMillis), with(
 			[][]string{cmd("get", vLatch)}, with(purgeNone(B5),
 				cmd("exists", N), cmd("lindex", Q, "0"), cmd(pub, ch+":"+B5, "0"),
 				cmd("set", vLatch, "2", "px", latchMillis))...)...))
-	assert.Equal(t, []reply{{n: 2}}, log.await(t, lua.FairUnlock(), A1, 2)[1:], "the server's answer to the unlock (the first unlock of A1 offered the lock to A2: fair_transfer)")
+	assert.Equal(t, []reply{{n: 2}}, log.await(t, script.FairUnlock(), A1, 2)[1:], "the server's answer to the unlock (the first unlock of A1 offered the lock to A2: fair_transfer)")
 	assert.Equal(t, "2", ctl.str("GET", v["latch"]))
 	base.pttlWithin(v["latch"], 20*time.Second)
 	// A replay of the same request finds the latch: 2 again.
-	replay, err := lua.FairUnlock().Exec(ctx, env.rc, ks(N, Q, Z, ch, v["latch"]),
+	replay, err := script.FairUnlock().Exec(ctx, env.rc, ks(N, Q, Z, ch, v["latch"]),
 		argv("0", ms30s, A1, strconv.FormatInt(time.Now().UnixMilli(), 10), pub, latchMillis)).AsInt64()
 	require.NoError(t, err)
 	assert.Equal(t, int64(2), replay)
-	r.step("15.3b/3 replay", nil, run(lua.FairUnlock(), ks(N, Q, Z, ch, v["latch"]),
+	r.step("15.3b/3 replay", nil, run(script.FairUnlock(), ks(N, Q, Z, ch, v["latch"]),
 		argv("0", ms30s, A1, vNow, pub, latchMillis), cmd("get", v["latch"])))
 	base.latchDeleted(gate, v["latch"])
 
 	// §15.2/7: A2, queued but not the head, finds the lock free: told 0.
 	nowC := time.Now().UnixMilli()
-	zero, err := lua.FairAcquire().Exec(ctx, env.rc, ks(N, Q, Z), argv(ms30s, A2, fairWait, strconv.FormatInt(nowC, 10))).AsInt64()
+	zero, err := script.FairAcquire().Exec(ctx, env.rc, ks(N, Q, Z), argv(ms30s, A2, fairWait, strconv.FormatInt(nowC, 10))).AsInt64()
 	require.NoError(t, err)
 	assert.Zero(t, zero)
 	r.step("15.2/7 A2 retries while B5 is the head", nil,
-		run(lua.FairAcquire(), ks(N, Q, Z), argv(ms30s, A2, fairWait, strconv.FormatInt(nowC, 10)), with(purgeNone(B5),
+		run(script.FairAcquire(), ks(N, Q, Z), argv(ms30s, A2, fairWait, strconv.FormatInt(nowC, 10)), with(purgeNone(B5),
 			cmd("exists", N), cmd("exists", Q), cmd("lindex", Q, "0"), cmd("hexists", N, A2), cmd("zscore", Z, A2),
 			cmd("pttl", N))...))
 
 	// B5 gives up as the head of a free lock: A2, the new head, is woken
 	// (interlock's addition; Redisson leaves A2 to its timer).
-	_, err = lua.FairAcquireFailed().Exec(ctx, env.rc, ks(Q, Z, N, ch), argv(B5, fairWait, "0", pub)).ToMessage()
+	_, err = script.FairAcquireFailed().Exec(ctx, env.rc, ks(Q, Z, N, ch), argv(B5, fairWait, "0", pub)).ToMessage()
 	require.True(t, err == nil || rueidis.IsRedisNil(err), "acquire failed: %v", err)
 	r.step("acquireFailed of the head of a free lock", []string{ch + ":" + A2},
-		run(lua.FairAcquireFailed(), ks(Q, Z, N, ch), argv(B5, fairWait, "0", pub),
+		run(script.FairAcquireFailed(), ks(Q, Z, N, ch), argv(B5, fairWait, "0", pub),
 			cmd("lrange", Q, "0", "-1"), cmd("zincrby", Z, "-"+fairWait, A2), cmd("zrem", Z, B5), cmd("lrem", Q, "0", B5),
 			cmd("lindex", Q, "0"), cmd("exists", N), cmd(pub, ch+":"+A2, "0")))
 	_, q, z = state()
 	assert.Equal(t, []string{A2}, q)
 	assert.Equal(t, map[string]int64{A2: dlB5}, z)
-	_, err = lua.FairAcquireFailed().Exec(ctx, env.rc, ks(Q, Z, N, ch), argv(A2, fairWait, "0", pub)).ToMessage()
+	_, err = script.FairAcquireFailed().Exec(ctx, env.rc, ks(Q, Z, N, ch), argv(A2, fairWait, "0", pub)).ToMessage()
 	require.True(t, err == nil || rueidis.IsRedisNil(err), "acquire failed: %v", err)
 	r.step("acquireFailed of the last waiter", nil,
-		run(lua.FairAcquireFailed(), ks(Q, Z, N, ch), argv(A2, fairWait, "0", pub),
+		run(script.FairAcquireFailed(), ks(Q, Z, N, ch), argv(A2, fairWait, "0", pub),
 			cmd("lrange", Q, "0", "-1"), cmd("zrem", Z, A2), cmd("lrem", Q, "0", A2), cmd("lindex", Q, "0")))
 
 	// ---- acquireFailed arithmetic, wait 5000 (Redisson's drift tests) ----
@@ -634,7 +634,7 @@ func runFairGolden(t *testing.T, env fairEnv, N, Q, Z, ch, latchPrefix, uniq str
 	nowD := time.Now().UnixMilli()
 	var toldX []int64
 	for i, x := range []string{X1, X2, X3} {
-		n, err := lua.FairAcquire().Exec(ctx, env.rc, ks(N, Q, Z), argv(ms30s, x, "5000", strconv.FormatInt(nowD+int64(i), 10))).AsInt64()
+		n, err := script.FairAcquire().Exec(ctx, env.rc, ks(N, Q, Z), argv(ms30s, x, "5000", strconv.FormatInt(nowD+int64(i), 10))).AsInt64()
 		require.NoError(t, err)
 		toldX = append(toldX, n)
 	}
@@ -648,21 +648,21 @@ func runFairGolden(t *testing.T, env fairEnv, N, Q, Z, ch, latchPrefix, uniq str
 		acquire(ms30s, A1, fairWait, with(purgeNone(""),
 			cmd("exists", N), cmd("exists", Q), cmd("lpop", Q), cmd("zrem", Z, A1), cmd("zrange", Z, "0", "-1"),
 			cmd("hset", N, A1, "1"), cmd("pexpire", N, ms30s))...),
-		run(lua.FairAcquire(), ks(N, Q, Z), argv(ms30s, X1, "5000", strconv.FormatInt(nowD, 10)), with(purgeNone(""),
+		run(script.FairAcquire(), ks(N, Q, Z), argv(ms30s, X1, "5000", strconv.FormatInt(nowD, 10)), with(purgeNone(""),
 			cmd("exists", N), cmd("hexists", N, X1), cmd("zscore", Z, X1), cmd("lindex", Q, "-1"),
 			cmd("pttl", N), cmd("zadd", Z, strconv.FormatInt(d1, 10), X1), cmd("rpush", Q, X1))...),
-		run(lua.FairAcquire(), ks(N, Q, Z), argv(ms30s, X2, "5000", strconv.FormatInt(nowD+1, 10)), with(purgeNone(X1),
+		run(script.FairAcquire(), ks(N, Q, Z), argv(ms30s, X2, "5000", strconv.FormatInt(nowD+1, 10)), with(purgeNone(X1),
 			cmd("exists", N), cmd("hexists", N, X2), cmd("zscore", Z, X2), cmd("lindex", Q, "-1"),
 			cmd("zscore", Z, X1), cmd("zadd", Z, strconv.FormatInt(d1+5000, 10), X2), cmd("rpush", Q, X2))...),
-		run(lua.FairAcquire(), ks(N, Q, Z), argv(ms30s, X3, "5000", strconv.FormatInt(nowD+2, 10)), with(purgeNone(X1),
+		run(script.FairAcquire(), ks(N, Q, Z), argv(ms30s, X3, "5000", strconv.FormatInt(nowD+2, 10)), with(purgeNone(X1),
 			cmd("exists", N), cmd("hexists", N, X3), cmd("zscore", Z, X3), cmd("lindex", Q, "-1"),
 			cmd("zscore", Z, X2), cmd("zadd", Z, strconv.FormatInt(d1+10000, 10), X3), cmd("rpush", Q, X3))...))
 
 	// X2, in the middle, gives up: X3 moves up by 5000; no wake-up.
-	_, err = lua.FairAcquireFailed().Exec(ctx, env.rc, ks(Q, Z, N, ch), argv(X2, "5000", "0", pub)).ToMessage()
+	_, err = script.FairAcquireFailed().Exec(ctx, env.rc, ks(Q, Z, N, ch), argv(X2, "5000", "0", pub)).ToMessage()
 	require.True(t, err == nil || rueidis.IsRedisNil(err))
 	r.step("drift/2 X2 gives up", nil,
-		run(lua.FairAcquireFailed(), ks(Q, Z, N, ch), argv(X2, "5000", "0", pub),
+		run(script.FairAcquireFailed(), ks(Q, Z, N, ch), argv(X2, "5000", "0", pub),
 			cmd("lrange", Q, "0", "-1"), cmd("zincrby", Z, "-5000", X3), cmd("zrem", Z, X2), cmd("lrem", Q, "0", X2)))
 	_, q, z = state()
 	assert.Equal(t, []string{X1, X3}, q)
@@ -670,10 +670,10 @@ func runFairGolden(t *testing.T, env fairEnv, N, Q, Z, ch, latchPrefix, uniq str
 
 	// X1, the head, gives up while the lock is held: X3 moves up, and is
 	// not woken (the lock is not free).
-	_, err = lua.FairAcquireFailed().Exec(ctx, env.rc, ks(Q, Z, N, ch), argv(X1, "5000", "0", pub)).ToMessage()
+	_, err = script.FairAcquireFailed().Exec(ctx, env.rc, ks(Q, Z, N, ch), argv(X1, "5000", "0", pub)).ToMessage()
 	require.True(t, err == nil || rueidis.IsRedisNil(err))
 	r.step("drift/3 X1 gives up while the lock is held", nil,
-		run(lua.FairAcquireFailed(), ks(Q, Z, N, ch), argv(X1, "5000", "0", pub),
+		run(script.FairAcquireFailed(), ks(Q, Z, N, ch), argv(X1, "5000", "0", pub),
 			cmd("lrange", Q, "0", "-1"), cmd("zincrby", Z, "-5000", X3), cmd("zrem", Z, X1), cmd("lrem", Q, "0", X1),
 			cmd("lindex", Q, "0"), cmd("exists", N)))
 	_, q, z = state()
@@ -684,7 +684,7 @@ func runFairGolden(t *testing.T, env fairEnv, N, Q, Z, ch, latchPrefix, uniq str
 	gate.hold()
 	require.NoError(t, mA.Unlock(ctxA1))
 	v = r.step("drift/4 unlock wakes X3", []string{ch + ":" + X3},
-		run(lua.FairUnlock(), ks(N, Q, Z, ch, vLatch), argv("0", ms30s, A1, vNow, pub, latchMillis), with(
+		run(script.FairUnlock(), ks(N, Q, Z, ch, vLatch), argv("0", ms30s, A1, vNow, pub, latchMillis), with(
 			[][]string{cmd("get", vLatch)}, with(purgeNone(X3),
 				cmd("exists", N), cmd("hexists", N, A1), cmd("hincrby", N, A1, "-1"), cmd("del", N),
 				cmd("set", vLatch, "1", "px", latchMillis), cmd("lindex", Q, "0"), cmd(pub, ch+":"+X3, "0"))...)...))
@@ -695,7 +695,7 @@ func runFairGolden(t *testing.T, env fairEnv, N, Q, Z, ch, latchPrefix, uniq str
 		acquire(ms30s, X3, fairWait, with(purgeNone(X3),
 			cmd("exists", N), cmd("exists", Q), cmd("lindex", Q, "0"), cmd("lpop", Q), cmd("zrem", Z, X3),
 			cmd("zrange", Z, "0", "-1"), cmd("hset", N, X3, "1"), cmd("pexpire", N, ms30s))...),
-		run(lua.FairUnlock(), ks(N, Q, Z, ch, vLatch), argv("0", ms30s, X3, "\x00now2", pub, latchMillis),
+		run(script.FairUnlock(), ks(N, Q, Z, ch, vLatch), argv("0", ms30s, X3, "\x00now2", pub, latchMillis),
 			cmd("get", vLatch), cmd("lindex", Q, "0"), cmd("exists", N), cmd("hexists", N, X3),
 			cmd("hincrby", N, X3, "-1"), cmd("del", N), cmd("set", vLatch, "1", "px", latchMillis), cmd("lindex", Q, "0")))
 
@@ -703,19 +703,19 @@ func runFairGolden(t *testing.T, env fairEnv, N, Q, Z, ch, latchPrefix, uniq str
 
 	// A1 holds; A2 (A1's Client) queues as the head and stands ready.
 	require.NoError(t, mA.Lock(ctxA1))
-	triedA2 := len(log.await(t, lua.FairAcquire(), A2, 0))
+	triedA2 := len(log.await(t, script.FairAcquire(), A2, 0))
 	a2 = make(chan error, 1)
 	go func() { a2 <- mA.Lock(ctxA2) }()
-	log.await(t, lua.FairAcquire(), A2, triedA2+2)
+	log.await(t, script.FairAcquire(), A2, triedA2+2)
 	require.Eventually(t, func() bool { return runtime.Of(a).Transfers.Offers() == 1 }, 10*time.Second, time.Millisecond, "A2 never stood ready")
 	v = r.step("transfer/1 A1 holds, A2 queues", nil,
 		acquire(ms30s, A1, fairWait, with(purgeNone(""),
 			cmd("exists", N), cmd("exists", Q), cmd("lpop", Q), cmd("zrem", Z, A1), cmd("zrange", Z, "0", "-1"),
 			cmd("hset", N, A1, "1"), cmd("pexpire", N, ms30s))...),
-		run(lua.FairAcquire(), ks(N, Q, Z), argv(ms30s, A2, fairWait, "\x00now2"), with(purgeNone(""),
+		run(script.FairAcquire(), ks(N, Q, Z), argv(ms30s, A2, fairWait, "\x00now2"), with(purgeNone(""),
 			cmd("exists", N), cmd("hexists", N, A2), cmd("zscore", Z, A2), cmd("lindex", Q, "-1"),
 			cmd("pttl", N), cmd("zadd", Z, vDL, A2), cmd("rpush", Q, A2))...),
-		run(lua.FairAcquire(), ks(N, Q, Z), argv(ms30s, A2, fairWait, "\x00now3"), with(purgeNone(A2),
+		run(script.FairAcquire(), ks(N, Q, Z), argv(ms30s, A2, fairWait, "\x00now3"), with(purgeNone(A2),
 			cmd("exists", N), cmd("hexists", N, A2), cmd("zscore", Z, A2), cmd("pttl", N))...))
 	_, q, _ = state()
 	assert.Equal(t, []string{A2}, q)
@@ -727,7 +727,7 @@ func runFairGolden(t *testing.T, env fairEnv, N, Q, Z, ch, latchPrefix, uniq str
 	require.NoError(t, mA.Unlock(ctxA1))
 	require.NoError(t, <-a2)
 	v = r.step("transfer/2 A1's unlock passes the lock to A2", nil,
-		run(lua.FairTransfer(), ks(N, Q, Z, ch, vLatch), argv("0", ms30s, A1, vNow, pub, latchMillis, A2, ms30s, fairWait), with(
+		run(script.FairTransfer(), ks(N, Q, Z, ch, vLatch), argv("0", ms30s, A1, vNow, pub, latchMillis, A2, ms30s, fairWait), with(
 			[][]string{cmd("get", vLatch)}, with(purgeNone(A2),
 				cmd("exists", N), cmd("hexists", N, A1), cmd("hincrby", N, A1, "-1"), cmd("del", N),
 				cmd("lindex", Q, "0"), cmd("lpop", Q), cmd("zrem", Z, A2), cmd("zrange", Z, "0", "-1"),
@@ -738,16 +738,16 @@ func runFairGolden(t *testing.T, env fairEnv, N, Q, Z, ch, latchPrefix, uniq str
 	assert.Empty(t, z)
 	assert.Equal(t, "2:0", ctl.str("GET", v["latch"]))
 	base.pttlWithin(N, 30*time.Second)
-	replayT, err := lua.FairTransfer().Exec(ctx, env.rc, ks(N, Q, Z, ch, v["latch"]),
+	replayT, err := script.FairTransfer().Exec(ctx, env.rc, ks(N, Q, Z, ch, v["latch"]),
 		argv("0", ms30s, A1, strconv.FormatInt(time.Now().UnixMilli(), 10), pub, latchMillis, A2, ms30s, fairWait)).AsIntSlice()
 	require.NoError(t, err)
 	assert.Equal(t, []int64{2, 0}, replayT)
-	r.step("transfer/3 replay", nil, run(lua.FairTransfer(), ks(N, Q, Z, ch, v["latch"]),
+	r.step("transfer/3 replay", nil, run(script.FairTransfer(), ks(N, Q, Z, ch, v["latch"]),
 		argv("0", ms30s, A1, vNow, pub, latchMillis, A2, ms30s, fairWait), cmd("get", v["latch"])))
 	base.latchDeleted(gate, v["latch"])
 	require.NoError(t, mA.Unlock(ctxA2))
 	r.step("transfer/4 A2 unlocks, nobody queued", nil,
-		run(lua.FairUnlock(), ks(N, Q, Z, ch, vLatch), argv("0", ms30s, A2, vNow, pub, latchMillis),
+		run(script.FairUnlock(), ks(N, Q, Z, ch, vLatch), argv("0", ms30s, A2, vNow, pub, latchMillis),
 			cmd("get", vLatch), cmd("lindex", Q, "0"), cmd("exists", N), cmd("hexists", N, A2),
 			cmd("hincrby", N, A2, "-1"), cmd("del", N), cmd("set", vLatch, "1", "px", latchMillis), cmd("lindex", Q, "0")))
 

@@ -15,7 +15,7 @@ import (
 	"github.com/interlock-go/interlock/internal/keys"
 	"github.com/interlock-go/interlock/internal/redistest"
 	"github.com/interlock-go/interlock/internal/runtime"
-	"github.com/interlock-go/interlock/lua"
+	"github.com/interlock-go/interlock/internal/script"
 	"github.com/interlock-go/interlock/rlock"
 )
 
@@ -85,7 +85,7 @@ func runFencedGolden(t *testing.T, env goldenEnv, n lockNames) {
 			cmds = append(cmds, cmd("hexists", N, owner))
 		}
 		cmds = append(cmds, cmd("incr", TK), cmd("hincrby", N, owner, "1"), cmd("pexpire", N, lease))
-		return run(lua.FencedAcquire(), ks(N, TK), argv(lease, owner), cmds...)
+		return run(script.FencedAcquire(), ks(N, TK), argv(lease, owner), cmds...)
 	}
 	unlock := func(owner string, final bool) scriptRun {
 		cmds := [][]string{cmd("get", anyLatch), cmd("hexists", N, owner), cmd("hincrby", N, owner, "-1")}
@@ -94,7 +94,7 @@ func runFencedGolden(t *testing.T, env goldenEnv, n lockNames) {
 		} else {
 			cmds = append(cmds, cmd("pexpire", N, watchdogMillis), cmd("set", anyLatch, "0", "px", latchMillis))
 		}
-		return run(lua.Unlock(), ks(N, ch, anyLatch), argv("0", watchdogMillis, owner, pub, latchMillis), cmds...)
+		return run(script.Unlock(), ks(N, ch, anyLatch), argv("0", watchdogMillis, owner, pub, latchMillis), cmds...)
 	}
 	token := func(ctx context.Context, m *fenced.Mutex) uint64 {
 		t.Helper()
@@ -129,7 +129,7 @@ func runFencedGolden(t *testing.T, env goldenEnv, n lockNames) {
 	require.NoError(t, err)
 	assert.False(t, ok)
 	assert.Zero(t, tok)
-	reply, err := lua.FencedAcquire().Exec(ctx, env.rc, []string{N, TK}, []string{watchdogMillis, B}).AsIntSlice()
+	reply, err := script.FencedAcquire().Exec(ctx, env.rc, []string{N, TK}, []string{watchdogMillis, B}).AsIntSlice()
 	require.NoError(t, err)
 	require.Len(t, reply, 2)
 	assert.True(t, reply[0] > (30*time.Second-ttlSlack).Milliseconds() && reply[0] <= 30000, "busy reply %v, want the holder's PTTL first", reply)
@@ -137,8 +137,8 @@ func runFencedGolden(t *testing.T, env goldenEnv, n lockNames) {
 	ok, err = rlock.New(b, N).TryLock(ctxB, 0, 0)
 	require.NoError(t, err)
 	assert.False(t, ok, "an RLock of the same name acquired a held fenced lock")
-	busy := run(lua.FencedAcquire(), ks(N, TK), argv(watchdogMillis, B), cmd("exists", N), cmd("hexists", N, B), cmd("pttl", N))
-	r.step("3 busy", false, busy, busy, run(lua.Acquire(), ks(N), argv(watchdogMillis, B),
+	busy := run(script.FencedAcquire(), ks(N, TK), argv(watchdogMillis, B), cmd("exists", N), cmd("hexists", N, B), cmd("pttl", N))
+	r.step("3 busy", false, busy, busy, run(script.Acquire(), ks(N), argv(watchdogMillis, B),
 		cmd("exists", N), cmd("hexists", N, B), cmd("pttl", N)))
 	assert.Equal(t, map[string]string{A: "2"}, ctl.hash(N))
 	counter("2")
@@ -205,7 +205,7 @@ func runFencedGolden(t *testing.T, env goldenEnv, n lockNames) {
 
 	// 10. A:1 is not the owner: ErrNotHeld, nothing changes, no latch.
 	require.ErrorIs(t, mA.Unlock(ctxA), fenced.ErrNotHeld)
-	r.step("10 unlock by A:1", false, run(lua.Unlock(),
+	r.step("10 unlock by A:1", false, run(script.Unlock(),
 		ks(N, ch, anyLatch), argv("0", watchdogMillis, A, pub, latchMillis),
 		cmd("get", anyLatch), cmd("hexists", N, A)))
 	assert.Equal(t, map[string]string{B: "1"}, ctl.hash(N))
@@ -215,7 +215,7 @@ func runFencedGolden(t *testing.T, env goldenEnv, n lockNames) {
 	forced, err := mA.ForceUnlock(ctxA)
 	require.NoError(t, err)
 	assert.True(t, forced)
-	r.step("11 force unlock", true, run(lua.ForceUnlock(), ks(N, ch), argv("0", pub),
+	r.step("11 force unlock", true, run(script.ForceUnlock(), ks(N, ch), argv("0", pub),
 		cmd("del", N), cmd(pub, ch, "0")))
 	counter("5")
 
@@ -236,25 +236,25 @@ func runFencedGolden(t *testing.T, env goldenEnv, n lockNames) {
 	got := make(chan tokenResult, 1)
 	go func() { tok, err := mA.LockToken(ctxA2); got <- tokenResult{tok, err} }()
 	require.Eventually(t, func() bool { return runtime.Of(a).Transfers.Offers() == 1 }, 10*time.Second, time.Millisecond, "A:2 never stood ready")
-	busy = run(lua.FencedAcquire(), ks(N, TK), argv(watchdogMillis, A2), cmd("exists", N), cmd("hexists", N, A2), cmd("pttl", N))
+	busy = run(script.FencedAcquire(), ks(N, TK), argv(watchdogMillis, A2), cmd("exists", N), cmd("hexists", N, A2), cmd("pttl", N))
 	r.step("11c A:2 waits", false, busy, busy)
 	gate.hold()
 	require.NoError(t, mA.Unlock(ctxA))
 	res := <-got
 	require.NoError(t, res.err)
 	assert.Equal(t, uint64(7), res.tok, "the token A:2's LockToken returned")
-	latch, _ = r.step("11d transfer", false, run(lua.Transfer(),
+	latch, _ = r.step("11d transfer", false, run(script.Transfer(),
 		ks(N, anyLatch, ch, TK), argv(watchdogMillis, A, latchMillis, A2, watchdogMillis, pub, "0"),
 		cmd("get", anyLatch), cmd("hexists", N, A), cmd("hincrby", N, A, "-1"), cmd("hdel", N, A),
 		cmd("incr", TK), cmd("hset", N, A2, "1"), cmd("pexpire", N, watchdogMillis), cmd("set", anyLatch, "2:7", "px", latchMillis)))
 	assert.Equal(t, map[string]string{A2: "1"}, ctl.hash(N))
 	assert.Equal(t, "2:7", ctl.str("GET", latch))
 	counter("7")
-	replay, err := lua.Transfer().Exec(ctx, env.rc, []string{N, latch, ch, TK},
+	replay, err := script.Transfer().Exec(ctx, env.rc, []string{N, latch, ch, TK},
 		[]string{watchdogMillis, A, latchMillis, A2, watchdogMillis, pub, "0"}).AsIntSlice()
 	require.NoError(t, err)
 	assert.Equal(t, []int64{2, 7}, replay)
-	r.step("11e replay", false, run(lua.Transfer(), ks(N, latch, ch, TK),
+	r.step("11e replay", false, run(script.Transfer(), ks(N, latch, ch, TK),
 		argv(watchdogMillis, A, latchMillis, A2, watchdogMillis, pub, "0"), cmd("get", latch)))
 	counter("7")
 	r.latchDeleted(gate, latch)

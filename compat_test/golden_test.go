@@ -19,7 +19,7 @@ import (
 	"github.com/interlock-go/interlock/internal/keys"
 	"github.com/interlock-go/interlock/internal/redistest"
 	"github.com/interlock-go/interlock/internal/runtime"
-	"github.com/interlock-go/interlock/lua"
+	"github.com/interlock-go/interlock/internal/script"
 	"github.com/interlock-go/interlock/rlock"
 )
 
@@ -55,7 +55,7 @@ const anyLatch = "\x00latch"
 var ownerRE = regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}:[1-9][0-9]*$`)
 
 // scriptRun is one script execution seen by MONITOR: the script (the
-// lua.Script name, found by SHA1), its KEYS and ARGV, and the commands it
+// script.Script name, found by SHA1), its KEYS and ARGV, and the commands it
 // ran.
 type scriptRun struct {
 	Script string
@@ -64,7 +64,7 @@ type scriptRun struct {
 	Cmds   [][]string
 }
 
-func run(s *lua.Script, keys, argv []string, cmds ...[]string) scriptRun {
+func run(s *script.Script, keys, argv []string, cmds ...[]string) scriptRun {
 	return scriptRun{Script: s.Name(), Keys: keys, Argv: argv, Cmds: cmds}
 }
 
@@ -81,7 +81,7 @@ func (r *scriptRun) lists() [][]string {
 // scriptsBySHA maps the SHA1 of every embedded script to its name.
 var scriptsBySHA = func() map[string]string {
 	m := make(map[string]string)
-	for _, s := range lua.All() {
+	for _, s := range script.All() {
 		m[s.SHA1()] = s.Name()
 	}
 	return m
@@ -442,7 +442,7 @@ func runGolden(t *testing.T, env goldenEnv, n lockNames) {
 
 	// 1. A:1 lock() (watchdog).
 	require.NoError(t, mA.Lock(ctxA))
-	r.step("1 lock", false, run(lua.Acquire(), ks(N), argv(watchdogMillis, A),
+	r.step("1 lock", false, run(script.Acquire(), ks(N), argv(watchdogMillis, A),
 		cmd("exists", N), cmd("hincrby", N, A, "1"), cmd("pexpire", N, watchdogMillis)))
 	assert.Equal(t, map[string]string{A: "1"}, ctl.hash(N))
 	r.pttlWithin(N, 30*time.Second)
@@ -458,7 +458,7 @@ func runGolden(t *testing.T, env goldenEnv, n lockNames) {
 
 	// 2. A:1 re-enters.
 	require.NoError(t, mA.Lock(ctxA))
-	r.step("2 re-enter", false, run(lua.Acquire(), ks(N), argv(watchdogMillis, A),
+	r.step("2 re-enter", false, run(script.Acquire(), ks(N), argv(watchdogMillis, A),
 		cmd("exists", N), cmd("hexists", N, A), cmd("hincrby", N, A, "1"), cmd("pexpire", N, watchdogMillis)))
 	assert.Equal(t, map[string]string{A: "2"}, ctl.hash(N))
 	assert.Equal(t, 2, holdCount(ctxA, mA))
@@ -467,10 +467,10 @@ func runGolden(t *testing.T, env goldenEnv, n lockNames) {
 	ok, err := mB.TryLock(ctxB, 0, 0)
 	require.NoError(t, err)
 	assert.False(t, ok, "B acquired a lock A holds")
-	left, err := lua.Acquire().Exec(ctx, env.rc, []string{N}, []string{watchdogMillis, B}).AsInt64()
+	left, err := script.Acquire().Exec(ctx, env.rc, []string{N}, []string{watchdogMillis, B}).AsInt64()
 	require.NoError(t, err)
 	assert.True(t, left > (30*time.Second-ttlSlack).Milliseconds() && left <= 30000, "busy acquire returned %d, want the holder's PTTL", left)
-	busy := run(lua.Acquire(), ks(N), argv(watchdogMillis, B), cmd("exists", N), cmd("hexists", N, B), cmd("pttl", N))
+	busy := run(script.Acquire(), ks(N), argv(watchdogMillis, B), cmd("exists", N), cmd("hexists", N, B), cmd("pttl", N))
 	r.step("3 busy", false, busy, busy)
 	assert.Equal(t, map[string]string{A: "2"}, ctl.hash(N))
 	held, err := mB.IsHeld(ctxB)
@@ -479,24 +479,24 @@ func runGolden(t *testing.T, env goldenEnv, n lockNames) {
 
 	// 4. The watchdog's script, alone and in a batch of two.
 	ctl.do("PEXPIRE", N, "5000")
-	renewed, err := lua.Renew().Exec(ctx, env.rc, []string{N}, []string{watchdogMillis, A}).AsIntSlice()
+	renewed, err := script.Renew().Exec(ctx, env.rc, []string{N}, []string{watchdogMillis, A}).AsIntSlice()
 	require.NoError(t, err)
 	assert.Equal(t, []int64{1}, renewed)
 	r.pttlWithin(N, 30*time.Second)
-	renewed, err = lua.Renew().Exec(ctx, env.rc, []string{N, n.other}, []string{watchdogMillis, A, A}).AsIntSlice()
+	renewed, err = script.Renew().Exec(ctx, env.rc, []string{N, n.other}, []string{watchdogMillis, A, A}).AsIntSlice()
 	require.NoError(t, err)
 	assert.Equal(t, []int64{1, 0}, renewed)
 	r.step("4 renew", false,
-		run(lua.Renew(), ks(N), argv(watchdogMillis, A),
+		run(script.Renew(), ks(N), argv(watchdogMillis, A),
 			cmd("hexists", N, A), cmd("pexpire", N, watchdogMillis)),
-		run(lua.Renew(), ks(N, n.other), argv(watchdogMillis, A, A),
+		run(script.Renew(), ks(N, n.other), argv(watchdogMillis, A, A),
 			cmd("hexists", N, A), cmd("pexpire", N, watchdogMillis), cmd("hexists", n.other, A)))
 	assert.Zero(t, ctl.int("EXISTS", n.other))
 
 	// 5. A:1 unlock, partial: latch "0".
 	gate.hold()
 	require.NoError(t, mA.Unlock(ctxA))
-	latch, _ := r.step("5 partial unlock", false, run(lua.Unlock(),
+	latch, _ := r.step("5 partial unlock", false, run(script.Unlock(),
 		ks(N, ch, anyLatch), argv("0", watchdogMillis, A, pub, latchMillis),
 		cmd("get", anyLatch), cmd("hexists", N, A), cmd("hincrby", N, A, "-1"),
 		cmd("pexpire", N, watchdogMillis), cmd("set", anyLatch, "0", "px", latchMillis)))
@@ -513,11 +513,11 @@ func runGolden(t *testing.T, env goldenEnv, n lockNames) {
 	require.NoError(t, guard.Err(), "a partial unlock ended the guard")
 
 	// 6. Replay of step 5 with the same request id: nothing but the GET.
-	replay, err := lua.Unlock().Exec(ctx, env.rc, []string{N, ch, latch},
+	replay, err := script.Unlock().Exec(ctx, env.rc, []string{N, ch, latch},
 		[]string{"0", watchdogMillis, A, pub, latchMillis}).AsInt64()
 	require.NoError(t, err)
 	assert.Equal(t, int64(0), replay)
-	r.step("6 replay", false, run(lua.Unlock(),
+	r.step("6 replay", false, run(script.Unlock(),
 		ks(N, ch, latch), argv("0", watchdogMillis, A, pub, latchMillis),
 		cmd("get", latch)))
 	assert.Equal(t, map[string]string{A: "1"}, ctl.hash(N))
@@ -531,7 +531,7 @@ func runGolden(t *testing.T, env goldenEnv, n lockNames) {
 	// 8. Not the owner: B:1, then A:2. ErrNotHeld, nothing changes, no latch.
 	err = mB.Unlock(ctxB)
 	require.ErrorIs(t, err, rlock.ErrNotHeld)
-	latchB, _ := r.step("8 unlock by B:1", false, run(lua.Unlock(),
+	latchB, _ := r.step("8 unlock by B:1", false, run(script.Unlock(),
 		ks(N, ch, anyLatch), argv("0", watchdogMillis, B, pub, latchMillis),
 		cmd("get", anyLatch), cmd("hexists", N, B)))
 	assert.NotEqual(t, latch, latchB, "request ids must differ per unlock")
@@ -539,7 +539,7 @@ func runGolden(t *testing.T, env goldenEnv, n lockNames) {
 	A2, err := a.Owner(ctxA2)
 	require.NoError(t, err)
 	require.ErrorIs(t, mA.Unlock(ctxA2), rlock.ErrNotHeld)
-	r.step("8b unlock by A:2", false, run(lua.Unlock(),
+	r.step("8b unlock by A:2", false, run(script.Unlock(),
 		ks(N, ch, anyLatch), argv("0", watchdogMillis, A2, pub, latchMillis),
 		cmd("get", anyLatch), cmd("hexists", N, A2)))
 	assert.Equal(t, map[string]string{A: "1"}, ctl.hash(N))
@@ -550,7 +550,7 @@ func runGolden(t *testing.T, env goldenEnv, n lockNames) {
 	// 9. A:1 unlock, final: DEL, one "0" on the channel, latch "1".
 	gate.hold()
 	require.NoError(t, mA.Unlock(ctxA))
-	latch, _ = r.step("9 final unlock", true, run(lua.Unlock(),
+	latch, _ = r.step("9 final unlock", true, run(script.Unlock(),
 		ks(N, ch, anyLatch), argv("0", watchdogMillis, A, pub, latchMillis),
 		cmd("get", anyLatch), cmd("hexists", N, A), cmd("hincrby", N, A, "-1"),
 		cmd("del", N), cmd(pub, ch, "0"), cmd("set", anyLatch, "1", "px", latchMillis)))
@@ -573,7 +573,7 @@ func runGolden(t *testing.T, env goldenEnv, n lockNames) {
 
 	// 10. B:1 lock(10, SECONDS).
 	require.NoError(t, mB.LockLease(ctxB, 10*time.Second))
-	r.step("10 lock with lease", false, run(lua.Acquire(), ks(N), argv(leaseMillis, B),
+	r.step("10 lock with lease", false, run(script.Acquire(), ks(N), argv(leaseMillis, B),
 		cmd("exists", N), cmd("hincrby", N, B, "1"), cmd("pexpire", N, leaseMillis)))
 	assert.Equal(t, map[string]string{B: "1"}, ctl.hash(N))
 	r.pttlWithin(N, 10*time.Second)
@@ -582,7 +582,7 @@ func runGolden(t *testing.T, env goldenEnv, n lockNames) {
 	forced, err := mA.ForceUnlock(ctxA)
 	require.NoError(t, err)
 	assert.True(t, forced)
-	r.step("11 force unlock", true, run(lua.ForceUnlock(), ks(N, ch), argv("0", pub),
+	r.step("11 force unlock", true, run(script.ForceUnlock(), ks(N, ch), argv("0", pub),
 		cmd("del", N), cmd(pub, ch, "0")))
 	assert.Zero(t, ctl.int("EXISTS", N))
 
@@ -590,7 +590,7 @@ func runGolden(t *testing.T, env goldenEnv, n lockNames) {
 	forced, err = mA.ForceUnlock(ctxA)
 	require.NoError(t, err)
 	assert.False(t, forced)
-	r.step("12 force unlock, free", false, run(lua.ForceUnlock(), ks(N, ch), argv("0", pub),
+	r.step("12 force unlock, free", false, run(script.ForceUnlock(), ks(N, ch), argv("0", pub),
 		cmd("del", N)))
 
 	// 13. A name whose derived keys would leave its slot is refused before
@@ -630,7 +630,7 @@ func runGoldenTransfer(t *testing.T, r *recorder, rc rueidis.Client, gate *gated
 
 	// 14. A:1 lock().
 	require.NoError(t, mA.Lock(ctxA))
-	r.step("14 lock", false, run(lua.Acquire(), ks(N), argv(watchdogMillis, A),
+	r.step("14 lock", false, run(script.Acquire(), ks(N), argv(watchdogMillis, A),
 		cmd("exists", N), cmd("hincrby", N, A, "1"), cmd("pexpire", N, watchdogMillis)))
 
 	// 15. A:2 lock() waits: a try, the subscription, a try, then it stands
@@ -638,13 +638,13 @@ func runGoldenTransfer(t *testing.T, r *recorder, rc rueidis.Client, gate *gated
 	got := make(chan error, 1)
 	go func() { got <- mA.Lock(ctxA2) }()
 	require.Eventually(t, func() bool { return runtime.Of(a).Transfers.Offers() == 1 }, 10*time.Second, time.Millisecond, "A:2 never stood ready")
-	busy := run(lua.Acquire(), ks(N), argv(watchdogMillis, A2), cmd("exists", N), cmd("hexists", N, A2), cmd("pttl", N))
+	busy := run(script.Acquire(), ks(N), argv(watchdogMillis, A2), cmd("exists", N), cmd("hexists", N, A2), cmd("pttl", N))
 	r.step("15 A:2 waits", false, busy, busy)
 
 	// 16. A:1 unlock: the transfer.
 	gate.hold()
 	require.NoError(t, mA.Unlock(ctxA))
-	latch, _ := r.step("16 transfer", false, run(lua.Transfer(),
+	latch, _ := r.step("16 transfer", false, run(script.Transfer(),
 		ks(N, anyLatch, ch), argv(watchdogMillis, A, latchMillis, A2, watchdogMillis, pub, "0"),
 		cmd("get", anyLatch), cmd("hexists", N, A), cmd("hincrby", N, A, "-1"), cmd("hdel", N, A),
 		cmd("hset", N, A2, "1"), cmd("pexpire", N, watchdogMillis), cmd("set", anyLatch, "2:0", "px", latchMillis)))
@@ -663,11 +663,11 @@ func runGoldenTransfer(t *testing.T, r *recorder, rc rueidis.Client, gate *gated
 	assert.Equal(t, uint64(1), a.Stats().Transfers)
 
 	// 17. Replay of step 16: {2, 0} read back from the latch, nothing else.
-	replay, err := lua.Transfer().Exec(ctx, rc, []string{N, latch, ch},
+	replay, err := script.Transfer().Exec(ctx, rc, []string{N, latch, ch},
 		[]string{watchdogMillis, A, latchMillis, A2, watchdogMillis, pub, "0"}).AsIntSlice()
 	require.NoError(t, err)
 	assert.Equal(t, []int64{2, 0}, replay)
-	r.step("17 replay", false, run(lua.Transfer(),
+	r.step("17 replay", false, run(script.Transfer(),
 		ks(N, latch, ch), argv(watchdogMillis, A, latchMillis, A2, watchdogMillis, pub, "0"), cmd("get", latch)))
 	assert.Equal(t, map[string]string{A2: "1"}, ctl.hash(N))
 	r.latchDeleted(gate, latch)
@@ -675,7 +675,7 @@ func runGoldenTransfer(t *testing.T, r *recorder, rc rueidis.Client, gate *gated
 
 	// 18. A:2 unlock, nobody waiting: a real release.
 	require.NoError(t, mA.Unlock(ctxA2))
-	r.step("18 final unlock", true, run(lua.Unlock(),
+	r.step("18 final unlock", true, run(script.Unlock(),
 		ks(N, ch, anyLatch), argv("0", watchdogMillis, A2, pub, latchMillis),
 		cmd("get", anyLatch), cmd("hexists", N, A2), cmd("hincrby", N, A2, "-1"),
 		cmd("del", N), cmd(pub, ch, "0"), cmd("set", anyLatch, "1", "px", latchMillis)))
@@ -793,14 +793,14 @@ func TestScriptSHA(t *testing.T) {
 	check := func(t *testing.T, addrs []string) {
 		for _, addr := range addrs {
 			c := dial(t, addr)
-			for _, s := range lua.All() {
+			for _, s := range script.All() {
 				assert.Regexp(t, `^[0-9a-f]{40}$`, s.SHA1(), s.Name())
 				assert.Equal(t, s.SHA1(), c.str("SCRIPT", "LOAD", s.Source()), "SCRIPT LOAD %s on %s", s.Name(), addr)
 			}
 		}
 	}
 	names := map[string]bool{}
-	for _, s := range lua.All() {
+	for _, s := range script.All() {
 		assert.False(t, names[s.Name()], "duplicate script %s", s.Name())
 		names[s.Name()] = true
 	}

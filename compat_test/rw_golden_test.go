@@ -15,7 +15,7 @@ import (
 	"github.com/interlock-go/interlock/internal/keys"
 	"github.com/interlock-go/interlock/internal/redistest"
 	"github.com/interlock-go/interlock/internal/runtime"
-	"github.com/interlock-go/interlock/lua"
+	"github.com/interlock-go/interlock/internal/script"
 	"github.com/interlock-go/interlock/rwlock"
 )
 
@@ -259,7 +259,7 @@ func runRWGolden(t *testing.T, env rwEnv, n rwNames) {
 	r := &rwRecorder{
 		t: t, ctl: ctl, taps: env.taps(t, n), channel: ch,
 		latchRE: regexp.MustCompile("^" + regexp.QuoteMeta(n.latchPrefix) + "[0-9a-f]{32}$"),
-		skip:    map[string]bool{lua.Renew().Name(): true, lua.RWRenewRead().Name(): true},
+		skip:    map[string]bool{script.Renew().Name(): true, script.RWRenewRead().Name(): true},
 	}
 	r.mon = openStream(t, env.node, 1, "MONITOR")
 	require.Empty(t, ctl.hash(N))
@@ -276,13 +276,13 @@ func runRWGolden(t *testing.T, env rwEnv, n rwNames) {
 		return v
 	}
 	readAcq := func(owner, lease string, cmds ...[]string) scriptRun {
-		return run(lua.RWReadAcquire(), ks(N, n.timeouts(owner)), argv(lease, owner, owner+":write"), cmds...)
+		return run(script.RWReadAcquire(), ks(N, n.timeouts(owner)), argv(lease, owner, owner+":write"), cmds...)
 	}
 	readUnlock := func(owner string, cmds ...[]string) scriptRun {
-		return run(lua.RWReadUnlock(), ks(N, ch, n.timeouts(owner), P, anyLatch), argv("0", owner, pub, latchMillis), cmds...)
+		return run(script.RWReadUnlock(), ks(N, ch, n.timeouts(owner), P, anyLatch), argv("0", owner, pub, latchMillis), cmds...)
 	}
 	writeUnlock := func(cmds ...[]string) scriptRun {
-		return run(lua.RWWriteUnlock(), ks(N, ch, anyLatch), argv("1", watchdogMillis, W, pub, latchMillis), cmds...)
+		return run(script.RWWriteUnlock(), ks(N, ch, anyLatch), argv("1", watchdogMillis, W, pub, latchMillis), cmds...)
 	}
 
 	// 1. reader A:1 (watchdog).
@@ -315,17 +315,17 @@ func runRWGolden(t *testing.T, env rwEnv, n rwNames) {
 	assert.True(t, is(rwA.Read().IsLocked(ctxA)))
 	assert.False(t, is(rwA.Write().IsLocked(ctxA)))
 	r.step("3b queries", "",
-		run(lua.RWReadIsLocked(), ks(N), nil, cmd("hget", N, "mode")))
+		run(script.RWReadIsLocked(), ks(N), nil, cmd("hget", N, "mode")))
 
 	// 4. writer B:3 tryLock: busy, answers the PTTL. A:1's write attempt
 	// is an upgrade: refused before anything is sent.
 	ok, err := rwB.Write().TryLock(ctxW, 0, 0)
 	require.NoError(t, err)
 	assert.False(t, ok)
-	left, err := lua.RWWriteAcquire().Exec(ctx, env.rc, []string{N}, []string{watchdogMillis, W}).AsInt64()
+	left, err := script.RWWriteAcquire().Exec(ctx, env.rc, []string{N}, []string{watchdogMillis, W}).AsInt64()
 	require.NoError(t, err)
 	assert.True(t, left > (30*time.Second-ttlSlack).Milliseconds() && left <= 30000, "busy write acquire returned %d", left)
-	busy := run(lua.RWWriteAcquire(), ks(N), argv(watchdogMillis, W), cmd("hget", N, "mode"), cmd("pttl", N))
+	busy := run(script.RWWriteAcquire(), ks(N), argv(watchdogMillis, W), cmd("hget", N, "mode"), cmd("pttl", N))
 	r.step("4 writer busy", "", busy, busy)
 	_, err = rwA.Write().TryLock(ctxA, 0, 0)
 	require.ErrorIs(t, err, rwlock.ErrUpgrade)
@@ -336,10 +336,10 @@ func runRWGolden(t *testing.T, env rwEnv, n rwNames) {
 	ctl.do("PEXPIRE", N, "5000")
 	ctl.do("PEXPIRE", TA+":1", "5000")
 	ctl.do("PEXPIRE", TB+":1", "5000")
-	renewed, err := lua.RWRenewRead().Exec(ctx, env.rc, []string{N, P}, []string{watchdogMillis, "1", A}).AsIntSlice()
+	renewed, err := script.RWRenewRead().Exec(ctx, env.rc, []string{N, P}, []string{watchdogMillis, "1", A}).AsIntSlice()
 	require.NoError(t, err)
 	assert.Equal(t, []int64{1}, renewed)
-	r.step("5 read renewal", "", run(lua.RWRenewRead(), ks(N, P), argv(watchdogMillis, "1", A),
+	r.step("5 read renewal", "", run(script.RWRenewRead(), ks(N, P), argv(watchdogMillis, "1", A),
 		cmd("hget", N, A), cmd("pexpire", TA+":2", watchdogMillis), cmd("pexpire", TA+":1", watchdogMillis),
 		cmd("pexpire", N, watchdogMillis)))
 	r.pttl(N, 30*time.Second-ttlSlack, 30*time.Second)
@@ -350,11 +350,11 @@ func runRWGolden(t *testing.T, env rwEnv, n rwNames) {
 	if strings.Contains(N, "{") {
 		other = N + ":other"
 	}
-	renewed, err = lua.RWRenewRead().Exec(ctx, env.rc, []string{N, P, other, other},
+	renewed, err = script.RWRenewRead().Exec(ctx, env.rc, []string{N, P, other, other},
 		[]string{watchdogMillis, "1", A, "2", A, B}).AsIntSlice()
 	require.NoError(t, err)
 	assert.Equal(t, []int64{1, 0}, renewed)
-	r.step("5b read renewal, batch", "", run(lua.RWRenewRead(), ks(N, P, other, other), argv(watchdogMillis, "1", A, "2", A, B),
+	r.step("5b read renewal, batch", "", run(script.RWRenewRead(), ks(N, P, other, other), argv(watchdogMillis, "1", A, "2", A, B),
 		cmd("hget", N, A), cmd("pexpire", TA+":2", watchdogMillis), cmd("pexpire", TA+":1", watchdogMillis),
 		cmd("pexpire", N, watchdogMillis), cmd("hget", other, A), cmd("hget", other, B)))
 	assert.Zero(t, ctl.int("EXISTS", other))
@@ -401,7 +401,7 @@ func runRWGolden(t *testing.T, env rwEnv, n rwNames) {
 
 	// 9. writer B:3 lock().
 	require.NoError(t, rwB.Write().Lock(ctxW))
-	r.step("9 write lock", "", run(lua.RWWriteAcquire(), ks(N), argv(watchdogMillis, W),
+	r.step("9 write lock", "", run(script.RWWriteAcquire(), ks(N), argv(watchdogMillis, W),
 		cmd("hget", N, "mode"), cmd("hset", N, "mode", "write"), cmd("hset", N, W, "1"), cmd("pexpire", N, watchdogMillis)))
 	assert.Equal(t, map[string]string{"mode": "write", W: "1"}, ctl.hash(N))
 	r.pttl(N, 30*time.Second-ttlSlack, 30*time.Second)
@@ -409,11 +409,11 @@ func runRWGolden(t *testing.T, env rwEnv, n rwNames) {
 	assert.True(t, is(rwB.Write().IsLocked(ctxW)))
 	assert.False(t, is(rwB.Read().IsLocked(ctxW)))
 	r.step("9b queries", "",
-		run(lua.RWReadIsLocked(), ks(N), nil, cmd("hget", N, "mode"), cmd("hlen", N)))
+		run(script.RWReadIsLocked(), ks(N), nil, cmd("hget", N, "mode"), cmd("hlen", N)))
 
 	// 10. writer re-enters: the lease is added to the remaining TTL.
 	require.NoError(t, rwB.Write().Lock(ctxW))
-	_, ttls = r.step("10 write re-enter", "", run(lua.RWWriteAcquire(), ks(N), argv(watchdogMillis, W),
+	_, ttls = r.step("10 write re-enter", "", run(script.RWWriteAcquire(), ks(N), argv(watchdogMillis, W),
 		cmd("hget", N, "mode"), cmd("hexists", N, W), cmd("hincrby", N, W, "1"), cmd("pttl", N),
 		cmd("pexpire", N, rwAnyMillis)))
 	if assert.Len(t, ttls, 1) {
@@ -439,7 +439,7 @@ func runRWGolden(t *testing.T, env rwEnv, n rwNames) {
 	}
 	assert.True(t, is(rwB.Read().IsLocked(ctxW)), "the writer's read hold")
 	r.step("12b queries", "",
-		run(lua.RWReadIsLocked(), ks(N), nil, cmd("hget", N, "mode"), cmd("hlen", N)))
+		run(script.RWReadIsLocked(), ks(N), nil, cmd("hget", N, "mode"), cmd("hlen", N)))
 
 	// 13. write unlock, one of two: PEXPIRE to the watchdog lease, latch 0.
 	require.NoError(t, rwB.Write().Unlock(ctxW))
@@ -469,7 +469,7 @@ func runRWGolden(t *testing.T, env rwEnv, n rwNames) {
 
 	// 16. writer lock + unlock: the release publishes "1".
 	require.NoError(t, rwB.Write().LockLease(ctxW, 10*time.Second))
-	r.step("16 write lock with lease", "", run(lua.RWWriteAcquire(), ks(N), argv(leaseMillis, W),
+	r.step("16 write lock with lease", "", run(script.RWWriteAcquire(), ks(N), argv(leaseMillis, W),
 		cmd("hget", N, "mode"), cmd("hset", N, "mode", "write"), cmd("hset", N, W, "1"), cmd("pexpire", N, leaseMillis)))
 	r.pttl(N, 10*time.Second-ttlSlack, 10*time.Second)
 	require.NoError(t, rwB.Write().Unlock(ctxW))
@@ -481,7 +481,7 @@ func runRWGolden(t *testing.T, env rwEnv, n rwNames) {
 	// 16c. W holds the write lock; W2 (W's Client) waits for it; W's unlock
 	// passes it to W2 in its own script: no DEL, no message, latch "2".
 	require.NoError(t, rwB.Write().Lock(ctxW))
-	r.step("16c write lock", "", run(lua.RWWriteAcquire(), ks(N), argv(watchdogMillis, W),
+	r.step("16c write lock", "", run(script.RWWriteAcquire(), ks(N), argv(watchdogMillis, W),
 		cmd("hget", N, "mode"), cmd("hset", N, "mode", "write"), cmd("hset", N, W, "1"), cmd("pexpire", N, watchdogMillis)))
 	ctxW2 := interlock.WithOwner(ctx, 8)
 	B8, err := b.Owner(ctxW2)
@@ -490,11 +490,11 @@ func runRWGolden(t *testing.T, env rwEnv, n rwNames) {
 	w2 := make(chan error, 1)
 	go func() { w2 <- rwB.Write().Lock(ctxW2) }()
 	require.Eventually(t, func() bool { return runtime.Of(b).Transfers.Offers() == 1 }, 10*time.Second, time.Millisecond, "W2 never stood ready")
-	busyW2 := run(lua.RWWriteAcquire(), ks(N), argv(watchdogMillis, W2), cmd("hget", N, "mode"), cmd("hexists", N, W2), cmd("pttl", N))
+	busyW2 := run(script.RWWriteAcquire(), ks(N), argv(watchdogMillis, W2), cmd("hget", N, "mode"), cmd("hexists", N, W2), cmd("pttl", N))
 	r.step("16d W2 waits", "", busyW2, busyW2)
 	require.NoError(t, rwB.Write().Unlock(ctxW))
 	require.NoError(t, <-w2)
-	latch, _ = r.step("16e write transfer", "", run(lua.RWWriteTransfer(), ks(N, anyLatch, ch),
+	latch, _ = r.step("16e write transfer", "", run(script.RWWriteTransfer(), ks(N, anyLatch, ch),
 		argv(watchdogMillis, W, latchMillis, W2, watchdogMillis, pub, "0"),
 		cmd("get", anyLatch), cmd("hget", N, "mode"), cmd("hexists", N, W), cmd("hincrby", N, W, "-1"),
 		cmd("hdel", N, W), cmd("hlen", N), cmd("hset", N, W2, "1"), cmd("pexpire", N, watchdogMillis),
@@ -502,7 +502,7 @@ func runRWGolden(t *testing.T, env rwEnv, n rwNames) {
 	assert.Equal(t, map[string]string{"mode": "write", W2: "1"}, ctl.hash(N))
 	r.latch(gate, latch, "2")
 	require.NoError(t, rwB.Write().Unlock(ctxW2))
-	latch, _ = r.step("16f W2 write release", "1", run(lua.RWWriteUnlock(), ks(N, ch, anyLatch), argv("1", watchdogMillis, W2, pub, latchMillis),
+	latch, _ = r.step("16f W2 write release", "1", run(script.RWWriteUnlock(), ks(N, ch, anyLatch), argv("1", watchdogMillis, W2, pub, latchMillis),
 		cmd("get", anyLatch), cmd("hget", N, "mode"), cmd("hexists", N, W2), cmd("hincrby", N, W2, "-1"),
 		cmd("hdel", N, W2), cmd("hlen", N), cmd("del", N), cmd(pub, ch, "1"), cmd("set", anyLatch, "1", "px", latchMillis)))
 	r.latch(gate, latch, "1")
@@ -533,7 +533,7 @@ func runRWGolden(t *testing.T, env rwEnv, n rwNames) {
 	r.step("18b read unlock by B:7", "", readUnlock(B,
 		cmd("get", anyLatch), cmd("hget", N, "mode"), cmd("hexists", N, B)))
 	require.ErrorIs(t, rwA.Write().Unlock(ctxA), rwlock.ErrNotHeld)
-	r.step("18c write unlock by a reader", "", run(lua.RWWriteUnlock(), ks(N, ch, anyLatch),
+	r.step("18c write unlock by a reader", "", run(script.RWWriteUnlock(), ks(N, ch, anyLatch),
 		argv("1", watchdogMillis, A+":write", pub, latchMillis),
 		cmd("get", anyLatch), cmd("hget", N, "mode")))
 
@@ -545,25 +545,25 @@ func runRWGolden(t *testing.T, env rwEnv, n rwNames) {
 	forced, err := rwB.Write().ForceUnlock(ctxB)
 	require.NoError(t, err)
 	assert.False(t, forced)
-	r.step("19 write force unlock of a read lock", "", run(lua.RWForceUnlock(), ks(N, ch), argv("1", pub, "write"),
+	r.step("19 write force unlock of a read lock", "", run(script.RWForceUnlock(), ks(N, ch), argv("1", pub, "write"),
 		cmd("hget", N, "mode")))
 	forced, err = rwA.Read().ForceUnlock(ctxA)
 	require.NoError(t, err)
 	assert.True(t, forced)
-	r.step("19b read force unlock", "0", run(lua.RWForceUnlock(), ks(N, ch), argv("0", pub, "read"),
+	r.step("19b read force unlock", "0", run(script.RWForceUnlock(), ks(N, ch), argv("0", pub, "read"),
 		cmd("hget", N, "mode"), cmd("del", N), cmd(pub, ch, "0")))
 	require.NoError(t, rwB.Write().LockLease(ctxW, 10*time.Second))
-	r.step("19c write lock", "", run(lua.RWWriteAcquire(), ks(N), argv(leaseMillis, W),
+	r.step("19c write lock", "", run(script.RWWriteAcquire(), ks(N), argv(leaseMillis, W),
 		cmd("hget", N, "mode"), cmd("hset", N, "mode", "write"), cmd("hset", N, W, "1"), cmd("pexpire", N, leaseMillis)))
 	forced, err = rwA.Read().ForceUnlock(ctxA)
 	require.NoError(t, err)
 	assert.False(t, forced)
-	r.step("19d read force unlock of a write lock", "", run(lua.RWForceUnlock(), ks(N, ch), argv("0", pub, "read"),
+	r.step("19d read force unlock of a write lock", "", run(script.RWForceUnlock(), ks(N, ch), argv("0", pub, "read"),
 		cmd("hget", N, "mode")))
 	forced, err = rwB.Write().ForceUnlock(ctxB)
 	require.NoError(t, err)
 	assert.True(t, forced)
-	r.step("19e write force unlock", "1", run(lua.RWForceUnlock(), ks(N, ch), argv("1", pub, "write"),
+	r.step("19e write force unlock", "1", run(script.RWForceUnlock(), ks(N, ch), argv("1", pub, "write"),
 		cmd("hget", N, "mode"), cmd("del", N), cmd(pub, ch, "1")))
 
 	// 20. Dead-reader cleanup (§7.4): A reads with lease 30000, B with 500;
@@ -751,17 +751,17 @@ func TestGoldenRWWatchdog(t *testing.T) {
 		}
 		for _, g := range scriptRuns(lines) {
 			switch g.Script {
-			case lua.RWRenewRead().Name():
+			case script.RWRenewRead().Name():
 				read = &g
-			case lua.Renew().Name():
+			case script.Renew().Name():
 				write = &g
 			}
 		}
 	}
 	TO := n.timeouts(O)
-	assert.Equal(t, run(lua.RWRenewRead(), ks(N, P), argv(lease, "1", O),
+	assert.Equal(t, run(script.RWRenewRead(), ks(N, P), argv(lease, "1", O),
 		cmd("hget", N, O), cmd("pexpire", TO+":2", lease), cmd("pexpire", TO+":1", lease), cmd("pexpire", N, lease)), *read)
-	assert.Equal(t, run(lua.Renew(), ks(Nw), argv(lease, O+":write"),
+	assert.Equal(t, run(script.Renew(), ks(Nw), argv(lease, O+":write"),
 		cmd("hexists", Nw, O+":write"), cmd("pexpire", Nw, lease)), *write)
 	foreignTTL := ctl.int("PTTL", n.timeouts(F)+":1")
 	assert.Greater(t, foreignTTL, int64(watchdog.Milliseconds()), "the foreign reader's timeout key was renewed")

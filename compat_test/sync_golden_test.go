@@ -13,7 +13,7 @@ import (
 
 	"github.com/interlock-go/interlock/internal/keys"
 	"github.com/interlock-go/interlock/internal/redisproc"
-	"github.com/interlock-go/interlock/lua"
+	"github.com/interlock-go/interlock/internal/script"
 )
 
 // Golden replays of the semaphore, expirable semaphore and count-down
@@ -82,7 +82,7 @@ func newSgRec(t *testing.T, env sgEnv, name string, channels ...string) *sgRec {
 	t.Helper()
 	addr := env.node(name)
 	r := &sgRec{t: t, name: name, ctl: dial(t, addr)}
-	for _, s := range lua.All() {
+	for _, s := range script.All() {
 		require.Equal(t, s.SHA1(), r.ctl.str("SCRIPT", "LOAD", s.Source()))
 	}
 	if env.cluster {
@@ -99,7 +99,7 @@ func newSgRec(t *testing.T, env sgEnv, name string, channels ...string) *sgRec {
 
 // eval runs s with EVALSHA and returns its raw reply; an error reply is
 // returned as a redisproc.ReplyError value.
-func (r *sgRec) eval(s *lua.Script, keys []string, args ...string) any {
+func (r *sgRec) eval(s *script.Script, keys []string, args ...string) any {
 	r.t.Helper()
 	cmd := append([]string{"EVALSHA", s.SHA1(), strconv.Itoa(len(keys))}, keys...)
 	v, err := r.ctl.try(append(cmd, args...)...)
@@ -268,51 +268,51 @@ func sgSemaphore(t *testing.T, env sgEnv) {
 	S, _ := sgNames(t, sem)
 	r := newSgRec(t, env, sem, S)
 	t.Cleanup(func() { r.ctl.try("DEL", sem) })
-	trySet := func(p string) scriptRun { return run(lua.SemTrySet(), ks(sem, S), argv(p, pub), cmd("get", sem)) }
+	trySet := func(p string) scriptRun { return run(script.SemTrySet(), ks(sem, S), argv(p, pub), cmd("get", sem)) }
 	acq := func(p string, cmds ...[]string) scriptRun {
-		return run(lua.SemAcquire(), ks(sem), argv(p), append([][]string{cmd("get", sem)}, cmds...)...)
+		return run(script.SemAcquire(), ks(sem), argv(p), append([][]string{cmd("get", sem)}, cmds...)...)
 	}
 	rel := func(p, now string) scriptRun {
-		return run(lua.SemRelease(), ks(sem, S), argv(p, pub), cmd("incrby", sem, p), cmd(pub, S, now))
+		return run(script.SemRelease(), ks(sem, S), argv(p, pub), cmd("incrby", sem, p), cmd(pub, S, now))
 	}
 
 	// V1.1 trySetPermits(2), then (5).
-	assert.Equal(t, int64(1), r.eval(lua.SemTrySet(), ks(sem, S), "2", pub))
+	assert.Equal(t, int64(1), r.eval(script.SemTrySet(), ks(sem, S), "2", pub))
 	set := trySet("2")
 	set.Cmds = append(set.Cmds, cmd("set", sem, "2"), cmd(pub, S, "2"))
 	r.step("V1.1 trySetPermits(2)", []pubMsg{r.msg(S, "2")}, set)
 	assert.Equal(t, "2", r.get(sem))
 	assert.Equal(t, int64(-1), r.pttl(sem))
-	assert.Equal(t, int64(0), r.eval(lua.SemTrySet(), ks(sem, S), "5", pub))
+	assert.Equal(t, int64(0), r.eval(script.SemTrySet(), ks(sem, S), "5", pub))
 	r.step("V1.1 trySetPermits(5) again", nil, trySet("5"))
 	assert.Equal(t, "2", r.get(sem))
 
 	// V1.2 tryAcquire(1), tryAcquire(2); acquire(2) that waits for a release(1).
-	assert.Equal(t, int64(1), r.eval(lua.SemAcquire(), ks(sem), "1"))
-	assert.Equal(t, int64(0), r.eval(lua.SemAcquire(), ks(sem), "2"))
+	assert.Equal(t, int64(1), r.eval(script.SemAcquire(), ks(sem), "1"))
+	assert.Equal(t, int64(0), r.eval(script.SemAcquire(), ks(sem), "2"))
 	r.step("V1.2 tryAcquire(1), tryAcquire(2)", nil, acq("1", cmd("decrby", sem, "1")), acq("2"))
 	assert.Equal(t, "1", r.get(sem))
-	assert.Equal(t, int64(0), r.eval(lua.SemAcquire(), ks(sem), "2"))
-	assert.Nil(t, r.eval(lua.SemRelease(), ks(sem, S), "1", pub))
-	assert.Equal(t, int64(1), r.eval(lua.SemAcquire(), ks(sem), "2"))
+	assert.Equal(t, int64(0), r.eval(script.SemAcquire(), ks(sem), "2"))
+	assert.Nil(t, r.eval(script.SemRelease(), ks(sem, S), "1", pub))
+	assert.Equal(t, int64(1), r.eval(script.SemAcquire(), ks(sem), "2"))
 	r.step("V1.2 acquire(2) around release(1)", []pubMsg{r.msg(S, "2")},
 		acq("2"), rel("1", "2"), acq("2", cmd("decrby", sem, "2")))
 	assert.Equal(t, "0", r.get(sem))
 
 	// V1.3 tryAcquire(1, 400 ms) at count 0: two failed attempts.
-	assert.Equal(t, int64(0), r.eval(lua.SemAcquire(), ks(sem), "1"))
-	assert.Equal(t, int64(0), r.eval(lua.SemAcquire(), ks(sem), "1"))
+	assert.Equal(t, int64(0), r.eval(script.SemAcquire(), ks(sem), "1"))
+	assert.Equal(t, int64(0), r.eval(script.SemAcquire(), ks(sem), "1"))
 	r.step("V1.3 tryAcquire at 0", nil, acq("1"), acq("1"))
 
 	// V1.4 addPermits(3), drainPermits(), addPermits(-2), release(1).
 	add := func(p, total string) scriptRun {
-		return run(lua.SemAdd(), ks(sem, S), argv(p, pub), cmd("get", sem), cmd("set", sem, total), cmd(pub, S, total))
+		return run(script.SemAdd(), ks(sem, S), argv(p, pub), cmd("get", sem), cmd("set", sem, total), cmd(pub, S, total))
 	}
-	drain := run(lua.SemDrain(), ks(sem), []string{}, cmd("get", sem), cmd("set", sem, "0"))
-	assert.Nil(t, r.eval(lua.SemAdd(), ks(sem, S), "3", pub))
-	assert.Equal(t, "3", r.eval(lua.SemDrain(), ks(sem)), "drain replies with a bulk string")
-	assert.Nil(t, r.eval(lua.SemAdd(), ks(sem, S), "-2", pub))
-	assert.Nil(t, r.eval(lua.SemRelease(), ks(sem, S), "1", pub))
+	drain := run(script.SemDrain(), ks(sem), []string{}, cmd("get", sem), cmd("set", sem, "0"))
+	assert.Nil(t, r.eval(script.SemAdd(), ks(sem, S), "3", pub))
+	assert.Equal(t, "3", r.eval(script.SemDrain(), ks(sem)), "drain replies with a bulk string")
+	assert.Nil(t, r.eval(script.SemAdd(), ks(sem, S), "-2", pub))
+	assert.Nil(t, r.eval(script.SemRelease(), ks(sem, S), "1", pub))
 	r.step("V1.4 add, drain, add(-2), release", []pubMsg{r.msg(S, "3"), r.msg(S, "-2"), r.msg(S, "-1")},
 		add("3", "3"), drain, add("-2", "-2"), rel("1", "-1"))
 	assert.Equal(t, "-1", r.get(sem))
@@ -320,8 +320,8 @@ func sgSemaphore(t *testing.T, env sgEnv) {
 	// §11.0: draining a missing key replies with the integer 0.
 	semnone := unique("semdrain")
 	rn := newSgRec(t, env, semnone)
-	assert.Equal(t, int64(0), rn.eval(lua.SemDrain(), ks(semnone)))
-	rn.step("drain of a missing key", nil, run(lua.SemDrain(), ks(semnone), []string{}, cmd("get", semnone)))
+	assert.Equal(t, int64(0), rn.eval(script.SemDrain(), ks(semnone)))
+	rn.step("drain of a missing key", nil, run(script.SemDrain(), ks(semnone), []string{}, cmd("get", semnone)))
 	assert.Equal(t, "<nil>", rn.get(semnone))
 
 	// V1.5 trySetPermits(4, 60 s): INCRBY/DECRBY keep the TTL, SET drops it.
@@ -329,25 +329,25 @@ func sgSemaphore(t *testing.T, env sgEnv) {
 	St, _ := sgNames(t, semttl)
 	rt := newSgRec(t, env, semttl, St)
 	t.Cleanup(func() { rt.ctl.try("DEL", semttl) })
-	assert.Equal(t, int64(1), rt.eval(lua.SemTrySet(), ks(semttl, St), "4", pub, "60000"))
-	rt.step("V1.5 trySetPermits(4, 60 s)", []pubMsg{rt.msg(St, "4")}, run(lua.SemTrySet(), ks(semttl, St), argv("4", pub, "60000"),
+	assert.Equal(t, int64(1), rt.eval(script.SemTrySet(), ks(semttl, St), "4", pub, "60000"))
+	rt.step("V1.5 trySetPermits(4, 60 s)", []pubMsg{rt.msg(St, "4")}, run(script.SemTrySet(), ks(semttl, St), argv("4", pub, "60000"),
 		cmd("get", semttl), cmd("set", semttl, "4", "px", "60000"), cmd(pub, St, "4")))
 	rt.pttlWithin(semttl, 60000)
-	assert.Equal(t, int64(1), rt.eval(lua.SemAcquire(), ks(semttl), "1"))
-	rt.step("V1.5 tryAcquire(1)", nil, run(lua.SemAcquire(), ks(semttl), argv("1"), cmd("get", semttl), cmd("decrby", semttl, "1")))
+	assert.Equal(t, int64(1), rt.eval(script.SemAcquire(), ks(semttl), "1"))
+	rt.step("V1.5 tryAcquire(1)", nil, run(script.SemAcquire(), ks(semttl), argv("1"), cmd("get", semttl), cmd("decrby", semttl, "1")))
 	rt.pttlWithin(semttl, 60000)
-	assert.Nil(t, rt.eval(lua.SemRelease(), ks(semttl, St), "1", pub))
-	rt.step("V1.5 release(1)", []pubMsg{rt.msg(St, "4")}, run(lua.SemRelease(), ks(semttl, St), argv("1", pub),
+	assert.Nil(t, rt.eval(script.SemRelease(), ks(semttl, St), "1", pub))
+	rt.step("V1.5 release(1)", []pubMsg{rt.msg(St, "4")}, run(script.SemRelease(), ks(semttl, St), argv("1", pub),
 		cmd("incrby", semttl, "1"), cmd(pub, St, "4")))
 	rt.pttlWithin(semttl, 60000)
-	assert.Nil(t, rt.eval(lua.SemAdd(), ks(semttl, St), "1", pub))
-	rt.step("V1.5 addPermits(1)", []pubMsg{rt.msg(St, "5")}, run(lua.SemAdd(), ks(semttl, St), argv("1", pub),
+	assert.Nil(t, rt.eval(script.SemAdd(), ks(semttl, St), "1", pub))
+	rt.step("V1.5 addPermits(1)", []pubMsg{rt.msg(St, "5")}, run(script.SemAdd(), ks(semttl, St), argv("1", pub),
 		cmd("get", semttl), cmd("set", semttl, "5"), cmd(pub, St, "5")))
 	assert.Equal(t, "5", rt.get(semttl))
 	assert.Equal(t, int64(-1), rt.pttl(semttl), "addPermits keeps the TTL")
 	rt.ctl.do("PEXPIRE", semttl, "60000")
-	assert.Equal(t, "5", rt.eval(lua.SemDrain(), ks(semttl)))
-	rt.step("V1.5 drain of a TTL'd key", nil, run(lua.SemDrain(), ks(semttl), []string{}, cmd("get", semttl), cmd("set", semttl, "0")))
+	assert.Equal(t, "5", rt.eval(script.SemDrain(), ks(semttl)))
+	rt.step("V1.5 drain of a TTL'd key", nil, run(script.SemDrain(), ks(semttl), []string{}, cmd("get", semttl), cmd("set", semttl, "0")))
 	assert.Equal(t, "0", rt.get(semttl))
 	assert.Equal(t, int64(-1), rt.pttl(semttl), "drainPermits keeps the TTL")
 
@@ -356,20 +356,20 @@ func sgSemaphore(t *testing.T, env sgEnv) {
 	Sn, _ := sgNames(t, semnew)
 	rw := newSgRec(t, env, semnew, Sn)
 	t.Cleanup(func() { rw.ctl.try("DEL", semnew) })
-	assert.Nil(t, rw.eval(lua.SemRelease(), ks(semnew, Sn), "1", pub))
-	rw.step("V1.6 release on a missing key", []pubMsg{rw.msg(Sn, "1")}, run(lua.SemRelease(), ks(semnew, Sn), argv("1", pub),
+	assert.Nil(t, rw.eval(script.SemRelease(), ks(semnew, Sn), "1", pub))
+	rw.step("V1.6 release on a missing key", []pubMsg{rw.msg(Sn, "1")}, run(script.SemRelease(), ks(semnew, Sn), argv("1", pub),
 		cmd("incrby", semnew, "1"), cmd(pub, Sn, "1")))
 	assert.Equal(t, "1", rw.get(semnew))
 	assert.Equal(t, int64(-1), rw.pttl(semnew))
 	missing := unique("semnone")
 	Sm, _ := sgNames(t, missing)
 	rm := newSgRec(t, env, missing, Sm)
-	assert.Equal(t, int64(0), rm.eval(lua.SemReleaseIfExists(), ks(missing, Sm), "1", pub))
-	rm.step("V1.7 releaseIfExists on a missing key", nil, run(lua.SemReleaseIfExists(), ks(missing, Sm), argv("1", pub),
+	assert.Equal(t, int64(0), rm.eval(script.SemReleaseIfExists(), ks(missing, Sm), "1", pub))
+	rm.step("V1.7 releaseIfExists on a missing key", nil, run(script.SemReleaseIfExists(), ks(missing, Sm), argv("1", pub),
 		cmd("exists", missing)))
 	assert.Zero(t, rm.ctl.int("EXISTS", missing))
-	assert.Equal(t, int64(1), rw.eval(lua.SemReleaseIfExists(), ks(semnew, Sn), "2", pub))
-	rw.step("V1.7 releaseIfExists(2)", []pubMsg{rw.msg(Sn, "3")}, run(lua.SemReleaseIfExists(), ks(semnew, Sn), argv("2", pub),
+	assert.Equal(t, int64(1), rw.eval(script.SemReleaseIfExists(), ks(semnew, Sn), "2", pub))
+	rw.step("V1.7 releaseIfExists(2)", []pubMsg{rw.msg(Sn, "3")}, run(script.SemReleaseIfExists(), ks(semnew, Sn), argv("2", pub),
 		cmd("exists", semnew), cmd("incrby", semnew, "2"), cmd(pub, Sn, "3")))
 	assert.Equal(t, "3", rw.get(semnew))
 
@@ -379,26 +379,26 @@ func sgSemaphore(t *testing.T, env sgEnv) {
 	rv := newSgRec(t, env, semw, Sw)
 	t.Cleanup(func() { rv.ctl.try("DEL", semw) })
 	acqW := func(cmds ...[]string) scriptRun {
-		return run(lua.SemAcquire(), ks(semw), argv("1"), append([][]string{cmd("get", semw)}, cmds...)...)
+		return run(script.SemAcquire(), ks(semw), argv("1"), append([][]string{cmd("get", semw)}, cmds...)...)
 	}
-	assert.Equal(t, int64(1), rv.eval(lua.SemTrySet(), ks(semw, Sw), "0", pub))
+	assert.Equal(t, int64(1), rv.eval(script.SemTrySet(), ks(semw, Sw), "0", pub))
 	for range 3 {
-		assert.Equal(t, int64(0), rv.eval(lua.SemAcquire(), ks(semw), "1"))
+		assert.Equal(t, int64(0), rv.eval(script.SemAcquire(), ks(semw), "1"))
 	}
 	rv.step("V1.8 three attempts at 0", []pubMsg{rv.msg(Sw, "0")},
-		run(lua.SemTrySet(), ks(semw, Sw), argv("0", pub), cmd("get", semw), cmd("set", semw, "0"), cmd(pub, Sw, "0")),
+		run(script.SemTrySet(), ks(semw, Sw), argv("0", pub), cmd("get", semw), cmd("set", semw, "0"), cmd(pub, Sw, "0")),
 		acqW(), acqW(), acqW())
-	assert.Nil(t, rv.eval(lua.SemRelease(), ks(semw, Sw), "2", pub))
+	assert.Nil(t, rv.eval(script.SemRelease(), ks(semw, Sw), "2", pub))
 	for _, want := range []int64{1, 1, 0} {
-		assert.Equal(t, want, rv.eval(lua.SemAcquire(), ks(semw), "1"))
+		assert.Equal(t, want, rv.eval(script.SemAcquire(), ks(semw), "1"))
 	}
-	assert.Nil(t, rv.eval(lua.SemRelease(), ks(semw, Sw), "1", pub))
-	assert.Equal(t, int64(1), rv.eval(lua.SemAcquire(), ks(semw), "1"))
+	assert.Nil(t, rv.eval(script.SemRelease(), ks(semw, Sw), "1", pub))
+	assert.Equal(t, int64(1), rv.eval(script.SemAcquire(), ks(semw), "1"))
 	take := acqW(cmd("decrby", semw, "1"))
 	rv.step("V1.8 release(2), release(1)", []pubMsg{rv.msg(Sw, "2"), rv.msg(Sw, "1")},
-		run(lua.SemRelease(), ks(semw, Sw), argv("2", pub), cmd("incrby", semw, "2"), cmd(pub, Sw, "2")),
+		run(script.SemRelease(), ks(semw, Sw), argv("2", pub), cmd("incrby", semw, "2"), cmd(pub, Sw, "2")),
 		take, take, acqW(),
-		run(lua.SemRelease(), ks(semw, Sw), argv("1", pub), cmd("incrby", semw, "1"), cmd(pub, Sw, "1")),
+		run(script.SemRelease(), ks(semw, Sw), argv("1", pub), cmd("incrby", semw, "1"), cmd(pub, Sw, "1")),
 		take)
 	assert.Equal(t, "0", rv.get(semw))
 }
@@ -427,23 +427,23 @@ func sgExpirable(t *testing.T, env sgEnv) {
 	}
 
 	// V2.1 trySetPermits(2): RSemaphore's script.
-	assert.Equal(t, int64(1), r.eval(lua.SemTrySet(), ks(pes, S), "2", pub))
-	r.step("V2.1 trySetPermits(2)", []pubMsg{r.msg(S, "2")}, run(lua.SemTrySet(), ks(pes, S), argv("2", pub),
+	assert.Equal(t, int64(1), r.eval(script.SemTrySet(), ks(pes, S), "2", pub))
+	r.step("V2.1 trySetPermits(2)", []pubMsg{r.msg(S, "2")}, run(script.SemTrySet(), ks(pes, S), argv("2", pub),
 		cmd("get", pes), cmd("set", pes, "2"), cmd(pub, S, "2")))
 	assert.Equal(t, "2", r.get(pes))
 	assert.Zero(t, r.ctl.int("EXISTS", T))
 
 	// V2.2 tryAcquire(0, lease 10000) -> <A>.
 	k, a := pacq("1", "1796116185241", "1796116175242", idA)
-	assert.Equal(t, "OK", r.eval(lua.PESAcquire(), k, a...))
-	r.step("V2.2 acquire <A>", nil, run(lua.PESAcquire(), k, a,
+	assert.Equal(t, "OK", r.eval(script.PESAcquire(), k, a...))
+	r.step("V2.2 acquire <A>", nil, run(script.PESAcquire(), k, a,
 		cmd("zrangebyscore", T, "0", "1796116175242", "limit", "0", "1"), cmd("get", pes), cmd("decrby", pes, "1"),
 		cmd("zadd", T, "1796116185241", idA), cmd("pttl", pes)))
 
 	// V2.3 tryAcquire(0, lease -1) -> <B>, scored NEVER.
 	k, a = pacq("1", sgNever, "1796116175300", idB)
-	assert.Equal(t, "OK", r.eval(lua.PESAcquire(), k, a...))
-	r.step("V2.3 acquire <B> without a lease", nil, run(lua.PESAcquire(), k, a,
+	assert.Equal(t, "OK", r.eval(script.PESAcquire(), k, a...))
+	r.step("V2.3 acquire <B> without a lease", nil, run(script.PESAcquire(), k, a,
 		cmd("zrangebyscore", T, "0", "1796116175300", "limit", "0", "1"), cmd("get", pes), cmd("decrby", pes, "1"),
 		cmd("zadd", T, sgNever, idB), cmd("pttl", pes)))
 	assert.Equal(t, []string{idA, "1796116185241", idB, sgNever}, r.zset(T))
@@ -452,18 +452,18 @@ func sgExpirable(t *testing.T, env sgEnv) {
 
 	// V2.4 none free: the nearest expiry.
 	k, a = pacq("1", "1796116185320", "1796116175320", idX)
-	assert.Equal(t, ":1796116185241", r.eval(lua.PESAcquire(), k, a...))
-	r.step("V2.4 acquire with none free", nil, run(lua.PESAcquire(), k, a,
+	assert.Equal(t, ":1796116185241", r.eval(script.PESAcquire(), k, a...))
+	r.step("V2.4 acquire with none free", nil, run(script.PESAcquire(), k, a,
 		cmd("zrangebyscore", T, "0", "1796116175320", "limit", "0", "1"), cmd("get", pes),
 		cmd("zrange", T, "0", "0", "WITHSCORES")))
 
 	// V2.5 updateLeaseTime(<A>, 20000), then an unknown id.
 	upd := func(id, expiry, now string, cmds ...[]string) scriptRun {
-		return run(lua.PESUpdateLease(), ks(pes, T, S), argv(id, expiry, now, pub),
+		return run(script.PESUpdateLease(), ks(pes, T, S), argv(id, expiry, now, pub),
 			append([][]string{reclaimAll(now), cmd("zscore", T, id)}, cmds...)...)
 	}
-	assert.Equal(t, int64(1), r.eval(lua.PESUpdateLease(), ks(pes, T, S), idA, "1796116195365", "1796116175365", pub))
-	assert.Equal(t, int64(0), r.eval(lua.PESUpdateLease(), ks(pes, T, S), idU, "1796116195370", "1796116175370", pub))
+	assert.Equal(t, int64(1), r.eval(script.PESUpdateLease(), ks(pes, T, S), idA, "1796116195365", "1796116175365", pub))
+	assert.Equal(t, int64(0), r.eval(script.PESUpdateLease(), ks(pes, T, S), idU, "1796116195370", "1796116175370", pub))
 	r.step("V2.5 updateLeaseTime", nil,
 		upd(idA, "1796116195365", "1796116175365", cmd("zadd", T, "1796116195365", idA)),
 		upd(idU, "1796116195370", "1796116175370"))
@@ -471,21 +471,21 @@ func sgExpirable(t *testing.T, env sgEnv) {
 
 	// V2.6 getLeaseTime of <A>, <B> and an unknown id.
 	lease := func(id string) scriptRun {
-		return run(lua.PESLease(), ks(pes, T, S), argv(id, sgNever, "1796116175394", pub),
+		return run(script.PESLease(), ks(pes, T, S), argv(id, sgNever, "1796116175394", pub),
 			reclaimAll("1796116175394"), cmd("zscore", T, id))
 	}
-	assert.Equal(t, int64(19971), r.eval(lua.PESLease(), ks(pes, T, S), idA, sgNever, "1796116175394", pub))
-	assert.Equal(t, int64(-1), r.eval(lua.PESLease(), ks(pes, T, S), idB, sgNever, "1796116175394", pub))
-	assert.Equal(t, int64(0), r.eval(lua.PESLease(), ks(pes, T, S), idU, sgNever, "1796116175394", pub))
+	assert.Equal(t, int64(19971), r.eval(script.PESLease(), ks(pes, T, S), idA, sgNever, "1796116175394", pub))
+	assert.Equal(t, int64(-1), r.eval(script.PESLease(), ks(pes, T, S), idB, sgNever, "1796116175394", pub))
+	assert.Equal(t, int64(0), r.eval(script.PESLease(), ks(pes, T, S), idU, sgNever, "1796116175394", pub))
 	r.step("V2.6 getLeaseTime", nil, lease(idA), lease(idB), lease(idU))
 
 	// V2.7 release(<A>), then again.
 	rel1 := func(id, now string, cmds ...[]string) scriptRun {
-		return run(lua.PESReleaseOne(), ks(pes, S, T), argv(id, "1", now, pub),
+		return run(script.PESReleaseOne(), ks(pes, S, T), argv(id, "1", now, pub),
 			append([][]string{cmd("zscore", T, id), cmd("zrem", T, id)}, cmds...)...)
 	}
-	assert.Equal(t, int64(1), r.eval(lua.PESReleaseOne(), ks(pes, S, T), idA, "1", "1796116175400", pub))
-	assert.Equal(t, int64(0), r.eval(lua.PESReleaseOne(), ks(pes, S, T), idA, "1", "1796116175410", pub))
+	assert.Equal(t, int64(1), r.eval(script.PESReleaseOne(), ks(pes, S, T), idA, "1", "1796116175400", pub))
+	assert.Equal(t, int64(0), r.eval(script.PESReleaseOne(), ks(pes, S, T), idA, "1", "1796116175410", pub))
 	r.step("V2.7 release <A>, twice", []pubMsg{r.msg(S, "1")},
 		rel1(idA, "1796116175400", cmd("incrby", pes, "1"), cmd(pub, S, "1")),
 		rel1(idA, "1796116175410"))
@@ -494,45 +494,45 @@ func sgExpirable(t *testing.T, env sgEnv) {
 
 	// §11.0: nil when only NEVER permits are out.
 	k, a = pacq("2", "1796116185420", "1796116175420", idX, idU)
-	assert.Nil(t, r.eval(lua.PESAcquire(), k, a...))
-	r.step("acquire(2) with only a NEVER permit out", nil, run(lua.PESAcquire(), k, a,
+	assert.Nil(t, r.eval(script.PESAcquire(), k, a...))
+	r.step("acquire(2) with only a NEVER permit out", nil, run(script.PESAcquire(), k, a,
 		cmd("zrangebyscore", T, "0", "1796116175420", "limit", "0", "2"), cmd("get", pes),
 		cmd("zrange", T, "0", "0", "WITHSCORES")))
 
 	// V2.8 lease 300 -> <C>; 600 ms later availablePermits() reclaims it.
 	k, a = pacq("1", "1796116175800", "1796116175500", idC)
-	assert.Equal(t, "OK", r.eval(lua.PESAcquire(), k, a...))
-	r.step("V2.8 acquire <C> for 300 ms", nil, run(lua.PESAcquire(), k, a,
+	assert.Equal(t, "OK", r.eval(script.PESAcquire(), k, a...))
+	r.step("V2.8 acquire <C> for 300 ms", nil, run(script.PESAcquire(), k, a,
 		cmd("zrangebyscore", T, "0", "1796116175500", "limit", "0", "1"), cmd("get", pes), cmd("decrby", pes, "1"),
 		cmd("zadd", T, "1796116175800", idC), cmd("pttl", pes)))
-	assert.Equal(t, int64(1), r.eval(lua.PESAvailable(), ks(pes, T, S), "1796116176100", pub), "a reclaim replies with an integer")
-	assert.Equal(t, "1", r.eval(lua.PESAvailable(), ks(pes, T, S), "1796116176110", pub), "no reclaim: a bulk string")
+	assert.Equal(t, int64(1), r.eval(script.PESAvailable(), ks(pes, T, S), "1796116176100", pub), "a reclaim replies with an integer")
+	assert.Equal(t, "1", r.eval(script.PESAvailable(), ks(pes, T, S), "1796116176110", pub), "no reclaim: a bulk string")
 	r.step("V2.8 availablePermits", []pubMsg{r.msg(S, "1")},
-		run(lua.PESAvailable(), ks(pes, T, S), argv("1796116176100", pub),
+		run(script.PESAvailable(), ks(pes, T, S), argv("1796116176100", pub),
 			reclaimAll("1796116176100"), cmd("zrem", T, idC), cmd("incrby", pes, "1"), cmd(pub, S, "1")),
-		run(lua.PESAvailable(), ks(pes, T, S), argv("1796116176110", pub), reclaimAll("1796116176110"), cmd("get", pes)))
+		run(script.PESAvailable(), ks(pes, T, S), argv("1796116176110", pub), reclaimAll("1796116176110"), cmd("get", pes)))
 	assert.Equal(t, []string{idB, sgNever}, r.zset(T))
 
 	// V2.9 acquiredPermits, getPermits, setPermits(5) twice, addPermits(2) and (-1).
 	const now9 = "1796116176200"
-	assert.Equal(t, int64(1), r.eval(lua.PESAcquired(), ks(pes, T, S), now9, pub))
-	assert.Equal(t, int64(2), r.eval(lua.PESPermits(), ks(pes, T, S), now9, pub))
+	assert.Equal(t, int64(1), r.eval(script.PESAcquired(), ks(pes, T, S), now9, pub))
+	assert.Equal(t, int64(2), r.eval(script.PESPermits(), ks(pes, T, S), now9, pub))
 	r.step("V2.9 acquiredPermits, getPermits", nil,
-		run(lua.PESAcquired(), ks(pes, T, S), argv(now9, pub), reclaimAll(now9), cmd("zcount", T, "0", "+inf")),
-		run(lua.PESPermits(), ks(pes, T, S), argv(now9, pub), reclaimAll(now9), cmd("get", pes), cmd("zcount", T, "0", "+inf")))
+		run(script.PESAcquired(), ks(pes, T, S), argv(now9, pub), reclaimAll(now9), cmd("zcount", T, "0", "+inf")),
+		run(script.PESPermits(), ks(pes, T, S), argv(now9, pub), reclaimAll(now9), cmd("get", pes), cmd("zcount", T, "0", "+inf")))
 	setp := func(cmds ...[]string) scriptRun {
-		return run(lua.PESSetPermits(), ks(pes, S, T), argv("5", pub),
+		return run(script.PESSetPermits(), ks(pes, S, T), argv("5", pub),
 			append([][]string{cmd("get", pes), cmd("zcount", T, "0", "+inf")}, cmds...)...)
 	}
-	assert.Nil(t, r.eval(lua.PESSetPermits(), ks(pes, S, T), "5", pub))
-	assert.Nil(t, r.eval(lua.PESSetPermits(), ks(pes, S, T), "5", pub))
+	assert.Nil(t, r.eval(script.PESSetPermits(), ks(pes, S, T), "5", pub))
+	assert.Nil(t, r.eval(script.PESSetPermits(), ks(pes, S, T), "5", pub))
 	r.step("V2.9 setPermits(5), twice", []pubMsg{r.msg(S, "5")}, setp(cmd("incrby", pes, "3"), cmd(pub, S, "5")), setp())
 	assert.Equal(t, "4", r.get(pes))
-	assert.Nil(t, r.eval(lua.PESAdd(), ks(pes, S), "2", pub))
-	assert.Nil(t, r.eval(lua.PESAdd(), ks(pes, S), "-1", pub))
+	assert.Nil(t, r.eval(script.PESAdd(), ks(pes, S), "2", pub))
+	assert.Nil(t, r.eval(script.PESAdd(), ks(pes, S), "-1", pub))
 	r.step("V2.9 addPermits(2), addPermits(-1)", []pubMsg{r.msg(S, "2")},
-		run(lua.PESAdd(), ks(pes, S), argv("2", pub), cmd("get", pes), cmd("set", pes, "6"), cmd(pub, S, "2")),
-		run(lua.PESAdd(), ks(pes, S), argv("-1", pub), cmd("get", pes), cmd("set", pes, "5")))
+		run(script.PESAdd(), ks(pes, S), argv("2", pub), cmd("get", pes), cmd("set", pes, "6"), cmd(pub, S, "2")),
+		run(script.PESAdd(), ks(pes, S), argv("-1", pub), cmd("get", pes), cmd("set", pes, "5")))
 	assert.Equal(t, "5", r.get(pes))
 
 	// V2.10 `pes4`, made by setPermits on a missing key: a lease of 200;
@@ -542,16 +542,16 @@ func sgExpirable(t *testing.T, env sgEnv) {
 	S4, T4 := sgNames(t, pes4)
 	r4 := newSgRec(t, env, pes4, S4)
 	t.Cleanup(func() { r4.ctl.try("DEL", pes4, T4) })
-	assert.Nil(t, r4.eval(lua.PESSetPermits(), ks(pes4, S4, T4), "1", pub))
+	assert.Nil(t, r4.eval(script.PESSetPermits(), ks(pes4, S4, T4), "1", pub))
 	a = append(argv("1", "1796116180200", "1796116180000", sgNever, pub), idE)
-	assert.Equal(t, "OK", r4.eval(lua.PESAcquire(), ks(pes4, T4, S4), a...))
-	assert.Equal(t, int64(0), r4.eval(lua.PESReleaseOne(), ks(pes4, S4, T4), idE, "1", "1796116180400", pub))
+	assert.Equal(t, "OK", r4.eval(script.PESAcquire(), ks(pes4, T4, S4), a...))
+	assert.Equal(t, int64(0), r4.eval(script.PESReleaseOne(), ks(pes4, S4, T4), idE, "1", "1796116180400", pub))
 	r4.step("V2.10 expired release", []pubMsg{r4.msg(S4, "1"), r4.msg(S4, "1")},
-		run(lua.PESSetPermits(), ks(pes4, S4, T4), argv("1", pub), cmd("get", pes4), cmd("set", pes4, "1"), cmd(pub, S4, "1")),
-		run(lua.PESAcquire(), ks(pes4, T4, S4), a,
+		run(script.PESSetPermits(), ks(pes4, S4, T4), argv("1", pub), cmd("get", pes4), cmd("set", pes4, "1"), cmd(pub, S4, "1")),
+		run(script.PESAcquire(), ks(pes4, T4, S4), a,
 			cmd("zrangebyscore", T4, "0", "1796116180000", "limit", "0", "1"), cmd("get", pes4), cmd("decrby", pes4, "1"),
 			cmd("zadd", T4, "1796116180200", idE), cmd("pttl", pes4)),
-		run(lua.PESReleaseOne(), ks(pes4, S4, T4), argv(idE, "1", "1796116180400", pub),
+		run(script.PESReleaseOne(), ks(pes4, S4, T4), argv(idE, "1", "1796116180400", pub),
 			cmd("zscore", T4, idE), cmd("zrem", T4, idE), cmd("incrby", pes4, "1"), cmd(pub, S4, "1")))
 	assert.Equal(t, "1", r4.get(pes4))
 	assert.Zero(t, r4.ctl.int("EXISTS", T4))
@@ -566,28 +566,28 @@ func sgExpirable(t *testing.T, env sgEnv) {
 	S2, T2 := sgNames(t, pes2)
 	r2 := newSgRec(t, env, pes2, S2)
 	t.Cleanup(func() { r2.ctl.try("DEL", pes2, T2) })
-	assert.Equal(t, int64(1), r2.eval(lua.SemTrySet(), ks(pes2, S2), "1", pub))
+	assert.Equal(t, int64(1), r2.eval(script.SemTrySet(), ks(pes2, S2), "1", pub))
 	a = append(argv("1", "1796116191500", "1796116190000", sgNever, pub), idD)
-	assert.Equal(t, "OK", r2.eval(lua.PESAcquire(), ks(pes2, T2, S2), a...))
+	assert.Equal(t, "OK", r2.eval(script.PESAcquire(), ks(pes2, T2, S2), a...))
 	r2.step("V2.11 <D> leased", []pubMsg{r2.msg(S2, "1")},
-		run(lua.SemTrySet(), ks(pes2, S2), argv("1", pub), cmd("get", pes2), cmd("set", pes2, "1"), cmd(pub, S2, "1")),
-		run(lua.PESAcquire(), ks(pes2, T2, S2), a,
+		run(script.SemTrySet(), ks(pes2, S2), argv("1", pub), cmd("get", pes2), cmd("set", pes2, "1"), cmd(pub, S2, "1")),
+		run(script.PESAcquire(), ks(pes2, T2, S2), a,
 			cmd("zrangebyscore", T2, "0", "1796116190000", "limit", "0", "1"), cmd("get", pes2), cmd("decrby", pes2, "1"),
 			cmd("zadd", T2, "1796116191500", idD), cmd("pttl", pes2)))
 	busy := func(now, expiry, id string) scriptRun {
-		return run(lua.PESAcquire(), ks(pes2, T2, S2), append(argv("1", expiry, now, sgNever, pub), id),
+		return run(script.PESAcquire(), ks(pes2, T2, S2), append(argv("1", expiry, now, sgNever, pub), id),
 			cmd("zrangebyscore", T2, "0", now, "limit", "0", "1"), cmd("get", pes2), cmd("zrange", T2, "0", "0", "WITHSCORES"))
 	}
 	for _, w := range []struct{ now, expiry, id string }{
 		{"1796116190014", "1796116195014", idF}, {"1796116190018", "1796116195018", idG},
 	} {
-		assert.Equal(t, ":1796116191500", r2.eval(lua.PESAcquire(), ks(pes2, T2, S2), append(argv("1", w.expiry, w.now, sgNever, pub), w.id)...))
+		assert.Equal(t, ":1796116191500", r2.eval(script.PESAcquire(), ks(pes2, T2, S2), append(argv("1", w.expiry, w.now, sgNever, pub), w.id)...))
 	}
 	r2.step("V2.11 the waiter's attempts at +14, +18", nil,
 		busy("1796116190014", "1796116195014", idF), busy("1796116190018", "1796116195018", idG))
 	a = append(argv("1", "1796116196511", "1796116191511", sgNever, pub), idH)
-	assert.Equal(t, "OK", r2.eval(lua.PESAcquire(), ks(pes2, T2, S2), a...))
-	r2.step("V2.11 the waiter's attempt at +1511", []pubMsg{r2.msg(S2, "1")}, run(lua.PESAcquire(), ks(pes2, T2, S2), a,
+	assert.Equal(t, "OK", r2.eval(script.PESAcquire(), ks(pes2, T2, S2), a...))
+	r2.step("V2.11 the waiter's attempt at +1511", []pubMsg{r2.msg(S2, "1")}, run(script.PESAcquire(), ks(pes2, T2, S2), a,
 		cmd("zrangebyscore", T2, "0", "1796116191511", "limit", "0", "1"), cmd("zrem", T2, idD), cmd("incrby", pes2, "1"),
 		cmd(pub, S2, "1"), cmd("get", pes2), cmd("decrby", pes2, "1"), cmd("zadd", T2, "1796116196511", idH), cmd("pttl", pes2)))
 	assert.Equal(t, []string{idH, "1796116196511"}, r2.zset(T2))
@@ -602,35 +602,35 @@ func sgExpirable(t *testing.T, env sgEnv) {
 	S3, T3 := sgNames(t, pes3)
 	r3 := newSgRec(t, env, pes3, S3)
 	t.Cleanup(func() { r3.ctl.try("DEL", pes3, T3) })
-	assert.Equal(t, int64(1), r3.eval(lua.SemTrySet(), ks(pes3, S3), "3", pub))
+	assert.Equal(t, int64(1), r3.eval(script.SemTrySet(), ks(pes3, S3), "3", pub))
 	a = append(argv("2", "1796116210000", "1796116200000", sgNever, pub), i1, i2)
-	assert.Equal(t, "OK", r3.eval(lua.PESAcquire(), ks(pes3, T3, S3), a...))
+	assert.Equal(t, "OK", r3.eval(script.PESAcquire(), ks(pes3, T3, S3), a...))
 	r3.step("V2.12 acquire 2", []pubMsg{r3.msg(S3, "3")},
-		run(lua.SemTrySet(), ks(pes3, S3), argv("3", pub), cmd("get", pes3), cmd("set", pes3, "3"), cmd(pub, S3, "3")),
-		run(lua.PESAcquire(), ks(pes3, T3, S3), a,
+		run(script.SemTrySet(), ks(pes3, S3), argv("3", pub), cmd("get", pes3), cmd("set", pes3, "3"), cmd(pub, S3, "3")),
+		run(script.PESAcquire(), ks(pes3, T3, S3), a,
 			cmd("zrangebyscore", T3, "0", "1796116200000", "limit", "0", "2"), cmd("get", pes3), cmd("decrby", pes3, "2"),
 			cmd("zadd", T3, "1796116210000", i1), cmd("zadd", T3, "1796116210000", i2), cmd("pttl", pes3)))
 	a = append(argv("3", "1796116200050", pub), i1, i2, idU)
-	assert.Equal(t, int64(0), r3.eval(lua.PESRelease(), ks(pes3, S3, T3), a...))
-	r3.step("V2.12 tryRelease with an unknown id", nil, run(lua.PESRelease(), ks(pes3, S3, T3), a,
+	assert.Equal(t, int64(0), r3.eval(script.PESRelease(), ks(pes3, S3, T3), a...))
+	r3.step("V2.12 tryRelease with an unknown id", nil, run(script.PESRelease(), ks(pes3, S3, T3), a,
 		cmd("zscore", T3, i1), cmd("zscore", T3, i2), cmd("zscore", T3, idU)))
 	assert.Equal(t, []string{i1, "1796116210000", i2, "1796116210000"}, r3.zset(T3))
 	a = append(argv("2", "1796116200060", pub), i1, i2)
-	assert.Equal(t, int64(2), r3.eval(lua.PESRelease(), ks(pes3, S3, T3), a...))
-	r3.step("V2.12 release both", []pubMsg{r3.msg(S3, "2")}, run(lua.PESRelease(), ks(pes3, S3, T3), a,
+	assert.Equal(t, int64(2), r3.eval(script.PESRelease(), ks(pes3, S3, T3), a...))
+	r3.step("V2.12 release both", []pubMsg{r3.msg(S3, "2")}, run(script.PESRelease(), ks(pes3, S3, T3), a,
 		cmd("zscore", T3, i1), cmd("zscore", T3, i2), cmd("zrangebyscore", T3, "0", "1796116200060", "limit", "0", "-1"),
 		cmd("zrem", T3, i1, i2), cmd("incrby", pes3, "2"), cmd(pub, S3, "2")))
 	assert.Equal(t, "3", r3.get(pes3))
 	assert.Zero(t, r3.ctl.int("EXISTS", T3))
 	ka := append(argv("1", "1796116200100", "1796116200000", sgNever, pub), i3)
-	assert.Equal(t, "OK", r3.eval(lua.PESAcquire(), ks(pes3, T3, S3), ka...))
+	assert.Equal(t, "OK", r3.eval(script.PESAcquire(), ks(pes3, T3, S3), ka...))
 	a = append(argv("1", "1796116200100", pub), i3)
-	assert.Equal(t, int64(0), r3.eval(lua.PESRelease(), ks(pes3, S3, T3), a...))
+	assert.Equal(t, int64(0), r3.eval(script.PESRelease(), ks(pes3, S3, T3), a...))
 	r3.step("tryRelease of an expired id", nil,
-		run(lua.PESAcquire(), ks(pes3, T3, S3), ka,
+		run(script.PESAcquire(), ks(pes3, T3, S3), ka,
 			cmd("zrangebyscore", T3, "0", "1796116200000", "limit", "0", "1"), cmd("get", pes3), cmd("decrby", pes3, "1"),
 			cmd("zadd", T3, "1796116200100", i3), cmd("pttl", pes3)),
-		run(lua.PESRelease(), ks(pes3, S3, T3), a, cmd("zscore", T3, i3)))
+		run(script.PESRelease(), ks(pes3, S3, T3), a, cmd("zscore", T3, i3)))
 	assert.Equal(t, "2", r3.get(pes3))
 	assert.Equal(t, []string{i3, "1796116200100"}, r3.zset(T3))
 
@@ -639,13 +639,13 @@ func sgExpirable(t *testing.T, env sgEnv) {
 	S5, T5 := sgNames(t, pes5)
 	r5 := newSgRec(t, env, pes5, S5)
 	t.Cleanup(func() { r5.ctl.try("DEL", pes5, T5) })
-	assert.Equal(t, int64(1), r5.eval(lua.SemTrySet(), ks(pes5, S5), "2", pub, "60000"))
+	assert.Equal(t, int64(1), r5.eval(script.SemTrySet(), ks(pes5, S5), "2", pub, "60000"))
 	a = append(argv("1", "1796116230000", "1796116220000", sgNever, pub), idX)
-	assert.Equal(t, "OK", r5.eval(lua.PESAcquire(), ks(pes5, T5, S5), a...))
+	assert.Equal(t, "OK", r5.eval(script.PESAcquire(), ks(pes5, T5, S5), a...))
 	ms := r5.step("V2.13 acquire on a TTL'd semaphore", []pubMsg{r5.msg(S5, "2")},
-		run(lua.SemTrySet(), ks(pes5, S5), argv("2", pub, "60000"),
+		run(script.SemTrySet(), ks(pes5, S5), argv("2", pub, "60000"),
 			cmd("get", pes5), cmd("set", pes5, "2", "px", "60000"), cmd(pub, S5, "2")),
-		run(lua.PESAcquire(), ks(pes5, T5, S5), a,
+		run(script.PESAcquire(), ks(pes5, T5, S5), a,
 			cmd("zrangebyscore", T5, "0", "1796116220000", "limit", "0", "1"), cmd("get", pes5), cmd("decrby", pes5, "1"),
 			cmd("zadd", T5, "1796116230000", idX), cmd("pttl", pes5), cmd("pexpire", T5, sgAnyMillis)))
 	if assert.Len(t, ms, 1) {
@@ -666,23 +666,23 @@ func sgLatch(t *testing.T, env sgEnv) {
 	C := sgLatchChannel(lat)
 	r := newSgRec(t, env, lat, C)
 	t.Cleanup(func() { r.ctl.try("DEL", lat) })
-	assert.Equal(t, int64(1), r.eval(lua.LatchTrySet(), ks(lat, C), "1", "2", pub))
-	assert.Equal(t, int64(0), r.eval(lua.LatchTrySet(), ks(lat, C), "1", "2", pub))
+	assert.Equal(t, int64(1), r.eval(script.LatchTrySet(), ks(lat, C), "1", "2", pub))
+	assert.Equal(t, int64(0), r.eval(script.LatchTrySet(), ks(lat, C), "1", "2", pub))
 	r.step("V3.1 trySetCount(2), twice", []pubMsg{r.msg(C, "1")},
-		run(lua.LatchTrySet(), ks(lat, C), argv("1", "2", pub), cmd("exists", lat), cmd("set", lat, "2"), cmd(pub, C, "1")),
-		run(lua.LatchTrySet(), ks(lat, C), argv("1", "2", pub), cmd("exists", lat)))
+		run(script.LatchTrySet(), ks(lat, C), argv("1", "2", pub), cmd("exists", lat), cmd("set", lat, "2"), cmd(pub, C, "1")),
+		run(script.LatchTrySet(), ks(lat, C), argv("1", "2", pub), cmd("exists", lat)))
 	assert.Equal(t, "2", r.get(lat))
 	assert.Equal(t, int64(-1), r.pttl(lat))
 	down := func(cmds ...[]string) scriptRun {
-		return run(lua.LatchCountDown(), ks(lat, C), argv("0", pub), append([][]string{cmd("decr", lat)}, cmds...)...)
+		return run(script.LatchCountDown(), ks(lat, C), argv("0", pub), append([][]string{cmd("decr", lat)}, cmds...)...)
 	}
-	assert.Nil(t, r.eval(lua.LatchCountDown(), ks(lat, C), "0", pub))
+	assert.Nil(t, r.eval(script.LatchCountDown(), ks(lat, C), "0", pub))
 	r.step("V3.2 countDown 2 -> 1", nil, down())
 	assert.Equal(t, "1", r.get(lat))
-	assert.Nil(t, r.eval(lua.LatchCountDown(), ks(lat, C), "0", pub))
+	assert.Nil(t, r.eval(script.LatchCountDown(), ks(lat, C), "0", pub))
 	r.step("V3.2 countDown 1 -> 0", []pubMsg{r.msg(C, "0")}, down(cmd("del", lat), cmd(pub, C, "0")))
 	assert.Zero(t, r.ctl.int("EXISTS", lat))
-	assert.Nil(t, r.eval(lua.LatchCountDown(), ks(lat, C), "0", pub))
+	assert.Nil(t, r.eval(script.LatchCountDown(), ks(lat, C), "0", pub))
 	r.step("V3.3 countDown on a missing key", nil, down(cmd("del", lat)))
 	assert.Zero(t, r.ctl.int("EXISTS", lat))
 
@@ -690,13 +690,13 @@ func sgLatch(t *testing.T, env sgEnv) {
 	lat2 := unique("lat2")
 	C2 := sgLatchChannel(lat2)
 	r2 := newSgRec(t, env, lat2, C2)
-	assert.Equal(t, int64(1), r2.eval(lua.LatchTrySet(), ks(lat2, C2), "1", "1", pub))
-	assert.Equal(t, int64(1), r2.eval(lua.LatchDelete(), ks(lat2, C2), "1", pub))
-	assert.Equal(t, int64(0), r2.eval(lua.LatchDelete(), ks(lat2, C2), "1", pub))
+	assert.Equal(t, int64(1), r2.eval(script.LatchTrySet(), ks(lat2, C2), "1", "1", pub))
+	assert.Equal(t, int64(1), r2.eval(script.LatchDelete(), ks(lat2, C2), "1", pub))
+	assert.Equal(t, int64(0), r2.eval(script.LatchDelete(), ks(lat2, C2), "1", pub))
 	r2.step("V3.6 delete, twice", []pubMsg{r2.msg(C2, "1"), r2.msg(C2, "1")},
-		run(lua.LatchTrySet(), ks(lat2, C2), argv("1", "1", pub), cmd("exists", lat2), cmd("set", lat2, "1"), cmd(pub, C2, "1")),
-		run(lua.LatchDelete(), ks(lat2, C2), argv("1", pub), cmd("del", lat2), cmd(pub, C2, "1")),
-		run(lua.LatchDelete(), ks(lat2, C2), argv("1", pub), cmd("del", lat2)))
+		run(script.LatchTrySet(), ks(lat2, C2), argv("1", "1", pub), cmd("exists", lat2), cmd("set", lat2, "1"), cmd(pub, C2, "1")),
+		run(script.LatchDelete(), ks(lat2, C2), argv("1", pub), cmd("del", lat2), cmd(pub, C2, "1")),
+		run(script.LatchDelete(), ks(lat2, C2), argv("1", pub), cmd("del", lat2)))
 	assert.Zero(t, r2.ctl.int("EXISTS", lat2))
 
 	// V3.7 trySetCount(0) is stored as is.
@@ -704,9 +704,9 @@ func sgLatch(t *testing.T, env sgEnv) {
 	C0 := sgLatchChannel(lat0)
 	r0 := newSgRec(t, env, lat0, C0)
 	t.Cleanup(func() { r0.ctl.try("DEL", lat0) })
-	assert.Equal(t, int64(1), r0.eval(lua.LatchTrySet(), ks(lat0, C0), "1", "0", pub))
+	assert.Equal(t, int64(1), r0.eval(script.LatchTrySet(), ks(lat0, C0), "1", "0", pub))
 	r0.step("V3.7 trySetCount(0)", []pubMsg{r0.msg(C0, "1")},
-		run(lua.LatchTrySet(), ks(lat0, C0), argv("1", "0", pub), cmd("exists", lat0), cmd("set", lat0, "0"), cmd(pub, C0, "1")))
+		run(script.LatchTrySet(), ks(lat0, C0), argv("1", "0", pub), cmd("exists", lat0), cmd("set", lat0, "0"), cmd(pub, C0, "1")))
 	assert.Equal(t, "0", r0.get(lat0))
 }
 
@@ -721,9 +721,9 @@ func sgLatchBraced(t *testing.T, env sgEnv) {
 	if env.cluster {
 		r := newSgRec(t, env, tag)
 		for _, c := range []struct {
-			s    *lua.Script
+			s    *script.Script
 			args []string
-		}{{lua.LatchTrySet(), argv("1", "1", pub)}, {lua.LatchCountDown(), argv("0", pub)}, {lua.LatchDelete(), argv("1", pub)}} {
+		}{{script.LatchTrySet(), argv("1", "1", pub)}, {script.LatchCountDown(), argv("0", pub)}, {script.LatchDelete(), argv("1", pub)}} {
 			got := r.eval(c.s, ks(lat, C), c.args...)
 			re, ok := got.(redisproc.ReplyError)
 			if assert.True(t, ok, "%s on a braced latch: %#v", c.s.Name(), got) {
@@ -736,11 +736,11 @@ func sgLatchBraced(t *testing.T, env sgEnv) {
 	}
 	r := newSgRec(t, env, tag, C)
 	t.Cleanup(func() { r.ctl.try("DEL", lat) })
-	assert.Equal(t, int64(1), r.eval(lua.LatchTrySet(), ks(lat, C), "1", "1", pub))
-	assert.Nil(t, r.eval(lua.LatchCountDown(), ks(lat, C), "0", pub))
+	assert.Equal(t, int64(1), r.eval(script.LatchTrySet(), ks(lat, C), "1", "1", pub))
+	assert.Nil(t, r.eval(script.LatchCountDown(), ks(lat, C), "0", pub))
 	r.step("V3.4 braced latch", []pubMsg{r.msg(C, "1"), r.msg(C, "0")},
-		run(lua.LatchTrySet(), ks(lat, C), argv("1", "1", pub), cmd("exists", lat), cmd("set", lat, "1"), cmd(pub, C, "1")),
-		run(lua.LatchCountDown(), ks(lat, C), argv("0", pub), cmd("decr", lat), cmd("del", lat), cmd(pub, C, "0")))
+		run(script.LatchTrySet(), ks(lat, C), argv("1", "1", pub), cmd("exists", lat), cmd("set", lat, "1"), cmd(pub, C, "1")),
+		run(script.LatchCountDown(), ks(lat, C), argv("0", pub), cmd("decr", lat), cmd("del", lat), cmd(pub, C, "0")))
 	assert.Zero(t, r.ctl.int("EXISTS", lat))
 }
 
@@ -769,18 +769,18 @@ func TestSyncReceipts(t *testing.T) {
 
 	// sem_acquire: a resend replies 1 again and takes nothing more.
 	{
-		assert.Equal(t, int64(1), r.eval(lua.SemAcquire(), ks(sem, R1), "2", ttl))
-		assert.Equal(t, int64(1), r.eval(lua.SemAcquire(), ks(sem, R1), "2", ttl), "resend")
+		assert.Equal(t, int64(1), r.eval(script.SemAcquire(), ks(sem, R1), "2", ttl))
+		assert.Equal(t, int64(1), r.eval(script.SemAcquire(), ks(sem, R1), "2", ttl), "resend")
 		r.step("acquire, resent", nil,
-			run(lua.SemAcquire(), ks(sem, R1), argv("2", ttl),
+			run(script.SemAcquire(), ks(sem, R1), argv("2", ttl),
 				cmd("get", R1), cmd("get", sem), cmd("decrby", sem, "2"), cmd("set", R1, "1", "px", ttl)),
-			run(lua.SemAcquire(), ks(sem, R1), argv("2", ttl), cmd("get", R1)))
+			run(script.SemAcquire(), ks(sem, R1), argv("2", ttl), cmd("get", R1)))
 		assert.Equal(t, "1", r.get(sem))
 		assert.Equal(t, "1", r.get(R1))
 		r.pttlWithin(R1, 60000)
 		// A failed acquire leaves no receipt, so a resend may still succeed.
-		assert.Equal(t, int64(0), r.eval(lua.SemAcquire(), ks(sem, R2), "2", ttl))
-		r.step("failed acquire", nil, run(lua.SemAcquire(), ks(sem, R2), argv("2", ttl), cmd("get", R2), cmd("get", sem)))
+		assert.Equal(t, int64(0), r.eval(script.SemAcquire(), ks(sem, R2), "2", ttl))
+		r.step("failed acquire", nil, run(script.SemAcquire(), ks(sem, R2), argv("2", ttl), cmd("get", R2), cmd("get", sem)))
 		assert.Zero(t, r.ctl.int("EXISTS", R2))
 	}
 
@@ -788,23 +788,23 @@ func TestSyncReceipts(t *testing.T) {
 	// the acquire it undoes.
 	{
 		undo := func(R string, cmds ...[]string) scriptRun {
-			return run(lua.SemUndoAcquire(), ks(sem, S, R), argv("2", pub, ttl), append([][]string{cmd("get", R)}, cmds...)...)
+			return run(script.SemUndoAcquire(), ks(sem, S, R), argv("2", pub, ttl), append([][]string{cmd("get", R)}, cmds...)...)
 		}
-		assert.Equal(t, int64(1), r.eval(lua.SemUndoAcquire(), ks(sem, S, R1), "2", pub, ttl))
-		assert.Equal(t, int64(0), r.eval(lua.SemUndoAcquire(), ks(sem, S, R1), "2", pub, ttl), "second undo")
-		assert.Equal(t, int64(0), r.eval(lua.SemAcquire(), ks(sem, R1), "2", ttl), "acquire after its undo")
+		assert.Equal(t, int64(1), r.eval(script.SemUndoAcquire(), ks(sem, S, R1), "2", pub, ttl))
+		assert.Equal(t, int64(0), r.eval(script.SemUndoAcquire(), ks(sem, S, R1), "2", pub, ttl), "second undo")
+		assert.Equal(t, int64(0), r.eval(script.SemAcquire(), ks(sem, R1), "2", ttl), "acquire after its undo")
 		r.step("undo, undo again, acquire again", []pubMsg{r.msg(S, "3")},
 			undo(R1, cmd("incrby", sem, "2"), cmd(pub, S, "3"), cmd("set", R1, "u", "px", ttl)),
 			undo(R1),
-			run(lua.SemAcquire(), ks(sem, R1), argv("2", ttl), cmd("get", R1)))
+			run(script.SemAcquire(), ks(sem, R1), argv("2", ttl), cmd("get", R1)))
 		assert.Equal(t, "3", r.get(sem))
 		assert.Equal(t, "u", r.get(R1))
 		// The undo of an acquire that has not arrived yet fences it off.
-		assert.Equal(t, int64(0), r.eval(lua.SemUndoAcquire(), ks(sem, S, R3), "2", pub, ttl))
-		assert.Equal(t, int64(0), r.eval(lua.SemAcquire(), ks(sem, R3), "2", ttl), "late acquire")
+		assert.Equal(t, int64(0), r.eval(script.SemUndoAcquire(), ks(sem, S, R3), "2", pub, ttl))
+		assert.Equal(t, int64(0), r.eval(script.SemAcquire(), ks(sem, R3), "2", ttl), "late acquire")
 		r.step("undo first, acquire late", nil,
 			undo(R3, cmd("set", R3, "u", "px", ttl)),
-			run(lua.SemAcquire(), ks(sem, R3), argv("2", ttl), cmd("get", R3)))
+			run(script.SemAcquire(), ks(sem, R3), argv("2", ttl), cmd("get", R3)))
 		assert.Equal(t, "3", r.get(sem))
 		assert.Equal(t, "u", r.get(R3))
 		r.pttlWithin(R3, 60000)
@@ -814,12 +814,12 @@ func TestSyncReceipts(t *testing.T) {
 	{
 		R := rcpt(sem, "rel")
 		t.Cleanup(func() { r.ctl.try("DEL", R) })
-		assert.Nil(t, r.eval(lua.SemRelease(), ks(sem, S, R), "1", pub, ttl))
-		assert.Nil(t, r.eval(lua.SemRelease(), ks(sem, S, R), "1", pub, ttl))
+		assert.Nil(t, r.eval(script.SemRelease(), ks(sem, S, R), "1", pub, ttl))
+		assert.Nil(t, r.eval(script.SemRelease(), ks(sem, S, R), "1", pub, ttl))
 		r.step("release, resent", []pubMsg{r.msg(S, "4")},
-			run(lua.SemRelease(), ks(sem, S, R), argv("1", pub, ttl),
+			run(script.SemRelease(), ks(sem, S, R), argv("1", pub, ttl),
 				cmd("exists", R), cmd("incrby", sem, "1"), cmd(pub, S, "4"), cmd("set", R, "1", "px", ttl)),
-			run(lua.SemRelease(), ks(sem, S, R), argv("1", pub, ttl), cmd("exists", R)))
+			run(script.SemRelease(), ks(sem, S, R), argv("1", pub, ttl), cmd("exists", R)))
 		assert.Equal(t, "4", r.get(sem))
 		r.pttlWithin(R, 60000)
 	}
@@ -830,13 +830,13 @@ func TestSyncReceipts(t *testing.T) {
 		missing := "{" + sem + "}:missing" // same slot, never created
 		t.Cleanup(func() { r.ctl.try("DEL", R, Rm, missing) })
 		rie := func(n, R string, cmds ...[]string) scriptRun {
-			return run(lua.SemReleaseIfExists(), ks(n, S, R), argv("1", pub, ttl), append([][]string{cmd("get", R)}, cmds...)...)
+			return run(script.SemReleaseIfExists(), ks(n, S, R), argv("1", pub, ttl), append([][]string{cmd("get", R)}, cmds...)...)
 		}
-		assert.Equal(t, int64(1), r.eval(lua.SemReleaseIfExists(), ks(sem, S, R), "1", pub, ttl))
-		assert.Equal(t, int64(1), r.eval(lua.SemReleaseIfExists(), ks(sem, S, R), "1", pub, ttl))
-		assert.Equal(t, int64(0), r.eval(lua.SemReleaseIfExists(), ks(missing, S, Rm), "1", pub, ttl))
+		assert.Equal(t, int64(1), r.eval(script.SemReleaseIfExists(), ks(sem, S, R), "1", pub, ttl))
+		assert.Equal(t, int64(1), r.eval(script.SemReleaseIfExists(), ks(sem, S, R), "1", pub, ttl))
+		assert.Equal(t, int64(0), r.eval(script.SemReleaseIfExists(), ks(missing, S, Rm), "1", pub, ttl))
 		r.ctl.do("SET", missing, "0")
-		assert.Equal(t, int64(0), r.eval(lua.SemReleaseIfExists(), ks(missing, S, Rm), "1", pub, ttl), "resend after the key appeared")
+		assert.Equal(t, int64(0), r.eval(script.SemReleaseIfExists(), ks(missing, S, Rm), "1", pub, ttl), "resend after the key appeared")
 		r.step("releaseIfExists, resent", []pubMsg{r.msg(S, "5")},
 			rie(sem, R, cmd("exists", sem), cmd("incrby", sem, "1"), cmd(pub, S, "5"), cmd("set", R, "1", "px", ttl)),
 			rie(sem, R),
@@ -851,12 +851,12 @@ func TestSyncReceipts(t *testing.T) {
 		R := rcpt(sem, "add")
 		t.Cleanup(func() { r.ctl.try("DEL", R) })
 		r.ctl.do("PEXPIRE", sem, "60000")
-		assert.Nil(t, r.eval(lua.SemAdd(), ks(sem, S, R), "-2", pub, ttl))
-		assert.Nil(t, r.eval(lua.SemAdd(), ks(sem, S, R), "-2", pub, ttl))
+		assert.Nil(t, r.eval(script.SemAdd(), ks(sem, S, R), "-2", pub, ttl))
+		assert.Nil(t, r.eval(script.SemAdd(), ks(sem, S, R), "-2", pub, ttl))
 		r.step("add, resent", []pubMsg{r.msg(S, "3")},
-			run(lua.SemAdd(), ks(sem, S, R), argv("-2", pub, ttl),
+			run(script.SemAdd(), ks(sem, S, R), argv("-2", pub, ttl),
 				cmd("exists", R), cmd("get", sem), cmd("set", sem, "3"), cmd(pub, S, "3"), cmd("set", R, "1", "px", ttl)),
-			run(lua.SemAdd(), ks(sem, S, R), argv("-2", pub, ttl), cmd("exists", R)))
+			run(script.SemAdd(), ks(sem, S, R), argv("-2", pub, ttl), cmd("exists", R)))
 		assert.Equal(t, "3", r.get(sem))
 		assert.Equal(t, int64(-1), r.pttl(sem))
 	}
@@ -866,12 +866,12 @@ func TestSyncReceipts(t *testing.T) {
 		pes := "{" + sem + "}:pes"
 		R := rcpt(sem, "padd")
 		t.Cleanup(func() { r.ctl.try("DEL", R, pes) })
-		assert.Nil(t, r.eval(lua.PESAdd(), ks(pes, S, R), "2", pub, ttl))
-		assert.Nil(t, r.eval(lua.PESAdd(), ks(pes, S, R), "2", pub, ttl))
+		assert.Nil(t, r.eval(script.PESAdd(), ks(pes, S, R), "2", pub, ttl))
+		assert.Nil(t, r.eval(script.PESAdd(), ks(pes, S, R), "2", pub, ttl))
 		r.step("expirable add, resent", []pubMsg{r.msg(S, "2")},
-			run(lua.PESAdd(), ks(pes, S, R), argv("2", pub, ttl),
+			run(script.PESAdd(), ks(pes, S, R), argv("2", pub, ttl),
 				cmd("exists", R), cmd("get", pes), cmd("set", pes, "2"), cmd(pub, S, "2"), cmd("set", R, "1", "px", ttl)),
-			run(lua.PESAdd(), ks(pes, S, R), argv("2", pub, ttl), cmd("exists", R)))
+			run(script.PESAdd(), ks(pes, S, R), argv("2", pub, ttl), cmd("exists", R)))
 		assert.Equal(t, "2", r.get(pes))
 	}
 
@@ -884,15 +884,15 @@ func TestSyncReceipts(t *testing.T) {
 		t.Cleanup(func() { rl.ctl.try("DEL", lat, R1, R2) })
 		rl.ctl.do("SET", lat, "2")
 		down := func(R string, cmds ...[]string) scriptRun {
-			return run(lua.LatchCountDown(), ks(lat, C, R), argv("0", pub, ttl), append([][]string{cmd("exists", R)}, cmds...)...)
+			return run(script.LatchCountDown(), ks(lat, C, R), argv("0", pub, ttl), append([][]string{cmd("exists", R)}, cmds...)...)
 		}
 		for range 2 {
-			assert.Nil(t, rl.eval(lua.LatchCountDown(), ks(lat, C, R1), "0", pub, ttl))
+			assert.Nil(t, rl.eval(script.LatchCountDown(), ks(lat, C, R1), "0", pub, ttl))
 		}
 		rl.step("countDown, resent", nil, down(R1, cmd("decr", lat), cmd("set", R1, "1", "px", ttl)), down(R1))
 		assert.Equal(t, "1", rl.get(lat))
 		for range 2 {
-			assert.Nil(t, rl.eval(lua.LatchCountDown(), ks(lat, C, R2), "0", pub, ttl))
+			assert.Nil(t, rl.eval(script.LatchCountDown(), ks(lat, C, R2), "0", pub, ttl))
 		}
 		rl.step("last countDown, resent", []pubMsg{rl.msg(C, "0")},
 			down(R2, cmd("decr", lat), cmd("del", lat), cmd(pub, C, "0"), cmd("set", R2, "1", "px", ttl)), down(R2))
@@ -911,9 +911,9 @@ func TestSyncReceipts(t *testing.T) {
 		const now, expiry = "1796116300000", "1796116330000"
 		rr.ctl.do("ZADD", T1, "1796116301000", live, "1796116300000", dead)
 		rr.ctl.do("ZADD", T2, "1796116300001", other)
-		got := rr.eval(lua.PESRenew(), ks(T1, T1, T2, T1), expiry, now, live, dead, other, gone)
+		got := rr.eval(script.PESRenew(), ks(T1, T1, T2, T1), expiry, now, live, dead, other, gone)
 		assert.Equal(t, []any{int64(1), int64(0), int64(1), int64(0)}, got)
-		rr.step("renew", nil, run(lua.PESRenew(), ks(T1, T1, T2, T1), argv(append([]string{expiry, now}, live, dead, other, gone)...),
+		rr.step("renew", nil, run(script.PESRenew(), ks(T1, T1, T2, T1), argv(append([]string{expiry, now}, live, dead, other, gone)...),
 			cmd("zscore", T1, live), cmd("zadd", T1, expiry, live), cmd("zscore", T1, dead),
 			cmd("zscore", T2, other), cmd("zadd", T2, expiry, other), cmd("zscore", T1, gone)))
 		assert.Equal(t, []string{dead, now, live, expiry}, rr.zset(T1))

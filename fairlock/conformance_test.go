@@ -6,7 +6,7 @@ import (
 	"github.com/interlock-go/interlock"
 	"github.com/interlock-go/interlock/fairlock"
 	"github.com/interlock-go/interlock/internal/locktest"
-	"github.com/interlock-go/interlock/lua"
+	"github.com/interlock-go/interlock/internal/script"
 )
 
 func TestConformance(t *testing.T) {
@@ -15,8 +15,8 @@ func TestConformance(t *testing.T) {
 		Prefix:  "fairlock-test:",
 		Addr:    addr,
 		New:     func(c *interlock.Client, name string) interlock.Locker { return fairlock.New(c, name) },
-		Acquire: []*lua.Script{lua.FairAcquire(), lua.FairTryAcquire()},
-		Unlock:  lua.FairUnlock(),
+		Acquire: []*script.Script{script.FairAcquire(), script.FairTryAcquire()},
+		Unlock:  script.FairUnlock(),
 		Fair:    true,
 	})
 }

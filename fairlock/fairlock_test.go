@@ -14,7 +14,7 @@ import (
 	"github.com/interlock-go/interlock"
 	"github.com/interlock-go/interlock/fairlock"
 	"github.com/interlock-go/interlock/internal/redistest"
-	"github.com/interlock-go/interlock/lua"
+	"github.com/interlock-go/interlock/internal/script"
 )
 
 func TestLockUnlockLeavesNothing(t *testing.T) {
@@ -159,7 +159,7 @@ func TestSingleAttemptNeverQueues(t *testing.T) {
 // waiter that then dies would, and returns the script's reply.
 func enqueue(t *testing.T, rc rueidis.Client, name, owner string, now int64, wait time.Duration) int64 {
 	t.Helper()
-	n, err := lua.FairAcquire().Exec(context.Background(), rc, []string{name, queueOf(name), timeoutsOf(name)},
+	n, err := script.FairAcquire().Exec(context.Background(), rc, []string{name, queueOf(name), timeoutsOf(name)},
 		[]string{"30000", owner, strconv.FormatInt(wait.Milliseconds(), 10), strconv.FormatInt(now, 10)}).AsInt64()
 	require.NoError(t, err)
 	return n
@@ -231,7 +231,7 @@ func TestQueueArithmetic(t *testing.T) {
 	var mu sync.Mutex
 	told := map[string]int64{}
 	f.set(func(ctx context.Context, cmd rueidis.Completed, next func() rueidis.RedisResult) rueidis.RedisResult {
-		argv, ok := runs(cmd, lua.FairAcquire())
+		argv, ok := runs(cmd, script.FairAcquire())
 		res := next()
 		if n, err := res.AsInt64(); ok && err == nil {
 			mu.Lock()

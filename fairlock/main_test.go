@@ -15,7 +15,7 @@ import (
 	"github.com/interlock-go/interlock"
 	"github.com/interlock-go/interlock/internal/keys"
 	"github.com/interlock-go/interlock/internal/redistest"
-	"github.com/interlock-go/interlock/lua"
+	"github.com/interlock-go/interlock/internal/script"
 )
 
 // addr is the package's shared redis-server.
@@ -149,7 +149,7 @@ func (f *faulty) Do(ctx context.Context, cmd rueidis.Completed) rueidis.RedisRes
 
 // runs reports whether cmd runs script, and returns a copy of its ARGV
 // (rueidis recycles a command once it was sent).
-func runs(cmd rueidis.Completed, script *lua.Script) ([]string, bool) {
+func runs(cmd rueidis.Completed, script *script.Script) ([]string, bool) {
 	args := cmd.Commands()
 	if len(args) < 3 || args[0] != "EVALSHA" || args[1] != script.SHA1() {
 		return nil, false

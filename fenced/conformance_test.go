@@ -6,7 +6,7 @@ import (
 	"github.com/interlock-go/interlock"
 	"github.com/interlock-go/interlock/fenced"
 	"github.com/interlock-go/interlock/internal/locktest"
-	"github.com/interlock-go/interlock/lua"
+	"github.com/interlock-go/interlock/internal/script"
 )
 
 func TestConformance(t *testing.T) {
@@ -15,8 +15,8 @@ func TestConformance(t *testing.T) {
 		Prefix:  "fenced-test:",
 		Addr:    addr,
 		New:     func(c *interlock.Client, name string) interlock.Locker { return fenced.New(c, name) },
-		Acquire: []*lua.Script{lua.FencedAcquire()},
-		Unlock:  lua.Unlock(),
+		Acquire: []*script.Script{script.FencedAcquire()},
+		Unlock:  script.Unlock(),
 		// Tokens only increase: the counter outlives every hold.
 		Kept: func(name string) []string { return []string{tokenKey(name)} },
 	})

@@ -16,7 +16,7 @@ import (
 
 	"github.com/interlock-go/interlock/fenced"
 	"github.com/interlock-go/interlock/internal/redistest"
-	"github.com/interlock-go/interlock/lua"
+	"github.com/interlock-go/interlock/internal/script"
 )
 
 func TestFenceAdmit(t *testing.T) {
@@ -190,7 +190,7 @@ func TestRedisFenceFailures(t *testing.T) {
 
 	// Called directly, the script checks its arguments first.
 	eval := func(argv ...string) error {
-		return lua.FenceWrite().Exec(ctx, rc, []string{fenceKey, data}, argv).Error()
+		return script.FenceWrite().Exec(ctx, rc, []string{fenceKey, data}, argv).Error()
 	}
 	for _, argv := range [][]string{
 		{},                          // no token

@@ -7,7 +7,7 @@ import (
 
 	"github.com/interlock-go/interlock"
 	"github.com/interlock-go/interlock/internal/lockcore"
-	"github.com/interlock-go/interlock/lua"
+	"github.com/interlock-go/interlock/internal/script"
 )
 
 var (
@@ -25,10 +25,10 @@ var (
 var kind = func() lockcore.Kind {
 	k := lockcore.Reentrant("fenced", interlock.KindFenced)
 	k.Keys = []func(string) string{lockcore.Prefixed("redisson_lock_token")}
-	k.Acquire = lockcore.Call{Script: lua.FencedAcquire, Keys: []lockcore.Arg{lockcore.Name, lockcore.Key(0)},
+	k.Acquire = lockcore.Call{Script: script.FencedAcquire, Keys: []lockcore.Arg{lockcore.Name, lockcore.Key(0)},
 		Args: []lockcore.Arg{lockcore.Lease, lockcore.Owner}}
 	k.Reply = lockcore.ReplyToken
-	k.Transfer = &lockcore.Call{Script: lua.Transfer, Keys: []lockcore.Arg{lockcore.Name, lockcore.Latch, lockcore.Channel, lockcore.Key(0)},
+	k.Transfer = &lockcore.Call{Script: script.Transfer, Keys: []lockcore.Arg{lockcore.Name, lockcore.Latch, lockcore.Channel, lockcore.Key(0)},
 		Args: []lockcore.Arg{lockcore.Lease, lockcore.Owner, lockcore.LatchTTL, lockcore.Next, lockcore.NextLease, lockcore.Publish, lockcore.Yield}}
 	return k
 }()

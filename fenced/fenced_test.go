@@ -14,7 +14,7 @@ import (
 	"github.com/interlock-go/interlock"
 	"github.com/interlock-go/interlock/fenced"
 	"github.com/interlock-go/interlock/internal/redistest"
-	"github.com/interlock-go/interlock/lua"
+	"github.com/interlock-go/interlock/internal/script"
 )
 
 // TestTokenSequence is Redisson's testTokenIncrease: the token goes up by
@@ -312,7 +312,7 @@ func TestLostAcquireReply(t *testing.T) {
 	ctx := testCtx(t)
 	var lose atomic.Bool
 	f := &faulty{do: func(cctx context.Context, cmd rueidis.Completed, next func() rueidis.RedisResult) rueidis.RedisResult {
-		if !lose.Load() || !runs(cmd, lua.FencedAcquire()) {
+		if !lose.Load() || !runs(cmd, script.FencedAcquire()) {
 			return next()
 		}
 		next() // the script runs on the server ...

@@ -9,7 +9,7 @@ import (
 	"github.com/redis/rueidis"
 
 	"github.com/interlock-go/interlock/internal/keys"
-	"github.com/interlock-go/interlock/lua"
+	"github.com/interlock-go/interlock/internal/script"
 )
 
 // RedisFence is the resource side of fencing for data kept in Redis (see
@@ -81,7 +81,7 @@ func (f *RedisFence) Exec(ctx context.Context, token uint64, writes ...Write) (b
 		argv = append(argv, strconv.Itoa(k), strconv.Itoa(len(w.Args)), w.Cmd)
 		argv = append(argv, w.Args...)
 	}
-	reply, err := lua.FenceWrite().Exec(ctx, f.rc, ks, argv).ToArray()
+	reply, err := script.FenceWrite().Exec(ctx, f.rc, ks, argv).ToArray()
 	if err != nil {
 		return false, f.opErr(err)
 	}

@@ -11,8 +11,8 @@ import (
 	"github.com/interlock-go/interlock"
 	"github.com/interlock-go/interlock/internal/keys"
 	"github.com/interlock-go/interlock/internal/lockcore"
-	"github.com/interlock-go/interlock/lua"
-	"github.com/interlock-go/interlock/pubsub"
+	"github.com/interlock-go/interlock/internal/script"
+	"github.com/interlock-go/interlock/internal/pubsub"
 )
 
 // The package's errors are the root's.
@@ -56,7 +56,7 @@ func (l *Latch) TrySetCount(ctx context.Context, count int64) (bool, error) {
 	if err != nil {
 		return false, l.o.OpErr("set count", err)
 	}
-	n, err := lockcore.Int(l.o.Run(ctx, lua.LatchTrySet(), []string{l.o.Key(), l.o.Channel()}, "1", strconv.FormatInt(count, 10), pub))
+	n, err := lockcore.Int(l.o.Run(ctx, script.LatchTrySet(), []string{l.o.Key(), l.o.Channel()}, "1", strconv.FormatInt(count, 10), pub))
 	if err == nil && n != 1 {
 		err = l.o.CheckType(ctx, l.o.Key(), "string") // set, or another object's key
 	}
@@ -73,7 +73,7 @@ func (l *Latch) CountDown(ctx context.Context) error {
 	start := l.o.Begin()
 	pub, err := l.o.Publish(ctx)
 	if err == nil {
-		err = lockcore.Done(l.o.RunCounted(ctx, lua.LatchCountDown(), []string{l.o.Key(), l.o.Channel()}, "0", pub))
+		err = lockcore.Done(l.o.RunCounted(ctx, script.LatchCountDown(), []string{l.o.Key(), l.o.Channel()}, "0", pub))
 	}
 	err = l.o.OpErr("count down", err)
 	l.o.Released(ctx, start, time.Time{}, 0, err == nil, err)
@@ -119,6 +119,6 @@ func (l *Latch) Delete(ctx context.Context) (bool, error) {
 	if err != nil {
 		return false, l.o.OpErr("delete", err)
 	}
-	n, err := lockcore.Int(l.o.Run(ctx, lua.LatchDelete(), []string{l.o.Key(), l.o.Channel()}, "1", pub))
+	n, err := lockcore.Int(l.o.Run(ctx, script.LatchDelete(), []string{l.o.Key(), l.o.Channel()}, "1", pub))
 	return n == 1, l.o.OpErr("delete", err)
 }

@@ -5,7 +5,7 @@ import (
 
 	"github.com/interlock-go/interlock"
 	"github.com/interlock-go/interlock/internal/locktest"
-	"github.com/interlock-go/interlock/lua"
+	"github.com/interlock-go/interlock/internal/script"
 	"github.com/interlock-go/interlock/nonreentrant"
 )
 
@@ -15,8 +15,8 @@ func TestConformance(t *testing.T) {
 		Prefix:    "nonreentrant-test:",
 		Addr:      addr,
 		New:       func(c *interlock.Client, name string) interlock.Locker { return nonreentrant.New(c, name) },
-		Acquire:   []*lua.Script{lua.Acquire()},
-		Unlock:    lua.Unlock(),
+		Acquire:   []*script.Script{script.Acquire()},
+		Unlock:    script.Unlock(),
 		Reentered: nonreentrant.ErrReentered,
 	})
 }
@@ -27,8 +27,8 @@ func TestConformanceFair(t *testing.T) {
 		Prefix:    "nonreentrant-fair-test:",
 		Addr:      addr,
 		New:       func(c *interlock.Client, name string) interlock.Locker { return nonreentrant.NewFair(c, name, 0) },
-		Acquire:   []*lua.Script{lua.FairAcquire(), lua.FairTryAcquire()},
-		Unlock:    lua.FairUnlock(),
+		Acquire:   []*script.Script{script.FairAcquire(), script.FairTryAcquire()},
+		Unlock:    script.FairUnlock(),
 		Fair:      true,
 		Reentered: nonreentrant.ErrReentered,
 	})

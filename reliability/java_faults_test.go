@@ -93,7 +93,7 @@ import (
 	"github.com/interlock-go/interlock"
 	"github.com/interlock-go/interlock/internal/faultproxy"
 	"github.com/interlock-go/interlock/internal/redistest"
-	"github.com/interlock-go/interlock/lua"
+	"github.com/interlock-go/interlock/internal/script"
 	"github.com/interlock-go/interlock/semaphore"
 )
 
@@ -499,8 +499,8 @@ func t24Standalone(t *testing.T) t24Env {
 	faultFor := t24FaultFor()
 	var resets, lostReplies atomic.Int64
 	var downtimes []time.Duration
-	lose := netScripts(lua.Acquire(), lua.FairAcquire(), lua.FairTryAcquire(), lua.RWWriteAcquire(), lua.FencedAcquire(),
-		lua.Unlock(), lua.FairUnlock(), lua.RWWriteUnlock(), lua.SemAcquire(), lua.SemRelease())
+	lose := netScripts(script.Acquire(), script.FairAcquire(), script.FairTryAcquire(), script.RWWriteAcquire(), script.FencedAcquire(),
+		script.Unlock(), script.FairUnlock(), script.RWWriteUnlock(), script.SemAcquire(), script.SemRelease())
 	rnd := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 24))
 	return t24Env{
 		goAddrs: []string{goProxy.Addr()},

@@ -25,8 +25,8 @@ import (
 
 	"github.com/interlock-go/interlock"
 	"github.com/interlock-go/interlock/internal/keys"
+	"github.com/interlock-go/interlock/internal/script"
 	"github.com/interlock-go/interlock/latch"
-	"github.com/interlock-go/interlock/lua"
 )
 
 // t30AllLost is how long a CountDown runs with every reply lost before
@@ -51,7 +51,7 @@ func TestT30LatchLostCountDown(t *testing.T) {
 	opened := make(chan error, 1)
 	go func() { opened <- view.Await(ctx) }()
 
-	pred := netScripts(lua.LatchCountDown())
+	pred := netScripts(script.LatchCountDown())
 	var (
 		okCalls, failedCalls, twice, notDropped, early int
 		errs                                           netErrTally

@@ -19,7 +19,7 @@ import (
 	"github.com/interlock-go/interlock/fairlock"
 	"github.com/interlock-go/interlock/fenced"
 	"github.com/interlock-go/interlock/internal/redistest"
-	"github.com/interlock-go/interlock/lua"
+	"github.com/interlock-go/interlock/internal/script"
 	"github.com/interlock-go/interlock/multilock"
 	"github.com/interlock-go/interlock/rlock"
 	"github.com/interlock-go/interlock/rwlock"
@@ -28,7 +28,7 @@ import (
 // mlOnKey is a proxy predicate matching runs of any of scripts that name
 // key among their arguments, so that one member's traffic is singled out
 // among members of one kind.
-func mlOnKey(key string, scripts ...*lua.Script) func(cmd []string) bool {
+func mlOnKey(key string, scripts ...*script.Script) func(cmd []string) bool {
 	match := netScripts(scripts...)
 	return func(cmd []string) bool { return match(cmd) && len(cmd) > 3 && slices.Contains(cmd[3:], key) }
 }
@@ -224,7 +224,7 @@ func t33LostRelet(t *testing.T, e *netEnv, k netKind) {
 	middle := rlock.New(e.c, n[1])
 	require.NoError(t, middle.Lock(ctx))
 	require.NoError(t, e.proxy.DelayReplyTo(mlOnKey(n[2], k.acquire...), 200*time.Millisecond, 0))
-	e.proxy.DropReplyTo(mlOnKey(n[2], lua.Renew(), lua.RWRenewRead()), -1)
+	e.proxy.DropReplyTo(mlOnKey(n[2], script.Renew(), script.RWRenewRead()), -1)
 	defer func() {
 		_ = e.proxy.DelayReplyTo(nil, 0, 0)
 		e.proxy.DropReplyTo(nil, 0)
@@ -298,7 +298,7 @@ func TestT34RedLockMasterFrozenBeforeTheLease(t *testing.T) {
 	var took []time.Duration
 	for run := range runs {
 		name := fmt.Sprintf("t34:%d", run)
-		require.NoError(t, e.proxy.DelayReplyTo(mlOnKey(name, lua.Acquire()), 200*time.Millisecond, 0))
+		require.NoError(t, e.proxy.DelayReplyTo(mlOnKey(name, script.Acquire()), 200*time.Millisecond, 0))
 		m := multilock.NewRedLock(rlock.New(ca, name), rlock.New(cb, name), rlock.New(e.c, name))
 		paused := make(chan error, 1)
 		go func() {

@@ -26,7 +26,7 @@ import (
 	"github.com/interlock-go/interlock/fenced"
 	"github.com/interlock-go/interlock/internal/faultproxy"
 	"github.com/interlock-go/interlock/internal/redistest"
-	"github.com/interlock-go/interlock/lua"
+	"github.com/interlock-go/interlock/internal/script"
 	"github.com/interlock-go/interlock/rlock"
 	"github.com/interlock-go/interlock/rwlock"
 )
@@ -87,8 +87,8 @@ type netLock struct {
 // netKind is a lock kind with the scripts a proxy rule matches.
 type netKind struct {
 	name    string
-	acquire []*lua.Script // every script an acquisition may send
-	unlock  *lua.Script
+	acquire []*script.Script // every script an acquisition may send
+	unlock  *script.Script
 	suffix  string // appended to the owner for its hash field
 	notHeld error  // the kind's ErrNotHeld
 	lost    error  // the kind's ErrLockLost
@@ -97,27 +97,27 @@ type netKind struct {
 
 // netKinds are the five kinds, in subtest order.
 var netKinds = []netKind{
-	{"rlock", []*lua.Script{lua.Acquire()}, lua.Unlock(), "", rlock.ErrNotHeld, rlock.ErrLockLost,
+	{"rlock", []*script.Script{script.Acquire()}, script.Unlock(), "", rlock.ErrNotHeld, rlock.ErrLockLost,
 		func(c *interlock.Client, n string) netLock {
 			m := rlock.New(c, n)
 			return netLock{m.Lock, m.Unlock, m.Guard, m.Remaining}
 		}},
-	{"fairlock", []*lua.Script{lua.FairAcquire(), lua.FairTryAcquire()}, lua.FairUnlock(), "", fairlock.ErrNotHeld, fairlock.ErrLockLost,
+	{"fairlock", []*script.Script{script.FairAcquire(), script.FairTryAcquire()}, script.FairUnlock(), "", fairlock.ErrNotHeld, fairlock.ErrLockLost,
 		func(c *interlock.Client, n string) netLock {
 			m := fairlock.New(c, n, fairlock.WithWaitTimeout(2*time.Second))
 			return netLock{m.Lock, m.Unlock, m.Guard, m.Remaining}
 		}},
-	{"rwread", []*lua.Script{lua.RWReadAcquire()}, lua.RWReadUnlock(), "", rwlock.ErrNotHeld, rwlock.ErrLockLost,
+	{"rwread", []*script.Script{script.RWReadAcquire()}, script.RWReadUnlock(), "", rwlock.ErrNotHeld, rwlock.ErrLockLost,
 		func(c *interlock.Client, n string) netLock {
 			m := rwlock.New(c, n).Read()
 			return netLock{m.Lock, m.Unlock, m.Guard, m.Remaining}
 		}},
-	{"rwwrite", []*lua.Script{lua.RWWriteAcquire()}, lua.RWWriteUnlock(), ":write", rwlock.ErrNotHeld, rwlock.ErrLockLost,
+	{"rwwrite", []*script.Script{script.RWWriteAcquire()}, script.RWWriteUnlock(), ":write", rwlock.ErrNotHeld, rwlock.ErrLockLost,
 		func(c *interlock.Client, n string) netLock {
 			m := rwlock.New(c, n).Write()
 			return netLock{m.Lock, m.Unlock, m.Guard, m.Remaining}
 		}},
-	{"fenced", []*lua.Script{lua.FencedAcquire()}, lua.Unlock(), "", fenced.ErrNotHeld, fenced.ErrLockLost,
+	{"fenced", []*script.Script{script.FencedAcquire()}, script.Unlock(), "", fenced.ErrNotHeld, fenced.ErrLockLost,
 		func(c *interlock.Client, n string) netLock {
 			m := fenced.New(c, n)
 			return netLock{m.Lock, m.Unlock, m.Guard, m.Remaining}
@@ -125,7 +125,7 @@ var netKinds = []netKind{
 }
 
 // netScripts is a proxy predicate matching runs of any of scripts.
-func netScripts(scripts ...*lua.Script) func(cmd []string) bool {
+func netScripts(scripts ...*script.Script) func(cmd []string) bool {
 	preds := make([]func([]string) bool, len(scripts))
 	for i, s := range scripts {
 		preds[i] = faultproxy.EvalSHA(s.SHA1())

@@ -33,7 +33,7 @@ import (
 	"github.com/interlock-go/interlock"
 	"github.com/interlock-go/interlock/internal/faultproxy"
 	"github.com/interlock-go/interlock/internal/redistest"
-	"github.com/interlock-go/interlock/lua"
+	"github.com/interlock-go/interlock/internal/script"
 	"github.com/interlock-go/interlock/rwlock"
 )
 
@@ -125,7 +125,7 @@ type t15Lossy struct {
 }
 
 // t15Scripts are the scripts whose replies are dropped.
-var t15Scripts = netScripts(lua.RWReadAcquire(), lua.RWWriteAcquire(), lua.RWReadUnlock(), lua.RWWriteUnlock())
+var t15Scripts = netScripts(script.RWReadAcquire(), script.RWWriteAcquire(), script.RWReadUnlock(), script.RWWriteUnlock())
 
 // program is t15Fuzzer.program with lost replies.
 func (l *t15Lossy) program() error {

@@ -31,7 +31,7 @@ import (
 	"github.com/interlock-go/interlock"
 	"github.com/interlock-go/interlock/internal/keys"
 	"github.com/interlock-go/interlock/internal/redistest"
-	"github.com/interlock-go/interlock/lua"
+	"github.com/interlock-go/interlock/internal/script"
 	"github.com/interlock-go/interlock/semaphore"
 )
 
@@ -634,7 +634,7 @@ func t27Leased(rc rueidis.Client, key string) string {
 	out := make([]string, 0, len(zs))
 	for _, z := range zs {
 		at := fmt.Sprintf("due in %v", time.Duration(int64(z.Score)-now)*time.Millisecond)
-		if fmt.Sprintf("%.0f", z.Score) == lua.NeverExpires {
+		if fmt.Sprintf("%.0f", z.Score) == script.NeverExpires {
 			at = "never due"
 		}
 		out = append(out, fmt.Sprintf("%x (%s)", z.Member, at))

@@ -33,7 +33,7 @@ import (
 	"time"
 
 	"github.com/interlock-go/interlock"
-	"github.com/interlock-go/interlock/lua"
+	"github.com/interlock-go/interlock/internal/script"
 )
 
 const (
@@ -216,12 +216,12 @@ func TestT12SlowRenewals(t *testing.T) {
 	// A server that has the scripts: on one that lost them, the first
 	// renewal takes two round trips (EVALSHA, NOSCRIPT, EVAL), and two
 	// replies this slow can outlast a hold acquired just before.
-	for _, sc := range lua.All() {
+	for _, sc := range script.All() {
 		if err := e.direct.Do(context.Background(), e.direct.B().ScriptLoad().Script(sc.Source()).Build()).Error(); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if err := e.proxy.DelayReplyTo(netScripts(lua.Renew(), lua.RWRenewRead()), delay, jitter); err != nil {
+	if err := e.proxy.DelayReplyTo(netScripts(script.Renew(), script.RWRenewRead()), delay, jitter); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), run)

@@ -18,7 +18,7 @@ import (
 	"github.com/interlock-go/interlock"
 	"github.com/interlock-go/interlock/internal/faultproxy"
 	"github.com/interlock-go/interlock/internal/redistest"
-	"github.com/interlock-go/interlock/lua"
+	"github.com/interlock-go/interlock/internal/script"
 	"github.com/interlock-go/interlock/semaphore"
 )
 
@@ -291,11 +291,11 @@ func (e *soakEnv) uniform(lo, hi time.Duration) time.Duration {
 
 // soakScripts are the proxy predicates of the faults aimed at scripts.
 var (
-	soakAcquireScripts = netScripts(lua.Acquire(), lua.FairAcquire(), lua.FairTryAcquire(), lua.RWWriteAcquire(),
-		lua.FencedAcquire(), lua.SemAcquire(), lua.PESAcquire())
-	soakUnlockScripts = netScripts(lua.Unlock(), lua.FairUnlock(), lua.RWWriteUnlock(), lua.SemRelease(),
-		lua.PESRelease(), lua.PESReleaseOne())
-	soakRenewScripts = netScripts(lua.Renew(), lua.PESRenew())
+	soakAcquireScripts = netScripts(script.Acquire(), script.FairAcquire(), script.FairTryAcquire(), script.RWWriteAcquire(),
+		script.FencedAcquire(), script.SemAcquire(), script.PESAcquire())
+	soakUnlockScripts = netScripts(script.Unlock(), script.FairUnlock(), script.RWWriteUnlock(), script.SemRelease(),
+		script.PESRelease(), script.PESReleaseOne())
+	soakRenewScripts = netScripts(script.Renew(), script.PESRenew())
 )
 
 // soakFaults are the faults the soak draws from.

@@ -21,7 +21,7 @@ import (
 	"github.com/interlock-go/interlock/internal/keys"
 	"github.com/interlock-go/interlock/internal/lockcore"
 	"github.com/interlock-go/interlock/internal/redistest"
-	"github.com/interlock-go/interlock/lua"
+	"github.com/interlock-go/interlock/internal/script"
 	"github.com/interlock-go/interlock/semaphore"
 )
 
@@ -47,16 +47,16 @@ type sfSem interface {
 // releases send.
 type sfKind struct {
 	name    string
-	acquire []*lua.Script
-	release []*lua.Script
+	acquire []*script.Script
+	release []*script.Script
 	open    func(c *interlock.Client, name string) sfSem
 }
 
 // sfKinds are the two semaphores, in subtest order.
 var sfKinds = []sfKind{
-	{"semaphore", []*lua.Script{lua.SemAcquire()}, []*lua.Script{lua.SemRelease()},
+	{"semaphore", []*script.Script{script.SemAcquire()}, []*script.Script{script.SemRelease()},
 		func(c *interlock.Client, n string) sfSem { return sfPlain{semaphore.New(c, n)} }},
-	{"expirable", []*lua.Script{lua.PESAcquire()}, []*lua.Script{lua.PESReleaseOne(), lua.PESRelease()},
+	{"expirable", []*script.Script{script.PESAcquire()}, []*script.Script{script.PESReleaseOne(), script.PESRelease()},
 		func(c *interlock.Client, n string) sfSem { return sfExpirable{semaphore.NewExpirable(c, n)} }},
 }
 

@@ -21,17 +21,17 @@ import (
 
 	"github.com/interlock-go/interlock"
 	"github.com/interlock-go/interlock/internal/runtime"
-	"github.com/interlock-go/interlock/lua"
+	"github.com/interlock-go/interlock/internal/script"
 )
 
 // transferKinds are the kinds that transfer, with their transfer script.
 var transferKinds = []struct {
 	kind   netKind
-	script *lua.Script
+	script *script.Script
 }{
-	{netKinds[0], lua.Transfer()},        // rlock
-	{netKinds[3], lua.RWWriteTransfer()}, // rwwrite
-	{netKinds[4], lua.Transfer()},        // fenced
+	{netKinds[0], script.Transfer()},        // rlock
+	{netKinds[3], script.RWWriteTransfer()}, // rwwrite
+	{netKinds[4], script.Transfer()},        // fenced
 }
 
 // t35Variant is one way of faulting a transfer.
@@ -111,7 +111,7 @@ func TestT35TransferFaults(t *testing.T) {
 
 // t35Iteration runs one faulted transfer on name and reports whether
 // everything held.
-func t35Iteration(t *testing.T, e *netEnv, k netKind, script *lua.Script, v t35Variant, name string, settle *[]time.Duration) bool {
+func t35Iteration(t *testing.T, e *netEnv, k netKind, script *script.Script, v t35Variant, name string, settle *[]time.Duration) bool {
 	t.Helper()
 	ok := true
 	fail := func(format string, args ...any) {

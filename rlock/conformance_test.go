@@ -5,7 +5,7 @@ import (
 
 	"github.com/interlock-go/interlock"
 	"github.com/interlock-go/interlock/internal/locktest"
-	"github.com/interlock-go/interlock/lua"
+	"github.com/interlock-go/interlock/internal/script"
 	"github.com/interlock-go/interlock/rlock"
 )
 
@@ -15,7 +15,7 @@ func TestConformance(t *testing.T) {
 		Prefix:  "rlock-test:",
 		Addr:    addr,
 		New:     func(c *interlock.Client, name string) interlock.Locker { return rlock.New(c, name) },
-		Acquire: []*lua.Script{lua.Acquire()},
-		Unlock:  lua.Unlock(),
+		Acquire: []*script.Script{script.Acquire()},
+		Unlock:  script.Unlock(),
 	})
 }

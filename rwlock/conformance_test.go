@@ -5,7 +5,7 @@ import (
 
 	"github.com/interlock-go/interlock"
 	"github.com/interlock-go/interlock/internal/locktest"
-	"github.com/interlock-go/interlock/lua"
+	"github.com/interlock-go/interlock/internal/script"
 	"github.com/interlock-go/interlock/rwlock"
 )
 
@@ -18,8 +18,8 @@ func TestConformance(t *testing.T) {
 			Prefix:  "rwlock-test:",
 			Addr:    addr,
 			New:     read,
-			Acquire: []*lua.Script{lua.RWReadAcquire()},
-			Unlock:  lua.RWReadUnlock(),
+			Acquire: []*script.Script{script.RWReadAcquire()},
+			Unlock:  script.RWReadUnlock(),
 			Shared:  write,
 		})
 	})
@@ -29,8 +29,8 @@ func TestConformance(t *testing.T) {
 			Prefix:  "rwlock-test:",
 			Addr:    addr,
 			New:     write,
-			Acquire: []*lua.Script{lua.RWWriteAcquire()},
-			Unlock:  lua.RWWriteUnlock(),
+			Acquire: []*script.Script{script.RWWriteAcquire()},
+			Unlock:  script.RWWriteUnlock(),
 		})
 	})
 }

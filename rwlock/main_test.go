@@ -13,7 +13,7 @@ import (
 
 	"github.com/interlock-go/interlock"
 	"github.com/interlock-go/interlock/internal/redistest"
-	"github.com/interlock-go/interlock/lua"
+	"github.com/interlock-go/interlock/internal/script"
 	"github.com/interlock-go/interlock/rwlock"
 )
 
@@ -96,7 +96,7 @@ func (f *faulty) DoMulti(ctx context.Context, cmds ...rueidis.Completed) []rueid
 }
 
 // runs reports whether cmd runs script.
-func runs(cmd rueidis.Completed, script *lua.Script) bool {
+func runs(cmd rueidis.Completed, script *script.Script) bool {
 	args := cmd.Commands()
 	return len(args) > 1 && args[0] == "EVALSHA" && args[1] == script.SHA1()
 }

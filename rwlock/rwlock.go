@@ -8,8 +8,8 @@ import (
 	"github.com/interlock-go/interlock"
 	"github.com/interlock-go/interlock/internal/keys"
 	lc "github.com/interlock-go/interlock/internal/lockcore"
-	"github.com/interlock-go/interlock/lua"
-	"github.com/interlock-go/interlock/renewal"
+	"github.com/interlock-go/interlock/internal/script"
+	"github.com/interlock-go/interlock/internal/renewal"
 )
 
 var (
@@ -40,13 +40,13 @@ var (
 		Channel:  channel,
 		Keys:     derived,
 		ReadHalf: true,
-		Acquire:  lc.Call{Script: lua.RWReadAcquire, Keys: []lc.Arg{lc.Name, timeouts}, Args: []lc.Arg{lc.Lease, lc.Owner, lc.OwnerPlus(":write")}},
-		Unlock: lc.Call{Script: lua.RWReadUnlock, Keys: []lc.Arg{lc.Name, lc.Channel, timeouts, prefix, lc.Latch},
+		Acquire:  lc.Call{Script: script.RWReadAcquire, Keys: []lc.Arg{lc.Name, timeouts}, Args: []lc.Arg{lc.Lease, lc.Owner, lc.OwnerPlus(":write")}},
+		Unlock: lc.Call{Script: script.RWReadUnlock, Keys: []lc.Arg{lc.Name, lc.Channel, timeouts, prefix, lc.Latch},
 			Args: []lc.Arg{lc.Lit("0"), lc.Owner, lc.Publish, lc.LatchTTL}},
-		Undo:     lc.Call{Script: lua.RWUndoRead, Keys: []lc.Arg{lc.Name, lc.Channel, timeouts, prefix}, Args: []lc.Arg{lc.Lit("0"), lc.Owner, lc.Expected, lc.Publish}},
-		Force:    lc.Call{Script: lua.RWForceUnlock, Keys: []lc.Arg{lc.Name, lc.Channel}, Args: []lc.Arg{lc.Lit("0"), lc.Publish, lc.Lit("read")}},
-		IsLocked: &lc.Call{Script: lua.RWReadIsLocked, Keys: []lc.Arg{lc.Name}},
-		Renew:    &renewal.Task{Script: lua.RWRenewRead(), Args: readRenewArgs, Lost: interlock.ErrLockLost, KeepLosses: true},
+		Undo:     lc.Call{Script: script.RWUndoRead, Keys: []lc.Arg{lc.Name, lc.Channel, timeouts, prefix}, Args: []lc.Arg{lc.Lit("0"), lc.Owner, lc.Expected, lc.Publish}},
+		Force:    lc.Call{Script: script.RWForceUnlock, Keys: []lc.Arg{lc.Name, lc.Channel}, Args: []lc.Arg{lc.Lit("0"), lc.Publish, lc.Lit("read")}},
+		IsLocked: &lc.Call{Script: script.RWReadIsLocked, Keys: []lc.Arg{lc.Name}},
+		Renew:    &renewal.Task{Script: script.RWRenewRead(), Args: readRenewArgs, Lost: interlock.ErrLockLost, KeepLosses: true},
 	}
 	writeKind = lc.Kind{
 		Name:    "rwlock",
@@ -55,19 +55,19 @@ var (
 		Channel: channel,
 		Keys:    derived,
 		Upgrade: ErrUpgrade,
-		Acquire: lc.Call{Script: lua.RWWriteAcquire, Keys: []lc.Arg{lc.Name}, Args: []lc.Arg{lc.Lease, lc.Owner}},
-		Unlock: lc.Call{Script: lua.RWWriteUnlock, Keys: []lc.Arg{lc.Name, lc.Channel, lc.Latch},
+		Acquire: lc.Call{Script: script.RWWriteAcquire, Keys: []lc.Arg{lc.Name}, Args: []lc.Arg{lc.Lease, lc.Owner}},
+		Unlock: lc.Call{Script: script.RWWriteUnlock, Keys: []lc.Arg{lc.Name, lc.Channel, lc.Latch},
 			Args: []lc.Arg{lc.Lit("1"), lc.Lease, lc.Owner, lc.Publish, lc.LatchTTL}},
-		Undo:  lc.Call{Script: lua.RWUndoWrite, Keys: []lc.Arg{lc.Name, lc.Channel}, Args: []lc.Arg{lc.Lit("1"), lc.Owner, lc.Expected, lc.Publish}},
-		Force: lc.Call{Script: lua.RWForceUnlock, Keys: []lc.Arg{lc.Name, lc.Channel}, Args: []lc.Arg{lc.Lit("1"), lc.Publish, lc.Lit("write")}},
-		Transfer: &lc.Call{Script: lua.RWWriteTransfer, Keys: []lc.Arg{lc.Name, lc.Latch, lc.Channel},
+		Undo:  lc.Call{Script: script.RWUndoWrite, Keys: []lc.Arg{lc.Name, lc.Channel}, Args: []lc.Arg{lc.Lit("1"), lc.Owner, lc.Expected, lc.Publish}},
+		Force: lc.Call{Script: script.RWForceUnlock, Keys: []lc.Arg{lc.Name, lc.Channel}, Args: []lc.Arg{lc.Lit("1"), lc.Publish, lc.Lit("write")}},
+		Transfer: &lc.Call{Script: script.RWWriteTransfer, Keys: []lc.Arg{lc.Name, lc.Latch, lc.Channel},
 			Args: []lc.Arg{lc.Lease, lc.Owner, lc.LatchTTL, lc.Next, lc.NextLease, lc.Publish, lc.Yield}},
 		LockedMode: "write",
 		Renew:      lc.RenewTask,
 	}
 )
 
-// readRenewArgs builds the KEYS and ARGV of lua.RWRenewRead (Redisson
+// readRenewArgs builds the KEYS and ARGV of script.RWRenewRead (Redisson
 // 4.4+'s ReadLockTask). Redisson lists all of a client's owners of a lock
 // under one pair of keys; the Scheduler wants one answer per (lock, owner),
 // so each gets its own pair, which the script treats alike.

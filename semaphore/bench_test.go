@@ -17,7 +17,7 @@ import (
 	"github.com/interlock-go/interlock"
 	"github.com/interlock-go/interlock/internal/keys"
 	"github.com/interlock-go/interlock/internal/redistest"
-	"github.com/interlock-go/interlock/lua"
+	"github.com/interlock-go/interlock/internal/script"
 	"github.com/interlock-go/interlock/semaphore"
 )
 
@@ -115,7 +115,7 @@ func newBenchEnv(b *testing.B) *benchEnv {
 	b.Cleanup(func() { _ = c.Close(); del.close(); raw.Close() })
 	env := &benchEnv{c: c, rc: cnt, del: del, admin: redistest.NewClient(b, addr)}
 	ctx := context.Background()
-	for _, s := range []*lua.Script{lua.SemAcquire(), lua.SemRelease(), lua.PESAcquire(), lua.PESReleaseOne()} {
+	for _, s := range []*script.Script{script.SemAcquire(), script.SemRelease(), script.PESAcquire(), script.PESReleaseOne()} {
 		if err := env.admin.Do(ctx, env.admin.B().ScriptLoad().Script(s.Source()).Build()).Error(); err != nil {
 			b.Fatal(err)
 		}
@@ -148,20 +148,20 @@ func (e *benchEnv) floor(b *testing.B, suffix string, permits int) floor {
 	return floor{rc: e.rc, del: e.del, name: n, ch: keys.SemaphoreChannel(n), timeout: keys.Suffix(n, "timeout")}
 }
 
-func (f floor) evalsha(ctx context.Context, s *lua.Script, keys []string, args ...string) rueidis.RedisResult {
+func (f floor) evalsha(ctx context.Context, s *script.Script, keys []string, args ...string) rueidis.RedisResult {
 	return f.rc.Do(ctx, f.rc.B().Evalsha().Sha1(s.SHA1()).Numkeys(int64(len(keys))).Key(keys...).Arg(args...).Build())
 }
 
 // pair is ACQ then REL of one permit.
 func (f floor) pair(ctx context.Context) error {
-	n, err := f.evalsha(ctx, lua.SemAcquire(), []string{f.name}, "1").AsInt64()
+	n, err := f.evalsha(ctx, script.SemAcquire(), []string{f.name}, "1").AsInt64()
 	if err != nil {
 		return err
 	}
 	if n != 1 {
 		return errNotAcquired
 	}
-	return noNil(f.evalsha(ctx, lua.SemRelease(), []string{f.name, f.ch}, "1", "PUBLISH").Error())
+	return noNil(f.evalsha(ctx, script.SemRelease(), []string{f.name, f.ch}, "1", "PUBLISH").Error())
 }
 
 // expirablePair is PACQ of one permit with a 30 s lease (the watchdog's),
@@ -170,7 +170,7 @@ func (f floor) expirablePair(ctx context.Context) error {
 	var id [16]byte
 	_, _ = rand.Read(id[:])
 	now := time.Now().UnixMilli()
-	ok, err := f.evalsha(ctx, lua.PESAcquire(), []string{f.name, f.timeout, f.ch},
+	ok, err := f.evalsha(ctx, script.PESAcquire(), []string{f.name, f.timeout, f.ch},
 		"1", strconv.FormatInt(now+30000, 10), strconv.FormatInt(now, 10), "922337203685477", "PUBLISH", string(id[:])).ToString()
 	if err != nil {
 		return err
@@ -179,7 +179,7 @@ func (f floor) expirablePair(ctx context.Context) error {
 		return errNotAcquired
 	}
 	now = time.Now().UnixMilli()
-	n, err := f.evalsha(ctx, lua.PESReleaseOne(), []string{f.name, f.ch, f.timeout},
+	n, err := f.evalsha(ctx, script.PESReleaseOne(), []string{f.name, f.ch, f.timeout},
 		string(id[:]), "1", strconv.FormatInt(now, 10), "PUBLISH").AsInt64()
 	if err == nil && n != 1 {
 		err = errNotAcquired
@@ -192,7 +192,7 @@ func (f floor) expirablePair(ctx context.Context) error {
 // without the library.
 func (f floor) receiptPair(ctx context.Context) error {
 	r := keys.Receipt(f.name, keys.RequestID())
-	n, err := f.evalsha(ctx, lua.SemAcquire(), []string{f.name, r}, "1", receiptTTL).AsInt64()
+	n, err := f.evalsha(ctx, script.SemAcquire(), []string{f.name, r}, "1", receiptTTL).AsInt64()
 	if err != nil {
 		return err
 	}
@@ -201,7 +201,7 @@ func (f floor) receiptPair(ctx context.Context) error {
 	}
 	f.del.add(r)
 	r = keys.Receipt(f.name, keys.RequestID())
-	if err := noNil(f.evalsha(ctx, lua.SemRelease(), []string{f.name, f.ch, r}, "1", "PUBLISH", receiptTTL).Error()); err != nil {
+	if err := noNil(f.evalsha(ctx, script.SemRelease(), []string{f.name, f.ch, r}, "1", "PUBLISH", receiptTTL).Error()); err != nil {
 		return err
 	}
 	f.del.add(r)
@@ -216,7 +216,7 @@ func (f floor) expirableReceiptPair(ctx context.Context) error {
 	_, _ = rand.Read(id[:])
 	now := time.Now().UnixMilli()
 	r := keys.Receipt(f.name, keys.RequestID())
-	ok, err := f.evalsha(ctx, lua.PESAcquire(), []string{f.name, f.timeout, f.ch, r},
+	ok, err := f.evalsha(ctx, script.PESAcquire(), []string{f.name, f.timeout, f.ch, r},
 		"1", strconv.FormatInt(now+30000, 10), strconv.FormatInt(now, 10), "922337203685477", "PUBLISH", string(id[:]), receiptTTL).ToString()
 	if err != nil {
 		return err
@@ -227,7 +227,7 @@ func (f floor) expirableReceiptPair(ctx context.Context) error {
 	f.del.add(r)
 	now = time.Now().UnixMilli()
 	r = keys.Receipt(f.name, keys.RequestID())
-	n, err := f.evalsha(ctx, lua.PESReleaseOne(), []string{f.name, f.ch, f.timeout, r},
+	n, err := f.evalsha(ctx, script.PESReleaseOne(), []string{f.name, f.ch, f.timeout, r},
 		string(id[:]), "1", strconv.FormatInt(now, 10), "PUBLISH", receiptTTL).AsInt64()
 	if err != nil {
 		return err

@@ -13,9 +13,9 @@ import (
 	"github.com/interlock-go/interlock/internal/keys"
 	"github.com/interlock-go/interlock/internal/lockcore"
 	"github.com/interlock-go/interlock/internal/runtime"
-	"github.com/interlock-go/interlock/lua"
-	"github.com/interlock-go/interlock/pubsub"
-	"github.com/interlock-go/interlock/renewal"
+	"github.com/interlock-go/interlock/internal/script"
+	"github.com/interlock-go/interlock/internal/pubsub"
+	"github.com/interlock-go/interlock/internal/renewal"
 )
 
 // NoExpiry is the lease of a permit that never expires (Redisson's -1).
@@ -23,7 +23,7 @@ const NoExpiry time.Duration = -1
 
 const (
 	// never is the score of a permit without a lease.
-	never = lua.NeverExpires
+	never = script.NeverExpires
 	// forever is how long this Client records a NoExpiry permit.
 	forever = 100 * 365 * 24 * time.Hour
 )
@@ -55,7 +55,7 @@ func (e *Expirable) Name() string { return e.o.Name() }
 // a timeout zset (Key), extended from the Client's wall clock.
 func renewTask(rt *runtime.Runtime) *renewal.Task {
 	return &renewal.Task{
-		Script: lua.PESRenew(),
+		Script: script.PESRenew(),
 		Lost:   ErrPermitLost,
 		Args: func(lease time.Duration, chunk []*renewal.Entry) (keys, argv []string) {
 			now := rt.WallNow().UnixMilli()
@@ -99,35 +99,35 @@ func (e *Expirable) SetPermits(ctx context.Context, permits int) error {
 	if err != nil {
 		return e.o.OpErr("set permits", err)
 	}
-	res := e.o.Run(ctx, lua.PESSetPermits(), []string{e.o.Key(), e.o.Channel(), e.timeout}, strconv.Itoa(permits), pub)
+	res := e.o.Run(ctx, script.PESSetPermits(), []string{e.o.Key(), e.o.Channel(), e.timeout}, strconv.Itoa(permits), pub)
 	return e.o.OpErr("set permits", lockcore.Done(res))
 }
 
 // AddPermits adds delta free permits, or takes them away when delta is
 // negative. It clears the key's TTL.
 func (e *Expirable) AddPermits(ctx context.Context, delta int) error {
-	return add(ctx, &e.o, lua.PESAdd(), delta)
+	return add(ctx, &e.o, script.PESAdd(), delta)
 }
 
 // Available returns the number of free permits, after reclaiming expired
 // ones.
 func (e *Expirable) Available(ctx context.Context) (int64, error) {
-	return e.count(ctx, "available", lua.PESAvailable())
+	return e.count(ctx, "available", script.PESAvailable())
 }
 
 // Permits returns the total number of permits, free and acquired, after
 // reclaiming expired ones; 0 when the semaphore does not exist.
 func (e *Expirable) Permits(ctx context.Context) (int64, error) {
-	return e.count(ctx, "permits", lua.PESPermits())
+	return e.count(ctx, "permits", script.PESPermits())
 }
 
 // Acquired returns the number of acquired permits, after reclaiming
 // expired ones.
 func (e *Expirable) Acquired(ctx context.Context) (int64, error) {
-	return e.count(ctx, "acquired", lua.PESAcquired())
+	return e.count(ctx, "acquired", script.PESAcquired())
 }
 
-func (e *Expirable) count(ctx context.Context, op string, s *lua.Script) (int64, error) {
+func (e *Expirable) count(ctx context.Context, op string, s *script.Script) (int64, error) {
 	if err := e.o.Ready(); err != nil {
 		return 0, err
 	}
@@ -221,7 +221,7 @@ func (e *Expirable) try(ctx context.Context, n int, lease time.Duration, pub str
 	}
 	args = append(args, receiptTTL)
 	sent := time.Now()
-	res, acked := e.o.RunAcked(ctx, lua.PESAcquire(), []string{e.o.Key(), e.timeout, e.o.Channel(), receipt}, args...)
+	res, acked := e.o.RunAcked(ctx, script.PESAcquire(), []string{e.o.Key(), e.timeout, e.o.Channel(), receipt}, args...)
 	reply, err := res.ToString()
 	switch {
 	case rueidis.IsRedisNil(err):
@@ -270,7 +270,7 @@ func (e *Expirable) undo(receipt string, ids []PermitID, pub string) {
 	}
 	keys := []string{e.o.Key(), e.o.Channel(), e.timeout, receipt}
 	e.o.UndoLater(receipt, time.Now().Add(lockcore.ReceiptTTL), func(ctx context.Context) error {
-		return lockcore.Done(e.o.Run(ctx, lua.PESUndoAcquire(), keys, args...))
+		return lockcore.Done(e.o.Run(ctx, script.PESUndoAcquire(), keys, args...))
 	})
 }
 
@@ -284,17 +284,17 @@ func (e *Expirable) forget(id PermitID, o renewal.Outcome) {
 
 // releaseCall is Redisson's release of one id, or of a list, under
 // receipt, so that a resend answers what the first send did.
-func (e *Expirable) releaseCall(ids []PermitID, pub, receipt string) (*lua.Script, []string, []string) {
+func (e *Expirable) releaseCall(ids []PermitID, pub, receipt string) (*script.Script, []string, []string) {
 	keys := []string{e.o.Key(), e.o.Channel(), e.timeout, receipt}
 	now := itoa(e.now())
 	if len(ids) == 1 {
-		return lua.PESReleaseOne(), keys, []string{ids[0].raw(), "1", now, pub, receiptTTL}
+		return script.PESReleaseOne(), keys, []string{ids[0].raw(), "1", now, pub, receiptTTL}
 	}
 	args := append(make([]string, 0, 4+len(ids)), strconv.Itoa(len(ids)), now, pub)
 	for _, id := range ids {
 		args = append(args, id.raw())
 	}
-	return lua.PESRelease(), keys, append(args, receiptTTL)
+	return script.PESRelease(), keys, append(args, receiptTTL)
 }
 
 // Release gives back every one of ids, or none of them: it fails with
@@ -343,7 +343,7 @@ func (e *Expirable) release(ctx context.Context, ids []PermitID) (ok bool, why e
 	// in the same pipeline, before the release.
 	rc := e.o.RT().RC
 	receipt := e.o.Receipt()
-	script, keys, args := e.releaseCall(ids, pub, receipt)
+	sc, keys, args := e.releaseCall(ids, pub, receipt)
 	foreign := len(ids) == 1 && e.o.RT().Renewal.Holds(e.timeout, ids[0].raw()) == 0
 	send := func(cmd rueidis.Completed) (score, res rueidis.RedisResult) {
 		if !foreign {
@@ -352,9 +352,9 @@ func (e *Expirable) release(ctx context.Context, ids []PermitID) (ok bool, why e
 		r := rc.DoMulti(ctx, rc.B().Zscore().Key(e.timeout).Member(ids[0].raw()).Build(), cmd)
 		return r[0], r[1]
 	}
-	score, res := send(script.EvalSHA(rc, keys, args))
-	if lua.IsNoScript(res.Error()) {
-		score, res = send(script.Eval(rc, keys, args))
+	score, res := send(sc.EvalSHA(rc, keys, args))
+	if script.IsNoScript(res.Error()) {
+		score, res = send(sc.Eval(rc, keys, args))
 	}
 	n, err := lockcore.Int(res)
 	if err != nil {
@@ -455,7 +455,7 @@ func (e *Expirable) UpdateLease(ctx context.Context, id PermitID, lease time.Dur
 		return false, e.o.OpErr("update lease", err)
 	}
 	now, sent := e.now(), time.Now()
-	n, err := lockcore.Int(e.o.Run(ctx, lua.PESUpdateLease(), []string{e.o.Key(), e.timeout, e.o.Channel()},
+	n, err := lockcore.Int(e.o.Run(ctx, script.PESUpdateLease(), []string{e.o.Key(), e.timeout, e.o.Channel()},
 		id.raw(), e.expiry(now, lease), itoa(now), pub))
 	if err != nil {
 		return false, e.o.OpErr("update lease", err)
@@ -483,7 +483,7 @@ func (e *Expirable) LeaseLeft(ctx context.Context, id PermitID) (time.Duration, 
 	if err != nil {
 		return 0, e.o.OpErr("lease", err)
 	}
-	ms, err := lockcore.Int(e.o.Run(ctx, lua.PESLease(), []string{e.o.Key(), e.timeout, e.o.Channel()},
+	ms, err := lockcore.Int(e.o.Run(ctx, script.PESLease(), []string{e.o.Key(), e.timeout, e.o.Channel()},
 		id.raw(), never, itoa(e.now()), pub))
 	switch {
 	case err != nil:

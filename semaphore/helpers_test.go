@@ -14,7 +14,7 @@ import (
 
 	"github.com/interlock-go/interlock"
 	"github.com/interlock-go/interlock/internal/redistest"
-	"github.com/interlock-go/interlock/lua"
+	"github.com/interlock-go/interlock/internal/script"
 )
 
 // Tolerances: they must hold on a loaded 2-core machine running -race.
@@ -82,15 +82,15 @@ func scriptName(cmd rueidis.Completed) string {
 	return ""
 }
 
-var allScripts = []*lua.Script{
-	lua.SemAcquire(), lua.SemUndoAcquire(), lua.SemRelease(), lua.SemReleaseIfExists(),
-	lua.SemTrySet(), lua.SemAdd(), lua.SemDrain(),
-	lua.PESAcquire(), lua.PESReleaseOne(), lua.PESRelease(), lua.PESAvailable(), lua.PESPermits(),
-	lua.PESAcquired(), lua.PESSetPermits(), lua.PESAdd(), lua.PESUpdateLease(), lua.PESLease(), lua.PESRenew(),
+var allScripts = []*script.Script{
+	script.SemAcquire(), script.SemUndoAcquire(), script.SemRelease(), script.SemReleaseIfExists(),
+	script.SemTrySet(), script.SemAdd(), script.SemDrain(),
+	script.PESAcquire(), script.PESReleaseOne(), script.PESRelease(), script.PESAvailable(), script.PESPermits(),
+	script.PESAcquired(), script.PESSetPermits(), script.PESAdd(), script.PESUpdateLease(), script.PESLease(), script.PESRenew(),
 }
 
 func (c *counter) record(name string, res rueidis.RedisResult) {
-	if name == "" || lua.IsNoScript(res.Error()) {
+	if name == "" || script.IsNoScript(res.Error()) {
 		return
 	}
 	c.mu.Lock()
@@ -122,14 +122,14 @@ func (c *counter) DoMulti(ctx context.Context, cmds ...rueidis.Completed) []ruei
 }
 
 // n returns how often s ran.
-func (c *counter) n(s *lua.Script) int64 {
+func (c *counter) n(s *script.Script) int64 {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.calls[s.Name()]
 }
 
 // since returns how long ago s last ran (a long time when never).
-func (c *counter) since(s *lua.Script) time.Duration {
+func (c *counter) since(s *script.Script) time.Duration {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	at, ok := c.last[s.Name()]
@@ -140,7 +140,7 @@ func (c *counter) since(s *lua.Script) time.Duration {
 }
 
 // settle waits until s has not run for d, and returns its count then.
-func (c *counter) settle(t *testing.T, s *lua.Script, d time.Duration) int64 {
+func (c *counter) settle(t *testing.T, s *script.Script, d time.Duration) int64 {
 	t.Helper()
 	deadline := time.Now().Add(prompt)
 	for c.since(s) < d {

@@ -9,8 +9,8 @@ import (
 	"github.com/interlock-go/interlock"
 	"github.com/interlock-go/interlock/internal/keys"
 	"github.com/interlock-go/interlock/internal/lockcore"
-	"github.com/interlock-go/interlock/lua"
-	"github.com/interlock-go/interlock/pubsub"
+	"github.com/interlock-go/interlock/internal/script"
+	"github.com/interlock-go/interlock/internal/pubsub"
 )
 
 // The package's errors. The first three are the root's.
@@ -75,18 +75,18 @@ func trySet(ctx context.Context, o *lockcore.Object, permits int, ttl time.Durat
 	if ttl > 0 {
 		args = append(args, lockcore.MS(ttl))
 	}
-	n, err := lockcore.Int(o.Run(ctx, lua.SemTrySet(), []string{o.Key(), o.Channel()}, args...))
+	n, err := lockcore.Int(o.Run(ctx, script.SemTrySet(), []string{o.Key(), o.Channel()}, args...))
 	return n == 1, o.OpErr("set permits", err)
 }
 
 // AddPermits adds delta free permits, or takes them away when delta is
 // negative; the count may go below zero. It clears the key's TTL.
 func (s *Semaphore) AddPermits(ctx context.Context, delta int) error {
-	return add(ctx, &s.o, lua.SemAdd(), delta)
+	return add(ctx, &s.o, script.SemAdd(), delta)
 }
 
 // add runs an add script, under a receipt.
-func add(ctx context.Context, o *lockcore.Object, script *lua.Script, delta int) error {
+func add(ctx context.Context, o *lockcore.Object, script *script.Script, delta int) error {
 	if err := o.Ready(); err != nil {
 		return err
 	}
@@ -148,7 +148,7 @@ func (s *Semaphore) try(ctx context.Context, p string) (bool, time.Duration, err
 		return false, 0, interlock.ErrClosed
 	}
 	receipt := s.o.Receipt()
-	res, acked := s.o.RunAcked(ctx, lua.SemAcquire(), []string{s.o.Key(), receipt}, p, receiptTTL)
+	res, acked := s.o.RunAcked(ctx, script.SemAcquire(), []string{s.o.Key(), receipt}, p, receiptTTL)
 	n, err := res.AsInt64()
 	if lockcore.Lost(err) {
 		s.undo(receipt, p)
@@ -176,7 +176,7 @@ func (s *Semaphore) undo(receipt, p string) {
 		if err != nil {
 			return err
 		}
-		return lockcore.Done(s.o.Run(ctx, lua.SemUndoAcquire(), []string{s.o.Key(), s.o.Channel(), receipt}, p, pub, receiptTTL))
+		return lockcore.Done(s.o.Run(ctx, script.SemUndoAcquire(), []string{s.o.Key(), s.o.Channel(), receipt}, p, pub, receiptTTL))
 	})
 }
 
@@ -190,7 +190,7 @@ func (s *Semaphore) Release(ctx context.Context, n int) error {
 	start := s.o.Begin()
 	pub, err := s.o.Publish(ctx)
 	if err == nil {
-		err = lockcore.Done(s.o.RunCounted(ctx, lua.SemRelease(), []string{s.o.Key(), s.o.Channel()}, strconv.Itoa(n), pub))
+		err = lockcore.Done(s.o.RunCounted(ctx, script.SemRelease(), []string{s.o.Key(), s.o.Channel()}, strconv.Itoa(n), pub))
 	}
 	err = s.o.OpErr("release", err)
 	s.o.Released(ctx, start, time.Time{}, n, err == nil, err)
@@ -207,7 +207,7 @@ func (s *Semaphore) ReleaseIfExists(ctx context.Context, n int) (bool, error) {
 	pub, err := s.o.Publish(ctx)
 	var r int64
 	if err == nil {
-		r, err = lockcore.Int(s.o.RunCounted(ctx, lua.SemReleaseIfExists(), []string{s.o.Key(), s.o.Channel()}, strconv.Itoa(n), pub))
+		r, err = lockcore.Int(s.o.RunCounted(ctx, script.SemReleaseIfExists(), []string{s.o.Key(), s.o.Channel()}, strconv.Itoa(n), pub))
 	}
 	err = s.o.OpErr("release", err)
 	s.o.Released(ctx, start, time.Time{}, n, r == 1, err)
@@ -231,7 +231,7 @@ func (s *Semaphore) Drain(ctx context.Context) (int64, error) {
 	if err := s.o.Ready(); err != nil {
 		return 0, err
 	}
-	n, err := lockcore.Int(s.o.Run(ctx, lua.SemDrain(), []string{s.o.Key()}))
+	n, err := lockcore.Int(s.o.Run(ctx, script.SemDrain(), []string{s.o.Key()}))
 	return n, s.o.OpErr("drain", err)
 }
 

@@ -12,7 +12,7 @@ import (
 	"github.com/interlock-go/interlock"
 	"github.com/interlock-go/interlock/internal/keys"
 	"github.com/interlock-go/interlock/internal/redistest"
-	"github.com/interlock-go/interlock/lua"
+	"github.com/interlock-go/interlock/internal/script"
 	"github.com/interlock-go/interlock/semaphore"
 )
 
@@ -171,11 +171,11 @@ func TestSemaphoreTryAcquireDeadline(t *testing.T) {
 		assert.False(t, must[bool](t)(s.TryAcquire(ctx, 1, wait)))
 		within(t, time.Since(start), wait, wait+slack, "TryAcquire(500ms)")
 		// A try, a try once subscribed, a try at the deadline.
-		assert.EqualValues(t, 3, cnt.n(lua.SemAcquire()), "attempts")
+		assert.EqualValues(t, 3, cnt.n(script.SemAcquire()), "attempts")
 
 		// A permit put back silently in the middle of the wait is taken by
 		// the try at the deadline.
-		before := cnt.n(lua.SemAcquire())
+		before := cnt.n(script.SemAcquire())
 		done := make(chan bool, 1)
 		start = time.Now()
 		go func() {
@@ -189,7 +189,7 @@ func TestSemaphoreTryAcquireDeadline(t *testing.T) {
 		took := time.Since(start)
 		assert.True(t, ok, "the try at the deadline")
 		within(t, took, wait-10*time.Millisecond, wait+slack, "TryAcquire(500ms)")
-		assert.EqualValues(t, 3, cnt.n(lua.SemAcquire())-before, "attempts")
+		assert.EqualValues(t, 3, cnt.n(script.SemAcquire())-before, "attempts")
 		assert.EqualValues(t, 0, must[int64](t)(s.Available(ctx)))
 		oneReceipt(t, rc, name, "TryAcquire")
 	})
@@ -209,7 +209,7 @@ func TestSemaphoreReleaseWakesWaiter(t *testing.T) {
 
 		done := make(chan error, 1)
 		go func() { done <- s.Acquire(ctx, 1) }()
-		require.Eventually(t, func() bool { return cnt.n(lua.SemAcquire()) == 2 }, prompt, time.Millisecond, "waiter parked")
+		require.Eventually(t, func() bool { return cnt.n(script.SemAcquire()) == 2 }, prompt, time.Millisecond, "waiter parked")
 		time.Sleep(50 * time.Millisecond)
 		start := time.Now()
 		require.NoError(t, s.Release(ctx, 1))
@@ -223,7 +223,7 @@ func TestSemaphoreReleaseWakesWaiter(t *testing.T) {
 		}
 		t.Logf("woken %v after the release", woke)
 		assert.Less(t, woke, slack, "woken by the message, not by the 2s repoll")
-		assert.EqualValues(t, 3, cnt.n(lua.SemAcquire()), "one attempt after the wake-up")
+		assert.EqualValues(t, 3, cnt.n(script.SemAcquire()), "one attempt after the wake-up")
 		assert.Equal(t, []string{"1"}, in.Next(t), "Release announces the new free count")
 		assert.EqualValues(t, 0, must[int64](t)(s.Available(ctx)))
 		assert.Eventually(t, func() bool { return len(receipts(t, rc, name)) == 0 }, 5*time.Second, 10*time.Millisecond,

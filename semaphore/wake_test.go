@@ -11,7 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/interlock-go/interlock"
-	"github.com/interlock-go/interlock/lua"
+	"github.com/interlock-go/interlock/internal/script"
 	"github.com/interlock-go/interlock/semaphore"
 )
 
@@ -26,7 +26,7 @@ func TestSemaphoreReleaseWakesN(t *testing.T) {
 		c, cnt := tg.counted(t)
 		name := semName(t)
 		s := semaphore.New(c, name)
-		acq := lua.SemAcquire()
+		acq := script.SemAcquire()
 		require.True(t, must[bool](t)(s.TrySetPermits(ctx, 0)))
 
 		const waiters = 8
@@ -127,7 +127,7 @@ func TestSemaphoreContention(t *testing.T) {
 			require.NoError(t, err)
 		}
 		took := time.Since(start)
-		tries := cnt.n(lua.SemAcquire())
+		tries := cnt.n(script.SemAcquire())
 		per := float64(tries) / total
 		t.Logf("%d acquisitions by %d goroutines on %d permits in %v: %d attempts, %.2f per acquisition, peak %d holders",
 			total, goroutines, permits, took, tries, per, peak.Load())
@@ -146,7 +146,7 @@ func TestSemaphoreWakeUpHandedOn(t *testing.T) {
 		c, cnt := tg.counted(t)
 		name := semName(t)
 		s := semaphore.New(c, name)
-		acq := lua.SemAcquire()
+		acq := script.SemAcquire()
 		require.True(t, must[bool](t)(s.TrySetPermits(ctx, 0)))
 
 		big, small := make(chan error, 1), make(chan error, 1)
@@ -188,7 +188,7 @@ func TestExpirableWakeUpHandedOn(t *testing.T) {
 		c, cnt := tg.counted(t)
 		name := semName(t)
 		e := semaphore.NewExpirable(c, name)
-		acq := lua.PESAcquire()
+		acq := script.PESAcquire()
 		require.True(t, must[bool](t)(e.TrySetPermits(ctx, 1)))
 		held := must[[]semaphore.PermitID](t)(e.Acquire(ctx, 1, time.Minute))
 		base := cnt.n(acq)

@@ -5,7 +5,7 @@ import (
 
 	"github.com/interlock-go/interlock"
 	"github.com/interlock-go/interlock/internal/locktest"
-	"github.com/interlock-go/interlock/lua"
+	"github.com/interlock-go/interlock/internal/script"
 	"github.com/interlock-go/interlock/spin"
 )
 
@@ -15,8 +15,8 @@ func TestConformance(t *testing.T) {
 		Prefix:  "spin-test:",
 		Addr:    addr,
 		New:     func(c *interlock.Client, name string) interlock.Locker { return spin.New(c, name) },
-		Acquire: []*lua.Script{lua.Acquire()},
-		Unlock:  lua.Unlock(),
+		Acquire: []*script.Script{script.Acquire()},
+		Unlock:  script.Unlock(),
 		Polls:   true,
 	})
 }

@@ -13,7 +13,7 @@ import (
 	"github.com/redis/rueidis"
 
 	"github.com/interlock-go/interlock/internal/keys"
-	"github.com/interlock-go/interlock/lua"
+	"github.com/interlock-go/interlock/internal/script"
 )
 
 // doctorACLScript asks the server, without running anything, whether the
@@ -236,7 +236,7 @@ func aclCheckScript(ctx context.Context, rc rueidis.Client, probes []aclProbe) (
 		argv = append(argv, p.args...)
 	}
 	out, err := rc.Do(ctx, rc.B().Evalsha().Sha1(doctorACLSHA).Numkeys(0).Arg(argv...).Build()).AsIntSlice()
-	if lua.IsNoScript(err) {
+	if script.IsNoScript(err) {
 		out, err = rc.Do(ctx, rc.B().Eval().Script(doctorACLScript).Numkeys(0).Arg(argv...).Build()).AsIntSlice()
 	}
 	if err != nil {

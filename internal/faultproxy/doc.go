@@ -9,7 +9,7 @@
 //	defer p.Close()
 //	c, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{p.Addr()}})
 //	...
-//	p.DropReplyTo(faultproxy.EvalSHA(lua.Acquire().SHA1()), 1) // lose one acquire's reply
+//	p.DropReplyTo(faultproxy.EvalSHA(script.Acquire().SHA1()), 1) // lose one acquire's reply
 //
 // # RESP awareness
 //

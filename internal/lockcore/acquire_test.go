@@ -15,7 +15,7 @@ import (
 	"github.com/interlock-go/interlock"
 	"github.com/interlock-go/interlock/internal/goid"
 	"github.com/interlock-go/interlock/internal/runtime"
-	"github.com/interlock-go/interlock/lua"
+	"github.com/interlock-go/interlock/internal/script"
 )
 
 // ackTimeout is the WAIT timeout of the safe-mode tests.
@@ -53,7 +53,7 @@ func TestSafeModeWithoutReplicas(t *testing.T) {
 	assert.False(t, exists(t, tp, name), "key left on the server")
 	assert.Zero(t, c.Stats().Holds, "hold left in the Client")
 	assert.Zero(t, c.Stats().UndoQueue)
-	undos := tp.sent(lua.UndoAcquire())
+	undos := tp.sent(script.UndoAcquire())
 	require.Len(t, undos, 1)
 	assert.Equal(t, "1", undos[0].argv()[2], "the undo expects the acquisition's count")
 	waits := 0
@@ -77,7 +77,7 @@ func TestSafeModeWithoutReplicas(t *testing.T) {
 	requireOpErr(t, l.Lock(ctx), "acquire", name, interlock.ErrReplication)
 	assert.Equal(t, 1, holdCount(t, tp, name, holder))
 	assert.Equal(t, 1, runtime.Of(c).Renewal.Holds(name, holder))
-	undos = tp.sent(lua.UndoAcquire())
+	undos = tp.sent(script.UndoAcquire())
 	require.Len(t, undos, 3)
 	assert.Equal(t, "2", undos[2].argv()[2])
 
@@ -97,7 +97,7 @@ func loseAcquire(tp *tap, afterRun bool) <-chan struct{} {
 	var once sync.Once
 	tp.setHook(func(ctx context.Context, r record, next func() rueidis.RedisResult) rueidis.RedisResult {
 		hit := false
-		if r.script == lua.Acquire() {
+		if r.script == script.Acquire() {
 			once.Do(func() { hit = true })
 		}
 		if !hit {
@@ -142,7 +142,7 @@ func TestLostAcquireReplyIsUndone(t *testing.T) {
 			requireOpErr(t, err, "acquire", name, io.ErrUnexpectedEOF)
 			assert.Less(t, time.Since(start), undoTimeout, "a healthy server undoes at once")
 			assert.Zero(t, c.Stats().UndoQueue, "the caller waited for the undo")
-			undos := tp.sent(lua.UndoAcquire())
+			undos := tp.sent(script.UndoAcquire())
 			require.Len(t, undos, 1)
 			assert.Equal(t, []string{"0", holder, []string{"1", "2"}[tc.held], "PUBLISH"}, undos[0].argv())
 			assert.Equal(t, tc.held, holdCount(t, tp, name, holder), "the holds before it are kept")
@@ -170,7 +170,7 @@ func TestRedisErrorIsNotUndone(t *testing.T) {
 	_, isRedisErr := rueidis.IsRedisErr(errors.Unwrap(err))
 	assert.True(t, isRedisErr, "%v", err)
 	assert.ErrorContains(t, err, "test: acquire "+name+": WRONGTYPE")
-	assert.Empty(t, tp.sent(lua.UndoAcquire()))
+	assert.Empty(t, tp.sent(script.UndoAcquire()))
 	assert.Zero(t, c.Stats().UndoQueue)
 }
 
@@ -182,7 +182,7 @@ func TestReplyLostToDeadlineIsUndoneInBackground(t *testing.T) {
 	name := lockName(t)
 	l := New(c, &testKind, name)
 	tp.setHook(func(cctx context.Context, r record, next func() rueidis.RedisResult) rueidis.RedisResult {
-		if r.script != lua.Acquire() {
+		if r.script != script.Acquire() {
 			return next()
 		}
 		next() // the script runs on the server ...
@@ -199,7 +199,7 @@ func TestReplyLostToDeadlineIsUndoneInBackground(t *testing.T) {
 	assert.Less(t, took, deadline+runtime.CleanupGrace+pauseSlack)
 	require.Eventually(t, func() bool { return !exists(t, tp, name) }, 2*time.Second, 5*time.Millisecond, "the lost hold stays")
 	require.Eventually(t, func() bool { return c.Stats().UndoQueue == 0 }, 2*time.Second, 5*time.Millisecond)
-	assert.Len(t, tp.sent(lua.UndoAcquire()), 1)
+	assert.Len(t, tp.sent(script.UndoAcquire()), 1)
 	assert.Zero(t, c.Stats().Holds)
 }
 
@@ -221,7 +221,7 @@ func TestNextAcquisitionWaitsForTheUndo(t *testing.T) {
 	lost := false
 	tp.setHook(func(cctx context.Context, r record, next func() rueidis.RedisResult) rueidis.RedisResult {
 		switch r.script {
-		case lua.Acquire():
+		case script.Acquire():
 			mu.Lock()
 			lose := !lost
 			lost = true
@@ -230,7 +230,7 @@ func TestNextAcquisitionWaitsForTheUndo(t *testing.T) {
 				next()
 				return rueidis.NewErrorResult(io.ErrUnexpectedEOF)
 			}
-		case lua.UndoAcquire():
+		case script.UndoAcquire():
 			g, _ := goid.ID()
 			undoing <- g
 			select {
@@ -275,7 +275,7 @@ func TestNextAcquisitionWaitsForTheUndo(t *testing.T) {
 		t.Fatalf("the next acquisition did not wait for the undo: %v", err)
 	case <-time.After(100 * time.Millisecond):
 	}
-	assert.Len(t, tp.sent(lua.Acquire()), 1, "an acquire sent before the undo")
+	assert.Len(t, tp.sent(script.Acquire()), 1, "an acquire sent before the undo")
 
 	close(gate)
 	select {
@@ -284,7 +284,7 @@ func TestNextAcquisitionWaitsForTheUndo(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("the next acquisition hangs")
 	}
-	acquires := tp.sent(lua.Acquire())
+	acquires := tp.sent(script.Acquire())
 	require.Len(t, acquires, 2)
 	mu.Lock()
 	assert.True(t, acquires[1].at.After(undone), "the next acquire went out before the undo's reply")

@@ -6,8 +6,8 @@ import (
 
 	"github.com/interlock-go/interlock"
 	"github.com/interlock-go/interlock/internal/keys"
-	"github.com/interlock-go/interlock/lua"
-	"github.com/interlock-go/interlock/renewal"
+	"github.com/interlock-go/interlock/internal/script"
+	"github.com/interlock-go/interlock/internal/renewal"
 )
 
 // Kind declares a lock kind to the engine: its scripts with their keys and
@@ -71,7 +71,7 @@ type Kind struct {
 
 // ReenterToken is the error a non-reentrant acquire script answers with
 // (Redisson 4.4's NON_REENTRANT_REACQUIRE), passed to it as an argument.
-const ReenterToken = lua.NonReentrantToken
+const ReenterToken = script.NonReentrantToken
 
 // Fair is what a fair lock adds: the single-attempt acquire, which never
 // queues, and the script that leaves the queue.
@@ -94,7 +94,7 @@ const (
 // Call is one script call: the script, and its KEYS and ARGV as the engine
 // fills them in.
 type Call struct {
-	Script     func() *lua.Script
+	Script     func() *script.Script
 	Keys, Args []Arg
 }
 
@@ -169,9 +169,9 @@ func Prefixed(prefix string) func(string) string {
 
 // RenewTask renews holds whose hash field is the holder (Redisson's
 // LockTask): reentrant, fair, fenced and write locks.
-var RenewTask = &renewal.Task{Script: lua.Renew(), Args: RenewArgs, Lost: interlock.ErrLockLost, KeepLosses: true}
+var RenewTask = &renewal.Task{Script: script.Renew(), Args: RenewArgs, Lost: interlock.ErrLockLost, KeepLosses: true}
 
-// RenewArgs builds the KEYS and ARGV of lua.Renew for a chunk of holds.
+// RenewArgs builds the KEYS and ARGV of script.Renew for a chunk of holds.
 func RenewArgs(lease time.Duration, chunk []*renewal.Entry) (keys, argv []string) {
 	keys = make([]string, len(chunk))
 	argv = make([]string, len(chunk)+1)
@@ -191,12 +191,12 @@ func Reentrant(name, event string) Kind {
 		Name:    name,
 		Event:   event,
 		Channel: keys.LockChannel,
-		Acquire: Call{Script: lua.Acquire, Keys: []Arg{Name}, Args: []Arg{Lease, Owner}},
-		Unlock: Call{Script: lua.Unlock, Keys: []Arg{Name, Channel, Latch},
+		Acquire: Call{Script: script.Acquire, Keys: []Arg{Name}, Args: []Arg{Lease, Owner}},
+		Unlock: Call{Script: script.Unlock, Keys: []Arg{Name, Channel, Latch},
 			Args: []Arg{Lit("0"), Lease, Owner, Publish, LatchTTL}},
-		Undo:  Call{Script: lua.UndoAcquire, Keys: []Arg{Name, Channel}, Args: []Arg{Lit("0"), Owner, Expected, Publish}},
-		Force: Call{Script: lua.ForceUnlock, Keys: []Arg{Name, Channel}, Args: []Arg{Lit("0"), Publish}},
-		Transfer: &Call{Script: lua.Transfer, Keys: []Arg{Name, Latch, Channel},
+		Undo:  Call{Script: script.UndoAcquire, Keys: []Arg{Name, Channel}, Args: []Arg{Lit("0"), Owner, Expected, Publish}},
+		Force: Call{Script: script.ForceUnlock, Keys: []Arg{Name, Channel}, Args: []Arg{Lit("0"), Publish}},
+		Transfer: &Call{Script: script.Transfer, Keys: []Arg{Name, Latch, Channel},
 			Args: []Arg{Lease, Owner, LatchTTL, Next, NextLease, Publish, Yield}},
 		Renew: RenewTask,
 	}
@@ -215,18 +215,18 @@ func FairKind(name, event string) Kind {
 		Event:   event,
 		Channel: keys.LockChannel,
 		Keys:    []func(string) string{Prefixed("redisson_lock_queue"), Prefixed("redisson_lock_timeout")},
-		Acquire: Call{Script: lua.FairAcquire, Keys: []Arg{Name, queue, timeouts}, Args: []Arg{Lease, Owner, Grace, Now}},
+		Acquire: Call{Script: script.FairAcquire, Keys: []Arg{Name, queue, timeouts}, Args: []Arg{Lease, Owner, Grace, Now}},
 		Fair: &Fair{
-			TryAcquire: Call{Script: lua.FairTryAcquire, Keys: []Arg{Name, queue, timeouts}, Args: []Arg{Lease, Owner, Now, Grace}},
-			GiveUp:     Call{Script: lua.FairAcquireFailed, Keys: []Arg{queue, timeouts, Name, Channel}, Args: []Arg{Owner, Grace, Lit("0"), Publish}},
+			TryAcquire: Call{Script: script.FairTryAcquire, Keys: []Arg{Name, queue, timeouts}, Args: []Arg{Lease, Owner, Now, Grace}},
+			GiveUp:     Call{Script: script.FairAcquireFailed, Keys: []Arg{queue, timeouts, Name, Channel}, Args: []Arg{Owner, Grace, Lit("0"), Publish}},
 		},
-		Unlock: Call{Script: lua.FairUnlock, Keys: []Arg{Name, queue, timeouts, Channel, Latch},
+		Unlock: Call{Script: script.FairUnlock, Keys: []Arg{Name, queue, timeouts, Channel, Latch},
 			Args: []Arg{Lit("0"), Lease, Owner, Now, Publish, LatchTTL}},
 		ExpiredReply: 2,
-		Transfer: &Call{Script: lua.FairTransfer, Keys: []Arg{Name, queue, timeouts, Channel, Latch},
+		Transfer: &Call{Script: script.FairTransfer, Keys: []Arg{Name, queue, timeouts, Channel, Latch},
 			Args: []Arg{Lit("0"), Lease, Owner, Now, Publish, LatchTTL, Next, NextLease, NextGrace}},
-		Undo:  Call{Script: lua.FairUndoAcquire, Keys: []Arg{Name, queue, timeouts, Channel}, Args: []Arg{Lit("0"), Owner, Expected, Publish, Now}},
-		Force: Call{Script: lua.FairForceUnlock, Keys: []Arg{Name, queue, timeouts, Channel}, Args: []Arg{Lit("0"), Now, Publish}},
+		Undo:  Call{Script: script.FairUndoAcquire, Keys: []Arg{Name, queue, timeouts, Channel}, Args: []Arg{Lit("0"), Owner, Expected, Publish, Now}},
+		Force: Call{Script: script.FairForceUnlock, Keys: []Arg{Name, queue, timeouts, Channel}, Args: []Arg{Lit("0"), Now, Publish}},
 		Renew: RenewTask,
 	}
 }

@@ -16,8 +16,8 @@ import (
 	"github.com/interlock-go/interlock"
 	"github.com/interlock-go/interlock/internal/keys"
 	"github.com/interlock-go/interlock/internal/runtime"
-	"github.com/interlock-go/interlock/lua"
-	"github.com/interlock-go/interlock/renewal"
+	"github.com/interlock-go/interlock/internal/script"
+	"github.com/interlock-go/interlock/internal/renewal"
 )
 
 func TestMS(t *testing.T) {
@@ -32,7 +32,7 @@ func TestRenewArgs(t *testing.T) {
 	ks, argv := RenewArgs(10*time.Second, []*renewal.Entry{{Key: "a", Owner: "id:1"}, {Key: "b", Owner: "id:2:write"}})
 	assert.Equal(t, []string{"a", "b"}, ks)
 	assert.Equal(t, []string{"10000", "id:1", "id:2:write"}, argv)
-	assert.Same(t, lua.Renew(), RenewTask.Script)
+	assert.Same(t, script.Renew(), RenewTask.Script)
 	assert.Equal(t, interlock.ErrLockLost, RenewTask.Lost)
 }
 
@@ -111,7 +111,7 @@ var headerLine = regexp.MustCompile(`(?m)^-- (KEYS|ARGV)\[(\d+)\]\s+(.*)$`)
 // header returns the labels of a script's KEYS and ARGV, in order, and
 // how many of each are required: entries documented as "(... only)" come
 // last and may be left out.
-func header(t *testing.T, s *lua.Script) (keyLabels, argLabels []string, required map[string]int) {
+func header(t *testing.T, s *script.Script) (keyLabels, argLabels []string, required map[string]int) {
 	t.Helper()
 	required = map[string]int{}
 	for _, m := range headerLine.FindAllStringSubmatch(s.Source(), -1) {
@@ -172,7 +172,7 @@ func TestWireMatchesScriptHeaders(t *testing.T) {
 	require.NoError(t, l.Unlock(ctx))
 	lost := false
 	tp.setHook(func(ctx context.Context, r record, next func() rueidis.RedisResult) rueidis.RedisResult {
-		if r.script != lua.Acquire() || lost {
+		if r.script != script.Acquire() || lost {
 			return next()
 		}
 		lost = true
@@ -186,14 +186,14 @@ func TestWireMatchesScriptHeaders(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, ok)
 
-	acquires := tp.sent(lua.Acquire())
+	acquires := tp.sent(script.Acquire())
 	require.Len(t, acquires, 4)
 	hash := slot{"lock hash", lit(name)}
 	checkCall(t, acquires[0], []slot{hash}, []slot{{"lease in ms", lit("7000")}, {"owner", lit(owner)}})
 	checkCall(t, acquires[1], []slot{hash}, []slot{{"lease in ms", lit("8000")}, {"owner", lit(owner)}})
 	checkCall(t, acquires[2], []slot{hash}, []slot{{"lease in ms", lit("10000")}, {"owner", lit(owner)}})
 
-	unlocks := tp.sent(lua.Unlock())
+	unlocks := tp.sent(script.Unlock())
 	require.Len(t, unlocks, 2)
 	latch := "^" + regexp.QuoteMeta("redisson_unlock_latch:{"+name+"}:") + "[0-9a-f]{32}$"
 	unlockKeys := []slot{hash, {"channel", lit(ch)}, {"unlock latch", latch}}
@@ -203,12 +203,12 @@ func TestWireMatchesScriptHeaders(t *testing.T) {
 	}
 	assert.NotEqual(t, unlocks[0].keys()[2], unlocks[1].keys()[2], "each unlock has its own latch")
 
-	undos := tp.sent(lua.UndoAcquire())
+	undos := tp.sent(script.UndoAcquire())
 	require.Len(t, undos, 1)
 	checkCall(t, undos[0], []slot{hash, {"channel", lit(ch)}}, []slot{{"message", lit("0")}, {"owner", lit(owner)},
 		{"expected hold count", lit("1")}, {"publish command", lit("PUBLISH")}})
 
-	forces := tp.sent(lua.ForceUnlock())
+	forces := tp.sent(script.ForceUnlock())
 	require.Len(t, forces, 1)
 	checkCall(t, forces[0], []slot{hash, {"channel", lit(ch)}}, []slot{{"message", lit("0")}, {"publish command", lit("PUBLISH")}})
 }

@@ -20,8 +20,8 @@ import (
 	"github.com/interlock-go/interlock"
 	"github.com/interlock-go/interlock/internal/keys"
 	"github.com/interlock-go/interlock/internal/runtime"
-	"github.com/interlock-go/interlock/pubsub"
-	"github.com/interlock-go/interlock/renewal"
+	"github.com/interlock-go/interlock/internal/pubsub"
+	"github.com/interlock-go/interlock/internal/renewal"
 )
 
 const (

@@ -12,8 +12,8 @@ import (
 
 	"github.com/interlock-go/interlock"
 	"github.com/interlock-go/interlock/internal/keys"
-	"github.com/interlock-go/interlock/lua"
-	"github.com/interlock-go/interlock/pubsub"
+	"github.com/interlock-go/interlock/internal/script"
+	"github.com/interlock-go/interlock/internal/pubsub"
 )
 
 // opErr wraps an operation's error once, in an *interlock.Error; context
@@ -83,7 +83,7 @@ func TestExpiredReplyIsNotHeld(t *testing.T) {
 		Name:    "test",
 		Channel: keys.LockChannel,
 		Keys:    []func(string) string{Prefixed("redisson_lock_queue"), Prefixed("redisson_lock_timeout")},
-		Unlock: Call{Script: lua.FairUnlock, Keys: []Arg{Name, queue, timeouts, Channel, Latch},
+		Unlock: Call{Script: script.FairUnlock, Keys: []Arg{Name, queue, timeouts, Channel, Latch},
 			Args: []Arg{Lit("0"), Lease, Owner, Now, Publish, LatchTTL}},
 		ExpiredReply: 2,
 	}
@@ -94,7 +94,7 @@ func TestExpiredReplyIsNotHeld(t *testing.T) {
 	var e *interlock.Error
 	require.ErrorAs(t, err, &e)
 	assert.Equal(t, "unlock", e.Op)
-	sent := tp.sent(lua.FairUnlock())
+	sent := tp.sent(script.FairUnlock())
 	require.Len(t, sent, 1)
 
 	// The reentrant kind declares none: its reply 0 is a released re-entry.

@@ -14,7 +14,7 @@ import (
 
 	"github.com/interlock-go/interlock"
 	"github.com/interlock-go/interlock/internal/redistest"
-	"github.com/interlock-go/interlock/lua"
+	"github.com/interlock-go/interlock/internal/script"
 )
 
 // addr is the package's shared redis-server.
@@ -38,7 +38,7 @@ var testKind = Reentrant("test", interlock.KindRLock)
 // came back, the script it runs (nil: none), and its words.
 type record struct {
 	at, end time.Time
-	script  *lua.Script
+	script  *script.Script
 	args    []string
 }
 
@@ -144,7 +144,7 @@ func (t *tap) DoMulti(ctx context.Context, cmds ...rueidis.Completed) []rueidis.
 
 // sent returns the commands recorded that run s, in order; nil s gives
 // every command.
-func (t *tap) sent(s *lua.Script) []record {
+func (t *tap) sent(s *script.Script) []record {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	var out []record
@@ -157,11 +157,11 @@ func (t *tap) sent(s *lua.Script) []record {
 }
 
 // scriptOf returns the script an EVALSHA or EVAL command runs, or nil.
-func scriptOf(args []string) *lua.Script {
+func scriptOf(args []string) *script.Script {
 	if len(args) < 3 {
 		return nil
 	}
-	for _, s := range lua.All() {
+	for _, s := range script.All() {
 		if (args[0] == "EVALSHA" && args[1] == s.SHA1()) || (args[0] == "EVAL" && args[1] == s.Source()) {
 			return s
 		}
@@ -178,7 +178,7 @@ func newClient(t *testing.T, opts ...interlock.Option) (*interlock.Client, *tap)
 	t.Helper()
 	rc := redistest.NewClient(t, addr)
 	loadOnce.Do(func() {
-		for _, s := range lua.All() {
+		for _, s := range script.All() {
 			require.NoError(t, rc.Do(context.Background(), rc.B().ScriptLoad().Script(s.Source()).Build()).Error())
 		}
 	})

@@ -5,7 +5,7 @@ import (
 	"time"
 
 	"github.com/interlock-go/interlock"
-	"github.com/interlock-go/interlock/renewal"
+	"github.com/interlock-go/interlock/internal/renewal"
 )
 
 // Embed is how a lock kind holds its Common: embedded through an

@@ -12,10 +12,10 @@ import (
 	"github.com/interlock-go/interlock"
 	"github.com/interlock-go/interlock/internal/keys"
 	"github.com/interlock-go/interlock/internal/runtime"
+	"github.com/interlock-go/interlock/internal/script"
 	"github.com/interlock-go/interlock/internal/wait"
-	"github.com/interlock-go/interlock/lua"
-	"github.com/interlock-go/interlock/pubsub"
-	"github.com/interlock-go/interlock/renewal"
+	"github.com/interlock-go/interlock/internal/pubsub"
+	"github.com/interlock-go/interlock/internal/renewal"
 )
 
 // ReceiptTTL is how long the server remembers a receipt: longer than every
@@ -161,14 +161,14 @@ func (o *Object) Publish(ctx context.Context) (string, error) {
 }
 
 // Run sends one script, never followed by WAIT.
-func (o *Object) Run(ctx context.Context, s *lua.Script, keys []string, args ...string) rueidis.RedisResult {
+func (o *Object) Run(ctx context.Context, s *script.Script, keys []string, args ...string) rueidis.RedisResult {
 	return s.Exec(ctx, o.rt.RC, keys, args)
 }
 
 // RunAcked sends one acquiring script, followed by WAIT in safe mode; the
 // error is the replicas' shortfall, for the caller to undo (the Observer
 // hears of it as a refusal).
-func (o *Object) RunAcked(ctx context.Context, s *lua.Script, keys []string, args ...string) (rueidis.RedisResult, func() error) {
+func (o *Object) RunAcked(ctx context.Context, s *script.Script, keys []string, args ...string) (rueidis.RedisResult, func() error) {
 	var acks runtime.Acks
 	res := o.rt.Exec(ctx, &acks, s, keys, args)
 	if o.obs == nil {
@@ -206,7 +206,7 @@ func (o *Object) CheckType(ctx context.Context, key, want string) error {
 // latch down) under a fresh receipt, appended to its KEYS with the
 // receipt's lifetime appended to its ARGV, so that rueidis may resend it;
 // the receipt is dropped once the script has answered.
-func (o *Object) RunCounted(ctx context.Context, s *lua.Script, keys []string, args ...string) rueidis.RedisResult {
+func (o *Object) RunCounted(ctx context.Context, s *script.Script, keys []string, args ...string) rueidis.RedisResult {
 	receipt := o.Receipt()
 	res := o.Run(ctx, s, append(keys, receipt), append(args, MS(ReceiptTTL))...)
 	if !Lost(res.Error()) {

@@ -12,7 +12,7 @@ import (
 	"github.com/interlock-go/interlock/internal/keys"
 	"github.com/interlock-go/interlock/internal/runtime"
 	"github.com/interlock-go/interlock/internal/wait"
-	"github.com/interlock-go/interlock/renewal"
+	"github.com/interlock-go/interlock/internal/renewal"
 )
 
 const (

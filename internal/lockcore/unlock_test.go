@@ -14,7 +14,7 @@ import (
 
 	"github.com/interlock-go/interlock"
 	"github.com/interlock-go/interlock/internal/runtime"
-	"github.com/interlock-go/interlock/lua"
+	"github.com/interlock-go/interlock/internal/script"
 )
 
 // pauseSlack is how much longer than the engine's pause a resend may come
@@ -27,7 +27,7 @@ const pauseSlack = 500 * time.Millisecond
 func loseUnlocks(tp *tap, n int, afterRun bool) {
 	var lost atomic.Int64
 	tp.setHook(func(ctx context.Context, r record, next func() rueidis.RedisResult) rueidis.RedisResult {
-		if r.script != lua.Unlock() || (n >= 0 && lost.Load() >= int64(n)) {
+		if r.script != script.Unlock() || (n >= 0 && lost.Load() >= int64(n)) {
 			return next()
 		}
 		lost.Add(1)
@@ -71,7 +71,7 @@ func TestUnlockResendsUntilAReply(t *testing.T) {
 
 			loseUnlocks(tp, 3, tc.afterRun)
 			require.NoError(t, l.Unlock(ctx))
-			sends := tp.sent(lua.Unlock())
+			sends := tp.sent(script.Unlock())
 			require.Len(t, sends, 4)
 			checkResends(t, sends)
 			assert.Equal(t, 1, holdCount(t, tp, name, holder), "one hold released on the server")
@@ -114,7 +114,7 @@ func TestResentReleasePublishesOnce(t *testing.T) {
 
 	loseUnlocks(tp, 2, true)
 	require.NoError(t, l.Unlock(ctx))
-	require.Len(t, tp.sent(lua.Unlock()), 3)
+	require.Len(t, tp.sent(script.Unlock()), 3)
 	assert.False(t, exists(t, tp, l.name))
 	// A message published after the unlock returned arrives after its own.
 	require.NoError(t, sub.Do(ctx, sub.B().Publish().Channel(l.channel).Message("end").Build()).Error())
@@ -151,7 +151,7 @@ func TestUnlockResendStopsWithContext(t *testing.T) {
 	require.ErrorAs(t, err, &e)
 	assert.Equal(t, "unlock", e.Op)
 	assert.Less(t, took, budget+pauseSlack, "the unlock outlived its context")
-	sends := tp.sent(lua.Unlock())
+	sends := tp.sent(script.Unlock())
 	assert.GreaterOrEqual(t, len(sends), 2) // at 0, 50, 150, 350 and 750ms
 	assert.LessOrEqual(t, len(sends), 5)
 	checkResends(t, sends)
@@ -182,7 +182,7 @@ func TestUnlockResendGivesUp(t *testing.T) {
 	// 4550+1000 > 5000 ends it. A loaded machine's late timers may drop
 	// the last ones, but it stops only once the next pause would end past
 	// the budget: the time it took, plus that pause.
-	sends := tp.sent(lua.Unlock())
+	sends := tp.sent(script.Unlock())
 	require.NotEmpty(t, sends)
 	assert.LessOrEqual(t, len(sends), 9)
 	checkResends(t, sends)

@@ -13,7 +13,7 @@ import (
 
 	"github.com/interlock-go/interlock"
 	"github.com/interlock-go/interlock/internal/redistest"
-	"github.com/interlock-go/interlock/lua"
+	"github.com/interlock-go/interlock/internal/script"
 )
 
 // ackTimeout is the WAIT timeout of the safe-mode test: long enough for a
@@ -165,7 +165,7 @@ func (s *suite) lostUnlockReply(t *testing.T) {
 			return next()
 		}
 		res := next() // the script runs on the server ...
-		if lua.IsNoScript(res.Error()) || !lost.CompareAndSwap(0, 1) {
+		if script.IsNoScript(res.Error()) || !lost.CompareAndSwap(0, 1) {
 			return res
 		}
 		return rueidis.NewErrorResult(errors.New("connection reset (test)")) // ... and its reply is lost
@@ -203,7 +203,7 @@ func (s *suite) lostAcquireReply(t *testing.T) {
 			return next()
 		}
 		res := next() // the script runs on the server ...
-		if lua.IsNoScript(res.Error()) {
+		if script.IsNoScript(res.Error()) {
 			return res
 		}
 		<-ctx.Done()

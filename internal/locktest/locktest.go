@@ -21,7 +21,7 @@ import (
 
 	"github.com/interlock-go/interlock"
 	"github.com/interlock-go/interlock/internal/redistest"
-	"github.com/interlock-go/interlock/lua"
+	"github.com/interlock-go/interlock/internal/script"
 )
 
 // Kind says how to build a lock of one kind, and names the few ways it
@@ -41,8 +41,8 @@ type Kind struct {
 	New func(c *interlock.Client, name string) interlock.Locker
 	// Acquire lists every acquire script of the kind, Unlock its unlock
 	// script: the suite loses their replies.
-	Acquire []*lua.Script
-	Unlock  *lua.Script
+	Acquire []*script.Script
+	Unlock  *script.Script
 
 	// The differences between kinds.
 
@@ -321,7 +321,7 @@ func (h *hooked) DoMulti(ctx context.Context, cmds ...rueidis.Completed) []rueid
 
 // runs reports whether cmd runs one of scripts, by SHA or by source. Ask
 // before sending: rueidis recycles a command once it was sent.
-func runs(cmd rueidis.Completed, scripts ...*lua.Script) bool {
+func runs(cmd rueidis.Completed, scripts ...*script.Script) bool {
 	args := cmd.Commands()
 	if len(args) < 2 {
 		return false

@@ -9,7 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/interlock-go/interlock/internal/redistest"
-	"github.com/interlock-go/interlock/renewal"
+	"github.com/interlock-go/interlock/internal/renewal"
 )
 
 type guardKey struct{}

@@ -9,14 +9,14 @@ import (
 	"github.com/redis/rueidis"
 
 	"github.com/interlock-go/interlock/internal/keys"
-	"github.com/interlock-go/interlock/lua"
+	"github.com/interlock-go/interlock/internal/script"
 )
 
 // A Task tells the Scheduler how to renew one lock kind's entries.
 type Task struct {
 	// Script renews a chunk of entries that share one slot and answers an
 	// array with 1 (renewed) or 0 (lost) per entry, in order.
-	Script *lua.Script
+	Script *script.Script
 	// Args returns the script's KEYS and ARGV for a chunk of entries.
 	Args func(lease time.Duration, chunk []*Entry) (keys, argv []string)
 	// Lost is the cause given to an entry's context when its lock is lost.

@@ -14,8 +14,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/interlock-go/interlock/internal/redistest"
-	"github.com/interlock-go/interlock/lua"
-	"github.com/interlock-go/interlock/renewal"
+	"github.com/interlock-go/interlock/internal/script"
+	"github.com/interlock-go/interlock/internal/renewal"
 )
 
 var addr string
@@ -34,7 +34,7 @@ func TestMain(m *testing.M) {
 var errLost = errors.New("test: lost")
 
 var task = &renewal.Task{
-	Script: lua.Renew(),
+	Script: script.Renew(),
 	Args: func(lease time.Duration, chunk []*renewal.Entry) (keys, argv []string) {
 		argv = append(argv, strconv.FormatInt(lease.Milliseconds(), 10))
 		for _, e := range chunk {

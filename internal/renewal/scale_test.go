@@ -15,7 +15,7 @@ import (
 
 	"github.com/interlock-go/interlock/internal/keys"
 	"github.com/interlock-go/interlock/internal/redistest"
-	"github.com/interlock-go/interlock/renewal"
+	"github.com/interlock-go/interlock/internal/renewal"
 )
 
 // TestClusterBatching holds 10,000 watchdog locks on a 3-master cluster and

@@ -8,7 +8,7 @@ import (
 
 	"github.com/redis/rueidis"
 
-	"github.com/interlock-go/interlock/lua"
+	"github.com/interlock-go/interlock/internal/script"
 )
 
 // maxRounds bounds the renewal rounds in flight. A round gives up a lease
@@ -206,7 +206,7 @@ func (s *Scheduler) round(ctx context.Context, sent time.Time, chunks [][]*Entry
 	sentAt := slices.Repeat([]time.Time{sent}, len(res))
 	var again []int
 	for i, r := range res {
-		if lua.IsNoScript(r.Error()) {
+		if script.IsNoScript(r.Error()) {
 			again = append(again, i)
 		}
 	}

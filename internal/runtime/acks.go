@@ -9,7 +9,7 @@ import (
 	"github.com/redis/rueidis"
 
 	"github.com/interlock-go/interlock/internal/keys"
-	"github.com/interlock-go/interlock/lua"
+	"github.com/interlock-go/interlock/internal/script"
 )
 
 // Acks is what the WAIT after the last script Exec ran for it answered, in
@@ -29,7 +29,7 @@ type Acks struct {
 // command (WAIT is one) on one dedicated connection, and a cluster client
 // sends the keyless commands of a DoMulti to the node of its keyed ones, so
 // the WAIT counts the replicas that have this script's writes.
-func (r *Runtime) Exec(ctx context.Context, a *Acks, s *lua.Script, ks, args []string) rueidis.RedisResult {
+func (r *Runtime) Exec(ctx context.Context, a *Acks, s *script.Script, ks, args []string) rueidis.RedisResult {
 	switch {
 	case r.Cfg.ReplicaAcks > 0:
 		res, _ := r.execWait(ctx, a, s, ks, args, int64(r.Cfg.ReplicaAcks), false)
@@ -45,7 +45,7 @@ func (r *Runtime) Exec(ctx context.Context, a *Acks, s *lua.Script, ks, args []s
 // call (on a cluster, from the node of that slot) and after a WAIT answered
 // another number, and re-read in the script's pipeline once the count is
 // replicaRecheck old; no WAIT when it has none.
-func (r *Runtime) execSynced(ctx context.Context, a *Acks, s *lua.Script, ks, args []string) rueidis.RedisResult {
+func (r *Runtime) execSynced(ctx context.Context, a *Acks, s *script.Script, ks, args []string) rueidis.RedisResult {
 	*a = Acks{}
 	var slot uint16
 	if r.RC.Mode() == rueidis.ClientModeCluster && len(ks) > 0 {
@@ -88,7 +88,7 @@ func (r *Runtime) execSynced(ctx context.Context, a *Acks, s *lua.Script, ks, ar
 
 // execWait sends the script followed by WAIT want timeout (none when want is
 // 0) and, when info is set, by INFO replication, whose reply it returns.
-func (r *Runtime) execWait(ctx context.Context, a *Acks, s *lua.Script, ks, args []string, want int64, info bool) (rueidis.RedisResult, rueidis.RedisResult) {
+func (r *Runtime) execWait(ctx context.Context, a *Acks, s *script.Script, ks, args []string, want int64, info bool) (rueidis.RedisResult, rueidis.RedisResult) {
 	*a = Acks{ran: true, want: want}
 	if want == 0 && !info {
 		return s.Exec(ctx, r.RC, ks, args), rueidis.RedisResult{}
@@ -104,7 +104,7 @@ func (r *Runtime) execWait(ctx context.Context, a *Acks, s *lua.Script, ks, args
 		return cmds
 	}
 	res := r.RC.DoMulti(ctx, pipeline(s.EvalSHA(r.RC, ks, args))...)
-	if lua.IsNoScript(res[0].Error()) {
+	if script.IsNoScript(res[0].Error()) {
 		res = r.RC.DoMulti(ctx, pipeline(s.Eval(r.RC, ks, args))...)
 	}
 	if want > 0 {

@@ -11,7 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/interlock-go/interlock/internal/redistest"
-	"github.com/interlock-go/interlock/lua"
+	"github.com/interlock-go/interlock/internal/script"
 )
 
 func replicationInfo(n int, id string) string {
@@ -120,14 +120,14 @@ func TestReplicaSyncRecheckFindsNewReplicas(t *testing.T) {
 	name := "recheck:" + t.Name()
 	t.Cleanup(func() { rc.Do(context.Background(), rc.B().Del().Key(name).Build()) })
 	var a Acks
-	require.True(t, rueidis.IsRedisNil(r.Exec(ctx, &a, lua.Acquire(), []string{name}, []string{"30000", "o:1"}).Error()))
+	require.True(t, rueidis.IsRedisNil(r.Exec(ctx, &a, script.Acquire(), []string{name}, []string{"30000", "o:1"}).Error()))
 	assert.Zero(t, a.want, "no WAIT with the old count of 0")
 	require.NoError(t, r.CheckAcks(&a))
 	n, recheck := r.replicas.get(0, time.Now())
 	assert.Equal(t, int64(1), n, "the count was read again with the script")
 	assert.False(t, recheck)
 
-	require.True(t, rueidis.IsRedisNil(r.Exec(ctx, &a, lua.Acquire(), []string{name}, []string{"30000", "o:1"}).Error()))
+	require.True(t, rueidis.IsRedisNil(r.Exec(ctx, &a, script.Acquire(), []string{name}, []string{"30000", "o:1"}).Error()))
 	assert.Equal(t, int64(1), a.want)
 	assert.Equal(t, int64(1), a.got)
 	require.NoError(t, r.CheckAcks(&a))

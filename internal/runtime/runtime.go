@@ -18,8 +18,8 @@ import (
 
 	"github.com/redis/rueidis"
 
-	"github.com/interlock-go/interlock/pubsub"
-	"github.com/interlock-go/interlock/renewal"
+	"github.com/interlock-go/interlock/internal/pubsub"
+	"github.com/interlock-go/interlock/internal/renewal"
 )
 
 // Of returns the Runtime of an *interlock.Client. The root package sets it

@@ -1,15 +1,15 @@
-package lua
+package script
 
 // The fair lock's scripts (Redisson's RFairLock). Its watchdog renews with
 // Renew, as the reentrant lock's does.
 var (
-	fairAcquire       = load("fair_acquire", false)
-	fairTryAcquire    = load("fair_try_acquire", false)
-	fairUnlock        = load("fair_unlock", false)
-	fairForceUnlock   = load("fair_force_unlock", true)
-	fairAcquireFailed = load("fair_acquire_failed", true)
-	fairUndoAcquire   = load("fair_undo_acquire", false)
-	fairTransfer      = load("fair_transfer", false)
+	fairAcquire       = load("fair_acquire")
+	fairTryAcquire    = load("fair_try_acquire")
+	fairUnlock        = load("fair_unlock")
+	fairForceUnlock   = load("fair_force_unlock")
+	fairAcquireFailed = load("fair_acquire_failed")
+	fairUndoAcquire   = load("fair_undo_acquire")
+	fairTransfer      = load("fair_transfer")
 )
 
 // FairAcquire returns fair_acquire.lua.

@@ -1,11 +1,11 @@
-package lua
+package script
 
 // The fenced lock's acquire script (its unlock, force unlock and renewal
 // are the reentrant lock's, as in Redisson), and the resource-side fence
 // that checks its tokens.
 var (
-	fencedAcquire = load("fenced_acquire", false)
-	fenceWrite    = load("fence_write", false)
+	fencedAcquire = load("fenced_acquire")
+	fenceWrite    = load("fence_write")
 )
 
 // FencedAcquire returns fenced_acquire.lua.

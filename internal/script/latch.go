@@ -1,12 +1,12 @@
-package lua
+package script
 
 // The count-down latch's scripts (Redisson's RCountDownLatch). Only
-// latch_count_down takes a receipt, and so is the only one marked
+// latch_count_down takes a receipt, and so is the only one sent as
 // retryable; the other two would reply differently to a resend.
 var (
-	latchTrySet    = load("latch_try_set", false)
-	latchCountDown = load("latch_count_down", true)
-	latchDelete    = load("latch_delete", false)
+	latchTrySet    = load("latch_try_set")
+	latchCountDown = load("latch_count_down")
+	latchDelete    = load("latch_delete")
 )
 
 // LatchTrySet returns latch_try_set.lua.

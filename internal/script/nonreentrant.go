@@ -1,4 +1,4 @@
-package lua
+package script
 
 // NonReentrantToken, passed as the last ARGV of acquire.lua,
 // fair_acquire.lua or fair_try_acquire.lua, makes them Redisson's

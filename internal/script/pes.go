@@ -1,20 +1,20 @@
-package lua
+package script
 
 // The expirable semaphore's scripts (Redisson's RPermitExpirableSemaphore),
 // and pes_renew, the watchdog's. Its trySetPermits is SemTrySet.
 var (
-	pesAcquire     = load("pes_acquire", true)
-	pesUndoAcquire = load("pes_undo_acquire", true)
-	pesReleaseOne  = load("pes_release_one", true)
-	pesRelease     = load("pes_release", true)
-	pesAvailable   = load("pes_available", true)
-	pesPermits     = load("pes_permits", true)
-	pesAcquired    = load("pes_acquired", true)
-	pesSetPermits  = load("pes_set_permits", true)
-	pesAdd         = load("pes_add", true)
-	pesUpdateLease = load("pes_update_lease", true)
-	pesLease       = load("pes_lease", true)
-	pesRenew       = load("pes_renew", true)
+	pesAcquire     = load("pes_acquire")
+	pesUndoAcquire = load("pes_undo_acquire")
+	pesReleaseOne  = load("pes_release_one")
+	pesRelease     = load("pes_release")
+	pesAvailable   = load("pes_available")
+	pesPermits     = load("pes_permits")
+	pesAcquired    = load("pes_acquired")
+	pesSetPermits  = load("pes_set_permits")
+	pesAdd         = load("pes_add")
+	pesUpdateLease = load("pes_update_lease")
+	pesLease       = load("pes_lease")
+	pesRenew       = load("pes_renew")
 )
 
 // NeverExpires is the score of a permit leased without an expiry:

@@ -1,14 +1,14 @@
-package lua
+package script
 
 // The reentrant lock's scripts (also the fenced lock's unlock and force
 // unlock, which Redisson shares), and the watchdog's.
 var (
-	acquire     = load("acquire", false)
-	unlock      = load("unlock", false)
-	forceUnlock = load("force_unlock", false)
-	undoAcquire = load("undo_acquire", false)
-	transfer    = load("transfer", false)
-	renew       = load("renew", true)
+	acquire     = load("acquire")
+	unlock      = load("unlock")
+	forceUnlock = load("force_unlock")
+	undoAcquire = load("undo_acquire")
+	transfer    = load("transfer")
+	renew       = load("renew")
 )
 
 // Acquire returns acquire.lua.
@@ -28,3 +28,9 @@ func Renew() *Script { return renew }
 
 // Transfer returns transfer.lua.
 func Transfer() *Script { return transfer }
+
+// renewal.Keeper's batch renewal.
+var keep = load("keep")
+
+// Keep returns keep.lua.
+func Keep() *Script { return keep }

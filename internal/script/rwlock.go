@@ -1,19 +1,19 @@
-package lua
+package script
 
 // The read/write lock's scripts (Redisson's RReadWriteLock: RedissonReadLock,
 // RedissonWriteLock and the watchdog's ReadLockTask). The write lock's
 // watchdog renewal is Renew, Redisson's LockTask.
 var (
-	rwReadAcquire   = load("rw_read_acquire", false)
-	rwWriteAcquire  = load("rw_write_acquire", false)
-	rwReadUnlock    = load("rw_read_unlock", false)
-	rwWriteUnlock   = load("rw_write_unlock", false)
-	rwForceUnlock   = load("rw_force_unlock", true)
-	rwReadIsLocked  = load("rw_read_is_locked", true)
-	rwRenewRead     = load("rw_renew_read", true)
-	rwUndoRead      = load("rw_undo_read", false)
-	rwUndoWrite     = load("rw_undo_write", false)
-	rwWriteTransfer = load("rw_write_transfer", false)
+	rwReadAcquire   = load("rw_read_acquire")
+	rwWriteAcquire  = load("rw_write_acquire")
+	rwReadUnlock    = load("rw_read_unlock")
+	rwWriteUnlock   = load("rw_write_unlock")
+	rwForceUnlock   = load("rw_force_unlock")
+	rwReadIsLocked  = load("rw_read_is_locked")
+	rwRenewRead     = load("rw_renew_read")
+	rwUndoRead      = load("rw_undo_read")
+	rwUndoWrite     = load("rw_undo_write")
+	rwWriteTransfer = load("rw_write_transfer")
 )
 
 // RWReadAcquire returns rw_read_acquire.lua.

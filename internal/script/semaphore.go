@@ -1,17 +1,17 @@
-package lua
+package script
 
 // The plain semaphore's scripts (Redisson's RSemaphore). sem_try_set also
 // serves the expirable semaphore's trySetPermits, which Redisson shares.
-// Scripts that take an optional receipt are marked retryable: callers that
+// Scripts that take an optional receipt are sent as retryable: callers that
 // may resend them pass one, which makes a resend change nothing.
 var (
-	semAcquire         = load("sem_acquire", true)
-	semUndoAcquire     = load("sem_undo_acquire", true)
-	semRelease         = load("sem_release", true)
-	semReleaseIfExists = load("sem_release_if_exists", true)
-	semTrySet          = load("sem_try_set", false)
-	semAdd             = load("sem_add", true)
-	semDrain           = load("sem_drain", false)
+	semAcquire         = load("sem_acquire")
+	semUndoAcquire     = load("sem_undo_acquire")
+	semRelease         = load("sem_release")
+	semReleaseIfExists = load("sem_release_if_exists")
+	semTrySet          = load("sem_try_set")
+	semAdd             = load("sem_add")
+	semDrain           = load("sem_drain")
 )
 
 // SemAcquire returns sem_acquire.lua.

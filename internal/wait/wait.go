@@ -11,7 +11,7 @@ import (
 
 	"github.com/redis/rueidis"
 
-	"github.com/interlock-go/interlock/pubsub"
+	"github.com/interlock-go/interlock/internal/pubsub"
 )
 
 // Attempt tries to acquire once. When the lock is busy it returns how long

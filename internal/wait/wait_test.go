@@ -12,7 +12,7 @@ import (
 
 	"github.com/interlock-go/interlock/internal/redistest"
 	"github.com/interlock-go/interlock/internal/wait"
-	"github.com/interlock-go/interlock/pubsub"
+	"github.com/interlock-go/interlock/internal/pubsub"
 )
 
 var srv *redistest.Server

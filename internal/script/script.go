@@ -1,0 +1,68 @@
+// Package script runs the embedded scripts of package lua for the engine:
+// one accessor per script, EVALSHA with the EVAL fallback, and the
+// constants the scripts and their callers share.
+package script
+
+import (
+	"context"
+
+	"github.com/redis/rueidis"
+
+	"github.com/interlock-go/interlock/lua"
+)
+
+// Script is one of package lua's scripts, with the engine's ways to run it.
+type Script struct{ *lua.Script }
+
+// all holds the scripts the engine has accessors for, in declaration order.
+var all []*Script
+
+// load returns the script in name.lua. A missing file is a programming
+// error caught by every test run, so it panics.
+func load(name string) *Script {
+	s, ok := lua.Lookup(name)
+	if !ok {
+		panic("script: no script " + name + ".lua")
+	}
+	w := &Script{s}
+	all = append(all, w)
+	return w
+}
+
+// All lists every script the engine runs.
+func All() []*Script { return append([]*Script(nil), all...) }
+
+// EvalSHA builds an EVALSHA command for use in a pipeline (DoMulti). The
+// caller handles a NOSCRIPT reply, for example by sending Eval instead.
+func (s *Script) EvalSHA(c rueidis.Client, keys, args []string) rueidis.Completed {
+	cmd := c.B().Evalsha().Sha1(s.SHA1()).Numkeys(int64(len(keys))).Key(keys...).Arg(args...).Build()
+	if s.Retryable() {
+		cmd = cmd.ToRetryable()
+	}
+	return cmd
+}
+
+// Eval builds an EVAL command that carries the whole script.
+func (s *Script) Eval(c rueidis.Client, keys, args []string) rueidis.Completed {
+	cmd := c.B().Eval().Script(s.Source()).Numkeys(int64(len(keys))).Key(keys...).Arg(args...).Build()
+	if s.Retryable() {
+		cmd = cmd.ToRetryable()
+	}
+	return cmd
+}
+
+// Exec runs the script: EVALSHA first, then EVAL if the server answered
+// NOSCRIPT. All keys must be in one cluster slot.
+func (s *Script) Exec(ctx context.Context, c rueidis.Client, keys, args []string) rueidis.RedisResult {
+	res := c.Do(ctx, s.EvalSHA(c, keys, args))
+	if IsNoScript(res.Error()) {
+		res = c.Do(ctx, s.Eval(c, keys, args))
+	}
+	return res
+}
+
+// IsNoScript reports whether err is Redis's NOSCRIPT error.
+func IsNoScript(err error) bool {
+	re, ok := rueidis.IsRedisErr(err)
+	return ok && re.IsNoScript()
+}
