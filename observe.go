@@ -4,8 +4,8 @@ import (
 	"context"
 	"time"
 
-	"github.com/interlock-go/interlock/internal/runtime"
 	"github.com/interlock-go/interlock/internal/renewal"
+	"github.com/interlock-go/interlock/internal/runtime"
 )
 
 // Observer hears what a Client's synchronizers do (WithObserver). Observe

@@ -6,8 +6,8 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/interlock-go/interlock/internal/runtime"
 	"github.com/interlock-go/interlock/internal/pubsub"
+	"github.com/interlock-go/interlock/internal/runtime"
 )
 
 // Defaults, the same as Redisson's.

@@ -11,8 +11,8 @@ import (
 	"github.com/interlock-go/interlock"
 	"github.com/interlock-go/interlock/internal/keys"
 	"github.com/interlock-go/interlock/internal/lockcore"
-	"github.com/interlock-go/interlock/internal/script"
 	"github.com/interlock-go/interlock/internal/pubsub"
+	"github.com/interlock-go/interlock/internal/script"
 )
 
 // The package's errors are the root's.

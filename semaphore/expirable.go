@@ -12,10 +12,10 @@ import (
 	"github.com/interlock-go/interlock"
 	"github.com/interlock-go/interlock/internal/keys"
 	"github.com/interlock-go/interlock/internal/lockcore"
-	"github.com/interlock-go/interlock/internal/runtime"
-	"github.com/interlock-go/interlock/internal/script"
 	"github.com/interlock-go/interlock/internal/pubsub"
 	"github.com/interlock-go/interlock/internal/renewal"
+	"github.com/interlock-go/interlock/internal/runtime"
+	"github.com/interlock-go/interlock/internal/script"
 )
 
 // NoExpiry is the lease of a permit that never expires (Redisson's -1).

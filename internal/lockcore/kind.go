@@ -6,8 +6,8 @@ import (
 
 	"github.com/interlock-go/interlock"
 	"github.com/interlock-go/interlock/internal/keys"
-	"github.com/interlock-go/interlock/internal/script"
 	"github.com/interlock-go/interlock/internal/renewal"
+	"github.com/interlock-go/interlock/internal/script"
 )
 
 // Kind declares a lock kind to the engine: its scripts with their keys and

@@ -15,9 +15,9 @@ import (
 
 	"github.com/interlock-go/interlock"
 	"github.com/interlock-go/interlock/internal/keys"
+	"github.com/interlock-go/interlock/internal/renewal"
 	"github.com/interlock-go/interlock/internal/runtime"
 	"github.com/interlock-go/interlock/internal/script"
-	"github.com/interlock-go/interlock/internal/renewal"
 )
 
 func TestMS(t *testing.T) {

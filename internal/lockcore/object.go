@@ -11,11 +11,11 @@ import (
 
 	"github.com/interlock-go/interlock"
 	"github.com/interlock-go/interlock/internal/keys"
+	"github.com/interlock-go/interlock/internal/pubsub"
+	"github.com/interlock-go/interlock/internal/renewal"
 	"github.com/interlock-go/interlock/internal/runtime"
 	"github.com/interlock-go/interlock/internal/script"
 	"github.com/interlock-go/interlock/internal/wait"
-	"github.com/interlock-go/interlock/internal/pubsub"
-	"github.com/interlock-go/interlock/internal/renewal"
 )
 
 // ReceiptTTL is how long the server remembers a receipt: longer than every

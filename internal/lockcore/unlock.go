@@ -10,9 +10,9 @@ import (
 
 	"github.com/interlock-go/interlock"
 	"github.com/interlock-go/interlock/internal/keys"
+	"github.com/interlock-go/interlock/internal/renewal"
 	"github.com/interlock-go/interlock/internal/runtime"
 	"github.com/interlock-go/interlock/internal/wait"
-	"github.com/interlock-go/interlock/internal/renewal"
 )
 
 const (
