@@ -102,6 +102,10 @@ func checkFile(errorf func(format string, args ...any), pkg string, f *ast.File)
 			switch x := e.(type) {
 			case *ast.StarExpr:
 				e = x.X
+			case *ast.Ellipsis:
+				e = x.Elt
+			case *ast.ArrayType:
+				e = x.Elt
 			case *ast.SelectorExpr:
 				id, ok := x.X.(*ast.Ident)
 				return ok && internal[id.Name]
@@ -116,12 +120,22 @@ func checkFile(errorf func(format string, args ...any), pkg string, f *ast.File)
 			if !d.Name.IsExported() || (d.Recv != nil && !exportedRecv(d.Recv)) {
 				continue
 			}
+			name := d.Name.Name
+			if d.Recv != nil {
+				name = recvName(d.Recv) + "." + name
+			}
 			if d.Doc == nil {
-				name := d.Name.Name
-				if d.Recv != nil {
-					name = recvName(d.Recv) + "." + name
-				}
 				errorf("%s.%s has no doc comment", pkg, name)
+			}
+			for _, fl := range []*ast.FieldList{d.Type.Params, d.Type.Results} {
+				if fl == nil {
+					continue
+				}
+				for _, field := range fl.List {
+					if fromInternal(field.Type) {
+						errorf("%s.%s takes or returns an engine type", pkg, name)
+					}
+				}
 			}
 		case *ast.GenDecl:
 			if d.Tok != token.TYPE {
@@ -134,6 +148,9 @@ func checkFile(errorf func(format string, args ...any), pkg string, f *ast.File)
 				}
 				if d.Doc == nil && ts.Doc == nil {
 					errorf("%s.%s has no doc comment", pkg, ts.Name.Name)
+				}
+				if ts.Assign.IsValid() && fromInternal(ts.Type) {
+					errorf("%s.%s is an alias of an engine type", pkg, ts.Name.Name)
 				}
 				st, ok := ts.Type.(*ast.StructType)
 				if !ok {
@@ -188,6 +205,15 @@ type U struct{ X *core.Object }
 func (T) Undocumented() {}
 
 type V struct{}
+
+// W is documented.
+type W = core.Option
+
+// With is documented.
+func With(opts ...core.Option) {}
+
+// Get is documented.
+func Get() []*core.Object { return nil }
 `
 	f, err := parser.ParseFile(token.NewFileSet(), "p.go", src, parser.ParseComments)
 	require.NoError(t, err)
@@ -198,5 +224,8 @@ type V struct{}
 		"p.U.X is an exported field of an engine type",
 		"p.T.Undocumented has no doc comment",
 		"p.V has no doc comment",
+		"p.W is an alias of an engine type",
+		"p.With takes or returns an engine type",
+		"p.Get takes or returns an engine type",
 	}, found)
 }

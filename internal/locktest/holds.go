@@ -146,7 +146,10 @@ func (s *suite) tryLockLease(t *testing.T) {
 	assert.True(t, ok, "the lease did not end by itself")
 	took := time.Since(start)
 	assert.GreaterOrEqual(t, took, lease, "acquired before the lease ended")
-	assert.Less(t, took, 2*time.Second) // latency
+	// Latency: the rival retries when the PTTL it read runs out (an expiry
+	// publishes nothing); beside a loaded matrix that took 2.18 s once.
+	// A rival that missed the expiry would have failed at its 5 s wait.
+	assert.Less(t, took, 4*time.Second)
 	assert.ErrorIs(t, m.Unlock(ctx), interlock.ErrNotHeld)
 	require.NoError(t, rival.Unlock(o))
 	s.nothingLeft(t, c, rc, name)
