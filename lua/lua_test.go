@@ -8,10 +8,13 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
 
 	"github.com/interlock-go/interlock/internal/redistest"
 	"github.com/interlock-go/interlock/lua"
 )
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m, redistest.GoleakOptions()...) }
 
 // Every script has its header and its SHA1, and Lookup finds it by name.
 func TestScripts(t *testing.T) {

@@ -13,7 +13,7 @@ import (
 	"github.com/interlock-go/interlock/pubsub"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m, redistest.GoleakOptions()...) }
 
 // A "0" wakes one waiter, another payload every waiter; Close ends them.
 func TestHub(t *testing.T) {

@@ -13,7 +13,7 @@ import (
 	"github.com/interlock-go/interlock/renewal"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m, redistest.GoleakOptions()...) }
 
 // A kept key outlives its TTL many times over, a deleted one ends its
 // context with ErrLost, a released one keeps the TTL it had.
