@@ -6,8 +6,9 @@
 // The package is for operators who audit what interlock runs on their
 // servers, or pre-load it: All lists every script with its SHA1, as SCRIPT
 // LOAD computes it and as EVALSHA names it in MONITOR, the slow log and ACL
-// logs; Preload loads them all on every node of a client, so that not even
-// the first call after a restart falls back to EVAL.
+// logs; Preload loads them all on every node of a client, so that no call
+// falls back to EVAL. A restart or SCRIPT FLUSH empties a server's script
+// cache: preload again after one.
 //
 // Every file starts with a header that gives its KEYS, ARGV, return values
 // and the Redisson versions whose semantics it matches. The Lua text is our

@@ -114,13 +114,9 @@ func (k *Keeper) Keep(ctx context.Context, key string) (context.Context, error) 
 // Release ends one Keep of key; with the last one renewal stops and the key
 // keeps the TTL it has. It never touches the key.
 func (k *Keeper) Release(key string) {
-	last := k.sched.Holds(key, owner) == 1
+	// One hold fewer; with none left the Scheduler forgets the key.
 	if _, held, end := k.sched.Release(key, owner); held {
-		if last {
-			end(renewal.Released)
-		} else {
-			end(renewal.Decremented)
-		}
+		end(renewal.Decremented)
 	}
 }
 

@@ -73,6 +73,15 @@ func TestKeeper(t *testing.T) {
 				return err == nil && n == 0
 			}, 10*ttl, 10*time.Millisecond, "a released key expires")
 
+			// Keeps count: with two on c, one Release leaves it renewed.
+			_, err = k.Keep(ctx, "c")
+			require.NoError(t, err)
+			k.Release("c")
+			time.Sleep(4 * ttl)
+			n, err := rc.Do(ctx, rc.B().Exists().Key("c").Build()).AsInt64()
+			require.NoError(t, err)
+			assert.EqualValues(t, 1, n, "c, kept once more, outlived four TTLs")
+
 			k.Close()
 			assert.ErrorIs(t, context.Cause(ctxs["c"]), renewal.ErrClosed)
 			_, err = k.Keep(ctx, "d")

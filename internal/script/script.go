@@ -5,6 +5,7 @@ package script
 
 import (
 	"context"
+	"slices"
 
 	"github.com/redis/rueidis"
 
@@ -30,7 +31,7 @@ func load(name string) *Script {
 }
 
 // All lists every script the engine runs.
-func All() []*Script { return append([]*Script(nil), all...) }
+func All() []*Script { return slices.Clone(all) }
 
 // EvalSHA builds an EVALSHA command for use in a pipeline (DoMulti). The
 // caller handles a NOSCRIPT reply, for example by sending Eval instead.

@@ -359,13 +359,7 @@ public final class Peer {
             }
             Object id = cmd.get("id");
             if ("quit".equals(cmd.get("op"))) {
-                Map<String, Object> r = new LinkedHashMap<>();
-                r.put("id", id);
-                r.put("ok", true);
-                r.put("result", null);
-                r.put("threadId", Thread.currentThread().getId());
-                r.put("elapsedMs", 0);
-                write(r);
+                writeAtOnce(id, null);
                 return 0;
             }
             int thread;
@@ -378,13 +372,7 @@ public final class Peer {
             if ("parkedIn".equals(cmd.get("op"))) {
                 // Answered here, not on the logical thread, which is the one
                 // blocked.
-                Map<String, Object> r = new LinkedHashMap<>();
-                r.put("id", id);
-                r.put("ok", true);
-                r.put("result", parkedIn(javaThreads.get(thread)));
-                r.put("threadId", Thread.currentThread().getId());
-                r.put("elapsedMs", 0);
-                write(r);
+                writeAtOnce(id, parkedIn(javaThreads.get(thread)));
                 continue;
             }
             ExecutorService ex = threads.computeIfAbsent(thread, t -> Executors.newSingleThreadExecutor(r -> {
@@ -395,6 +383,17 @@ public final class Peer {
             }));
             ex.execute(() -> run(id, cmd));
         }
+    }
+
+    /** Writes the reply of a command answered on the reading thread. */
+    private static void writeAtOnce(Object id, Object result) {
+        Map<String, Object> r = new LinkedHashMap<>();
+        r.put("id", id);
+        r.put("ok", true);
+        r.put("result", result);
+        r.put("threadId", Thread.currentThread().getId());
+        r.put("elapsedMs", 0);
+        write(r);
     }
 
     /**
