@@ -15,6 +15,7 @@ import (
 	"github.com/interlock-go/interlock/fenced"
 	"github.com/interlock-go/interlock/internal/redistest"
 	"github.com/interlock-go/interlock/internal/script"
+	"github.com/interlock-go/interlock/lua"
 )
 
 // TestTokenSequence is Redisson's testTokenIncrease: the token goes up by
@@ -311,15 +312,21 @@ func TestCancelWhileWaiting(t *testing.T) {
 func TestLostAcquireReply(t *testing.T) {
 	ctx := testCtx(t)
 	var lose atomic.Bool
+	var caller atomic.Pointer[context.Context] // the deadline the reply outlasts
 	f := &faulty{do: func(cctx context.Context, cmd rueidis.Completed, next func() rueidis.RedisResult) rueidis.RedisResult {
 		if !lose.Load() || !runs(cmd, script.FencedAcquire()) {
 			return next()
 		}
-		next() // the script runs on the server ...
-		<-cctx.Done()
-		return rueidis.NewErrorResult(cctx.Err()) // ... and its reply is lost to the deadline
+		if res := next(); script.IsNoScript(res.Error()) { // the script runs on the server ...
+			return res
+		}
+		lctx := *caller.Load()
+		<-lctx.Done()
+		return rueidis.NewErrorResult(lctx.Err()) // ... and its reply is lost to the caller's deadline
 	}}
 	f.Client = redistest.NewClient(t, addr)
+	// Loaded scripts: the hook loses the reply of an EVALSHA that ran.
+	require.NoError(t, lua.Preload(ctx, f.Client))
 	c := wrap(t, f)
 	m := fenced.New(c, lockName(t))
 	lost := func() {
@@ -327,6 +334,7 @@ func TestLostAcquireReply(t *testing.T) {
 		lose.Store(true)
 		lctx, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
 		defer cancel()
+		caller.Store(&lctx)
 		tok, err := m.LockToken(lctx)
 		lose.Store(false)
 		assert.ErrorIs(t, err, context.DeadlineExceeded)

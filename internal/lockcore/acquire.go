@@ -39,7 +39,42 @@ type attempt struct {
 	sends         int32          // acquire scripts sent (in the bools' padding)
 	token         uint64         // the token of a ReplyToken acquisition
 	offer         *runtime.Offer // standing for a transfer, made on first use
+	// pending is the try whose caller stopped waiting for its reply: the
+	// take-back and the leaving of the queue wait for it to be done.
+	pending *runtime.Pending
 }
+
+// execAcquire sends an acquire script, detached from ctx's end when that
+// can come (runtime.SendDetached): a take-back must not overtake it. The
+// pipelines of safe and replica-sync modes need not be: rueidis sends them
+// on a dedicated connection, which it closes when ctx ends.
+func (l *Common) execAcquire(ctx context.Context, acks *runtime.Acks, call *Call, v *vals, bound time.Duration) (rueidis.RedisResult, *runtime.Pending) {
+	if ctx.Done() == nil || l.rt.Cfg.ReplicaAcks > 0 || l.rt.Cfg.ReplicaSync {
+		return l.exec(ctx, acks, call, v), nil
+	}
+	ks, args := l.fill(call.Keys, v), l.fill(call.Args, v)
+	return l.rt.SendDetached(ctx, bound, func(ctx context.Context) rueidis.RedisResult {
+		return call.Script().Exec(ctx, l.rt.RC, ks, args)
+	})
+}
+
+// awaitSent waits until p, a try whose caller stopped waiting for its
+// reply, is done, or until ctx ends (errSendPending).
+func awaitSent(ctx context.Context, p *runtime.Pending) error {
+	if p == nil {
+		return nil
+	}
+	select {
+	case <-p.Done():
+		return nil
+	case <-ctx.Done():
+		return errSendPending
+	}
+}
+
+// errSendPending is the clean-up step's "try again" while the acquisition
+// it takes back has not answered yet.
+var errSendPending = errors.New("the acquisition to take back has not answered yet")
 
 // acquire runs the waiting algorithm of internal/wait with the kind's
 // acquire script; a fair kind takes acquireFair instead. The Observer, if
@@ -244,11 +279,12 @@ func (a *attempt) try(ctx context.Context) (bool, time.Duration, error) {
 	}
 	sent := time.Now()
 	a.sends++
-	res := l.exec(ctx, &acks, a.call, &vals{owner: a.owner, holder: a.holder, lease: lease, grace: a.grace})
+	res, pending := l.execAcquire(ctx, &acks, a.call, &vals{owner: a.owner, holder: a.holder, lease: lease, grace: a.grace}, lease)
 	if err := res.Error(); err != nil && !rueidis.IsRedisNil(err) {
 		re, isRedisErr := rueidis.IsRedisErr(err)
 		switch {
 		case !isRedisErr:
+			a.pending = pending
 			a.undo(ctx, l.holds(a.holder)+1)
 		case l.kind.Reentered != nil && strings.Contains(re.Error(), ReenterToken):
 			a.queued = false // the script refused before queueing anyone
@@ -341,7 +377,17 @@ func (a *attempt) undo(ctx context.Context, expected int) {
 	if lease <= 0 {
 		lease = a.l.rt.Cfg.Watchdog
 	}
-	a.l.rt.Cleanup(a.l.name, a.holder, time.Now().Add(lease), func(ctx context.Context) error {
+	until := time.Now().Add(lease)
+	pending := a.pending
+	if pending != nil {
+		// It may run as late as its send gives up (a lease from now),
+		// and hold for a lease from then.
+		until = until.Add(lease)
+	}
+	a.l.rt.Cleanup(a.l.name, a.holder, until, func(ctx context.Context) error {
+		if err := awaitSent(ctx, pending); err != nil {
+			return err
+		}
 		_, err := a.undoNow(ctx, expected)
 		if a.l.obs != nil {
 			a.l.observe(context.Background(), undoEvent(err))

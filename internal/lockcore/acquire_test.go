@@ -181,17 +181,17 @@ func TestReplyLostToDeadlineIsUndoneInBackground(t *testing.T) {
 	ctx := testCtx(t)
 	name := lockName(t)
 	l := New(c, &testKind, name)
+	const deadline = 100 * time.Millisecond
+	lctx, cancel := context.WithTimeout(ctx, deadline)
+	defer cancel()
 	tp.setHook(func(cctx context.Context, r record, next func() rueidis.RedisResult) rueidis.RedisResult {
 		if r.script != script.Acquire() {
 			return next()
 		}
 		next() // the script runs on the server ...
-		<-cctx.Done()
-		return rueidis.NewErrorResult(cctx.Err()) // ... and its reply is lost to the deadline
+		<-lctx.Done()
+		return rueidis.NewErrorResult(lctx.Err()) // ... and its reply is lost to the caller's deadline
 	})
-	const deadline = 100 * time.Millisecond
-	lctx, cancel := context.WithTimeout(ctx, deadline)
-	defer cancel()
 	start := time.Now()
 	err := l.Lock(lctx)
 	took := time.Since(start)

@@ -110,7 +110,14 @@ func (a *attempt) acquireFair(ctx context.Context, maxWait time.Duration, foreve
 func (a *attempt) giveUp(ctx context.Context) {
 	l := a.l
 	until := time.Now().Add(a.grace + l.rt.Cfg.Watchdog)
+	pending := a.pending
+	if pending != nil {
+		until = until.Add(a.lease + l.rt.Cfg.Watchdog) // it may queue as late as its send gives up
+	}
 	l.rt.Cleanup(l.name, a.owner, until, func(ctx context.Context) error {
+		if err := awaitSent(ctx, pending); err != nil {
+			return err // leaving first would let a late try queue the owner
+		}
 		pub, err := l.rt.PublishCommand(ctx)
 		if err != nil {
 			return err

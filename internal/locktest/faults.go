@@ -3,6 +3,7 @@ package locktest
 import (
 	"context"
 	"errors"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -191,6 +192,60 @@ func (s *suite) lostUnlockReply(t *testing.T) {
 	s.nothingLeft(t, c, h.Client, name)
 }
 
+// lateAcquire: an acquisition still waiting to go out when its caller's
+// deadline passes is taken back once it has run. rueidis answers such a
+// caller at its deadline and writes the command later, on whichever of its
+// connections it picked: a take-back sent at once, on another, could run
+// first and find nothing to take back.
+func (s *suite) lateAcquire(t *testing.T) {
+	ctx := testCtx(t)
+	h := &hooked{Client: redistest.NewClient(t, s.Addr)}
+	var late atomic.Bool
+	var wg sync.WaitGroup
+	h.set(func(ctx context.Context, cmd rueidis.Completed, next func() rueidis.RedisResult) rueidis.RedisResult {
+		if !late.Load() || !runs(cmd, s.Acquire...) {
+			return next()
+		}
+		out := make(chan rueidis.RedisResult, 1)
+		wg.Go(func() {
+			time.Sleep(200 * time.Millisecond) // queued behind a busy connection
+			out <- h.Client.Do(context.WithoutCancel(ctx), cmd)
+		})
+		select {
+		case r := <-out:
+			return r
+		case <-ctx.Done():
+			return rueidis.NewErrorResult(ctx.Err()) // answered now, sent later
+		}
+	})
+	c := client(t, h)
+	rc := h.Client
+	name := s.lockName(t)
+	m := s.New(c, name)
+	// Loaded scripts: a late EVALSHA must not be answered NOSCRIPT, which
+	// only its caller, gone by then, would follow with EVAL.
+	require.NoError(t, m.Lock(ctx))
+	require.NoError(t, m.Unlock(ctx))
+
+	late.Store(true)
+	lctx, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
+	assert.ErrorIs(t, m.Lock(lctx), context.DeadlineExceeded)
+	cancel()
+	require.Eventually(t, func() bool { return c.Stats().UndoQueue == 0 }, 5*time.Second, time.Millisecond,
+		"the late acquisition is still being taken back")
+	late.Store(false)
+	wg.Wait()
+	assert.False(t, must[bool](t)(m.IsLocked(ctx)), "a late acquisition is taken back")
+	assert.Empty(t, s.state(t, rc, name))
+	assert.Zero(t, c.Stats().Holds)
+
+	// The owner's next acquisition is its own.
+	require.NoError(t, m.Lock(ctx))
+	assert.Equal(t, 1, must[int](t)(m.HoldCount(ctx)))
+	require.NoError(t, m.Unlock(ctx))
+	s.nothingLeft(t, c, rc, name)
+}
+
 // lostAcquireReply: when an acquisition's reply is lost to the deadline,
 // whatever the script did is taken back: a first hold, a re-entry's extra
 // hold, another owner's hold or place in a queue.
@@ -198,6 +253,9 @@ func (s *suite) lostAcquireReply(t *testing.T) {
 	ctx := testCtx(t)
 	h := &hooked{Client: redistest.NewClient(t, s.Addr)}
 	var lose atomic.Bool
+	// The caller's deadline, which the lost reply outlasts: the engine
+	// sends with a context of its own that ends later.
+	var deadline atomic.Pointer[context.Context]
 	h.set(func(ctx context.Context, cmd rueidis.Completed, next func() rueidis.RedisResult) rueidis.RedisResult {
 		if !lose.Load() || !runs(cmd, s.Acquire...) {
 			return next()
@@ -206,8 +264,12 @@ func (s *suite) lostAcquireReply(t *testing.T) {
 		if script.IsNoScript(res.Error()) {
 			return res
 		}
-		<-ctx.Done()
-		return rueidis.NewErrorResult(ctx.Err()) // ... and its reply is lost to the deadline
+		caller := *deadline.Load()
+		select {
+		case <-caller.Done():
+		case <-ctx.Done():
+		}
+		return rueidis.NewErrorResult(caller.Err()) // ... and its reply is lost to the caller's deadline
 	})
 	c := client(t, h)
 	rc := h.Client
@@ -219,6 +281,7 @@ func (s *suite) lostAcquireReply(t *testing.T) {
 		defer lose.Store(false)
 		lctx, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
 		defer cancel()
+		deadline.Store(&lctx)
 		assert.ErrorIs(t, acquire(lctx), context.DeadlineExceeded)
 		// The take-back runs in the background, within the lease; on a
 		// healthy server it is usually done as the caller returns.

@@ -96,6 +96,7 @@ func run(t *testing.T, k Kind) {
 	t.Run("MaxHold", s.maxHold)
 	t.Run("LostUnlockReply", s.lostUnlockReply)
 	t.Run("LostAcquireReply", s.lostAcquireReply)
+	t.Run("LateAcquire", s.lateAcquire)
 	t.Run("Close", func(t *testing.T) {
 		t.Run("ClosedClient", s.closedClient)
 		t.Run("WakesWaiters", s.closeWakesWaiters)

@@ -85,10 +85,11 @@ type Runtime struct {
 
 	watchdogMS string // Cfg.Watchdog in ms, formatted once
 
-	latches *deleter
-	settle  *settler
-	clock   wallClock
-	closed  atomic.Bool
+	latches  *deleter
+	settle   *settler
+	detached *detacher
+	clock    wallClock
+	closed   atomic.Bool
 
 	modeMu    sync.Mutex
 	modeKnown bool
@@ -156,6 +157,7 @@ func New(rc rueidis.Client, cfg Config) (*Runtime, error) {
 		Transfers:  newTransfers(),
 		latches:    newDeleter(rc, cluster),
 		settle:     newSettler(cfg.ErrClosed),
+		detached:   newDetacher(),
 		writeWaits: waitCounts{m: make(map[waitKey]int)},
 	}
 	r.clock.limit = cfg.SkewLimit
@@ -183,6 +185,7 @@ func (r *Runtime) Close() {
 	// The last clean-up steps first: their latches go in the last DEL.
 	deadline := time.Now().Add(closeBudget)
 	r.settle.close(deadline)
+	r.detached.close()
 	r.latches.close(deadline)
 }
 

@@ -1,0 +1,103 @@
+package runtime
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/redis/rueidis"
+)
+
+// detacher runs the sends whose reply a caller may stop waiting for while
+// a clean-up step must still learn that the command is done.
+//
+// rueidis, when a caller's ctx ends, returns at once but leaves the command
+// queued on the connection it picked, and writes it later. A client that
+// pipelines over several connections to one server (rueidis's default
+// outside a cluster) picks one at random for every command, so a take-back
+// sent after that return may travel on another connection and run on the
+// server first, find nothing to take back, and leave the late acquisition
+// held until its lease runs out. A detached send keeps waiting for the
+// reply on its own goroutine, and the take-back waits for it.
+type detacher struct {
+	stop context.Context // ended by Close: the sends still waiting give up
+	quit context.CancelFunc
+	wg   sync.WaitGroup
+
+	mu     sync.Mutex
+	closed bool // under mu: sends run on their caller's goroutine
+}
+
+func newDetacher() *detacher {
+	ctx, cancel := context.WithCancel(context.Background())
+	return &detacher{stop: ctx, quit: cancel}
+}
+
+// close makes the sends still waiting give up, and joins them.
+func (d *detacher) close() {
+	d.mu.Lock()
+	d.closed = true
+	d.mu.Unlock()
+	d.quit()
+	d.wg.Wait()
+}
+
+// add counts a goroutine about to start; false once closed.
+func (d *detacher) add() bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.closed {
+		return false
+	}
+	d.wg.Add(1)
+	return true
+}
+
+// Pending is the outcome of a send whose caller stopped waiting: Done is
+// closed once the command has answered, failed, or was given up (after
+// its bound, or by Close), and then Result is its reply.
+type Pending struct {
+	done chan struct{}
+	res  rueidis.RedisResult
+}
+
+// Done is closed once the send has ended.
+func (p *Pending) Done() <-chan struct{} { return p.done }
+
+// Result is the send's reply; only read it once Done is closed.
+func (p *Pending) Result() rueidis.RedisResult { return p.res }
+
+// SendDetached runs send, which must honour the context it is given,
+// and returns its reply. When ctx can end, send runs on a goroutine of
+// its own with ctx's values but not its end, bounded by bound and by
+// Close; if ctx ends first, SendDetached returns ctx's error and the
+// Pending send, which a clean-up step waits for before it takes back
+// what the command may have done.
+func (r *Runtime) SendDetached(ctx context.Context, bound time.Duration, send func(ctx context.Context) rueidis.RedisResult) (rueidis.RedisResult, *Pending) {
+	if ctx.Done() == nil {
+		return send(ctx), nil
+	}
+	if err := ctx.Err(); err != nil {
+		return rueidis.NewErrorResult(err), nil // nothing sent
+	}
+	d := r.detached
+	if !d.add() {
+		return send(ctx), nil // the Client is closing
+	}
+	p := &Pending{done: make(chan struct{})}
+	go func() {
+		defer d.wg.Done()
+		defer close(p.done)
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), bound)
+		defer cancel()
+		stop := context.AfterFunc(d.stop, cancel)
+		defer stop()
+		p.res = send(sctx)
+	}()
+	select {
+	case <-p.done:
+		return p.res, nil
+	case <-ctx.Done():
+		return rueidis.NewErrorResult(ctx.Err()), p
+	}
+}
