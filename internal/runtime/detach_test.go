@@ -38,7 +38,10 @@ func TestSendDetachedOutlivesTheCaller(t *testing.T) {
 func TestSendDetachedInline(t *testing.T) {
 	r := newRuntime(t)
 	sent := 0
-	send := func(context.Context) rueidis.RedisResult { sent++; return rueidis.NewErrorResult(errors.New("answered")) }
+	send := func(context.Context) rueidis.RedisResult {
+		sent++
+		return rueidis.NewErrorResult(errors.New("answered"))
+	}
 	res, p := r.SendDetached(context.Background(), time.Minute, send)
 	assert.Nil(t, p)
 	assert.EqualError(t, res.Error(), "answered")
@@ -60,7 +63,10 @@ func TestSendDetachedInline(t *testing.T) {
 // the same.
 func TestSendDetachedEndsByBoundAndClose(t *testing.T) {
 	r := newRuntime(t)
-	wait := func(sctx context.Context) rueidis.RedisResult { <-sctx.Done(); return rueidis.NewErrorResult(sctx.Err()) }
+	wait := func(sctx context.Context) rueidis.RedisResult {
+		<-sctx.Done()
+		return rueidis.NewErrorResult(sctx.Err())
+	}
 
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Millisecond)
 	defer cancel()
