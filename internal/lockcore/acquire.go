@@ -44,6 +44,11 @@ type attempt struct {
 	pending *runtime.Pending
 }
 
+// sendBound is how long a detached try waits for its reply: the lease or
+// the watchdog timeout, whichever is longer, so that a short lease does not
+// cut short a reply that a loaded server sends late.
+func (a *attempt) sendBound() time.Duration { return max(a.lease, a.l.rt.Cfg.Watchdog) }
+
 // execAcquire sends an acquire script, detached from ctx's end when that
 // can come (runtime.SendDetached): a take-back must not overtake it. The
 // pipelines of safe and replica-sync modes need not be: rueidis sends them
@@ -279,7 +284,7 @@ func (a *attempt) try(ctx context.Context) (bool, time.Duration, error) {
 	}
 	sent := time.Now()
 	a.sends++
-	res, pending := l.execAcquire(ctx, &acks, a.call, &vals{owner: a.owner, holder: a.holder, lease: lease, grace: a.grace}, lease)
+	res, pending := l.execAcquire(ctx, &acks, a.call, &vals{owner: a.owner, holder: a.holder, lease: lease, grace: a.grace}, a.sendBound())
 	if err := res.Error(); err != nil && !rueidis.IsRedisNil(err) {
 		re, isRedisErr := rueidis.IsRedisErr(err)
 		switch {
@@ -380,9 +385,9 @@ func (a *attempt) undo(ctx context.Context, expected int) {
 	until := time.Now().Add(lease)
 	pending := a.pending
 	if pending != nil {
-		// It may run as late as its send gives up (a lease from now),
-		// and hold for a lease from then.
-		until = until.Add(lease)
+		// It may run as late as its send gives up, and hold for a lease
+		// from then.
+		until = until.Add(a.sendBound())
 	}
 	a.l.rt.Cleanup(a.l.name, a.holder, until, func(ctx context.Context) error {
 		if err := awaitSent(ctx, pending); err != nil {

@@ -112,7 +112,7 @@ func (a *attempt) giveUp(ctx context.Context) {
 	until := time.Now().Add(a.grace + l.rt.Cfg.Watchdog)
 	pending := a.pending
 	if pending != nil {
-		until = until.Add(a.lease + l.rt.Cfg.Watchdog) // it may queue as late as its send gives up
+		until = until.Add(a.sendBound()) // it may queue as late as its send gives up
 	}
 	l.rt.Cleanup(l.name, a.owner, until, func(ctx context.Context) error {
 		if err := awaitSent(ctx, pending); err != nil {

@@ -2,6 +2,8 @@ package runtime
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"sync"
 	"time"
 
@@ -96,6 +98,10 @@ func (r *Runtime) SendDetached(ctx context.Context, bound time.Duration, send fu
 	}()
 	select {
 	case <-p.done:
+		if ctx.Err() == nil && errors.Is(p.res.Error(), context.DeadlineExceeded) {
+			// The bound, not the caller's deadline: the reply is lost.
+			return rueidis.NewErrorResult(fmt.Errorf("no reply within %v", bound)), nil
+		}
 		return p.res, nil
 	case <-ctx.Done():
 		return rueidis.NewErrorResult(ctx.Err()), p
