@@ -153,9 +153,9 @@ func TestLatchAwait(t *testing.T) {
 		require.NoError(t, err)
 
 		require.True(t, must[bool](t)(l.TrySetCount(ctx, 1)))
+		start = time.Now() // before the deadline is set: it counts from there
 		short, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
 		defer cancel()
-		start = time.Now()
 		err = l.Await(short)
 		took := time.Since(start)
 		require.ErrorIs(t, err, context.DeadlineExceeded)
