@@ -108,7 +108,9 @@ func TestObserverLocks(t *testing.T) {
 		self(func(c *interlock.Client, n string) interlock.Locker { return rwlock.New(c, n).Write() }),
 		self(func(c *interlock.Client, n string) interlock.Locker { return fenced.New(c, n) }),
 		self(func(c *interlock.Client, n string) interlock.Locker { return nonreentrant.New(c, n) }),
-		self(func(c *interlock.Client, n string) interlock.Locker { return nonreentrant.NewFair(c, n, 5*time.Second) }),
+		self(func(c *interlock.Client, n string) interlock.Locker {
+			return nonreentrant.NewFair(c, n, nonreentrant.WithWaitTimeout(5*time.Second))
+		}),
 		self(func(c *interlock.Client, n string) interlock.Locker {
 			return spin.New(c, n, spin.WithConstantBackoff(5*time.Millisecond))
 		}),

@@ -83,7 +83,7 @@ func TestInteropLsListsJavaAndGo(t *testing.T) {
 	nr := nonreentrant.New(c, n("go", "nonReentrant"))
 	require.NoError(t, nr.Lock(ctx))
 	t.Cleanup(func() { _ = nr.Unlock(bg) })
-	nrf := nonreentrant.NewFair(c, n("go", "nonReentrantFair"), time.Minute)
+	nrf := nonreentrant.NewFair(c, n("go", "nonReentrantFair"), nonreentrant.WithWaitTimeout(time.Minute))
 	require.NoError(t, nrf.Lock(ctx))
 	t.Cleanup(func() { _ = nrf.Unlock(bg) })
 	sem := semaphore.New(c, n("go", "semaphore"))

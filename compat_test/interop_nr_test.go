@@ -41,7 +41,7 @@ var (
 	}
 	sideNRFair = lockSide{
 		kind:    "nonReentrantFair",
-		goLock:  func(c *interlock.Client, n string) goLocker { return nonreentrant.NewFair(c, n, 0) },
+		goLock:  func(c *interlock.Client, n string) goLocker { return nonreentrant.NewFair(c, n) },
 		field:   func(o string) string { return o },
 		channel: func(n, o string) string { return keys.LockChannel(n) + ":" + o },
 	}
@@ -183,7 +183,7 @@ func interopNRGoReentry(t *testing.T, e *interopEnv, fair bool) {
 	ctx, gOwner := e.goOwner(t)
 	var g interlock.Locker = nonreentrant.New(e.c, name)
 	if fair {
-		g = nonreentrant.NewFair(e.c, name, 0)
+		g = nonreentrant.NewFair(e.c, name)
 	}
 
 	require.NoError(t, g.Lock(ctx))

@@ -89,7 +89,7 @@ func TestEveryKindCounts(t *testing.T) {
 	exclusive(interlock.KindWriteLock, rw.Write())
 	exclusive(interlock.KindFenced, fenced.New(r.c, name("fenced")))
 	exclusive(interlock.KindNonReentrant, nonreentrant.New(r.c, name("nonreentrant")))
-	exclusive(interlock.KindNonReentrantFair, nonreentrant.NewFair(r.c, name("nonreentrant-fair"), 0))
+	exclusive(interlock.KindNonReentrantFair, nonreentrant.NewFair(r.c, name("nonreentrant-fair")))
 	exclusive(interlock.KindSpin, spin.New(r.c, name("spin")))
 
 	// Reentrancy: the inner release ends one hold of two.

@@ -26,7 +26,7 @@ func TestConformanceFair(t *testing.T) {
 		Name:      "nonreentrant",
 		Prefix:    "nonreentrant-fair-test:",
 		Addr:      addr,
-		New:       func(c *interlock.Client, name string) interlock.Locker { return nonreentrant.NewFair(c, name, 0) },
+		New:       func(c *interlock.Client, name string) interlock.Locker { return nonreentrant.NewFair(c, name) },
 		Acquire:   []*script.Script{script.FairAcquire(), script.FairTryAcquire()},
 		Unlock:    script.FairUnlock(),
 		Fair:      true,

@@ -73,17 +73,34 @@ type FairMutex struct {
 
 var _ interlock.Locker = (*FairMutex)(nil)
 
-// NewFair returns the non-reentrant fair lock called name, whose waiters
-// keep their place for waitTimeout (0: DefaultWaitTimeout; otherwise at
-// least 1ms, the Java fleet's fairLockWaitTimeout). A bad argument or a
-// nil client is reported by every method, before anything is sent.
-func NewFair(c *interlock.Client, name string, waitTimeout time.Duration) *FairMutex {
-	var err error
-	switch {
-	case waitTimeout == 0:
-		waitTimeout = DefaultWaitTimeout
-	case waitTimeout < time.Millisecond:
-		err = fairKind.Invalid("wait timeout %v must be at least 1ms", waitTimeout)
+// FairOption configures a FairMutex.
+type FairOption func(*fairOptions)
+
+type fairOptions struct {
+	waitTimeout time.Duration
+	err         error
+}
+
+// WithWaitTimeout sets how long a waiter of Lock and LockLease keeps its
+// place, as fairlock.WithWaitTimeout does. The default is
+// DefaultWaitTimeout; d must be at least 1ms and should be the Java
+// fleet's fairLockWaitTimeout.
+func WithWaitTimeout(d time.Duration) FairOption {
+	return func(o *fairOptions) {
+		if d < time.Millisecond && o.err == nil {
+			o.err = fairKind.Invalid("wait timeout %v must be at least 1ms", d)
+		}
+		o.waitTimeout = d
 	}
-	return &FairMutex{lc.Embedded(lc.NewFair(c, &fairKind, name, waitTimeout, err))}
+}
+
+// NewFair returns the non-reentrant fair lock called name. A bad name, a
+// bad option or a nil client is reported by every method, before anything
+// is sent.
+func NewFair(c *interlock.Client, name string, opts ...FairOption) *FairMutex {
+	o := fairOptions{waitTimeout: DefaultWaitTimeout}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	return &FairMutex{lc.Embedded(lc.NewFair(c, &fairKind, name, o.waitTimeout, o.err))}
 }

@@ -45,3 +45,15 @@ func TestPollIntervalValidates(t *testing.T) {
 	err := rlock.New(c, lockName(t), rlock.WithPollInterval(0)).Lock(testCtx(t))
 	assert.ErrorIs(t, err, interlock.ErrInvalid)
 }
+
+// A poll interval under 1ms is refused by every method, with nothing sent.
+func TestPollIntervalTooShort(t *testing.T) {
+	ctx := testCtx(t)
+	c, _ := newClient(t)
+	m := rlock.New(c, lockName(t), rlock.WithPollInterval(time.Microsecond))
+	err := m.Lock(ctx)
+	require.ErrorIs(t, err, interlock.ErrInvalid)
+	assert.ErrorContains(t, err, "poll interval 1µs must be at least 1ms")
+	_, err = m.IsLocked(ctx)
+	assert.ErrorIs(t, err, interlock.ErrInvalid)
+}

@@ -29,7 +29,12 @@ type Mutex struct {
 var _ interlock.Locker = (*Mutex)(nil)
 
 // Option configures a Mutex.
-type Option func(*Mutex) error
+type Option func(*options)
+
+type options struct {
+	poll time.Duration // 0: no poll
+	err  error
+}
 
 // WithPollInterval makes waiters try again at least every d, even without
 // a release message. Redisson's spin lock shares RLock's data but
@@ -37,23 +42,27 @@ type Option func(*Mutex) error
 // as a spin lock would otherwise wait out the holder's TTL. d must be at
 // least 1ms.
 func WithPollInterval(d time.Duration) Option {
-	return func(m *Mutex) error {
-		if d < time.Millisecond {
-			return kind.Invalid("poll interval %v must be at least 1ms", d)
+	return func(o *options) {
+		if d < time.Millisecond && o.err == nil {
+			o.err = kind.Invalid("poll interval %v must be at least 1ms", d)
 		}
-		lockcore.PollEvery(m.core(), d)
-		return nil
+		o.poll = d
 	}
 }
 
 // New returns the reentrant lock called name. A bad name, a bad option or
 // a nil client is reported by every method, before anything is sent.
 func New(c *interlock.Client, name string, opts ...Option) *Mutex {
-	m := &Mutex{lockcore.Embedded(lockcore.New(c, &kind, name))}
+	var o options
 	for _, opt := range opts {
-		if err := opt(m); err != nil {
-			lockcore.Refuse(m.core(), err)
-		}
+		opt(&o)
+	}
+	m := &Mutex{lockcore.Embedded(lockcore.New(c, &kind, name))}
+	switch {
+	case o.err != nil:
+		lockcore.Refuse(m.core(), o.err)
+	case o.poll > 0:
+		lockcore.PollEvery(m.core(), o.poll)
 	}
 	return m
 }

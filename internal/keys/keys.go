@@ -75,12 +75,12 @@ func RequestID() string {
 // standalone servers too.
 func Check(name string) error {
 	if name == "" {
-		return fmt.Errorf("lock name is empty")
+		return fmt.Errorf("name is empty")
 	}
 	slot := Slot(name)
 	for _, derived := range [...]string{LockChannel(name), Suffix(name, "x")} {
 		if s := Slot(derived); s != slot {
-			return fmt.Errorf("lock name %q: derived key %q is in cluster slot %d, the name in slot %d (use a name without braces, or one with a complete, non-empty {hash tag})", name, derived, s, slot)
+			return fmt.Errorf("name %q: derived key %q is in cluster slot %d, the name in slot %d (use a name without braces, or one with a complete, non-empty {hash tag})", name, derived, s, slot)
 		}
 	}
 	return nil

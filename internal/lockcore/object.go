@@ -52,7 +52,7 @@ func NewObject(c *interlock.Client, kind, event, name string, channel func(strin
 	case c == nil:
 		o.err = fmt.Errorf("%w: %s: nil client", interlock.ErrInvalid, kind)
 	case err != nil:
-		o.err = fmt.Errorf("%w: %s: %s", interlock.ErrInvalid, kind, strings.Replace(err.Error(), "lock name", "name", 1))
+		o.err = fmt.Errorf("%w: %s: %w", interlock.ErrInvalid, kind, err)
 	}
 	return o
 }
