@@ -5,7 +5,8 @@ package reliability
 // locks. With interlock.WithMaxHold the watchdog stops renewing that hold
 // at MaxHold: the guard must end then (± 50 ms), with a cause wrapping
 // ErrLockLost and ErrMaxHold, and the key must be gone within MaxHold +
-// lease + 200 ms of the acquisition.
+// lease + 200 ms of the acquisition. Neither bound is a safety property,
+// so the PR gate, on a loaded machine, allows ± 200 ms and + 600 ms.
 
 import (
 	"context"
@@ -29,8 +30,8 @@ const t25Clients = 4
 // t25Result is one run as measured.
 type t25Result struct {
 	lostAfter time.Duration // guard end − Lock call
-	freeAfter time.Duration // key gone (server's PTTL at the loss) − Lock call
-	gone      bool          // the key was really gone at freeAfter + 50 ms
+	freeAfter time.Duration // key seen gone − Lock call
+	gone      bool          // the key was seen gone
 	cause     error
 	err       error
 }
@@ -39,8 +40,8 @@ func TestT25HungWorker(t *testing.T) {
 	runs := sized(3, 100)
 	maxHold := time.Duration(sized(1, 10)) * time.Second
 	lease := time.Duration(sized(1, 3)) * time.Second
-	const lostTolerance = 50 * time.Millisecond
-	freeBound := maxHold + lease + 200*time.Millisecond
+	lostTolerance := time.Duration(sized(200, 50)) * time.Millisecond
+	freeBound := maxHold + lease + time.Duration(sized(600, 200))*time.Millisecond
 
 	srv := redistest.Standalone(t)
 	rc := srv.Client(t)
@@ -91,7 +92,7 @@ func TestT25HungWorker(t *testing.T) {
 			t.Errorf("run %d: guard cause %v, want ErrMaxHold and ErrLockLost", run, r.cause)
 		}
 		if r.freeAfter > freeBound || !r.gone {
-			t.Errorf("run %d: lock free %v after Lock (gone when checked: %v), want <= %v", run, r.freeAfter, r.gone, freeBound)
+			t.Errorf("run %d: lock free %v after Lock (seen gone: %v), want <= %v", run, r.freeAfter, r.gone, freeBound)
 		} else {
 			okFree++
 		}
@@ -101,8 +102,7 @@ func TestT25HungWorker(t *testing.T) {
 }
 
 // t25Run: a worker goroutine takes name and hangs until the test ends;
-// the run waits for its guard to end, asks the server how long the key has
-// left, and checks that it is gone by then.
+// the run waits for its guard to end, then for the key to go.
 func t25Run(ctx context.Context, c *interlock.Client, rc rueidis.Client, name string, hang <-chan struct{}, hung *sync.WaitGroup) t25Result {
 	var r t25Result
 	m := rlock.New(c, name)
@@ -127,26 +127,31 @@ func t25Run(ctx context.Context, c *interlock.Client, rc rueidis.Client, name st
 	}
 	r.lostAfter = time.Since(start)
 	r.cause = context.Cause(guard)
-	asked := time.Now()
-	pttl, err := rc.Do(ctx, rc.B().Pttl().Key(name).Build()).AsInt64()
-	if err != nil {
-		r.err = fmt.Errorf("pttl: %w", err)
-		return r
+	// Follow the key until it is gone. A renewal sent just before MaxHold
+	// may land after the guard ended and push the expiry once more; the
+	// bound allows for it, so the measurement must too.
+	for {
+		pttl, err := rc.Do(ctx, rc.B().Pttl().Key(name).Build()).AsInt64()
+		if err != nil {
+			r.err = fmt.Errorf("pttl: %w", err)
+			return r
+		}
+		if pttl == -2 {
+			r.freeAfter = time.Since(start)
+			r.gone = true
+			return r
+		}
+		if pttl < 0 {
+			r.err = fmt.Errorf("key %q has no expiry (PTTL %d)", name, pttl)
+			return r
+		}
+		wait := time.NewTimer(min(time.Duration(pttl)*time.Millisecond+2*time.Millisecond, 50*time.Millisecond))
+		select {
+		case <-wait.C:
+		case <-ctx.Done():
+			wait.Stop()
+			r.err = ctx.Err()
+			return r
+		}
 	}
-	r.freeAfter = asked.Sub(start) + max(time.Duration(pttl)*time.Millisecond, 0)
-	check := time.NewTimer(time.Until(start.Add(r.freeAfter + 50*time.Millisecond)))
-	select {
-	case <-check.C:
-	case <-ctx.Done():
-		check.Stop()
-		r.err = ctx.Err()
-		return r
-	}
-	n, err := rc.Do(ctx, rc.B().Exists().Key(name).Build()).AsInt64()
-	if err != nil {
-		r.err = fmt.Errorf("exists: %w", err)
-		return r
-	}
-	r.gone = n == 0
-	return r
 }

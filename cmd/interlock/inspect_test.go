@@ -71,7 +71,7 @@ func TestInspectErrors(t *testing.T) {
 	t.Parallel()
 	res := runInProcess(t, "inspect", "--redis", redisURL(), "ok", "a{b")
 	assert.Equal(t, exitUsage, res.code)
-	assert.Contains(t, res.stderr, `interlock: inspect: lock name "a{b"`)
+	assert.Contains(t, res.stderr, `interlock: inspect: name "a{b"`)
 	assert.Empty(t, res.stdout, "nothing is inspected when a name is bad")
 
 	res = runInProcess(t, "inspect", "--redis", redisURL())
