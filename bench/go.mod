@@ -26,7 +26,3 @@ require (
 	go.uber.org/atomic v1.12.0 // indirect
 	golang.org/x/sys v0.49.0 // indirect
 )
-
-replace github.com/interlock-go/interlock => ../
-
-replace github.com/interlock-go/interlock/interlockotel => ../interlockotel

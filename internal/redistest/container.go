@@ -4,49 +4,29 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/containerd/errdefs"
-	"github.com/moby/moby/api/types/container"
-	"github.com/moby/moby/client"
-	"github.com/testcontainers/testcontainers-go"
-	tcexec "github.com/testcontainers/testcontainers-go/exec"
-	tclog "github.com/testcontainers/testcontainers-go/log"
-	"github.com/testcontainers/testcontainers-go/wait"
-
+	"github.com/interlock-go/interlock/internal/dockerwire"
 	"github.com/interlock-go/interlock/internal/redisproc"
 )
 
-// The container backend runs each server in a Docker container through
-// testcontainers-go, from an image built locally by scripts/build-images.
-// A Server it starts is an ordinary *Server whose Kill, Pause, Resume,
-// Restart and Stop act on the container, so ClusterServers and ReplicaSet
-// work on containers as they do on processes.
+// The container backend runs each server in a Docker container, from an
+// image built locally by scripts/build-images. A Server it starts is an
+// ordinary *Server whose Kill, Pause, Resume, Restart and Stop act on the
+// container, so ClusterServers and ReplicaSet work on containers as they do
+// on processes.
 //
-// The networking rule: every container uses the host network, and its server
-// binds 127.0.0.1 on a free port. No Docker network is ever created, and
-// nothing is ever pulled. Two settings of testcontainers-go make that hold:
-//
-//   - The runtime provider "hostnet" (registered below, selected by
-//     TESTCONTAINERS_PROVIDER) makes "host" the default network and 127.0.0.1
-//     the published host. Without it testcontainers-go creates a bridge
-//     network (reaper_default) on a daemon that has none, and, believing it
-//     runs in a container (this machine has /.dockerenv), dials the
-//     default-route gateway instead of 127.0.0.1.
-//   - TESTCONTAINERS_RYUK_DISABLED=true, in exactly that spelling: the Ryuk
-//     reaper is an image that would be pulled. Containers are terminated by
-//     Stop (tb.Cleanup), and those of a test binary that died are removed by
-//     the next one (see sweepStale).
-//
-// Both variables are set in init, before testcontainers-go reads its
-// configuration, which it does once per process.
+// The Docker work itself is done through testcontainers-go by a helper
+// process (internal/redistest/docker, a module of its own, so that neither
+// testcontainers-go nor the Docker client is in the library's module
+// graph), started once per test process (dockerhelper.go). Every container
+// uses the host network, and its server binds 127.0.0.1 on a free port; no
+// Docker network is ever created, and nothing is ever pulled.
 
 // An Image is a server image of the container matrix, built locally by
 // scripts/build-images.
@@ -84,47 +64,18 @@ func (i Image) String() string { return i.Ref }
 func (i Image) cli() string { return "/usr/bin/" + i.Server + "-cli" }
 
 const (
-	// hostNetProvider names the runtime provider registered by init.
-	hostNetProvider = "hostnet"
 	// containerStartTimeout bounds one container's start until its server is
 	// ready (all port retries share it).
 	containerStartTimeout = 60 * time.Second
 	// containerOpTimeout bounds one Docker call sequence of Kill, Pause,
 	// Resume, Restart and Stop.
 	containerOpTimeout = 30 * time.Second
-	// containerPoll is the poll interval of the wait strategies and of the
-	// state checks; 10 ms halves start-to-ready against the default 100 ms.
+	// containerPoll is the poll interval of the restart's readiness check.
 	containerPoll = 10 * time.Millisecond
 	// readyLine is the log line with which Redis 7, Redis 8 and Valkey 8
 	// say they listen.
 	readyLine = "Ready to accept connections"
-
-	// The labels that let sweepStale find the containers of a test binary
-	// that died: the creating process and its host.
-	labelPID  = "org.interlock-go.redistest.pid"
-	labelHost = "org.interlock-go.redistest.host"
 )
-
-// registerErr is what registering the provider returned.
-var registerErr error
-
-func init() {
-	registerErr = testcontainers.RegisterProvider(hostNetProvider, func() testcontainers.RuntimeProvider {
-		return hostNet{}
-	})
-	// Forced, not defaulted: the networking rule is not the caller's choice.
-	os.Setenv("TESTCONTAINERS_PROVIDER", hostNetProvider)
-	os.Setenv("TESTCONTAINERS_RYUK_DISABLED", "true")
-}
-
-// hostNet is the runtime provider of the container backend: the default
-// Docker discovery, with "host" as the default network and 127.0.0.1 as the
-// address of every container.
-type hostNet struct{}
-
-func (hostNet) Initialize(context.Context) (testcontainers.RuntimeConfig, error) {
-	return testcontainers.RuntimeConfig{DefaultBridgeNetwork: "host", PublishedHost: "127.0.0.1"}, nil
-}
 
 var (
 	dockerOnce sync.Once
@@ -133,63 +84,20 @@ var (
 	imagesSeen sync.Map
 )
 
-// dockerReady checks once per process that a Docker engine answers, and
-// removes the containers that dead test binaries of this host left behind.
-// Without an engine the error wraps ErrUnavailable.
+// dockerReady checks once per process that the helper runs and a Docker
+// engine answers; the helper removes the containers that dead test
+// processes of this host left behind. Without an engine the error wraps
+// ErrUnavailable.
 func dockerReady() error {
 	dockerOnce.Do(func() {
-		if registerErr != nil {
-			dockerErr = fmt.Errorf("redistest: registering the %q runtime provider: %w", hostNetProvider, registerErr)
-			return
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 		defer cancel()
-		err := withDocker(ctx, func(dc *testcontainers.DockerClient) error {
-			if _, err := dc.Ping(ctx, client.PingOptions{}); err != nil {
-				return err
-			}
-			sweepStale(ctx, dc)
-			return nil
-		})
+		_, err := docker(ctx, dockerwire.Request{Op: dockerwire.OpReady, PID: os.Getpid()})
 		if err != nil {
-			// "rootless Docker not found" means that no engine was found at all.
-			dockerErr = fmt.Errorf("%w: no Docker engine answers (%v); start one with scripts/ensure-docker, then build the images with scripts/build-images", ErrUnavailable, err)
+			dockerErr = fmt.Errorf("%w; start an engine with scripts/ensure-docker, then build the images with scripts/build-images", err)
 		}
 	})
 	return dockerErr
-}
-
-// withDocker calls f with a Docker client that it closes afterwards, so that
-// no idle connection (and no goroutine of its) outlives the call.
-func withDocker(ctx context.Context, f func(*testcontainers.DockerClient) error) error {
-	dc, err := testcontainers.NewDockerClientWithOpts(ctx)
-	if err != nil {
-		return err
-	}
-	defer dc.Close()
-	return f(dc)
-}
-
-// sweepStale removes the containers that this package started on this host
-// from test binaries that no longer run (killed before their cleanup ran:
-// without Ryuk nothing else removes them). Errors are ignored: a container
-// left over does no harm but hold a port.
-func sweepStale(ctx context.Context, dc *testcontainers.DockerClient) {
-	host, _ := os.Hostname()
-	res, err := dc.ContainerList(ctx, client.ContainerListOptions{
-		All:     true,
-		Filters: make(client.Filters).Add("label", labelPID).Add("label", labelHost+"="+host),
-	})
-	if err != nil {
-		return
-	}
-	for _, c := range res.Items {
-		pid, err := strconv.Atoi(c.Labels[labelPID])
-		if err != nil || pid == os.Getpid() || processAlive(pid) {
-			continue
-		}
-		_, _ = dc.ContainerRemove(ctx, c.ID, client.ContainerRemoveOptions{Force: true})
-	}
 }
 
 // checkImage checks that img exists locally. testcontainers-go would pull a
@@ -199,16 +107,13 @@ func checkImage(ctx context.Context, img Image) error {
 	if _, ok := imagesSeen.Load(img.Ref); ok {
 		return nil
 	}
-	err := withDocker(ctx, func(dc *testcontainers.DockerClient) error {
-		_, err := dc.ImageInspect(ctx, img.Ref)
-		return err
-	})
+	_, err := docker(ctx, dockerwire.Request{Op: dockerwire.OpImage, Image: img.Ref})
 	switch {
 	case err == nil:
 		imagesSeen.Store(img.Ref, true)
 		return nil
-	case errdefs.IsNotFound(err):
-		return fmt.Errorf("%w: image %s is not built; run scripts/build-images (images are never pulled)", ErrUnavailable, img.Ref)
+	case errors.Is(err, ErrUnavailable):
+		return fmt.Errorf("%w; run scripts/build-images (images are never pulled)", err)
 	default:
 		return fmt.Errorf("redistest: inspecting image %s: %w", img.Ref, err)
 	}
@@ -218,7 +123,7 @@ func checkImage(ctx context.Context, img Image) error {
 // backend (Server.Container). Its methods are safe for concurrent use.
 type Container struct {
 	image   Image
-	ctr     testcontainers.Container
+	id      string
 	addr    string
 	version string
 
@@ -234,7 +139,7 @@ func (s *Server) Container() *Container { return s.ctr }
 func (c *Container) Image() Image { return c.image }
 
 // ID returns the Docker container id.
-func (c *Container) ID() string { return c.ctr.GetContainerID() }
+func (c *Container) ID() string { return c.id }
 
 // Version returns the server version that INFO reported when the container
 // started (redis_version, or valkey_version for Valkey).
@@ -243,40 +148,40 @@ func (c *Container) Version() string { return c.version }
 // String describes the container for logs, for example
 // "redis 8.0.2 on 127.0.0.1:41234 (interlock-test/redis:8.0.2, container 0123456789ab)".
 func (c *Container) String() string {
-	id := c.ID()
+	id := c.id
 	if len(id) > 12 {
 		id = id[:12]
 	}
 	return fmt.Sprintf("%s %s on %s (%s, container %s)", c.image.Server, c.version, c.addr, c.image.Ref, id)
 }
 
+// do runs one operation of the helper on the container.
+func (c *Container) do(ctx context.Context, req dockerwire.Request) (dockerwire.Reply, error) {
+	req.Ctr = c.id
+	if d, ok := ctx.Deadline(); ok {
+		req.TimeoutMillis = max(time.Until(d).Milliseconds(), 1)
+	}
+	return docker(ctx, req)
+}
+
 // Exec runs cmd in the container (no shell; the images from scratch have
 // none) and returns its output, stdout then stderr. A non-zero exit status
 // is an error that includes the output.
 func (c *Container) Exec(ctx context.Context, cmd ...string) (string, error) {
-	code, r, err := c.ctr.Exec(ctx, cmd, tcexec.Multiplexed())
+	rep, err := c.do(ctx, dockerwire.Request{Op: dockerwire.OpExec, Cmd: cmd})
 	if err != nil {
-		return "", fmt.Errorf("redistest: exec %q in %s: %w", cmd, c, err)
+		return rep.Out, fmt.Errorf("redistest: exec %q in %s: %w", cmd, c, err)
 	}
-	out, err := io.ReadAll(r)
-	if err != nil {
-		return string(out), fmt.Errorf("redistest: exec %q in %s: reading its output: %w", cmd, c, err)
+	if rep.ExitCode != 0 {
+		return rep.Out, fmt.Errorf("redistest: exec %q in %s: exit status %d\n%s", cmd, c, rep.ExitCode, rep.Out)
 	}
-	if code != 0 {
-		return string(out), fmt.Errorf("redistest: exec %q in %s: exit status %d\n%s", cmd, c, code, out)
-	}
-	return string(out), nil
+	return rep.Out, nil
 }
 
 // Logs returns what the server has logged since the container was created.
 func (c *Container) Logs(ctx context.Context) (string, error) {
-	r, err := c.ctr.Logs(ctx)
-	if err != nil {
-		return "", err
-	}
-	defer r.Close()
-	b, err := io.ReadAll(r)
-	return string(b), err
+	rep, err := c.do(ctx, dockerwire.Request{Op: dockerwire.OpLogs})
+	return rep.Out, err
 }
 
 // logTail returns the container's last log lines, formatted to be appended
@@ -296,10 +201,10 @@ func (c *Container) logTail() string {
 }
 
 // state returns the container's state.
-func (c *Container) state(ctx context.Context) (*container.State, error) {
-	st, err := c.ctr.State(ctx)
+func (c *Container) state(ctx context.Context) (dockerwire.Reply, error) {
+	st, err := c.do(ctx, dockerwire.Request{Op: dockerwire.OpState})
 	if err != nil {
-		return nil, fmt.Errorf("redistest: state of %s: %w", c, err)
+		return st, fmt.Errorf("redistest: state of %s: %w", c, err)
 	}
 	return st, nil
 }
@@ -318,37 +223,10 @@ func (c *Container) kill() error {
 }
 
 func (c *Container) killLocked(ctx context.Context) error {
-	st, err := c.state(ctx)
-	if err != nil {
-		return err
+	if _, err := c.do(ctx, dockerwire.Request{Op: dockerwire.OpKill}); err != nil {
+		return fmt.Errorf("redistest: killing %s: %w", c, err)
 	}
-	if !st.Running {
-		return nil
-	}
-	if st.Paused {
-		// A frozen process takes the signal only once thawed.
-		err := retryDocker(ctx, "thawing "+c.String()+" to kill it", c.isPaused(false), func(dc *testcontainers.DockerClient) error {
-			_, err := dc.ContainerUnpause(ctx, c.ID(), client.ContainerUnpauseOptions{})
-			return err
-		})
-		if err != nil {
-			return fmt.Errorf("redistest: %w", err)
-		}
-	}
-	err = retryDocker(ctx, "killing "+c.String(), c.isRunning(false), func(dc *testcontainers.DockerClient) error {
-		_, err := dc.ContainerKill(ctx, c.ID(), client.ContainerKillOptions{Signal: "KILL"})
-		return err
-	})
-	if err != nil {
-		return fmt.Errorf("redistest: %w", err)
-	}
-	return waitUntil(ctx, containerPoll, "container "+c.String()+" did not exit after SIGKILL", func(ctx context.Context) error {
-		st, err := c.state(ctx)
-		if err == nil && st.Running {
-			err = errors.New("still running")
-		}
-		return err
-	})
+	return nil
 }
 
 // pause freezes the container (the cgroup freezer): connections stay open
@@ -381,37 +259,10 @@ func (c *Container) pauseOrResume(op string, pause bool) error {
 	if st.Paused == pause {
 		return nil
 	}
-	err = retryDocker(ctx, op+" "+c.String(), c.isPaused(pause), func(dc *testcontainers.DockerClient) error {
-		var err error
-		if pause {
-			_, err = dc.ContainerPause(ctx, c.ID(), client.ContainerPauseOptions{})
-		} else {
-			_, err = dc.ContainerUnpause(ctx, c.ID(), client.ContainerUnpauseOptions{})
-		}
-		return err
-	})
-	if err != nil {
-		return fmt.Errorf("redistest: %w", err)
+	if _, err := c.do(ctx, dockerwire.Request{Op: dockerwire.OpPause, Pause: pause}); err != nil {
+		return fmt.Errorf("redistest: %s %s: %w", op, c, err)
 	}
 	return nil
-}
-
-// isPaused returns a check for retryDocker: whether the container's paused
-// state is now want.
-func (c *Container) isPaused(want bool) func(context.Context) bool {
-	return func(ctx context.Context) bool {
-		st, err := c.ctr.State(ctx)
-		return err == nil && st.Paused == want
-	}
-}
-
-// isRunning returns a check for retryDocker: whether the container's
-// running state is now want.
-func (c *Container) isRunning(want bool) func(context.Context) bool {
-	return func(ctx context.Context) bool {
-		st, err := c.ctr.State(ctx)
-		return err == nil && st.Running == want
-	}
 }
 
 // restart kills the server if it runs, starts the container again (same
@@ -429,14 +280,10 @@ func (c *Container) restart(ctx context.Context) error {
 	if err := c.killLocked(ctx); err != nil {
 		return err
 	}
-	err := retryDocker(ctx, "starting "+c.String()+" again", c.isRunning(true), func(dc *testcontainers.DockerClient) error {
-		_, err := dc.ContainerStart(ctx, c.ID(), client.ContainerStartOptions{})
-		return err
-	})
-	if err != nil {
-		return fmt.Errorf("redistest: %w", err)
+	if _, err := c.do(ctx, dockerwire.Request{Op: dockerwire.OpStart}); err != nil {
+		return fmt.Errorf("redistest: starting %s again: %w", c, err)
 	}
-	err = waitUntil(ctx, containerPoll, c.String()+" did not answer after its restart", func(ctx context.Context) error {
+	err := waitUntil(ctx, containerPoll, c.String()+" did not answer after its restart", func(ctx context.Context) error {
 		if st, err := c.state(ctx); err != nil {
 			return err
 		} else if !st.Running {
@@ -467,14 +314,7 @@ func (c *Container) stop() {
 	c.stopped = true
 	ctx, cancel := context.WithTimeout(context.Background(), containerOpTimeout)
 	defer cancel()
-	if st, err := c.ctr.State(ctx); err == nil && st.Paused {
-		_ = retryDocker(ctx, "thawing "+c.String()+" to remove it", c.isPaused(false), func(dc *testcontainers.DockerClient) error {
-			_, err := dc.ContainerUnpause(ctx, c.ID(), client.ContainerUnpauseOptions{})
-			return err
-		})
-	}
-	// Nothing is persisted, so there is no graceful shutdown to wait for.
-	if err := testcontainers.TerminateContainer(c.ctr, testcontainers.StopContext(ctx), testcontainers.StopTimeout(0)); err != nil {
+	if _, err := c.do(ctx, dockerwire.Request{Op: dockerwire.OpRemove}); err != nil {
 		fmt.Fprintf(os.Stderr, "redistest: removing %s: %v\n", c, err)
 	}
 }
@@ -512,10 +352,6 @@ func StartContainerServer(img Image, opts ...Option) (*Server, error) {
 	return startContainer(img, o.args, false)
 }
 
-// errAddrInUse marks a start that failed because the port was taken between
-// FreePort and the server's bind.
-var errAddrInUse = errors.New("address already in use")
-
 // startContainer starts a server from img on a free port, retrying on
 // another one when the port was taken meanwhile, and waits until it is
 // ready. With cluster, it is a cluster node whose bus port is free too.
@@ -538,7 +374,7 @@ func startContainer(img Image, extra []string, cluster bool) (*Server, error) {
 		}
 		// A port taken meanwhile, or a runtime failure that passes (the
 		// failed container is removed either way): another try.
-		if !errors.Is(err, errAddrInUse) && !isTransientDocker(err) {
+		if !errors.Is(err, errAddrInUse) && !errors.Is(err, errTransient) {
 			break
 		}
 	}
@@ -568,42 +404,22 @@ func containerArgs(port int, extra []string, cluster bool) []string {
 	return args
 }
 
-// runContainer creates and starts one container, checks that it follows the
-// networking rule and reads the server's version.
+// runContainer creates and starts one container (the helper checks that
+// it follows the networking rule) and reads the server's version.
 func runContainer(ctx context.Context, img Image, port int, extra []string, cluster bool) (*Server, error) {
-	p := strconv.Itoa(port) + "/tcp"
-	host, _ := os.Hostname()
-	ctr, err := testcontainers.GenericContainer(ctx, testcontainers.GenericContainerRequest{
-		ContainerRequest: testcontainers.ContainerRequest{
-			Image:  img.Ref,
-			Cmd:    containerArgs(port, extra, cluster),
-			Labels: map[string]string{labelPID: strconv.Itoa(os.Getpid()), labelHost: host},
-			HostConfigModifier: func(hc *container.HostConfig) {
-				hc.NetworkMode = "host"
-			},
-			WaitingFor: wait.ForAll(
-				wait.ForLog(readyLine).WithPollInterval(containerPoll),
-				// The internal check runs sh in the container, which the
-				// scratch image lacks; on the host network it would read
-				// the host's sockets anyway.
-				wait.ForListeningPort(p).SkipInternalCheck().WithPollInterval(containerPoll),
-			).WithDeadline(30 * time.Second),
-		},
-		Started: true,
-		Logger:  tclog.NewNoopLogger(),
+	rep, err := docker(ctx, dockerwire.Request{
+		Op:            dockerwire.OpRun,
+		TimeoutMillis: timeoutMillis(ctx),
+		Image:         img.Ref,
+		Args:          containerArgs(port, extra, cluster),
+		Port:          port,
+		ReadyLine:     readyLine,
+		PID:           os.Getpid(),
 	})
-	c := &Container{image: img, ctr: ctr, addr: "127.0.0.1:" + strconv.Itoa(port)}
 	if err != nil {
-		if ctr == nil {
-			return nil, fmt.Errorf("redistest: starting a container of %s: %w", img.Ref, err)
-		}
-		tail := c.logTail()
-		c.stop()
-		if strings.Contains(tail, "Address already in use") {
-			return nil, fmt.Errorf("redistest: %s: port %d: %w", img.Ref, port, errAddrInUse)
-		}
-		return nil, fmt.Errorf("redistest: starting a container of %s on port %d: %w%s", img.Ref, port, err, tail)
+		return nil, fmt.Errorf("redistest: %w", err)
 	}
+	c := &Container{image: img, id: rep.Ctr, addr: "127.0.0.1:" + strconv.Itoa(port)}
 	if err := c.check(ctx); err != nil {
 		err = fmt.Errorf("redistest: %s: %w%s", c, err, c.logTail())
 		c.stop()
@@ -612,33 +428,9 @@ func runContainer(ctx context.Context, img Image, port int, extra []string, clus
 	return &Server{addr: c.addr, port: port, ctr: c}, nil
 }
 
-// check checks that the container is on the host network only, with its
-// server on 127.0.0.1, and records the server's version, which must be the
-// one img is tagged with.
+// check records the server's version, which must be the one its image is
+// tagged with.
 func (c *Container) check(ctx context.Context) error {
-	host, err := c.ctr.Host(ctx)
-	if err != nil {
-		return err
-	}
-	if host != "127.0.0.1" {
-		return fmt.Errorf("testcontainers-go reports host %q, not 127.0.0.1: is the %q provider selected?", host, hostNetProvider)
-	}
-	info, err := c.ctr.Inspect(ctx)
-	if err != nil {
-		return err
-	}
-	if mode := info.HostConfig.NetworkMode; mode != "host" {
-		return fmt.Errorf("network mode %q, not host", mode)
-	}
-	var nets []string
-	if info.NetworkSettings != nil {
-		for name := range info.NetworkSettings.Networks {
-			nets = append(nets, name)
-		}
-	}
-	if !slices.Equal(nets, []string{"host"}) {
-		return fmt.Errorf("attached to networks %v, want only host", nets)
-	}
 	server, err := redisproc.CommandString(ctx, c.addr, "INFO", "server")
 	if err != nil {
 		return fmt.Errorf("INFO server: %w", err)

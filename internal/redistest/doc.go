@@ -86,8 +86,7 @@
 // StartContainer, ContainerCluster, ContainerClusterWith, ContainerReplicas
 // and ContainerReplicated (and StartContainerServer, StartContainerCluster,
 // StartContainerReplicas without a testing.TB) start the same topologies in
-// Docker containers through testcontainers-go, from the locally built images
-// of the server matrix (Images: Redis 7.0, Redis 8.0, Valkey 8.1; see
+// Docker containers, from the locally built images of the server matrix (Images: Redis 7.0, Redis 8.0, Valkey 8.1; see
 // scripts/build-images). They return the same Server, ClusterServers and
 // ReplicaSet; Kill, Pause, Resume, Restart and Stop then act on the
 // container, and Server.Container gives its image, server version, Exec and
@@ -95,6 +94,14 @@
 // port of 127.0.0.1; no Docker network is created and nothing is pulled.
 // Without a Docker engine, or when an image is not built, they skip (fail
 // with CI=true) as below. docs/testing.md has the details.
+//
+// The Docker work is done through testcontainers-go by a helper process,
+// internal/redistest/docker, a module of its own so that neither
+// testcontainers-go nor the Docker client is in the library's module
+// graph. A test process starts it once, on its first container: the binary
+// that REDISTEST_DOCKER names (make test builds one), else go run of its
+// source. When the test process ends, however it ends, the helper removes
+// what it started.
 //
 // # Availability
 //

@@ -95,14 +95,15 @@ var rueidisDelayed = []string{
 // GoleakOptions returns the goleak options that Main uses. They ignore the
 // goroutines rueidis leaves behind for a few seconds after Client.Close (to
 // close replaced connections late, or to refresh the cluster topology), which
-// are not leaks. Packages that call goleak.VerifyTestMain or goleak.VerifyNone
-// themselves should pass them too.
+// are not leaks, and the reader of the Docker helper, which lives as long as
+// the test process. Packages that call goleak.VerifyTestMain or
+// goleak.VerifyNone themselves should pass them too.
 func GoleakOptions() []goleak.Option {
-	opts := make([]goleak.Option, len(rueidisDelayed))
-	for i, fn := range rueidisDelayed {
-		opts[i] = goleak.IgnoreAnyFunction(fn)
+	opts := make([]goleak.Option, 0, len(rueidisDelayed)+1)
+	for _, fn := range rueidisDelayed {
+		opts = append(opts, goleak.IgnoreAnyFunction(fn))
 	}
-	return opts
+	return append(opts, goleak.IgnoreAnyFunction("github.com/interlock-go/interlock/internal/redistest.(*dockerHelper).read"))
 }
 
 // Main is a complete TestMain for a package that shares servers between its

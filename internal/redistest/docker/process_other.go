@@ -1,6 +1,6 @@
 //go:build !unix
 
-package redistest
+package main
 
 // processAlive reports true: without kill(2) the stale containers of dead
 // test binaries are never removed automatically.

@@ -1,4 +1,4 @@
-package interlockotel_test
+package prometheus_test
 
 import (
 	"bufio"

@@ -1,4 +1,4 @@
-package redistest
+package main
 
 import (
 	"context"
@@ -34,9 +34,9 @@ var transientDocker = []string{
 	"freezer.state: interrupted",
 }
 
-// isTransientDocker reports whether err is one of the runtime's passing
+// isTransient reports whether err is one of the runtime's passing
 // failures.
-func isTransientDocker(err error) bool {
+func isTransient(err error) bool {
 	if err == nil {
 		return false
 	}
@@ -68,7 +68,7 @@ func retryTransient(ctx context.Context, what string, attempts int, backoff time
 	pause := backoff
 	var err error
 	for n := 1; ; n++ {
-		if err = f(ctx); err == nil || !isTransientDocker(err) {
+		if err = f(ctx); err == nil || !isTransient(err) {
 			return err
 		}
 		if n == attempts {

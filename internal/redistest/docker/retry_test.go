@@ -1,4 +1,4 @@
-package redistest
+package main
 
 import (
 	"context"
