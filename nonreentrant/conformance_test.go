@@ -11,7 +11,7 @@ import (
 
 func TestConformance(t *testing.T) {
 	locktest.Run(t, locktest.Kind{
-		Name:      interlock.KindNonReentrant,
+		Name:      "nonreentrant",
 		Prefix:    "nonreentrant-test:",
 		Addr:      addr,
 		New:       func(c *interlock.Client, name string) interlock.Locker { return nonreentrant.New(c, name) },
@@ -23,7 +23,7 @@ func TestConformance(t *testing.T) {
 
 func TestConformanceFair(t *testing.T) {
 	locktest.Run(t, locktest.Kind{
-		Name:      interlock.KindNonReentrantFair,
+		Name:      "nonreentrant",
 		Prefix:    "nonreentrant-fair-test:",
 		Addr:      addr,
 		New:       func(c *interlock.Client, name string) interlock.Locker { return nonreentrant.NewFair(c, name) },

@@ -35,6 +35,7 @@ var (
 	channel  = lc.Prefixed("redisson_rwlock")
 
 	readKind = lc.Kind{
+		Name:     "rwlock",
 		Event:    interlock.KindReadLock,
 		Channel:  channel,
 		Keys:     derived,
@@ -48,6 +49,7 @@ var (
 		Renew:    &renewal.Task{Script: script.RWRenewRead(), Args: readRenewArgs, Lost: interlock.ErrLockLost, KeepLosses: true},
 	}
 	writeKind = lc.Kind{
+		Name:    "rwlock",
 		Event:   interlock.KindWriteLock,
 		Suffix:  ":write",
 		Channel: channel,

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -72,11 +71,12 @@ func (d *demo) scenePause(ctx context.Context) error {
 	if err := sleepCtx(ctx, demoShortJob); err != nil {
 		return err
 	}
-	switch err := fence.Exec(ctxB, tokenB, fenced.Write{Cmd: "RPUSH", Key: ledger, Args: []string{"B"}}); {
-	case errors.Is(err, fenced.ErrStale):
-		return storyf("scene 4: the fence refused B's token %d", tokenB)
-	case err != nil:
+	written, err := fence.Exec(ctxB, tokenB, fenced.Write{Cmd: "RPUSH", Key: ledger, Args: []string{"B"}})
+	if err != nil {
 		return err
+	}
+	if !written {
+		return storyf("scene 4: the fence refused B's token %d", tokenB)
 	}
 	d.chart.note("B", fmt.Sprintf("writes: the fence admits token %d", tokenB))
 	if err := mb.Unlock(ctxB); err != nil {
