@@ -158,9 +158,6 @@ func (c *Container) String() string {
 // do runs one operation of the helper on the container.
 func (c *Container) do(ctx context.Context, req dockerwire.Request) (dockerwire.Reply, error) {
 	req.Ctr = c.id
-	if d, ok := ctx.Deadline(); ok {
-		req.TimeoutMillis = max(time.Until(d).Milliseconds(), 1)
-	}
 	return docker(ctx, req)
 }
 
@@ -408,13 +405,12 @@ func containerArgs(port int, extra []string, cluster bool) []string {
 // it follows the networking rule) and reads the server's version.
 func runContainer(ctx context.Context, img Image, port int, extra []string, cluster bool) (*Server, error) {
 	rep, err := docker(ctx, dockerwire.Request{
-		Op:            dockerwire.OpRun,
-		TimeoutMillis: timeoutMillis(ctx),
-		Image:         img.Ref,
-		Args:          containerArgs(port, extra, cluster),
-		Port:          port,
-		ReadyLine:     readyLine,
-		PID:           os.Getpid(),
+		Op:        dockerwire.OpRun,
+		Image:     img.Ref,
+		Args:      containerArgs(port, extra, cluster),
+		Port:      port,
+		ReadyLine: readyLine,
+		PID:       os.Getpid(),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("redistest: %w", err)
