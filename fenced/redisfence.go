@@ -128,7 +128,7 @@ func (f *RedisFence) Highest(ctx context.Context) (uint64, error) {
 	if f.err != nil {
 		return 0, f.err
 	}
-	s, err := f.rc.Do(ctx, f.rc.B().Get().Key(f.key).Build()).ToString()
+	s, err := f.rc.Do(ctx, script.Resendable(f.rc.B().Get().Key(f.key).Build())).ToString()
 	switch {
 	case rueidis.IsRedisNil(err):
 		return 0, nil

@@ -86,7 +86,7 @@ func (l *Latch) Count(ctx context.Context) (int64, error) {
 		return 0, err
 	}
 	rc := l.o.RT().RC
-	n, err := lockcore.Int(rc.Do(ctx, rc.B().Get().Key(l.o.Key()).Build()))
+	n, err := lockcore.Int(rc.Do(ctx, script.Resendable(rc.B().Get().Key(l.o.Key()).Build())))
 	return n, l.o.OpErr("count", err)
 }
 

@@ -349,7 +349,7 @@ func (e *Expirable) release(ctx context.Context, ids []PermitID) (ok bool, why e
 		if !foreign {
 			return rueidis.RedisResult{}, rc.Do(ctx, cmd)
 		}
-		r := rc.DoMulti(ctx, rc.B().Zscore().Key(e.timeout).Member(ids[0].raw()).Build(), cmd)
+		r := rc.DoMulti(ctx, script.Resendable(rc.B().Zscore().Key(e.timeout).Member(ids[0].raw()).Build()), cmd)
 		return r[0], r[1]
 	}
 	score, res := send(sc.EvalSHA(rc, keys, args))
@@ -403,7 +403,7 @@ func (e *Expirable) whyNot(ctx context.Context, ids []PermitID) error {
 	for i, id := range ids {
 		raw[i] = id.raw()
 	}
-	scores, err := rc.Do(ctx, rc.B().Zmscore().Key(e.timeout).Member(raw...).Build()).ToArray()
+	scores, err := rc.Do(ctx, script.Resendable(rc.B().Zmscore().Key(e.timeout).Member(raw...).Build())).ToArray()
 	if err != nil {
 		return fmt.Errorf("%w: one of %d ids (reading which failed: %w)", ErrUnknownPermit, len(ids), err)
 	}

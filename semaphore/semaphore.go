@@ -221,7 +221,7 @@ func (s *Semaphore) Available(ctx context.Context) (int64, error) {
 		return 0, err
 	}
 	rc := s.o.RT().RC
-	n, err := lockcore.Int(rc.Do(ctx, rc.B().Get().Key(s.o.Key()).Build()))
+	n, err := lockcore.Int(rc.Do(ctx, script.Resendable(rc.B().Get().Key(s.o.Key()).Build())))
 	return n, s.o.OpErr("available", err)
 }
 

@@ -12,6 +12,7 @@ import (
 
 	"github.com/interlock-go/interlock"
 	"github.com/interlock-go/interlock/internal/runtime"
+	"github.com/interlock-go/interlock/internal/script"
 	"github.com/interlock-go/interlock/internal/wait"
 )
 
@@ -432,7 +433,7 @@ func Token(ctx context.Context, l *Common) (uint64, error) {
 		return 0, l.err
 	}
 	rc := l.rt.RC
-	s, err := rc.Do(ctx, rc.B().Get().Key(l.keys[0]).Build()).ToString()
+	s, err := rc.Do(ctx, script.Resendable(rc.B().Get().Key(l.keys[0]).Build())).ToString()
 	switch {
 	case rueidis.IsRedisNil(err):
 		return 0, nil

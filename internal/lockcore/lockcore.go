@@ -22,6 +22,7 @@ import (
 	"github.com/interlock-go/interlock/internal/pubsub"
 	"github.com/interlock-go/interlock/internal/renewal"
 	"github.com/interlock-go/interlock/internal/runtime"
+	"github.com/interlock-go/interlock/internal/script"
 )
 
 const (
@@ -298,14 +299,14 @@ func (l *Common) IsLocked(ctx context.Context) (bool, error) {
 		locked = n == 1
 	case k.LockedMode != "":
 		var mode string
-		mode, err = rc.Do(ctx, rc.B().Hget().Key(l.name).Field("mode").Build()).ToString()
+		mode, err = rc.Do(ctx, script.Resendable(rc.B().Hget().Key(l.name).Field("mode").Build())).ToString()
 		if rueidis.IsRedisNil(err) {
 			err = nil
 		}
 		locked = mode == k.LockedMode
 	default:
 		var n int64
-		n, err = rc.Do(ctx, rc.B().Exists().Key(l.name).Build()).AsInt64()
+		n, err = rc.Do(ctx, script.Resendable(rc.B().Exists().Key(l.name).Build())).AsInt64()
 		locked = n == 1
 	}
 	if err != nil {
@@ -330,7 +331,7 @@ func (l *Common) HoldCount(ctx context.Context) (int, error) {
 		return 0, err
 	}
 	rc := l.rt.RC
-	n, err := rc.Do(ctx, rc.B().Hget().Key(l.name).Field(owner+l.kind.Suffix).Build()).AsInt64()
+	n, err := rc.Do(ctx, script.Resendable(rc.B().Hget().Key(l.name).Field(owner+l.kind.Suffix).Build())).AsInt64()
 	switch {
 	case rueidis.IsRedisNil(err):
 		return 0, nil
@@ -355,7 +356,7 @@ func (l *Common) TTL(ctx context.Context) (time.Duration, error) {
 // PTTL reads key's time to live: 0 when it does not exist, -1 when it
 // never expires.
 func PTTL(ctx context.Context, rc rueidis.Client, key string) (time.Duration, error) {
-	n, err := rc.Do(ctx, rc.B().Pttl().Key(key).Build()).AsInt64()
+	n, err := rc.Do(ctx, script.Resendable(rc.B().Pttl().Key(key).Build())).AsInt64()
 	switch {
 	case err != nil:
 		return 0, err

@@ -192,7 +192,7 @@ func (o *Object) Receipt() string { return keys.Receipt(o.name, keys.RequestID()
 // judge it leaves another object (a lock's hash) alone.
 func (o *Object) CheckType(ctx context.Context, key, want string) error {
 	rc := o.rt.RC
-	t, err := rc.Do(ctx, rc.B().Type().Key(key).Build()).ToString()
+	t, err := rc.Do(ctx, script.Resendable(rc.B().Type().Key(key).Build())).ToString()
 	switch {
 	case err != nil:
 		return err

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/redis/rueidis"
+
+	"github.com/interlock-go/interlock/internal/script"
 )
 
 // slotCount is the number of hash slots of a Redis Cluster.
@@ -115,7 +117,7 @@ func (h *Hub) refreshRoutes(ctx context.Context, seen uint64) error {
 	for _, addr := range addrs {
 		n := nodes[addr]
 		qctx, cancel := context.WithTimeout(ctx, routeQueryTimeout)
-		msg, err := n.Do(qctx, n.B().ClusterSlots().Build()).ToMessage()
+		msg, err := n.Do(qctx, script.Resendable(n.B().ClusterSlots().Build())).ToMessage()
 		cancel()
 		if err == nil {
 			host, _, _ := net.SplitHostPort(addr)

@@ -53,7 +53,7 @@ func (r *Runtime) execSynced(ctx context.Context, a *Acks, s *script.Script, ks,
 	}
 	n, recheck := r.replicas.get(slot, time.Now())
 	if n < 0 {
-		info := r.RC.B().Info().Section("replication").Build()
+		info := script.Resendable(r.RC.B().Info().Section("replication").Build())
 		if len(ks) > 0 {
 			info = info.SetSlot(ks[0]) // routed like the script
 		}
@@ -93,13 +93,13 @@ func (r *Runtime) execWait(ctx context.Context, a *Acks, s *script.Script, ks, a
 	if want == 0 && !info {
 		return s.Exec(ctx, r.RC, ks, args), rueidis.RedisResult{}
 	}
-	pipeline := func(script rueidis.Completed) []rueidis.Completed {
-		cmds := []rueidis.Completed{script}
+	pipeline := func(call rueidis.Completed) []rueidis.Completed {
+		cmds := []rueidis.Completed{call}
 		if want > 0 {
 			cmds = append(cmds, r.RC.B().Wait().Numreplicas(want).Timeout(r.Cfg.ReplicaTimeout.Milliseconds()).Build())
 		}
 		if info {
-			cmds = append(cmds, r.RC.B().Info().Section("replication").Build())
+			cmds = append(cmds, script.Resendable(r.RC.B().Info().Section("replication").Build()))
 		}
 		return cmds
 	}

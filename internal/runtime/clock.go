@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"sync"
 	"time"
+
+	"github.com/interlock-go/interlock/internal/script"
 )
 
 // clockRecheck is how long a skew measurement is trusted.
@@ -48,7 +50,7 @@ func (r *Runtime) WallNow() time.Time {
 func (r *Runtime) ClockSkew(ctx context.Context) (time.Duration, error) {
 	sent := time.Now()
 	local := r.WallNow()
-	parts, err := r.RC.Do(ctx, r.RC.B().Time().Build()).AsStrSlice()
+	parts, err := r.RC.Do(ctx, script.Resendable(r.RC.B().Time().Build())).AsStrSlice()
 	if err != nil {
 		return 0, err
 	}

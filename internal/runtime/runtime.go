@@ -20,6 +20,7 @@ import (
 
 	"github.com/interlock-go/interlock/internal/pubsub"
 	"github.com/interlock-go/interlock/internal/renewal"
+	"github.com/interlock-go/interlock/internal/script"
 )
 
 // Of returns the Runtime of an *interlock.Client. The root package sets it
@@ -247,7 +248,7 @@ func (r *Runtime) Sharded(ctx context.Context) (bool, error) {
 // answer unless the question failed, and lets the callers waiting for it
 // go on.
 func (r *Runtime) probeSharded(ctx context.Context) (bool, error) {
-	err := r.RC.Do(ctx, r.RC.B().PubsubShardnumsub().Channel("0").Build()).Error()
+	err := r.RC.Do(ctx, script.Resendable(r.RC.B().PubsubShardnumsub().Channel("0").Build())).Error()
 	_, isRedisErr := rueidis.IsRedisErr(err)
 	r.modeMu.Lock()
 	defer r.modeMu.Unlock()

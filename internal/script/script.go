@@ -36,21 +36,31 @@ func All() []*Script { return slices.Clone(all) }
 // EvalSHA builds an EVALSHA command for use in a pipeline (DoMulti). The
 // caller handles a NOSCRIPT reply, for example by sending Eval instead.
 func (s *Script) EvalSHA(c rueidis.Client, keys, args []string) rueidis.Completed {
-	cmd := c.B().Evalsha().Sha1(s.SHA1()).Numkeys(int64(len(keys))).Key(keys...).Arg(args...).Build()
-	if s.Retryable() {
-		cmd = cmd.ToRetryable()
-	}
-	return cmd
+	return s.retryable(c.B().Evalsha().Sha1(s.SHA1()).Numkeys(int64(len(keys))).Key(keys...).Arg(args...).Build())
 }
 
 // Eval builds an EVAL command that carries the whole script.
 func (s *Script) Eval(c rueidis.Client, keys, args []string) rueidis.Completed {
-	cmd := c.B().Eval().Script(s.Source()).Numkeys(int64(len(keys))).Key(keys...).Arg(args...).Build()
-	if s.Retryable() {
-		cmd = cmd.ToRetryable()
-	}
-	return cmd
+	return s.retryable(c.B().Eval().Script(s.Source()).Numkeys(int64(len(keys))).Key(keys...).Arg(args...).Build())
 }
+
+// retryable marks cmd retryable when the script is idempotent, and then
+// pins it (Resendable).
+func (s *Script) retryable(cmd rueidis.Completed) rueidis.Completed {
+	if !s.Retryable() {
+		return cmd
+	}
+	return Resendable(cmd.ToRetryable())
+}
+
+// Resendable pins a command that rueidis may resend: a retryable script or
+// any read-only command (rueidis retries those by itself). When a
+// connection fails while such a command is being written, rueidis can fail
+// it, resend it on another connection and, once that succeeds, recycle it
+// while the failed connection's writer still reads it: a data race the race
+// detector reports. A pinned command is never recycled; the garbage
+// collector takes it. Library code builds every such command through here.
+func Resendable(cmd rueidis.Completed) rueidis.Completed { return cmd.Pin() }
 
 // Exec runs the script: EVALSHA first, then EVAL if the server answered
 // NOSCRIPT. All keys must be in one cluster slot.
