@@ -74,9 +74,11 @@ func (c *counting) DoMulti(ctx context.Context, cmds ...rueidis.Completed) []rue
 }
 
 // renewedLease is the lease of the tests whose holds must outlive it by
-// being renewed: a renewal every 333ms, each with 667ms to spare for the
-// late timers of a loaded 2-core machine.
-const renewedLease = time.Second
+// being renewed: a renewal every second, each with two to spare for the
+// late timers and replies of a loaded 2-core machine (the container matrix
+// runs three servers' suites beside the packages; a 1 s lease saw a round
+// answer after its hold's validity there, and the hold was rightly lost).
+const renewedLease = 3 * time.Second
 
 func newScheduler(t *testing.T, rc rueidis.Client, cfg renewal.Config) *renewal.Scheduler {
 	t.Helper()
