@@ -107,11 +107,12 @@
 // # Errors
 //
 // Every call that can block takes a context; when it ends, its error is
-// returned (errors.Is works). Bad arguments (an empty name, a name whose
-// derived keys would land in another cluster slot, negative durations, a
-// nil client) give errors that wrap ErrInvalid, before anything is sent.
-// Other failures are an *Error naming the kind, the operation and the
-// lock, wrapping ErrNotHeld, ErrReplication, a Redis error and so on. Once
+// returned (errors.Is works). Every other failure is an *Error naming the
+// Kind, the Op (the values Events carry) and the object, wrapping
+// ErrNotHeld, ErrReplication, a Redis error and so on; bad arguments (an
+// empty name, a name whose derived keys would land in another cluster
+// slot, negative durations, a nil client) wrap ErrInvalid and are found
+// before anything is sent. Once
 // the Client is closed, acquisitions, Unlock and ForceUnlock return
 // ErrClosed. Remote state never causes a panic.
 //

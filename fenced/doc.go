@@ -49,8 +49,9 @@
 //	...
 //	defer m.Unlock(ctx)
 //	fence := fenced.NewRedisFence(rc, "{ledger}:fence")
-//	ok, err := fence.Set(ctx, token, "{ledger}:balance", "100")
-//	// ok is false if a newer holder has written meanwhile: nothing was written.
+//	err = fence.Set(ctx, token, "{ledger}:balance", "100")
+//	// errors.Is(err, fenced.ErrStale) if a newer holder has written
+//	// meanwhile: nothing was written.
 //
 // For a resource inside one process, wrap its writes in Fence.Do. Any other
 // resource must make the same comparison itself, atomically with the write:
