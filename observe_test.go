@@ -193,7 +193,7 @@ func observeLock(t *testing.T, c *interlock.Client, rec *recorder, k observedLoc
 	assert.Empty(t, rec.of(k.kind, "obs:"+name), "events carry the name as given")
 
 	for _, e := range events {
-		assert.Equal(t, "trace-"+k.kind, e.trace, "%s/%s comes with the caller's context", e.Op, e.Outcome)
+		assert.Equal(t, "trace-"+string(k.kind), e.trace, "%s/%s comes with the caller's context", e.Op, e.Outcome)
 		assert.Zero(t, e.Permits)
 		switch e.Outcome {
 		case interlock.OutcomeAcquired:

@@ -26,23 +26,23 @@ func TestOpErr(t *testing.T) {
 	already := &interlock.Error{Kind: interlock.KindFairLock, Op: interlock.OpRenew, Name: "x", Err: boom}
 	inner := fmt.Errorf("while waiting: %w", already)
 
-	assert.Same(t, context.Canceled, l.opErr("acquire", context.Canceled))
-	assert.Equal(t, deadline, l.opErr("acquire", deadline))
-	assert.Same(t, interlock.ErrClosed, l.opErr("unlock", interlock.ErrClosed))
-	assert.Same(t, interlock.ErrClosed, l.opErr("unlock", pubsub.ErrClosed))
-	assert.Same(t, interlock.ErrClosed, l.opErr("unlock", fmt.Errorf("subscribing: %w", pubsub.ErrClosed)))
-	assert.Same(t, already, l.opErr("acquire", already), "an *interlock.Error stays as is")
-	assert.Equal(t, inner, l.opErr("acquire", inner), "so does an error that wraps one")
+	assert.Same(t, context.Canceled, l.opErr(interlock.OpAcquire, context.Canceled))
+	assert.Equal(t, deadline, l.opErr(interlock.OpAcquire, deadline))
+	assert.Same(t, interlock.ErrClosed, l.opErr(interlock.OpRelease, interlock.ErrClosed))
+	assert.Same(t, interlock.ErrClosed, l.opErr(interlock.OpRelease, pubsub.ErrClosed))
+	assert.Same(t, interlock.ErrClosed, l.opErr(interlock.OpRelease, fmt.Errorf("subscribing: %w", pubsub.ErrClosed)))
+	assert.Same(t, already, l.opErr(interlock.OpAcquire, already), "an *interlock.Error stays as is")
+	assert.Equal(t, inner, l.opErr(interlock.OpAcquire, inner), "so does an error that wraps one")
 
-	err := l.opErr("acquire", boom)
+	err := l.opErr(interlock.OpAcquire, boom)
 	assert.Equal(t, &interlock.Error{Kind: interlock.KindRLock, Op: interlock.OpAcquire, Name: "orders", Err: boom}, err)
 	assert.EqualError(t, err, "rlock: acquire orders: boom")
-	assert.Same(t, err, l.opErr("unlock", err), "wrapped once")
+	assert.Same(t, err, l.opErr(interlock.OpRelease, err), "wrapped once")
 
 	rep := fmt.Errorf("%w: 0 of 1 replicas acknowledged within 50ms", interlock.ErrReplication)
-	assert.ErrorIs(t, l.opErr("unlock", rep), interlock.ErrReplication)
-	assert.NoError(t, l.opErrIf("acquire", nil))
-	assert.Equal(t, err, l.opErrIf("acquire", boom))
+	assert.ErrorIs(t, l.opErr(interlock.OpRelease, rep), interlock.ErrReplication)
+	assert.NoError(t, l.opErrIf(interlock.OpAcquire, nil))
+	assert.Equal(t, err, l.opErrIf(interlock.OpAcquire, boom))
 }
 
 // An unlock of a lock the owner does not hold is an *interlock.Error
