@@ -100,6 +100,33 @@ func (m *Mutex) opErr(op interlock.Op, err error) error {
 	return &interlock.Error{Kind: m.kind, Op: op, Name: m.Name(), Err: err}
 }
 
+// joined is the error of operation op that errs (the members' errors, a
+// gathering's undo's) add up to: nil when all are nil, the one error as
+// opErr returns it, or an *interlock.Error of the lock wrapping them all,
+// each kept as it is (errors.Is and errors.As see every one). An error
+// joined earlier for the same operation is joined again flat.
+func (m *Mutex) joined(op interlock.Op, errs ...error) error {
+	var flat []error
+	for _, err := range errs {
+		if e, ok := err.(*interlock.Error); ok && e.Kind == m.kind && e.Op == op && e.Name == m.Name() {
+			if j, ok := e.Err.(interface{ Unwrap() []error }); ok {
+				flat = append(flat, j.Unwrap()...)
+				continue
+			}
+		}
+		if err != nil {
+			flat = append(flat, err)
+		}
+	}
+	switch len(flat) {
+	case 0:
+		return nil
+	case 1:
+		return m.opErr(op, flat[0])
+	}
+	return &interlock.Error{Kind: m.kind, Op: op, Name: m.Name(), Err: errors.Join(flat...)}
+}
+
 // check finds the bad input New and NewRedLock refuse.
 func (m *Mutex) check() error {
 	if len(m.members) == 0 {
@@ -263,7 +290,7 @@ func (m *Mutex) try(ctx context.Context, wait, lease time.Duration) (bool, error
 		case ok:
 			held = append(held, member)
 		case ctx.Err() != nil || (err != nil && permanent(err)):
-			return false, errors.Join(err, m.release(ctx, held))
+			return false, m.joined(interlock.OpAcquire, append([]error{err}, m.release(ctx, held)...)...)
 		default:
 			if err != nil {
 				lastErr = err
@@ -274,11 +301,11 @@ func (m *Mutex) try(ctx context.Context, wait, lease time.Duration) (bool, error
 			}
 			if budget == 0 {
 				// More members failed than the quorum allows.
-				if uerr := m.release(ctx, held); uerr != nil {
-					return false, errors.Join(lastErr, uerr)
+				if uerrs := m.release(ctx, held); len(uerrs) > 0 {
+					return false, m.joined(interlock.OpAcquire, append([]error{lastErr}, uerrs...)...)
 				}
 				if wait <= 0 || !time.Now().Before(deadline) {
-					return false, lastErr
+					return false, m.joined(interlock.OpAcquire, lastErr)
 				}
 				budget, held, i = allowFail, held[:0], -1
 				continue
@@ -286,13 +313,13 @@ func (m *Mutex) try(ctx context.Context, wait, lease time.Duration) (bool, error
 			budget--
 		}
 		if wait > 0 && !time.Now().Before(deadline) {
-			return false, errors.Join(lastErr, m.release(ctx, held))
+			return false, m.joined(interlock.OpAcquire, append([]error{lastErr}, m.release(ctx, held)...)...)
 		}
 	}
 	if lease > 0 {
 		var err error
 		if held, err = m.relet(ctx, held, lease); err != nil || len(held) < m.quorum {
-			return false, errors.Join(err, m.release(ctx, held))
+			return false, m.joined(interlock.OpAcquire, append([]error{err}, m.release(ctx, held)...)...)
 		}
 	}
 	return true, nil
@@ -355,7 +382,7 @@ func (m *Mutex) relet(ctx context.Context, held []interlock.Locker, lease time.D
 		case err != nil:
 			// kept shares held's array, but never past i: held[i:] is
 			// this member and those not yet given the lease.
-			return kept, errors.Join(err, m.release(ctx, held[i:]))
+			return kept, m.joined(interlock.OpAcquire, append([]error{err}, m.release(ctx, held[i:])...)...)
 		case still:
 			kept = append(kept, member)
 		default:
@@ -368,23 +395,27 @@ func (m *Mutex) relet(ctx context.Context, held []interlock.Locker, lease time.D
 	return kept, nil
 }
 
-// release unlocks members, all of them even when ctx has ended, and joins
-// their errors.
-func (m *Mutex) release(ctx context.Context, members []interlock.Locker) error {
+// release unlocks members, all of them even when ctx has ended, and
+// returns the errors of those that failed.
+func (m *Mutex) release(ctx context.Context, members []interlock.Locker) []error {
 	if len(members) == 0 {
 		return nil
 	}
 	uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), undoTimeout)
 	defer cancel()
-	return errors.Join(unlockAll(uctx, members)...)
+	return slices.DeleteFunc(unlockAll(uctx, members), func(err error) bool { return err == nil })
 }
 
 // unlockAll unlocks members side by side, each with ctx, so that one whose
 // master does not answer neither delays the others nor uses up their
-// time. It returns their errors in member order.
+// time. It returns their errors in member order, or only the error of a
+// bad owner id, which fails them all alike.
 func unlockAll(ctx context.Context, members []interlock.Locker) []error {
 	errs := make([]error, len(members))
-	if len(members) == 1 {
+	switch len(members) {
+	case 0:
+		return nil
+	case 1:
 		errs[0] = members[0].Unlock(ctx)
 		return errs
 	}
@@ -392,10 +423,7 @@ func unlockAll(ctx context.Context, members []interlock.Locker) []error {
 	// caller's owner, which may be the calling goroutine.
 	id, err := interlock.OwnerID(ctx)
 	if err != nil {
-		for i := range errs {
-			errs[i] = err
-		}
-		return errs
+		return []error{err}
 	}
 	octx := interlock.WithOwner(ctx, id)
 	var wg sync.WaitGroup
@@ -406,9 +434,11 @@ func unlockAll(ctx context.Context, members []interlock.Locker) []error {
 	return errs
 }
 
-// Unlock releases one hold of every member and joins their errors. A
-// RedLock unlocks only the members its Clients record as held by the
-// owner, and fails with ErrNotHeld when there are none.
+// Unlock releases one hold of every member, going on past failures: its
+// error is a member's, or an *interlock.Error of the lock wrapping those
+// of several members. A RedLock unlocks only the members its Clients
+// record as held by the owner, and fails with ErrNotHeld when there are
+// none.
 func (m *Mutex) Unlock(ctx context.Context) error {
 	if err := m.ready(interlock.OpRelease); err != nil {
 		return err
@@ -436,7 +466,7 @@ func (m *Mutex) Unlock(ctx context.Context) error {
 	if released == 0 && len(errs) == 0 {
 		return m.opErr(interlock.OpRelease, interlock.ErrNotHeld)
 	}
-	return errors.Join(errs...)
+	return m.joined(interlock.OpRelease, errs...)
 }
 
 // Guard returns a context that ends when the calling owner's hold ends:
@@ -586,7 +616,7 @@ func (m *Mutex) IsHeld(ctx context.Context) (bool, error) {
 	if held >= m.quorum {
 		return true, nil
 	}
-	return false, errors.Join(errs...)
+	return false, m.joined(interlock.OpInspect, errs...)
 }
 
 // recorded reports whether member's Client records a hold of it by the
