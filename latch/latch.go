@@ -85,9 +85,14 @@ func (l *Latch) Count(ctx context.Context) (int64, error) {
 	if err := l.o.Ready(interlock.OpInspect); err != nil {
 		return 0, err
 	}
-	rc := l.o.RT().RC
-	n, err := lockcore.Int(rc.Do(ctx, script.Resendable(rc.B().Get().Key(l.o.Key()).Build())))
+	n, err := l.count(ctx)
 	return n, l.o.OpErr(interlock.OpInspect, err)
+}
+
+// count reads the count; its error is the caller's to wrap.
+func (l *Latch) count(ctx context.Context) (int64, error) {
+	rc := l.o.RT().RC
+	return lockcore.Int(rc.Do(ctx, script.Resendable(rc.B().Get().Key(l.o.Key()).Build())))
 }
 
 // Await returns nil once the latch is open, or ctx's error when ctx ends
@@ -98,7 +103,10 @@ func (l *Latch) Await(ctx context.Context) error {
 		return err
 	}
 	_, err := l.o.Wait(ctx, 0, pubsub.WakeOnZero, false, 0, true, func(ctx context.Context) (bool, time.Duration, error) {
-		n, err := l.Count(ctx)
+		if l.o.RT().Closed() {
+			return false, 0, interlock.ErrClosed
+		}
+		n, err := l.count(ctx)
 		return err == nil && n <= 0, -1, err // -1: nothing expires; the count only falls by a count-down
 	})
 	return l.o.OpErr(interlock.OpAcquire, err)

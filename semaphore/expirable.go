@@ -499,25 +499,37 @@ func (e *Expirable) LeaseLeft(ctx context.Context, id PermitID) (time.Duration, 
 // Guard derives from ctx a context cancelled when one of ids, acquired by
 // this Client, is lost (cause ErrPermitLost: its lease ran out, or renewal
 // failed for a whole watchdog timeout) or released (context.Canceled). It
-// is cancelled at once, with ErrUnknownPermit, for an id this Client does
-// not hold.
+// is cancelled at once, with a cause wrapping ErrUnknownPermit, for an id
+// this Client does not hold, and with the argument error of a bad name or
+// a nil client.
 func (e *Expirable) Guard(ctx context.Context, ids ...PermitID) context.Context {
+	if err := e.o.Refused(interlock.OpGuard); err != nil {
+		return cancelled(ctx, err)
+	}
 	for _, id := range ids {
 		g, ok := e.o.RT().Renewal.Guard(ctx, e.timeout, id.raw())
 		if !ok {
-			c, cancel := context.WithCancelCause(ctx)
-			cancel(fmt.Errorf("%w: %s is not held by this client", ErrUnknownPermit, id))
-			return c
+			return cancelled(ctx, e.o.OpErr(interlock.OpGuard, fmt.Errorf("%w: %s is not held by this client", ErrUnknownPermit, id)))
 		}
 		ctx = g
 	}
 	return ctx
 }
 
+// cancelled returns a context derived from ctx that has ended with cause.
+func cancelled(ctx context.Context, cause error) context.Context {
+	c, cancel := context.WithCancelCause(ctx)
+	cancel(cause)
+	return c
+}
+
 // Remaining returns how long permit id, acquired by this Client, is still
 // certainly valid on the server, from what the Client last set; 0 when
 // the Client does not hold it. It sends nothing.
 func (e *Expirable) Remaining(id PermitID) time.Duration {
+	if e.o.Refused(interlock.OpInspect) != nil {
+		return 0
+	}
 	return e.o.RT().Renewal.Remaining(e.timeout, id.raw())
 }
 

@@ -128,6 +128,16 @@ func (o *Object) Ready(op interlock.Op) error {
 	return nil
 }
 
+// Refused returns the argument error as the error of operation op, nil
+// when there is none, for the methods that send nothing (Guard,
+// Remaining): they do not refuse a closed Client.
+func (o *Object) Refused(op interlock.Op) error {
+	if o.err != nil {
+		return o.OpErr(op, o.err)
+	}
+	return nil
+}
+
 // Invalid returns the *interlock.Error of operation op about a bad
 // argument.
 func (o *Object) Invalid(op interlock.Op, format string, args ...any) error {
@@ -150,7 +160,7 @@ func (o *Object) OpErr(op interlock.Op, err error) error {
 		return err
 	}
 	if re, ok := rueidis.IsRedisErr(err); ok && strings.HasPrefix(re.Error(), "WRONGTYPE") {
-		err = fmt.Errorf("%w: a key of %s holds another type of data (%v)", interlock.ErrInvalid, o.given, re)
+		err = fmt.Errorf("%w: a key of %s holds another type of data (%w)", interlock.ErrInvalid, o.given, re)
 	}
 	return &interlock.Error{Kind: o.kind, Op: op, Name: o.given, Err: err}
 }
