@@ -28,9 +28,10 @@ var (
 	ErrClockSkew = errors.New("interlock: wall clock too far from the Redis server's")
 )
 
-// Error is the error of an operation on a synchronizer that failed for a
-// reason other than its context or a closed Client, a bad argument
-// (ErrInvalid) included. errors.Is sees the error it wraps.
+// Error is the error of an operation on a synchronizer (or a fence: Kind
+// KindFenced, Op OpFence) that failed for a reason other than its context
+// or a closed Client, a bad argument (ErrInvalid) included. errors.Is and
+// errors.As see the error it wraps, whose text it keeps.
 type Error struct {
 	Kind Kind   // the synchronizer, as in its Events
 	Op   Op     // the operation, as in its Events

@@ -119,6 +119,10 @@
 // fence cannot tell two holders with one token apart.
 //
 // Holds, Guard, Remaining and errors are as the interlock package
-// documentation says ("Holds", "Errors"); Fence and RedisFence also refuse
-// token 0 with interlock.ErrInvalid.
+// documentation says ("Holds", "Errors"). The fences' errors are
+// *interlock.Errors of interlock.KindFenced and interlock.OpFence: a stale
+// token's wraps ErrStale in both (Fence.Do, RedisFence's writes), and
+// Admit reports it as false in both. Fence.Do and RedisFence refuse token
+// 0 with an error wrapping interlock.ErrInvalid; Fence.Admit never admits
+// it.
 package fenced

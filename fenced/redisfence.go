@@ -60,6 +60,7 @@ func (f *RedisFence) Exec(ctx context.Context, token uint64, writes ...Write) er
 
 // Admit admits token without writing, and reports whether it was admitted:
 // a new holder that calls it first shuts older holders out before it reads.
+// A stale token is (false, nil), as it is false for Fence.Admit.
 func (f *RedisFence) Admit(ctx context.Context, token uint64) (bool, error) {
 	admitted, _, err := f.exec(ctx, token, nil)
 	return admitted, err
