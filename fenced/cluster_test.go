@@ -2,7 +2,6 @@ package fenced_test
 
 import (
 	"context"
-	"github.com/interlock-go/interlock/internal/runtime"
 	"strconv"
 	"sync/atomic"
 	"testing"
@@ -16,6 +15,7 @@ import (
 	"github.com/interlock-go/interlock/fenced"
 	"github.com/interlock-go/interlock/internal/keys"
 	"github.com/interlock-go/interlock/internal/redistest"
+	"github.com/interlock-go/interlock/internal/runtime"
 )
 
 // TestCluster runs the fenced lock and the RedisFence on a three-master
