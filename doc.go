@@ -107,13 +107,20 @@
 // # Errors
 //
 // Every call that can block takes a context; when it ends, its error is
-// returned (errors.Is works). Bad arguments (an empty name, a name whose
+// returned (errors.Is works). Every other failure of a synchronizer's
+// method is an *Error naming the Kind, the Op (the values Events carry)
+// and the object, wrapping ErrNotHeld, ErrReplication, a kind's own
+// sentinel (rwlock.ErrUpgrade, fenced.ErrStale, ...), a Redis error and so
+// on, whose text it keeps. Bad arguments (an empty name, a name whose
 // derived keys would land in another cluster slot, negative durations, a
-// nil client) give errors that wrap ErrInvalid, before anything is sent.
-// Other failures are an *Error naming the kind, the operation and the
-// lock, wrapping ErrNotHeld, ErrReplication, a Redis error and so on. Once
-// the Client is closed, acquisitions, Unlock and ForceUnlock return
-// ErrClosed. Remote state never causes a panic.
+// nil client) are such Errors too, wrapping ErrInvalid, found before
+// anything is sent. A multi-lock returns a member's error as it is, or an
+// Error of its own wrapping several members' errors. Once the Client is
+// closed, acquisitions, Unlock and ForceUnlock return ErrClosed. The calls
+// that concern no synchronizer (New, OwnerID, Client.Owner,
+// semaphore.ParsePermitID) report a bad argument as an error wrapping
+// ErrInvalid, and ClockSkew returns the error of its TIME round trip.
+// Remote state never causes a panic.
 //
 // # Observing
 //

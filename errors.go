@@ -28,17 +28,26 @@ var (
 	ErrClockSkew = errors.New("interlock: wall clock too far from the Redis server's")
 )
 
-// Error is the error of a lock operation that failed for a reason other
-// than its context or a closed Client. errors.Is sees the error it wraps.
+// Error is the error of an operation on a synchronizer (or a fence: Kind
+// KindFenced, Op OpFence) that failed for a reason other than its context
+// or a closed Client, a bad argument (ErrInvalid) included. errors.Is and
+// errors.As see the error it wraps, whose text it keeps.
 type Error struct {
-	Kind string // the lock package: "rlock", "fairlock", ...
-	Op   string // "acquire", "unlock", "force unlock", ...
-	Name string // the lock's name
+	Kind Kind   // the synchronizer, as in its Events
+	Op   Op     // the operation, as in its Events
+	Name string // the synchronizer's name as given
 	Err  error
 }
 
-// Error returns "kind: op name: " and the wrapped error's text.
-func (e *Error) Error() string { return e.Kind + ": " + e.Op + " " + e.Name + ": " + e.Err.Error() }
+// Error returns "kind: op name: " (without the name if it is empty) and
+// the wrapped error's text.
+func (e *Error) Error() string {
+	s := string(e.Kind) + ": " + string(e.Op)
+	if e.Name != "" {
+		s += " " + e.Name
+	}
+	return s + ": " + e.Err.Error()
+}
 
 // Unwrap returns the error the operation failed with.
 func (e *Error) Unwrap() error { return e.Err }

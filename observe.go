@@ -29,8 +29,8 @@ func (f ObserverFunc) Observe(ctx context.Context, e Event) { f(ctx, e) }
 // trace, and a background context for the Client's own work (renewal,
 // losses, pub/sub, undo).
 type Event struct {
-	Op   string // one of the Op constants
-	Kind string // one of the Kind constants; empty for renew and pubsub
+	Op   Op     // what the event is about
+	Kind Kind   // the synchronizer; empty for renew and pubsub
 	Name string // the object's name as the caller gave it (unmapped)
 
 	// Outcome is one of the Outcome constants.
@@ -59,31 +59,49 @@ type Event struct {
 	Err error
 }
 
-// Kinds of an Event: the synchronizer it is about.
+// Kind names a synchronizer, in an Event and in an Error.
+type Kind string
+
+// The Kinds.
 const (
-	KindRLock            = "rlock"
-	KindFairLock         = "fairlock"
-	KindReadLock         = "rwlock.read"
-	KindWriteLock        = "rwlock.write"
-	KindFenced           = "fenced"
-	KindNonReentrant     = "nonreentrant"
-	KindNonReentrantFair = "nonreentrant.fair"
-	KindSpin             = "spin"
-	KindSemaphore        = "semaphore"
-	KindExpirable        = "semaphore.expirable"
-	KindLatch            = "latch"
+	KindRLock            Kind = "rlock"
+	KindFairLock         Kind = "fairlock"
+	KindReadLock         Kind = "rwlock.read"
+	KindWriteLock        Kind = "rwlock.write"
+	KindFenced           Kind = "fenced"
+	KindNonReentrant     Kind = "nonreentrant"
+	KindNonReentrantFair Kind = "nonreentrant.fair"
+	KindSpin             Kind = "spin"
+	KindSemaphore        Kind = "semaphore"
+	KindExpirable        Kind = "semaphore.expirable"
+	KindLatch            Kind = "latch"
+	KindMultiLock        Kind = "multilock" // in errors only: its members' events are theirs
+	KindRedLock          Kind = "redlock"   // in errors only, as KindMultiLock
 )
 
-// Ops: what an Event is about.
+// Op names an operation, in an Event and in an Error.
+type Op string
+
+// The Ops of Events (and of the Errors of the same operations).
 const (
-	OpAcquire = "acquire" // a lock acquisition, a semaphore acquire, a latch await
-	OpRelease = "release" // an unlock, a semaphore release, a latch count-down
-	OpRenew   = "renew"   // one watchdog tick that sent renewals
-	OpLost    = "lost"    // a hold ended without its owner's release (Err: the cause)
-	OpResend  = "resend"  // a call resent after a lost reply (an unlock under its latch)
-	OpRefused = "refused" // safe mode or replica sync refused an acquisition, and took it back
-	OpUndo    = "undo"    // the undo queue tried to take back an acquisition whose reply was lost
-	OpPubSub  = "pubsub"  // a subscription failed, or its connection came back
+	OpAcquire Op = "acquire" // a lock acquisition, a semaphore acquire, a latch await
+	OpRelease Op = "release" // an unlock, a semaphore release, a latch count-down
+	OpRenew   Op = "renew"   // one watchdog tick that sent renewals
+	OpLost    Op = "lost"    // a hold ended without its owner's release (Err: the cause)
+	OpResend  Op = "resend"  // a call resent after a lost reply (an unlock under its latch)
+	OpRefused Op = "refused" // safe mode or replica sync refused an acquisition, and took it back
+	OpUndo    Op = "undo"    // the undo queue tried to take back an acquisition whose reply was lost
+	OpPubSub  Op = "pubsub"  // a subscription failed, or its connection came back
+)
+
+// The Ops that only Errors name.
+const (
+	OpForceUnlock Op = "force unlock" // ForceUnlock
+	OpGuard       Op = "guard"        // Guard, and a permit lease's
+	OpInspect     Op = "inspect"      // a read of the state: IsLocked, HoldCount, TTL, Token, Available, Count, ...
+	OpSet         Op = "set"          // TrySetPermits, SetPermits, AddPermits, TrySetCount, UpdateLease, Drain
+	OpDelete      Op = "delete"       // Delete
+	OpFence       Op = "fence"        // a fence's Admit, Do and writes
 )
 
 // Outcomes of an Event.
@@ -143,7 +161,9 @@ func (v events) Renewed(t renewal.Tick) {
 
 func (v events) Lost(key string, label *renewal.Label, cause error) {
 	e := Event{Op: OpLost, Outcome: OutcomeError, Err: cause}
-	e.Kind, e.Name = v.lostName(key, label)
+	var kind string
+	kind, e.Name = v.lostName(key, label)
+	e.Kind = Kind(kind)
 	v.o.Observe(context.Background(), e)
 }
 

@@ -50,7 +50,7 @@ func (r *recorder) Observe(ctx context.Context, e interlock.Event) {
 }
 
 // of returns the events about kind and name, in order.
-func (r *recorder) of(kind, name string) []seen {
+func (r *recorder) of(kind interlock.Kind, name string) []seen {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	var out []seen
@@ -63,7 +63,7 @@ func (r *recorder) of(kind, name string) []seen {
 }
 
 // op returns the events of op (any kind and name), in order.
-func (r *recorder) op(op string) []seen {
+func (r *recorder) op(op interlock.Op) []seen {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	var out []seen
@@ -79,7 +79,7 @@ func (r *recorder) op(op string) []seen {
 func counts(es []seen) map[string]int {
 	m := map[string]int{}
 	for _, e := range es {
-		m[e.Op+"/"+e.Outcome]++
+		m[string(e.Op)+"/"+e.Outcome]++
 	}
 	return m
 }
@@ -87,7 +87,7 @@ func counts(es []seen) map[string]int {
 // observedLock is one lock kind under test: l, and blocker, which makes l
 // busy for another owner (l itself, or the other half of a read/write lock).
 type observedLock struct {
-	kind       string
+	kind       interlock.Kind
 	reentrant  bool
 	l, blocker func(c *interlock.Client, name string) interlock.Locker
 }
@@ -115,7 +115,7 @@ func TestObserverLocks(t *testing.T) {
 			return spin.New(c, n, spin.WithConstantBackoff(5*time.Millisecond))
 		}),
 	}
-	labels := []string{interlock.KindRLock, interlock.KindFairLock, interlock.KindReadLock, interlock.KindWriteLock,
+	labels := []interlock.Kind{interlock.KindRLock, interlock.KindFairLock, interlock.KindReadLock, interlock.KindWriteLock,
 		interlock.KindFenced, interlock.KindNonReentrant, interlock.KindNonReentrantFair, interlock.KindSpin}
 	for i := range kinds {
 		kinds[i].kind = labels[i]
@@ -124,7 +124,7 @@ func TestObserverLocks(t *testing.T) {
 	rec := &recorder{}
 	c := newClient(t, interlock.WithObserver(rec), interlock.WithNameMapper(interlock.PrefixNames("obs:")))
 	for _, k := range kinds {
-		t.Run(k.kind, func(t *testing.T) {
+		t.Run(string(k.kind), func(t *testing.T) {
 			t.Parallel()
 			observeLock(t, c, rec, k)
 		})
@@ -132,10 +132,10 @@ func TestObserverLocks(t *testing.T) {
 }
 
 func observeLock(t *testing.T, c *interlock.Client, rec *recorder, k observedLock) {
-	ctx, cancel := context.WithTimeout(context.WithValue(context.Background(), traceKey{}, "trace-"+k.kind), 20*time.Second)
+	ctx, cancel := context.WithTimeout(context.WithValue(context.Background(), traceKey{}, "trace-"+string(k.kind)), 20*time.Second)
 	defer cancel()
 	a, b := interlock.WithOwner(ctx, interlock.NewOwnerID()), interlock.WithOwner(ctx, interlock.NewOwnerID())
-	name := "observed:" + k.kind
+	name := "observed:" + string(k.kind)
 	l, blocker := k.l(c, name), k.blocker(c, name)
 
 	require.NoError(t, blocker.Lock(a))
@@ -193,7 +193,7 @@ func observeLock(t *testing.T, c *interlock.Client, rec *recorder, k observedLoc
 	assert.Empty(t, rec.of(k.kind, "obs:"+name), "events carry the name as given")
 
 	for _, e := range events {
-		assert.Equal(t, "trace-"+k.kind, e.trace, "%s/%s comes with the caller's context", e.Op, e.Outcome)
+		assert.Equal(t, "trace-"+string(k.kind), e.trace, "%s/%s comes with the caller's context", e.Op, e.Outcome)
 		assert.Zero(t, e.Permits)
 		switch e.Outcome {
 		case interlock.OutcomeAcquired:
@@ -395,7 +395,7 @@ func TestObserverLossesAndRenewal(t *testing.T) {
 	time.Sleep(2 * watchdog / 3) // more ticks: no loss is reported twice
 	losses := rec.op(interlock.OpLost)
 	require.Len(t, losses, 2, "%+v", losses)
-	byKind := map[string]seen{}
+	byKind := map[interlock.Kind]seen{}
 	for _, e := range losses {
 		byKind[e.Kind] = e
 	}
@@ -427,7 +427,7 @@ func TestObserverRefusedAndUndo(t *testing.T) {
 	require.ErrorIs(t, err, interlock.ErrReplication)
 
 	require.Eventually(t, func() bool { return len(rec.op(interlock.OpUndo)) == 2 }, 5*time.Second, time.Millisecond)
-	for kind, name := range map[string]string{interlock.KindRLock: "observed:refused", interlock.KindSemaphore: "observed:refused-sem"} {
+	for kind, name := range map[interlock.Kind]string{interlock.KindRLock: "observed:refused", interlock.KindSemaphore: "observed:refused-sem"} {
 		events := rec.of(kind, name)
 		assert.Equal(t, map[string]int{"refused/error": 1, "acquire/error": 1, "undo/ok": 1}, counts(events), "%s: %+v", kind, events)
 		for _, e := range events {

@@ -221,15 +221,15 @@ func (o slogObserver) Observe(ctx context.Context, e Event) {
 			slog.Int("locks", e.Failures), slog.Any("err", e.Err))
 	case e.Op == OpLost:
 		o.l.LogAttrs(ctx, slog.LevelError, "interlock: lock lost",
-			slog.String("kind", e.Kind), slog.String("lock", e.Name), slog.Any("cause", e.Err))
+			slog.String("kind", string(e.Kind)), slog.String("lock", e.Name), slog.Any("cause", e.Err))
 	case e.Op == OpPubSub && e.Outcome == OutcomeError:
 		o.l.LogAttrs(ctx, slog.LevelWarn, "interlock: pub/sub failed; waiters resubscribe or poll", slog.Any("err", e.Err))
 	case e.Op == OpRefused:
 		o.l.LogAttrs(ctx, slog.LevelWarn, "interlock: acquisition refused by the replicas and taken back",
-			slog.String("kind", e.Kind), slog.String("lock", e.Name), slog.Any("err", e.Err))
+			slog.String("kind", string(e.Kind)), slog.String("lock", e.Name), slog.Any("err", e.Err))
 	case e.Op == OpUndo && e.Outcome == OutcomeError:
 		o.l.LogAttrs(ctx, slog.LevelWarn, "interlock: taking back an acquisition whose reply was lost failed; retrying",
-			slog.String("kind", e.Kind), slog.String("lock", e.Name), slog.Any("err", e.Err))
+			slog.String("kind", string(e.Kind)), slog.String("lock", e.Name), slog.Any("err", e.Err))
 	}
 }
 

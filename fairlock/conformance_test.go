@@ -11,7 +11,7 @@ import (
 
 func TestConformance(t *testing.T) {
 	locktest.Run(t, locktest.Kind{
-		Name:    "fairlock",
+		Name:    interlock.KindFairLock,
 		Prefix:  "fairlock-test:",
 		Addr:    addr,
 		New:     func(c *interlock.Client, name string) interlock.Locker { return fairlock.New(c, name) },

@@ -1,7 +1,6 @@
 package fairlock_test
 
 import (
-	"github.com/interlock-go/interlock/internal/runtime"
 	"math/rand/v2"
 	"strconv"
 	"sync"
@@ -17,6 +16,7 @@ import (
 	"github.com/interlock-go/interlock/fairlock"
 	"github.com/interlock-go/interlock/internal/keys"
 	"github.com/interlock-go/interlock/internal/redistest"
+	"github.com/interlock-go/interlock/internal/runtime"
 )
 
 // TestNoLeaksUnderContention is Redisson's testPubSubNoLeak with a gauge:

@@ -136,5 +136,5 @@ func ExampleWithWaitTimeout() {
 	fmt.Println(bad.Lock(ctx))
 	// Output:
 	// <nil>
-	// interlock: invalid argument: fairlock: wait timeout 0s must be at least 1ms
+	// fairlock: acquire example:dispatch: interlock: invalid argument: wait timeout 0s must be at least 1ms
 }

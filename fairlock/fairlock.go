@@ -19,7 +19,7 @@ var (
 const DefaultWaitTimeout = 5 * time.Minute
 
 // kind is Redisson's RFairLock, as the engine runs it.
-var kind = lc.FairKind("fairlock", interlock.KindFairLock)
+var kind = lc.FairKind(interlock.KindFairLock)
 
 // Option configures a Mutex.
 type Option func(*options)
@@ -37,7 +37,7 @@ type options struct {
 func WithWaitTimeout(d time.Duration) Option {
 	return func(o *options) {
 		if d < time.Millisecond && o.err == nil {
-			o.err = kind.Invalid("wait timeout %v must be at least 1ms", d)
+			o.err = lc.Invalid("wait timeout %v must be at least 1ms", d)
 		}
 		o.waitTimeout = d
 	}

@@ -570,7 +570,7 @@ func TestBadWaitTimeoutSendsNothing(t *testing.T) {
 		bad := fairlock.New(c, "fine", fairlock.WithWaitTimeout(d))
 		err := bad.Lock(ctx)
 		assert.ErrorIs(t, err, interlock.ErrInvalid, "WithWaitTimeout(%v)", d)
-		assert.ErrorContains(t, err, "fairlock: wait timeout")
+		assert.ErrorContains(t, err, "fairlock: acquire fine: interlock: invalid argument: wait timeout")
 		assert.ErrorIs(t, bad.Unlock(ctx), interlock.ErrInvalid)
 	}
 	assert.Zero(t, sent, "commands sent for bad input")

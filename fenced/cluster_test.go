@@ -2,7 +2,6 @@ package fenced_test
 
 import (
 	"context"
-	"github.com/interlock-go/interlock/internal/runtime"
 	"strconv"
 	"sync/atomic"
 	"testing"
@@ -16,6 +15,7 @@ import (
 	"github.com/interlock-go/interlock/fenced"
 	"github.com/interlock-go/interlock/internal/keys"
 	"github.com/interlock-go/interlock/internal/redistest"
+	"github.com/interlock-go/interlock/internal/runtime"
 )
 
 // TestCluster runs the fenced lock and the RedisFence on a three-master
@@ -95,12 +95,8 @@ func TestCluster(t *testing.T) {
 			assert.Equal(t, strconv.FormatUint(r.token, 10), counter, "the counter on the lock's node")
 
 			fence := fenced.NewRedisFence(counting, fenceKey)
-			ok, err := fence.Set(ctx, r.token, dataKey, "b")
-			require.NoError(t, err)
-			assert.True(t, ok)
-			ok, err = fence.Set(ctx, ta, dataKey, "a")
-			require.NoError(t, err)
-			assert.False(t, ok, "a stale token was admitted")
+			require.NoError(t, fence.Set(ctx, r.token, dataKey, "b"))
+			require.ErrorIs(t, fence.Set(ctx, ta, dataKey, "a"), fenced.ErrStale, "a stale token was admitted")
 			value, err := node.Do(ctx, node.B().Get().Key(dataKey).Build()).ToString()
 			require.NoError(t, err)
 			assert.Equal(t, "b", value)
@@ -110,7 +106,7 @@ func TestCluster(t *testing.T) {
 				elsewhere += "x"
 			}
 			before := sent.Load()
-			_, err = fence.Set(ctx, r.token, elsewhere, "x")
+			err = fence.Set(ctx, r.token, elsewhere, "x")
 			assert.ErrorIs(t, err, interlock.ErrInvalid)
 			assert.Equal(t, before, sent.Load(), "a key in another slot was sent")
 			require.NoError(t, mb.Unlock(ctxB))

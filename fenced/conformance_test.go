@@ -11,7 +11,7 @@ import (
 
 func TestConformance(t *testing.T) {
 	locktest.Run(t, locktest.Kind{
-		Name:    "fenced",
+		Name:    interlock.KindFenced,
 		Prefix:  "fenced-test:",
 		Addr:    addr,
 		New:     func(c *interlock.Client, name string) interlock.Locker { return fenced.New(c, name) },

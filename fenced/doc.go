@@ -49,8 +49,9 @@
 //	...
 //	defer m.Unlock(ctx)
 //	fence := fenced.NewRedisFence(rc, "{ledger}:fence")
-//	ok, err := fence.Set(ctx, token, "{ledger}:balance", "100")
-//	// ok is false if a newer holder has written meanwhile: nothing was written.
+//	err = fence.Set(ctx, token, "{ledger}:balance", "100")
+//	// errors.Is(err, fenced.ErrStale) if a newer holder has written
+//	// meanwhile: nothing was written.
 //
 // For a resource inside one process, wrap its writes in Fence.Do. Any other
 // resource must make the same comparison itself, atomically with the write:
@@ -118,6 +119,10 @@
 // fence cannot tell two holders with one token apart.
 //
 // Holds, Guard, Remaining and errors are as the interlock package
-// documentation says ("Holds", "Errors"); Fence and RedisFence also refuse
-// token 0 with interlock.ErrInvalid.
+// documentation says ("Holds", "Errors"). The fences' errors are
+// *interlock.Errors of interlock.KindFenced and interlock.OpFence: a stale
+// token's wraps ErrStale in both (Fence.Do, RedisFence's writes), and
+// Admit reports it as false in both. Fence.Do and RedisFence refuse token
+// 0 with an error wrapping interlock.ErrInvalid; Fence.Admit never admits
+// it.
 package fenced

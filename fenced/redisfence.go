@@ -2,7 +2,6 @@ package fenced
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strconv"
 
@@ -48,12 +47,30 @@ type Write struct {
 	Args []string
 }
 
-// Exec admits token and runs writes in order, atomically, and reports
-// whether the token was admitted; a refused token is (false, nil) and
-// nothing is written. With no writes it is Admit.
-func (f *RedisFence) Exec(ctx context.Context, token uint64, writes ...Write) (bool, error) {
+// Exec admits token and runs writes in order, atomically. A refused token
+// gets an error wrapping ErrStale, as Fence.Do does, and nothing is
+// written.
+func (f *RedisFence) Exec(ctx context.Context, token uint64, writes ...Write) error {
+	admitted, highest, err := f.exec(ctx, token, writes)
+	if err == nil && !admitted {
+		err = f.opErr(stale(token, highest))
+	}
+	return err
+}
+
+// Admit admits token without writing, and reports whether it was admitted:
+// a new holder that calls it first shuts older holders out before it reads.
+// A stale token is (false, nil), as it is false for Fence.Admit.
+func (f *RedisFence) Admit(ctx context.Context, token uint64) (bool, error) {
+	admitted, _, err := f.exec(ctx, token, nil)
+	return admitted, err
+}
+
+// exec runs the fence script: whether token was admitted, and the highest
+// token the fence holds after it.
+func (f *RedisFence) exec(ctx context.Context, token uint64, writes []Write) (bool, uint64, error) {
 	if err := f.check(token); err != nil {
-		return false, err
+		return false, 0, err
 	}
 	cluster := f.rc.Mode() == rueidis.ClientModeCluster
 	slot := keys.Slot(f.key)
@@ -61,16 +78,20 @@ func (f *RedisFence) Exec(ctx context.Context, token uint64, writes ...Write) (b
 	index := map[string]int{}
 	argv := []string{strconv.FormatUint(token, 10)}
 	for i, w := range writes {
+		var bad error
 		switch {
 		case w.Cmd == "":
-			return false, invalid("write %d has no command", i)
+			bad = invalid("write %d has no command", i)
 		case w.Key == "":
-			return false, invalid("write %d (%s) has no key", i, w.Cmd)
+			bad = invalid("write %d (%s) has no key", i, w.Cmd)
 		case w.Key == f.key:
-			return false, invalid("write %d (%s) is to the fence key itself", i, w.Cmd)
+			bad = invalid("write %d (%s) is to the fence key itself", i, w.Cmd)
 		case cluster && keys.Slot(w.Key) != slot:
-			return false, invalid("write %d (%s): key %q is in cluster slot %d, the fence key %q in slot %d (give them one hash tag)",
+			bad = invalid("write %d (%s): key %q is in cluster slot %d, the fence key %q in slot %d (give them one hash tag)",
 				i, w.Cmd, w.Key, keys.Slot(w.Key), f.key, slot)
+		}
+		if bad != nil {
+			return false, 0, f.opErr(bad)
 		}
 		k, ok := index[w.Key]
 		if !ok {
@@ -83,39 +104,43 @@ func (f *RedisFence) Exec(ctx context.Context, token uint64, writes ...Write) (b
 	}
 	reply, err := script.FenceWrite().Exec(ctx, f.rc, ks, argv).ToArray()
 	if err != nil {
-		return false, f.opErr(err)
+		return false, 0, f.opErr(err)
 	}
 	if len(reply) != 2 {
-		return false, f.opErr(fmt.Errorf("fence script answered %d values, want 2", len(reply)))
+		return false, 0, f.opErr(fmt.Errorf("fence script answered %d values, want 2", len(reply)))
 	}
 	admitted, err := reply[0].AsInt64()
 	if err != nil {
-		return false, f.opErr(err)
+		return false, 0, f.opErr(err)
 	}
-	return admitted == 1, nil
-}
-
-// Admit admits token without writing, and reports whether it was admitted:
-// a new holder that calls it first shuts older holders out before it reads.
-func (f *RedisFence) Admit(ctx context.Context, token uint64) (bool, error) {
-	return f.Exec(ctx, token)
+	// The script answers the token as the decimal string it keeps: a
+	// uint64 that a Lua number would round.
+	s, err := reply[1].ToString()
+	if err != nil {
+		return false, 0, f.opErr(err)
+	}
+	highest, err := strconv.ParseUint(s, 10, 64)
+	if err != nil {
+		return false, 0, f.opErr(fmt.Errorf("fence script answered the token %q: %w", s, err))
+	}
+	return admitted == 1, highest, nil
 }
 
 // Set is Exec with SET key value.
-func (f *RedisFence) Set(ctx context.Context, token uint64, key, value string) (bool, error) {
+func (f *RedisFence) Set(ctx context.Context, token uint64, key, value string) error {
 	return f.Exec(ctx, token, Write{Cmd: "SET", Key: key, Args: []string{value}})
 }
 
 // HSet is Exec with HSET key field value [field value ...].
-func (f *RedisFence) HSet(ctx context.Context, token uint64, key string, fieldValues ...string) (bool, error) {
+func (f *RedisFence) HSet(ctx context.Context, token uint64, key string, fieldValues ...string) error {
 	if len(fieldValues) == 0 || len(fieldValues)%2 != 0 {
-		return false, invalid("HSET takes field value pairs, got %d arguments", len(fieldValues))
+		return f.opErr(invalid("HSET takes field value pairs, got %d arguments", len(fieldValues)))
 	}
 	return f.Exec(ctx, token, Write{Cmd: "HSET", Key: key, Args: fieldValues})
 }
 
 // Del is Exec with DEL of each key.
-func (f *RedisFence) Del(ctx context.Context, token uint64, dataKeys ...string) (bool, error) {
+func (f *RedisFence) Del(ctx context.Context, token uint64, dataKeys ...string) error {
 	writes := make([]Write, len(dataKeys))
 	for i, k := range dataKeys {
 		writes[i] = Write{Cmd: "DEL", Key: k}
@@ -126,7 +151,7 @@ func (f *RedisFence) Del(ctx context.Context, token uint64, dataKeys ...string) 
 // Highest returns the highest token admitted so far (0: none).
 func (f *RedisFence) Highest(ctx context.Context) (uint64, error) {
 	if f.err != nil {
-		return 0, f.err
+		return 0, f.opErr(f.err)
 	}
 	s, err := f.rc.Do(ctx, script.Resendable(f.rc.B().Get().Key(f.key).Build())).ToString()
 	switch {
@@ -145,17 +170,12 @@ func (f *RedisFence) Highest(ctx context.Context) (uint64, error) {
 func (f *RedisFence) check(token uint64) error {
 	switch {
 	case f.err != nil:
-		return f.err
+		return f.opErr(f.err)
 	case token == 0:
-		return invalid("token 0 is not a fencing token")
+		return f.opErr(invalid("token 0 is not a fencing token"))
 	}
 	return nil
 }
 
-// opErr wraps a failure with the fence key; context errors stay as they are.
-func (f *RedisFence) opErr(err error) error {
-	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
-		return err
-	}
-	return fmt.Errorf("fenced: fence %s: %w", f.key, err)
-}
+// opErr is the *interlock.Error of an operation of the fence.
+func (f *RedisFence) opErr(err error) error { return fenceErr(f.key, err) }

@@ -151,7 +151,7 @@ const numKinds = 11
 
 // kindIndex numbers the known kinds; -1 for any other.
 func kindIndex(k string) int {
-	switch k {
+	switch interlock.Kind(k) {
 	case interlock.KindRLock:
 		return 0
 	case interlock.KindFairLock:

@@ -26,9 +26,9 @@ import (
 )
 
 // tally is what a test did: kind → outcome → count.
-type tally map[string]map[string]int64
+type tally map[interlock.Kind]map[string]int64
 
-func (t tally) add(kind, outcome string) {
+func (t tally) add(kind interlock.Kind, outcome string) {
 	if t[kind] == nil {
 		t[kind] = map[string]int64{}
 	}
@@ -52,11 +52,11 @@ func TestEveryKindCounts(t *testing.T) {
 	a := interlock.WithOwner(ctx, interlock.NewOwnerID())
 	b := interlock.WithOwner(ctx, interlock.NewOwnerID())
 	acq, rel := tally{}, tally{}
-	name := func(k string) string { return "otel:kinds:" + k }
+	name := func(k interlock.Kind) string { return "otel:kinds:" + string(k) }
 
 	// Exclusive locks: held by a, busy, timed out and cancelled for b,
 	// released by a, and not held for b.
-	exclusive := func(kind string, m locker) {
+	exclusive := func(kind interlock.Kind, m locker) {
 		t.Helper()
 		for range 3 {
 			require.NoError(t, m.Lock(a))
@@ -179,33 +179,33 @@ func TestEveryKindCounts(t *testing.T) {
 	for kind, outcomes := range acq {
 		var total int64
 		for outcome, n := range outcomes {
-			assert.Equal(t, n, sum(rm, "interlock.acquisitions", attrs{interlockotel.KeyKind: kind, interlockotel.KeyOutcome: outcome}),
+			assert.Equal(t, n, sum(rm, "interlock.acquisitions", attrs{interlockotel.KeyKind: string(kind), interlockotel.KeyOutcome: outcome}),
 				"acquisitions %s %s", kind, outcome)
 			total += n
 		}
-		assert.Equal(t, total, sum(rm, "interlock.acquisitions", attrs{interlockotel.KeyKind: kind}), "acquisitions %s", kind)
-		assert.Equal(t, uint64(total), hist(rm, "interlock.acquire.duration", attrs{interlockotel.KeyKind: kind}).Count,
+		assert.Equal(t, total, sum(rm, "interlock.acquisitions", attrs{interlockotel.KeyKind: string(kind)}), "acquisitions %s", kind)
+		assert.Equal(t, uint64(total), hist(rm, "interlock.acquire.duration", attrs{interlockotel.KeyKind: string(kind)}).Count,
 			"acquire.duration count %s", kind)
 	}
 	for kind, outcomes := range rel {
 		var total int64
 		for outcome, n := range outcomes {
-			assert.Equal(t, n, sum(rm, "interlock.releases", attrs{interlockotel.KeyKind: kind, interlockotel.KeyOutcome: outcome}),
+			assert.Equal(t, n, sum(rm, "interlock.releases", attrs{interlockotel.KeyKind: string(kind), interlockotel.KeyOutcome: outcome}),
 				"releases %s %s", kind, outcome)
 			total += n
 		}
-		assert.Equal(t, total, sum(rm, "interlock.releases", attrs{interlockotel.KeyKind: kind}), "releases %s", kind)
+		assert.Equal(t, total, sum(rm, "interlock.releases", attrs{interlockotel.KeyKind: string(kind)}), "releases %s", kind)
 	}
 	// Every hold of a lock that ended records its hold time: the exclusive
 	// kinds' releases, and every reader's (the first of two readers to
 	// leave ends one hold of several on the lock: "decremented").
-	holds := map[string]uint64{interlock.KindReadLock: 4, interlock.KindWriteLock: 5}
-	for _, kind := range []string{interlock.KindRLock, interlock.KindFairLock,
+	holds := map[interlock.Kind]uint64{interlock.KindReadLock: 4, interlock.KindWriteLock: 5}
+	for _, kind := range []interlock.Kind{interlock.KindRLock, interlock.KindFairLock,
 		interlock.KindFenced, interlock.KindNonReentrant, interlock.KindNonReentrantFair, interlock.KindSpin} {
 		holds[kind] = 4
 	}
 	for kind, n := range holds {
-		f := attrs{interlockotel.KeyKind: kind}
+		f := attrs{interlockotel.KeyKind: string(kind)}
 		if kind == interlock.KindRLock {
 			f[interlockotel.KeyName] = name("rlock") // not the re-entered one
 		}
@@ -213,7 +213,7 @@ func TestEveryKindCounts(t *testing.T) {
 	}
 	// The latch's count-downs are its releases; whatever their outcome,
 	// there were two.
-	assert.Equal(t, int64(2), sum(rm, "interlock.releases", attrs{interlockotel.KeyKind: interlock.KindLatch}))
+	assert.Equal(t, int64(2), sum(rm, "interlock.releases", attrs{interlockotel.KeyKind: string(interlock.KindLatch)}))
 	assert.Zero(t, sum(rm, "interlock.losses", nil))
 }
 
@@ -235,7 +235,7 @@ func TestLostLockCountedOnce(t *testing.T) {
 		t.Fatal("the hold was not found lost")
 	}
 	require.ErrorIs(t, context.Cause(guard), interlock.ErrLockLost)
-	lost := attrs{interlockotel.KeyKind: interlock.KindRLock, interlockotel.KeyName: "otel:lost"}
+	lost := attrs{interlockotel.KeyKind: string(interlock.KindRLock), interlockotel.KeyName: "otel:lost"}
 	eventually(t, "the loss", func() bool { return sum(r.collect(), "interlock.losses", lost) > 0 })
 	time.Sleep(500 * time.Millisecond) // five more ticks
 	rm := r.collect()
@@ -284,7 +284,7 @@ func TestContendedWaitQuantile(t *testing.T) {
 		all = append(all, w...)
 	}
 	dp := hist(r.collect(), "interlock.acquire.duration",
-		attrs{interlockotel.KeyKind: interlock.KindRLock, interlockotel.KeyName: name, interlockotel.KeyOutcome: interlock.OutcomeAcquired})
+		attrs{interlockotel.KeyKind: string(interlock.KindRLock), interlockotel.KeyName: name, interlockotel.KeyOutcome: interlock.OutcomeAcquired})
 	require.Equal(t, uint64(workers*rounds), dp.Count)
 	for _, q := range []float64{0.5, 0.9, 0.99} {
 		exact := exactQuantile(all, q).Seconds()

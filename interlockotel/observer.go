@@ -123,10 +123,10 @@ func (o *Observer) Observe(ctx context.Context, e interlock.Event) {
 		o.span(ctx, &e, a, true)
 	case interlock.OpRelease:
 		ns := o.sets.named(e.Name)
-		a := o.sets.in(ns, o.names, e.Kind, e.Name, e.Outcome, true)
+		a := o.sets.in(ns, o.names, string(e.Kind), e.Name, e.Outcome, true)
 		a.n[cReleases].Add(1)
 		if e.Held > 0 && (e.Outcome == interlock.OutcomeReleased || e.Outcome == interlock.OutcomeDecremented || e.Outcome == interlock.OutcomeTransferred) {
-			histogram(&o.sets.in(ns, o.names, e.Kind, e.Name, "", false).hold, holdBuckets).record(e.Held.Seconds())
+			histogram(&o.sets.in(ns, o.names, string(e.Kind), e.Name, "", false).hold, holdBuckets).record(e.Held.Seconds())
 		}
 		o.span(ctx, &e, a, false)
 	case interlock.OpRenew:
@@ -153,7 +153,7 @@ func (o *Observer) Observe(ctx context.Context, e interlock.Event) {
 // attrs is e's attribute set: kind, name (per the name mode) and, with
 // outcome, the outcome.
 func (o *Observer) attrs(e *interlock.Event, outcome bool) *attrSet {
-	return o.sets.get(o.names, e.Kind, e.Name, e.Outcome, outcome)
+	return o.sets.get(o.names, string(e.Kind), e.Name, e.Outcome, outcome)
 }
 
 // The counters with attributes, by index.

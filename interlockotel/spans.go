@@ -22,7 +22,7 @@ func (o *Observer) span(ctx context.Context, e *interlock.Event, a *attrSet, acq
 		return
 	}
 	end := time.Now()
-	_, sp := o.tracer.Start(ctx, spanName(e.Kind, acquire), trace.WithTimestamp(end.Add(-e.Duration)), spanKind)
+	_, sp := o.tracer.Start(ctx, spanName(string(e.Kind), acquire), trace.WithTimestamp(end.Add(-e.Duration)), spanKind)
 	if !sp.IsRecording() {
 		sp.End()
 		return
@@ -48,12 +48,12 @@ func (o *Observer) span(ctx context.Context, e *interlock.Event, a *attrSet, acq
 var spanNames = map[string][2]string{}
 
 func init() {
-	for _, k := range []string{
+	for _, k := range []interlock.Kind{
 		interlock.KindRLock, interlock.KindFairLock, interlock.KindReadLock, interlock.KindWriteLock,
 		interlock.KindFenced, interlock.KindNonReentrant, interlock.KindNonReentrantFair, interlock.KindSpin,
 		interlock.KindSemaphore, interlock.KindExpirable, interlock.KindLatch,
 	} {
-		spanNames[k] = [2]string{"acquire " + k, "release " + k}
+		spanNames[string(k)] = [2]string{"acquire " + string(k), "release " + string(k)}
 	}
 }
 

@@ -80,7 +80,7 @@ func TestSpans(t *testing.T) {
 			kind, name = interlock.KindSemaphore, "otel:spans:sem"
 		}
 		for k, v := range map[attribute.Key]string{
-			interlockotel.KeyKind: kind, interlockotel.KeyName: name, interlockotel.KeyOutcome: w.outcome,
+			interlockotel.KeyKind: string(kind), interlockotel.KeyName: name, interlockotel.KeyOutcome: w.outcome,
 		} {
 			got, ok := attrValue(s.Attributes(), k)
 			assert.True(t, ok, "span %d lacks %s", i, k)
@@ -145,7 +145,7 @@ func TestErrorSpan(t *testing.T) {
 	assert.Equal(t, "exception", s.Events()[0].Name)
 	assert.Equal(t, 40*time.Millisecond, s.EndTime().Sub(s.StartTime()))
 	assert.Equal(t, int64(1), sum(r.collect(), "interlock.acquisitions",
-		attrs{interlockotel.KeyKind: interlock.KindFenced, interlockotel.KeyOutcome: interlock.OutcomeError}))
+		attrs{interlockotel.KeyKind: string(interlock.KindFenced), interlockotel.KeyOutcome: interlock.OutcomeError}))
 }
 
 // TestLogHandler: records logged with a span's context carry its trace and

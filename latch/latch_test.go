@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/rueidis"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -276,16 +277,23 @@ func TestLatchBadInput(t *testing.T) {
 		}
 		before := hash()
 		l := latch.New(c, name)
+		ops := map[string]interlock.Op{"TrySetCount": interlock.OpSet, "CountDown": interlock.OpRelease,
+			"Count": interlock.OpInspect, "Await": interlock.OpAcquire, "Delete": interlock.OpDelete}
 		for _, o := range allOps(ctx, l) {
 			err := o.f()
 			require.Error(t, err, o.name)
 			assert.ErrorIs(t, err, interlock.ErrInvalid, o.name)
 			var ie *interlock.Error
-			assert.True(t, errors.As(err, &ie), "%s: %T", o.name, err)
+			if assert.True(t, errors.As(err, &ie), "%s: %T", o.name, err) {
+				assert.Equal(t, interlock.KindLatch, ie.Kind, o.name)
+				assert.Equal(t, ops[o.name], ie.Op, "%s: the Op of the call, as in its Events", o.name)
+			}
 			if o.name == "TrySetCount" || o.name == "Delete" {
 				assert.Contains(t, err.Error(), "holds another type of data (a hash", o.name) // checked by TYPE
 			} else {
 				assert.Contains(t, err.Error(), "WRONGTYPE", o.name)
+				var re *rueidis.RedisError
+				assert.ErrorAs(t, err, &re, "%s: the server's error is kept", o.name)
 			}
 			assert.Equal(t, before, hash(), "%s changed the key", o.name)
 		}

@@ -38,8 +38,11 @@
 //
 // # Holding
 //
-// Unlock releases one hold of every member, going on past failures, and
-// returns the failures joined (Redisson's Java unlock stops at the first).
+// Unlock releases one hold of every member, going on past failures
+// (Redisson's Java unlock stops at the first). Its error, as any other
+// of a Mutex's, is a member's own when one member failed, and an
+// *interlock.Error of KindMultiLock (KindRedLock) wrapping them all,
+// each whole, when several did, or a gathering and its undo both failed.
 // Guard ends when a member's hold ends (a RedLock's: when more than a
 // minority have), with that member's cause; Remaining is the time the
 // members (a RedLock: a majority) are all still certainly held.

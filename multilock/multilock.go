@@ -45,9 +45,9 @@ const (
 // kind's traffic under the calling owner. It is safe for concurrent use.
 type Mutex struct {
 	members []interlock.Locker
-	quorum  int    // how many members a hold needs
-	kind    string // "multilock" or "redlock", the prefix of its errors
-	err     error  // the argument error every method returns
+	quorum  int            // how many members a hold needs
+	kind    interlock.Kind // KindMultiLock or KindRedLock, in its errors
+	err     error          // the argument error every method returns
 
 	mu     sync.Mutex
 	shared map[<-chan struct{}]*quorumGuard // a RedLock's guards of parents that never end
@@ -57,7 +57,7 @@ type Mutex struct {
 // given. Members may be of any kinds and on any Clients. No members, a nil
 // member, or one lock given twice is reported by every method.
 func New(members ...interlock.Locker) *Mutex {
-	m := &Mutex{members: slices.Clone(members), quorum: len(members), kind: "multilock"}
+	m := &Mutex{members: slices.Clone(members), quorum: len(members), kind: interlock.KindMultiLock}
 	m.err = m.check()
 	return m
 }
@@ -66,15 +66,65 @@ func New(members ...interlock.Locker) *Mutex {
 // Client (an independent master). Fewer than 3 members, two on one
 // Client, or New's bad input is reported by every method.
 func NewRedLock(members ...interlock.Locker) *Mutex {
-	m := &Mutex{members: slices.Clone(members), quorum: len(members)/2 + 1, kind: "redlock"}
+	m := &Mutex{members: slices.Clone(members), quorum: len(members)/2 + 1, kind: interlock.KindRedLock}
 	if m.err = m.check(); m.err == nil && len(members) < 3 {
 		m.err = m.invalid("%d members; a RedLock needs at least 3 independent masters", len(members))
 	}
 	return m
 }
 
-func (m *Mutex) invalid(format string, args ...any) error {
-	return fmt.Errorf("%w: %s: "+format, append([]any{interlock.ErrInvalid, m.kind}, args...)...)
+// invalid returns an argument error, which ready and opErr make the
+// *interlock.Error of an operation.
+func (m *Mutex) invalid(format string, args ...any) error { return lockcore.Invalid(format, args...) }
+
+// ready returns the argument error of New or NewRedLock as the error of op.
+func (m *Mutex) ready(op interlock.Op) error {
+	if m.err != nil {
+		return m.opErr(op, m.err)
+	}
+	return nil
+}
+
+// opErr is the *interlock.Error of the lock's operation op; context errors,
+// a closed Client and a member's own *interlock.Error are returned as
+// themselves.
+func (m *Mutex) opErr(op interlock.Op, err error) error {
+	var wrapped *interlock.Error
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded),
+		errors.Is(err, interlock.ErrClosed), errors.As(err, &wrapped):
+		return err
+	}
+	return &interlock.Error{Kind: m.kind, Op: op, Name: m.Name(), Err: err}
+}
+
+// joined is the error of operation op that errs (the members' errors, a
+// gathering's undo's) add up to: nil when all are nil, the one error as
+// opErr returns it, or an *interlock.Error of the lock wrapping them all,
+// each kept as it is (errors.Is and errors.As see every one). An error
+// joined earlier for the same operation is joined again flat.
+func (m *Mutex) joined(op interlock.Op, errs ...error) error {
+	var flat []error
+	for _, err := range errs {
+		if e, ok := err.(*interlock.Error); ok && e.Kind == m.kind && e.Op == op && e.Name == m.Name() {
+			if j, ok := e.Err.(interface{ Unwrap() []error }); ok {
+				flat = append(flat, j.Unwrap()...)
+				continue
+			}
+		}
+		if err != nil {
+			flat = append(flat, err)
+		}
+	}
+	switch len(flat) {
+	case 0:
+		return nil
+	case 1:
+		return m.opErr(op, flat[0])
+	}
+	return &interlock.Error{Kind: m.kind, Op: op, Name: m.Name(), Err: errors.Join(flat...)}
 }
 
 // check finds the bad input New and NewRedLock refuse.
@@ -83,19 +133,24 @@ func (m *Mutex) check() error {
 		return m.invalid("no members")
 	}
 	for i, a := range m.members {
-		if a == nil || (reflect.ValueOf(a).Kind() == reflect.Pointer && reflect.ValueOf(a).IsNil()) {
+		if isNil(a) {
 			return m.invalid("member %d is nil", i)
 		}
 		for _, b := range m.members[:i] {
 			if same(a, b) {
 				return m.invalid("%q is a member twice", a.Name())
 			}
-			if m.kind == "redlock" && sameClient(a, b) {
+			if m.kind == interlock.KindRedLock && sameClient(a, b) {
 				return m.invalid("%q and %q are on one Client; a RedLock's members must be on independent masters", b.Name(), a.Name())
 			}
 		}
 	}
 	return nil
+}
+
+// isNil reports whether l is nil, or a nil pointer in an interface.
+func isNil(l interlock.Locker) bool {
+	return l == nil || (reflect.ValueOf(l).Kind() == reflect.Pointer && reflect.ValueOf(l).IsNil())
 }
 
 // same reports whether a and b are one lock: one key through one Client.
@@ -121,7 +176,7 @@ func (m *Mutex) Members() []interlock.Locker { return slices.Clone(m.members) }
 func (m *Mutex) Name() string {
 	names := make([]string, len(m.members))
 	for i, l := range m.members {
-		if l != nil {
+		if !isNil(l) {
 			names[i] = l.Name()
 		}
 	}
@@ -139,7 +194,7 @@ func (m *Mutex) Lock(ctx context.Context) error {
 // is given once all are held.
 func (m *Mutex) LockLease(ctx context.Context, lease time.Duration) error {
 	if lease < time.Millisecond {
-		return m.invalid("lease %v must be at least 1ms", lease)
+		return m.opErr(interlock.OpAcquire, m.invalid("lease %v must be at least 1ms", lease))
 	}
 	return m.lock(ctx, lease)
 }
@@ -152,19 +207,19 @@ func (m *Mutex) LockLease(ctx context.Context, lease time.Duration) error {
 // member's bound (see the package doc); one whose master answered nothing
 // fails with an error that says so.
 func (m *Mutex) TryLock(ctx context.Context, wait, lease time.Duration) (bool, error) {
-	if m.err != nil {
-		return false, m.err
+	if err := m.ready(interlock.OpAcquire); err != nil {
+		return false, err
 	}
 	if wait < 0 || lease < 0 || (lease > 0 && lease < time.Millisecond) {
-		return false, m.invalid("wait %v and lease %v must not be negative, and a lease at least 1ms", wait, lease)
+		return false, m.opErr(interlock.OpAcquire, m.invalid("wait %v and lease %v must not be negative, and a lease at least 1ms", wait, lease))
 	}
 	return m.try(ctx, wait, lease)
 }
 
 // lock runs TryLock rounds, as Redisson's lock does.
 func (m *Mutex) lock(ctx context.Context, lease time.Duration) error {
-	if m.err != nil {
-		return m.err
+	if err := m.ready(interlock.OpAcquire); err != nil {
+		return err
 	}
 	base := time.Duration(len(m.members)) * roundPerMember
 	pause := errorPause
@@ -235,7 +290,7 @@ func (m *Mutex) try(ctx context.Context, wait, lease time.Duration) (bool, error
 		case ok:
 			held = append(held, member)
 		case ctx.Err() != nil || (err != nil && permanent(err)):
-			return false, errors.Join(err, m.release(ctx, held))
+			return false, m.joined(interlock.OpAcquire, append([]error{err}, m.release(ctx, held)...)...)
 		default:
 			if err != nil {
 				lastErr = err
@@ -246,11 +301,11 @@ func (m *Mutex) try(ctx context.Context, wait, lease time.Duration) (bool, error
 			}
 			if budget == 0 {
 				// More members failed than the quorum allows.
-				if uerr := m.release(ctx, held); uerr != nil {
-					return false, errors.Join(lastErr, uerr)
+				if uerrs := m.release(ctx, held); len(uerrs) > 0 {
+					return false, m.joined(interlock.OpAcquire, append([]error{lastErr}, uerrs...)...)
 				}
 				if wait <= 0 || !time.Now().Before(deadline) {
-					return false, lastErr
+					return false, m.joined(interlock.OpAcquire, lastErr)
 				}
 				budget, held, i = allowFail, held[:0], -1
 				continue
@@ -258,13 +313,13 @@ func (m *Mutex) try(ctx context.Context, wait, lease time.Duration) (bool, error
 			budget--
 		}
 		if wait > 0 && !time.Now().Before(deadline) {
-			return false, errors.Join(lastErr, m.release(ctx, held))
+			return false, m.joined(interlock.OpAcquire, append([]error{lastErr}, m.release(ctx, held)...)...)
 		}
 	}
 	if lease > 0 {
 		var err error
 		if held, err = m.relet(ctx, held, lease); err != nil || len(held) < m.quorum {
-			return false, errors.Join(err, m.release(ctx, held))
+			return false, m.joined(interlock.OpAcquire, append([]error{err}, m.release(ctx, held)...)...)
 		}
 	}
 	return true, nil
@@ -290,7 +345,7 @@ func (m *Mutex) tryMember(ctx context.Context, member interlock.Locker, w, lease
 	ok, err := member.TryLock(mctx, 0, lease)
 	if err != nil && ctx.Err() == nil && mctx.Err() != nil {
 		// Not the caller's deadline: say so, and do not wrap it.
-		err = fmt.Errorf("%s: %s: no answer within the member's wait of %v (%v)", m.kind, member.Name(), w, err)
+		err = m.opErr(interlock.OpAcquire, fmt.Errorf("member %s: no answer within the member's wait of %v (%v)", member.Name(), w, err))
 	}
 	if ok || err != nil {
 		return ok, err
@@ -327,11 +382,11 @@ func (m *Mutex) relet(ctx context.Context, held []interlock.Locker, lease time.D
 		case err != nil:
 			// kept shares held's array, but never past i: held[i:] is
 			// this member and those not yet given the lease.
-			return kept, errors.Join(err, m.release(ctx, held[i:]))
+			return kept, m.joined(interlock.OpAcquire, append([]error{err}, m.release(ctx, held[i:])...)...)
 		case still:
 			kept = append(kept, member)
 		default:
-			lost = fmt.Errorf("%s: %s: %w", m.kind, member.Name(), interlock.ErrLockLost)
+			lost = m.opErr(interlock.OpAcquire, fmt.Errorf("member %s: %w", member.Name(), interlock.ErrLockLost))
 		}
 	}
 	if len(kept) < m.quorum {
@@ -340,23 +395,27 @@ func (m *Mutex) relet(ctx context.Context, held []interlock.Locker, lease time.D
 	return kept, nil
 }
 
-// release unlocks members, all of them even when ctx has ended, and joins
-// their errors.
-func (m *Mutex) release(ctx context.Context, members []interlock.Locker) error {
+// release unlocks members, all of them even when ctx has ended, and
+// returns the errors of those that failed.
+func (m *Mutex) release(ctx context.Context, members []interlock.Locker) []error {
 	if len(members) == 0 {
 		return nil
 	}
 	uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), undoTimeout)
 	defer cancel()
-	return errors.Join(unlockAll(uctx, members)...)
+	return slices.DeleteFunc(unlockAll(uctx, members), func(err error) bool { return err == nil })
 }
 
 // unlockAll unlocks members side by side, each with ctx, so that one whose
 // master does not answer neither delays the others nor uses up their
-// time. It returns their errors in member order.
+// time. It returns their errors in member order, or only the error of a
+// bad owner id, which fails them all alike.
 func unlockAll(ctx context.Context, members []interlock.Locker) []error {
 	errs := make([]error, len(members))
-	if len(members) == 1 {
+	switch len(members) {
+	case 0:
+		return nil
+	case 1:
 		errs[0] = members[0].Unlock(ctx)
 		return errs
 	}
@@ -364,10 +423,7 @@ func unlockAll(ctx context.Context, members []interlock.Locker) []error {
 	// caller's owner, which may be the calling goroutine.
 	id, err := interlock.OwnerID(ctx)
 	if err != nil {
-		for i := range errs {
-			errs[i] = err
-		}
-		return errs
+		return []error{err}
 	}
 	octx := interlock.WithOwner(ctx, id)
 	var wg sync.WaitGroup
@@ -378,12 +434,14 @@ func unlockAll(ctx context.Context, members []interlock.Locker) []error {
 	return errs
 }
 
-// Unlock releases one hold of every member and joins their errors. A
-// RedLock unlocks only the members its Clients record as held by the
-// owner, and fails with ErrNotHeld when there are none.
+// Unlock releases one hold of every member, going on past failures: its
+// error is a member's, or an *interlock.Error of the lock wrapping those
+// of several members. A RedLock unlocks only the members its Clients
+// record as held by the owner, and fails with ErrNotHeld when there are
+// none.
 func (m *Mutex) Unlock(ctx context.Context) error {
-	if m.err != nil {
-		return m.err
+	if err := m.ready(interlock.OpRelease); err != nil {
+		return err
 	}
 	var todo []interlock.Locker
 	for _, member := range m.members {
@@ -406,17 +464,17 @@ func (m *Mutex) Unlock(ctx context.Context) error {
 		}
 	}
 	if released == 0 && len(errs) == 0 {
-		return fmt.Errorf("%s: unlock %s: %w", m.kind, m.Name(), interlock.ErrNotHeld)
+		return m.opErr(interlock.OpRelease, interlock.ErrNotHeld)
 	}
-	return errors.Join(errs...)
+	return m.joined(interlock.OpRelease, errs...)
 }
 
 // Guard returns a context that ends when the calling owner's hold ends:
 // when a member (a RedLock: more than a minority) is lost or released,
 // with that member's cause; at once when the owner does not hold it.
 func (m *Mutex) Guard(ctx context.Context) context.Context {
-	if m.err != nil {
-		return cancelled(ctx, m.err)
+	if err := m.ready(interlock.OpGuard); err != nil {
+		return cancelled(ctx, err)
 	}
 	if m.quorum == len(m.members) {
 		// Nested guards: the first member to end cancels every one inside
@@ -539,8 +597,8 @@ func (m *Mutex) Remaining(ctx context.Context) time.Duration {
 // IsHeld reports whether the calling owner holds the lock: every member,
 // or a RedLock's majority.
 func (m *Mutex) IsHeld(ctx context.Context) (bool, error) {
-	if m.err != nil {
-		return false, m.err
+	if err := m.ready(interlock.OpInspect); err != nil {
+		return false, err
 	}
 	held := 0
 	var errs []error
@@ -558,7 +616,7 @@ func (m *Mutex) IsHeld(ctx context.Context) (bool, error) {
 	if held >= m.quorum {
 		return true, nil
 	}
-	return false, errors.Join(errs...)
+	return false, m.joined(interlock.OpInspect, errs...)
 }
 
 // recorded reports whether member's Client records a hold of it by the

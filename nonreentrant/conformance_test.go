@@ -11,7 +11,7 @@ import (
 
 func TestConformance(t *testing.T) {
 	locktest.Run(t, locktest.Kind{
-		Name:      "nonreentrant",
+		Name:      interlock.KindNonReentrant,
 		Prefix:    "nonreentrant-test:",
 		Addr:      addr,
 		New:       func(c *interlock.Client, name string) interlock.Locker { return nonreentrant.New(c, name) },
@@ -23,7 +23,7 @@ func TestConformance(t *testing.T) {
 
 func TestConformanceFair(t *testing.T) {
 	locktest.Run(t, locktest.Kind{
-		Name:      "nonreentrant",
+		Name:      interlock.KindNonReentrantFair,
 		Prefix:    "nonreentrant-fair-test:",
 		Addr:      addr,
 		New:       func(c *interlock.Client, name string) interlock.Locker { return nonreentrant.NewFair(c, name) },

@@ -23,8 +23,8 @@ var (
 // reentrant kinds whose acquire scripts are given the re-entry token, on
 // which they refuse re-entry.
 var (
-	kind     = nonReentrant(lc.Reentrant("nonreentrant", interlock.KindNonReentrant))
-	fairKind = nonReentrant(lc.FairKind("nonreentrant", interlock.KindNonReentrantFair))
+	kind     = nonReentrant(lc.Reentrant(interlock.KindNonReentrant))
+	fairKind = nonReentrant(lc.FairKind(interlock.KindNonReentrantFair))
 )
 
 func nonReentrant(k lc.Kind) lc.Kind {
@@ -88,7 +88,7 @@ type fairOptions struct {
 func WithWaitTimeout(d time.Duration) FairOption {
 	return func(o *fairOptions) {
 		if d < time.Millisecond && o.err == nil {
-			o.err = fairKind.Invalid("wait timeout %v must be at least 1ms", d)
+			o.err = lc.Invalid("wait timeout %v must be at least 1ms", d)
 		}
 		o.waitTimeout = d
 	}

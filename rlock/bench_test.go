@@ -2,7 +2,6 @@ package rlock_test
 
 import (
 	"context"
-	"github.com/interlock-go/interlock/internal/runtime"
 	"slices"
 	"strconv"
 	"sync"
@@ -13,6 +12,7 @@ import (
 	"github.com/redis/rueidis"
 
 	"github.com/interlock-go/interlock"
+	"github.com/interlock-go/interlock/internal/runtime"
 	"github.com/interlock-go/interlock/rlock"
 )
 

@@ -11,7 +11,7 @@ import (
 
 func TestConformance(t *testing.T) {
 	locktest.Run(t, locktest.Kind{
-		Name:    "rlock",
+		Name:    interlock.KindRLock,
 		Prefix:  "rlock-test:",
 		Addr:    addr,
 		New:     func(c *interlock.Client, name string) interlock.Locker { return rlock.New(c, name) },

@@ -15,7 +15,7 @@ var (
 )
 
 // kind is Redisson's RLock, as the engine runs it.
-var kind = lockcore.Reentrant("rlock", interlock.KindRLock)
+var kind = lockcore.Reentrant(interlock.KindRLock)
 
 //go:generate go run ../internal/gen/locker Mutex
 
@@ -44,7 +44,7 @@ type options struct {
 func WithPollInterval(d time.Duration) Option {
 	return func(o *options) {
 		if d < time.Millisecond && o.err == nil {
-			o.err = kind.Invalid("poll interval %v must be at least 1ms", d)
+			o.err = lockcore.Invalid("poll interval %v must be at least 1ms", d)
 		}
 		o.poll = d
 	}

@@ -14,7 +14,7 @@ func TestConformance(t *testing.T) {
 	write := func(c *interlock.Client, name string) interlock.Locker { return rwlock.New(c, name).Write() }
 	t.Run("read", func(t *testing.T) {
 		locktest.Run(t, locktest.Kind{
-			Name:    "rwlock",
+			Name:    interlock.KindReadLock,
 			Prefix:  "rwlock-test:",
 			Addr:    addr,
 			New:     read,
@@ -25,7 +25,7 @@ func TestConformance(t *testing.T) {
 	})
 	t.Run("write", func(t *testing.T) {
 		locktest.Run(t, locktest.Kind{
-			Name:    "rwlock",
+			Name:    interlock.KindWriteLock,
 			Prefix:  "rwlock-test:",
 			Addr:    addr,
 			New:     write,

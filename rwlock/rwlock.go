@@ -35,7 +35,6 @@ var (
 	channel  = lc.Prefixed("redisson_rwlock")
 
 	readKind = lc.Kind{
-		Name:     "rwlock",
 		Event:    interlock.KindReadLock,
 		Channel:  channel,
 		Keys:     derived,
@@ -49,7 +48,6 @@ var (
 		Renew:    &renewal.Task{Script: script.RWRenewRead(), Args: readRenewArgs, Lost: interlock.ErrLockLost, KeepLosses: true},
 	}
 	writeKind = lc.Kind{
-		Name:    "rwlock",
 		Event:   interlock.KindWriteLock,
 		Suffix:  ":write",
 		Channel: channel,

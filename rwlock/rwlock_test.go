@@ -162,10 +162,10 @@ func TestUpgradeRefusedAtOnce(t *testing.T) {
 	start := time.Now()
 	err := rw.Write().Lock(context.Background()) // no deadline: must not hang
 	assert.ErrorIs(t, err, rwlock.ErrUpgrade)
-	assert.EqualError(t, err, "rwlock: acquire "+rw.Name()+": rwlock: cannot upgrade a read lock to a write lock")
+	assert.EqualError(t, err, "rwlock.write: acquire "+rw.Name()+": rwlock: cannot upgrade a read lock to a write lock")
 	var opErr *interlock.Error
 	require.ErrorAs(t, err, &opErr)
-	assert.Equal(t, interlock.Error{Kind: "rwlock", Op: "acquire", Name: rw.Name(), Err: rwlock.ErrUpgrade}, *opErr)
+	assert.Equal(t, interlock.Error{Kind: interlock.KindWriteLock, Op: interlock.OpAcquire, Name: rw.Name(), Err: rwlock.ErrUpgrade}, *opErr)
 	assert.ErrorIs(t, rw.Write().LockLease(ctx, time.Second), rwlock.ErrUpgrade)
 	ok, err := rw.Write().TryLock(ctx, 10*time.Second, 0)
 	assert.False(t, ok)

@@ -426,6 +426,11 @@ func TestExpirableGuard(t *testing.T) {
 		g := e.Guard(ctx, semaphore.PermitID{9})
 		require.Error(t, g.Err(), "cancelled at once")
 		assert.ErrorIs(t, context.Cause(g), semaphore.ErrUnknownPermit)
+		var ie *interlock.Error
+		if assert.ErrorAs(t, context.Cause(g), &ie) {
+			assert.Equal(t, interlock.KindExpirable, ie.Kind)
+			assert.Equal(t, interlock.OpGuard, ie.Op)
+		}
 
 		ids := must[[]semaphore.PermitID](t)(e.Acquire(ctx, 2, time.Minute))
 		g = e.Guard(ctx, ids...)
@@ -602,10 +607,14 @@ func TestExpirableBadInput(t *testing.T) {
 			"a{b":        semaphore.NewExpirable(c, "a{b"),
 		} {
 			for _, o := range allExpirableOps(ctx, e) {
-				if o.name != "Guard" {
-					assert.ErrorIs(t, o.f(), interlock.ErrInvalid, "%s: %s", what, o.name)
+				err := o.f()
+				assert.ErrorIs(t, err, interlock.ErrInvalid, "%s: %s", what, o.name)
+				var ie *interlock.Error
+				if assert.ErrorAs(t, err, &ie, "%s: %s", what, o.name) {
+					assert.Equal(t, interlock.KindExpirable, ie.Kind, "%s: %s", what, o.name)
 				}
 			}
+			assert.Zero(t, e.Remaining(id), what)
 		}
 
 		// The count's key holds a hash (an rlock's), or the zset's key a

@@ -11,7 +11,7 @@ import (
 
 func TestConformance(t *testing.T) {
 	locktest.Run(t, locktest.Kind{
-		Name:    "spin",
+		Name:    interlock.KindSpin,
 		Prefix:  "spin-test:",
 		Addr:    addr,
 		New:     func(c *interlock.Client, name string) interlock.Locker { return spin.New(c, name) },

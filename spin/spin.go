@@ -18,7 +18,7 @@ var (
 // kind is Redisson's RSpinLock: RLock's hash and scripts. Its waiters poll
 // (see Mutex), and its unlock publishes RLock's release message, which
 // Redisson's spin unlock does not: see the package documentation.
-var kind = lc.Reentrant("spin", interlock.KindSpin)
+var kind = lc.Reentrant(interlock.KindSpin)
 
 // The backoff Redisson's LockOptions.defaults() gives a spin lock.
 const (
@@ -45,9 +45,9 @@ func WithExponentialBackoff(initial, max time.Duration, multiplier int) Option {
 	return func(o *options) {
 		switch {
 		case initial < time.Millisecond || max < initial:
-			o.fail(kind.Invalid("backoff from %v to %v: want 1ms <= initial <= max", initial, max))
+			o.fail(lc.Invalid("backoff from %v to %v: want 1ms <= initial <= max", initial, max))
 		case multiplier < 1:
-			o.fail(kind.Invalid("backoff multiplier %d must be at least 1", multiplier))
+			o.fail(lc.Invalid("backoff multiplier %d must be at least 1", multiplier))
 		}
 		o.backoff = exponential(initial, max, multiplier)
 	}
@@ -58,7 +58,7 @@ func WithExponentialBackoff(initial, max time.Duration, multiplier int) Option {
 func WithConstantBackoff(d time.Duration) Option {
 	return func(o *options) {
 		if d < time.Millisecond {
-			o.fail(kind.Invalid("backoff %v must be at least 1ms", d))
+			o.fail(lc.Invalid("backoff %v must be at least 1ms", d))
 		}
 		o.backoff = func() func() time.Duration { return func() time.Duration { return d } }
 	}

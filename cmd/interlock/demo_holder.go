@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/interlock-go/interlock"
@@ -117,13 +118,13 @@ func holderCmd(ctx context.Context, io stdio, args []string) error {
 			// The resource's check: the fence compares the token, records
 			// it and writes, in one script, or refuses and writes nothing.
 			fence := fenced.NewRedisFence(c.rc, *fenceKey)
-			written, err := fence.Exec(ctx, token, fenced.Write{Cmd: "RPUSH", Key: *ledger, Args: []string{"C"}})
-			if err != nil {
-				return withCode(exitUnavailable, err)
-			}
-			if written {
+			err := fence.Exec(ctx, token, fenced.Write{Cmd: "RPUSH", Key: *ledger, Args: []string{"C"}})
+			switch {
+			case err == nil:
 				fmt.Fprintln(io.out, holderWrote)
 				continue
+			case !errors.Is(err, fenced.ErrStale):
+				return withCode(exitUnavailable, err)
 			}
 			highest, err := fence.Highest(ctx)
 			if err != nil {

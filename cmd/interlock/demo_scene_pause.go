@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -71,12 +72,11 @@ func (d *demo) scenePause(ctx context.Context) error {
 	if err := sleepCtx(ctx, demoShortJob); err != nil {
 		return err
 	}
-	written, err := fence.Exec(ctxB, tokenB, fenced.Write{Cmd: "RPUSH", Key: ledger, Args: []string{"B"}})
-	if err != nil {
-		return err
-	}
-	if !written {
+	switch err := fence.Exec(ctxB, tokenB, fenced.Write{Cmd: "RPUSH", Key: ledger, Args: []string{"B"}}); {
+	case errors.Is(err, fenced.ErrStale):
 		return storyf("scene 4: the fence refused B's token %d", tokenB)
+	case err != nil:
+		return err
 	}
 	d.chart.note("B", fmt.Sprintf("writes: the fence admits token %d", tokenB))
 	if err := mb.Unlock(ctxB); err != nil {

@@ -141,12 +141,15 @@ func (cfg *runConfig) describeMulti() string {
 	return "multilock of " + cfg.kind + " locks " + strings.Join(q, ", ")
 }
 
-// goneLocks says which locks the unlock error err (one, or several
-// joined) found not held any more: `lock "B" was`, `locks "A", "B" were`.
+// goneLocks says which locks the unlock error err (a member's, or the
+// multi-lock's wrapping several members' errors) found not held any more:
+// `lock "B" was`, `locks "A", "B" were`.
 func goneLocks(err error) string {
 	errs := []error{err}
-	if j, ok := err.(interface{ Unwrap() []error }); ok {
-		errs = j.Unwrap()
+	if e, ok := err.(*interlock.Error); ok && (e.Kind == interlock.KindMultiLock || e.Kind == interlock.KindRedLock) {
+		if j, ok := e.Err.(interface{ Unwrap() []error }); ok {
+			errs = j.Unwrap()
+		}
 	}
 	var gone []string
 	for _, e := range errs {

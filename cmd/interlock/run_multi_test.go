@@ -4,6 +4,7 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -249,4 +250,20 @@ func TestRunMultiInterruptedWhileWaiting(t *testing.T) {
 	assert.Equal(t, 128+int(syscall.SIGINT), exitErr.ExitCode(), stderr.String())
 	assert.Contains(t, stderr.String(), "while waiting for multilock of")
 	assert.False(t, exists(t, rc, names[0]), "the lock taken was given back")
+}
+
+// goneLocks names the members an unlock found gone, from a member's error
+// or from the multi-lock's Error that wraps several members' errors.
+func TestGoneLocksError(t *testing.T) {
+	t.Parallel()
+	gone := func(name string) error {
+		return &interlock.Error{Kind: interlock.KindRLock, Op: interlock.OpRelease, Name: name, Err: interlock.ErrNotHeld}
+	}
+	several := func(errs ...error) error {
+		return &interlock.Error{Kind: interlock.KindMultiLock, Op: interlock.OpRelease, Name: "A,B,C", Err: errors.Join(errs...)}
+	}
+	assert.Equal(t, `lock "B" was`, goneLocks(gone("B")))
+	assert.Equal(t, `locks "A", "C" were`, goneLocks(several(gone("A"), gone("C"))))
+	assert.Equal(t, `lock "C" was`, goneLocks(several(errors.New("timeout"), gone("C"))))
+	assert.Equal(t, "a lock was", goneLocks(interlock.ErrNotHeld))
 }

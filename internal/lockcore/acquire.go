@@ -24,7 +24,7 @@ func Acquire(ctx context.Context, l *Common, lease, maxWait time.Duration, forev
 			return 0, false, err
 		}
 	} else if lease != 0 && lease < time.Millisecond {
-		return 0, false, l.kind.Invalid("lease %v must be at least 1ms", lease)
+		return 0, false, l.invalid(interlock.OpAcquire, "lease %v must be at least 1ms", lease)
 	}
 	return l.acquire(ctx, lease, maxWait, forever)
 }
@@ -86,7 +86,7 @@ var errSendPending = errors.New("the acquisition to take back has not answered y
 // acquire script; a fair kind takes acquireFair instead. The Observer, if
 // any, hears of it once it ended.
 func (l *Common) acquire(ctx context.Context, lease, maxWait time.Duration, forever bool) (uint64, bool, error) {
-	owner, holder, err := l.owner(ctx)
+	owner, holder, err := l.owner(ctx, interlock.OpAcquire)
 	if err != nil {
 		return 0, false, err
 	}
@@ -147,7 +147,7 @@ func (a *attempt) run(ctx context.Context, maxWait time.Duration, forever bool) 
 	var err error
 	if waits && l.backoff == nil {
 		if spec.Sharded, err = l.rt.Sharded(ctx); err != nil {
-			return 0, false, l.opErr("acquire", err)
+			return 0, false, l.opErr(interlock.OpAcquire, err)
 		}
 		if l.kind.Upgrade != nil {
 			l.rt.AddWriteWait(l.name, a.owner, 1)
@@ -156,7 +156,7 @@ func (a *attempt) run(ctx context.Context, maxWait time.Duration, forever bool) 
 	}
 	ok, err := wait.Acquire(ctx, spec)
 	if err != nil || !ok {
-		return 0, false, l.opErrIf("acquire", err)
+		return 0, false, l.opErrIf(interlock.OpAcquire, err)
 	}
 	return a.token, true, nil
 }
@@ -243,7 +243,7 @@ func (a *attempt) HoldOff() time.Duration { return a.l.rt.Transfers.HoldOff(a.l.
 var errTransferPending = errors.New("a transfer to a waiter that left has not answered yet")
 
 // opErrIf is opErr for a possibly nil error.
-func (l *Common) opErrIf(op string, err error) error {
+func (l *Common) opErrIf(op interlock.Op, err error) error {
 	if err == nil {
 		return nil
 	}
@@ -255,7 +255,7 @@ func (l *Common) opErrIf(op string, err error) error {
 func (a *attempt) refuseUpgrade() error {
 	l := a.l
 	if l.kind.Upgrade != nil && l.holds(a.owner) > 0 && l.holds(a.holder) == 0 {
-		return l.opErr("acquire", l.kind.Upgrade)
+		return l.opErr(interlock.OpAcquire, l.kind.Upgrade)
 	}
 	return nil
 }
@@ -273,7 +273,7 @@ func (a *attempt) try(ctx context.Context) (bool, time.Duration, error) {
 		return false, 0, interlock.ErrClosed
 	}
 	if err := l.rt.Settle(ctx, l.name, a.holder); err != nil {
-		return false, 0, l.opErr("acquire", fmt.Errorf("taking back an earlier attempt: %w", err))
+		return false, 0, l.opErr(interlock.OpAcquire, fmt.Errorf("taking back an earlier attempt: %w", err))
 	}
 	var acks runtime.Acks
 	lease := a.lease
@@ -294,9 +294,9 @@ func (a *attempt) try(ctx context.Context) (bool, time.Duration, error) {
 			a.undo(ctx, l.holds(a.holder)+1)
 		case l.kind.Reentered != nil && strings.Contains(re.Error(), ReenterToken):
 			a.queued = false // the script refused before queueing anyone
-			return false, 0, l.opErr("acquire", l.kind.Reentered)
+			return false, 0, l.opErr(interlock.OpAcquire, l.kind.Reentered)
 		}
-		return false, 0, l.opErr("acquire", err)
+		return false, 0, l.opErr(interlock.OpAcquire, err)
 	}
 	ok, retryIn, err := a.parse(ctx, res)
 	if err != nil || !ok {
@@ -304,7 +304,7 @@ func (a *attempt) try(ctx context.Context) (bool, time.Duration, error) {
 	}
 	if err := l.rt.CheckAcks(&acks); err != nil {
 		a.undo(ctx, l.holds(a.holder)+1)
-		err = l.opErr("acquire", err)
+		err = l.opErr(interlock.OpAcquire, err)
 		if l.obs != nil && errors.Is(err, interlock.ErrReplication) {
 			l.observe(ctx, interlock.Event{Op: interlock.OpRefused, Outcome: interlock.OutcomeError, Err: err})
 		}
@@ -332,7 +332,7 @@ func (a *attempt) parse(ctx context.Context, r rueidis.RedisResult) (bool, time.
 	case rueidis.IsRedisNil(err):
 		return true, 0, nil
 	case err != nil:
-		return false, 0, a.l.opErr("acquire", err)
+		return false, 0, a.l.opErr(interlock.OpAcquire, err)
 	}
 	return false, time.Duration(ttl) * time.Millisecond, nil
 }
@@ -350,7 +350,7 @@ func (a *attempt) parseToken(ctx context.Context, r rueidis.RedisResult) (bool, 
 		err = fmt.Errorf("acquire script answered %d values, want 2", len(reply))
 	}
 	if err != nil {
-		return false, 0, l.opErr("acquire", err)
+		return false, 0, l.opErr(interlock.OpAcquire, err)
 	}
 	pttl, t := reply[0], reply[1]
 	switch {
@@ -365,11 +365,11 @@ func (a *attempt) parseToken(ctx context.Context, r rueidis.RedisResult) (bool, 
 	took, err := a.undoNow(uctx, l.holds(a.holder)+1)
 	switch {
 	case err != nil:
-		return false, 0, l.opErr("acquire", fmt.Errorf("unclear reply {%d, %d}, and taking it back failed: %w", pttl, t, err))
+		return false, 0, l.opErr(interlock.OpAcquire, fmt.Errorf("unclear reply {%d, %d}, and taking it back failed: %w", pttl, t, err))
 	case t == -1 && !took:
 		return false, -1, nil // busy, and the lock has no TTL: wait for a message
 	}
-	return false, 0, l.opErr("acquire", fmt.Errorf("the token counter %s gave token %d; fencing tokens start at 1 (was the key overwritten?)", l.keys[0], t))
+	return false, 0, l.opErr(interlock.OpAcquire, fmt.Errorf("the token counter %s gave token %d; fencing tokens start at 1 (was the key overwritten?)", l.keys[0], t))
 }
 
 // undo takes back what a try may have acquired, if the holder's count on
@@ -430,7 +430,7 @@ func (a *attempt) undoNow(ctx context.Context, expected int) (bool, error) {
 // 0 when none was.
 func Token(ctx context.Context, l *Common) (uint64, error) {
 	if l.err != nil {
-		return 0, l.err
+		return 0, l.opErr(interlock.OpInspect, l.err)
 	}
 	rc := l.rt.RC
 	s, err := rc.Do(ctx, script.Resendable(rc.B().Get().Key(l.keys[0]).Build())).ToString()
@@ -438,11 +438,11 @@ func Token(ctx context.Context, l *Common) (uint64, error) {
 	case rueidis.IsRedisNil(err):
 		return 0, nil
 	case err != nil:
-		return 0, l.opErr("token", err)
+		return 0, l.opErr(interlock.OpInspect, err)
 	}
 	t, err := strconv.ParseUint(s, 10, 64)
 	if err != nil || t == 0 {
-		return 0, l.opErr("token", fmt.Errorf("%s holds %q, not a fencing token", l.keys[0], s))
+		return 0, l.opErr(interlock.OpInspect, fmt.Errorf("%s holds %q, not a fencing token", l.keys[0], s))
 	}
 	return t, nil
 }

@@ -23,12 +23,12 @@ const ackTimeout = 50 * time.Millisecond
 
 // requireOpErr asserts that err is an *interlock.Error of op on name that
 // wraps target.
-func requireOpErr(t *testing.T, err error, op, name string, target error) {
+func requireOpErr(t *testing.T, err error, op interlock.Op, name string, target error) {
 	t.Helper()
 	require.ErrorIs(t, err, target)
 	var e *interlock.Error
 	require.ErrorAs(t, err, &e)
-	assert.Equal(t, "test", e.Kind)
+	assert.Equal(t, interlock.KindRLock, e.Kind)
 	assert.Equal(t, op, e.Op)
 	assert.Equal(t, name, e.Name)
 }
@@ -40,7 +40,7 @@ func TestSafeModeWithoutReplicas(t *testing.T) {
 	ctx := testCtx(t)
 	name := lockName(t)
 	l := New(c, &testKind, name)
-	_, holder, err := l.owner(ctx)
+	_, holder, err := l.owner(ctx, interlock.OpAcquire)
 	require.NoError(t, err)
 
 	start := time.Now()
@@ -83,11 +83,11 @@ func TestSafeModeWithoutReplicas(t *testing.T) {
 
 	// An unlock no replica acknowledged still releases.
 	err = l.Unlock(ctx)
-	requireOpErr(t, err, "unlock", name, interlock.ErrReplication)
+	requireOpErr(t, err, interlock.OpRelease, name, interlock.ErrReplication)
 	assert.NotErrorIs(t, err, interlock.ErrNotHeld)
 	assert.False(t, exists(t, tp, name))
 	assert.Zero(t, c.Stats().Holds)
-	requireOpErr(t, l.Unlock(ctx), "unlock", name, interlock.ErrNotHeld)
+	requireOpErr(t, l.Unlock(ctx), interlock.OpRelease, name, interlock.ErrNotHeld)
 }
 
 // loseAcquire makes the tap lose the reply of the next acquire script
@@ -130,7 +130,7 @@ func TestLostAcquireReplyIsUndone(t *testing.T) {
 			ctx := testCtx(t)
 			name := lockName(t)
 			l := New(c, &testKind, name)
-			_, holder, err := l.owner(ctx)
+			_, holder, err := l.owner(ctx, interlock.OpAcquire)
 			require.NoError(t, err)
 			for range tc.held {
 				require.NoError(t, l.Lock(ctx))
@@ -169,7 +169,7 @@ func TestRedisErrorIsNotUndone(t *testing.T) {
 	require.Error(t, err)
 	_, isRedisErr := rueidis.IsRedisErr(errors.Unwrap(err))
 	assert.True(t, isRedisErr, "%v", err)
-	assert.ErrorContains(t, err, "test: acquire "+name+": WRONGTYPE")
+	assert.ErrorContains(t, err, "rlock: acquire "+name+": WRONGTYPE")
 	assert.Empty(t, tp.sent(script.UndoAcquire()))
 	assert.Zero(t, c.Stats().UndoQueue)
 }
@@ -211,7 +211,7 @@ func TestNextAcquisitionWaitsForTheUndo(t *testing.T) {
 	ctx := testCtx(t)
 	name := lockName(t)
 	l := New(c, &testKind, name)
-	_, holder, err := l.owner(ctx)
+	_, holder, err := l.owner(ctx, interlock.OpAcquire)
 	require.NoError(t, err)
 
 	gate := make(chan struct{})

@@ -1,6 +1,8 @@
 package lockcore
 
 import (
+	"github.com/interlock-go/interlock"
+
 	"context"
 	"time"
 
@@ -49,11 +51,11 @@ func (a *attempt) acquireFair(ctx context.Context, maxWait time.Duration, foreve
 		a.grace = maxWait // Redisson's tryLock(wait, ...) queues with its wait
 	}
 	if err := l.rt.CheckClockSkew(ctx); err != nil {
-		return false, l.opErr("acquire", err) // nothing queued yet
+		return false, l.opErr(interlock.OpAcquire, err) // nothing queued yet
 	}
 	sharded, err := l.rt.Sharded(ctx)
 	if err != nil {
-		return false, l.opErr("acquire", err)
+		return false, l.opErr(interlock.OpAcquire, err)
 	}
 	busy := 0 // consecutive "free, but not your turn" answers
 	spec := wait.Spec{
@@ -94,7 +96,7 @@ func (a *attempt) acquireFair(ctx context.Context, maxWait time.Duration, foreve
 		}
 	}
 	ok, err := wait.Acquire(ctx, spec)
-	err = l.opErrIf("acquire", err)
+	err = l.opErrIf(interlock.OpAcquire, err)
 	if !ok && a.queued {
 		// Whatever ended the wait, the owner must not keep a place in the
 		// queue, where it would hold up everyone behind it.

@@ -15,10 +15,9 @@ import (
 // common algorithm it uses. The engine reads it; it never calls into the
 // kind's package.
 type Kind struct {
-	// Name prefixes errors ("rlock").
-	Name string
-	// Event is the kind in the Observer's events (interlock.KindRLock).
-	Event string
+	// Event is the kind in errors and in the Observer's events
+	// (interlock.KindRLock).
+	Event interlock.Kind
 	// Suffix is appended to the owner string in hash fields (":write").
 	Suffix string
 	// Channel derives the release channel from the lock's name.
@@ -183,12 +182,10 @@ func RenewArgs(lease time.Duration, chunk []*renewal.Entry) (keys, argv []string
 	return keys, argv
 }
 
-// Reentrant declares Redisson's RLock under the error prefix name and the
-// Event kind event. Kinds that share its protocol (the fenced lock) start
-// from it.
-func Reentrant(name, event string) Kind {
+// Reentrant declares Redisson's RLock as the kind event. Kinds that share
+// its protocol (the fenced lock) start from it.
+func Reentrant(event interlock.Kind) Kind {
 	return Kind{
-		Name:    name,
 		Event:   event,
 		Channel: keys.LockChannel,
 		Acquire: Call{Script: script.Acquire, Keys: []Arg{Name}, Args: []Arg{Lease, Owner}},
@@ -202,16 +199,14 @@ func Reentrant(name, event string) Kind {
 	}
 }
 
-// FairKind declares Redisson's RFairLock under the error prefix name and
-// the Event kind event: a reentrant lock whose waiters queue in
+// FairKind declares Redisson's RFairLock as the kind event: a reentrant lock whose waiters queue in
 // redisson_lock_queue:{name}, with deadlines in
 // redisson_lock_timeout:{name}, each woken on
 // redisson_lock__channel:{name}:<owner>. Kinds that share its protocol
 // (the non-reentrant fair lock) start from it.
-func FairKind(name, event string) Kind {
+func FairKind(event interlock.Kind) Kind {
 	queue, timeouts := Key(0), Key(1)
 	return Kind{
-		Name:    name,
 		Event:   event,
 		Channel: keys.LockChannel,
 		Keys:    []func(string) string{Prefixed("redisson_lock_queue"), Prefixed("redisson_lock_timeout")},

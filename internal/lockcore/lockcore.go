@@ -59,13 +59,13 @@ func New(c *interlock.Client, kind *Kind, name string) Common {
 	rt := runtime.Of(c)
 	l := Common{client: c, rt: rt, kind: kind, name: mapName(rt, name), given: name, obs: observer(rt)}
 	if l.obs != nil {
-		l.label = &renewal.Label{Kind: kind.Event, Name: name}
+		l.label = &renewal.Label{Kind: string(kind.Event), Name: name}
 	}
 	switch err := checkName(l.name, name); {
 	case c == nil:
-		l.err = fmt.Errorf("%w: %s: nil client", interlock.ErrInvalid, kind.Name)
+		l.err = fmt.Errorf("%w: nil client", interlock.ErrInvalid)
 	case err != nil:
-		l.err = fmt.Errorf("%w: %s: %w", interlock.ErrInvalid, kind.Name, err)
+		l.err = fmt.Errorf("%w: %w", interlock.ErrInvalid, err)
 	}
 	if kind.Channel != nil {
 		l.channel = kind.Channel(l.name)
@@ -145,16 +145,28 @@ func Refuse(l *Common, err error) {
 func PollEvery(l *Common, d time.Duration) { l.poll = d }
 
 // Invalid returns an error about a bad argument, wrapping
-// interlock.ErrInvalid and prefixed with the kind's name.
-func (k *Kind) Invalid(format string, args ...any) error {
-	return fmt.Errorf("%w: %s: "+format, append([]any{interlock.ErrInvalid, k.Name}, args...)...)
+// interlock.ErrInvalid, for an option to hold until the lock's methods
+// return it as an *interlock.Error.
+func Invalid(format string, args ...any) error {
+	return fmt.Errorf("%w: "+format, append([]any{interlock.ErrInvalid}, args...)...)
 }
 
-// ready returns the argument error, or interlock.ErrClosed once the Client
-// is closed.
-func (l *Common) ready() error {
+// InvalidOf is the *interlock.Error of operation op on l about a bad
+// argument.
+func InvalidOf(l *Common, op interlock.Op, format string, args ...any) error {
+	return l.invalid(op, format, args...)
+}
+
+// invalid is the *interlock.Error of operation op about a bad argument.
+func (l *Common) invalid(op interlock.Op, format string, args ...any) error {
+	return l.opErr(op, Invalid(format, args...))
+}
+
+// ready returns the argument error of operation op, or interlock.ErrClosed
+// once the Client is closed.
+func (l *Common) ready(op interlock.Op) error {
 	if l.err != nil {
-		return l.err
+		return l.opErr(op, l.err)
 	}
 	if l.rt.Closed() {
 		return interlock.ErrClosed
@@ -164,7 +176,7 @@ func (l *Common) ready() error {
 
 // opErr wraps err from operation op in an *interlock.Error, once; context
 // errors and a closed Client are returned as themselves.
-func (l *Common) opErr(op string, err error) error {
+func (l *Common) opErr(op interlock.Op, err error) error {
 	var wrapped *interlock.Error
 	switch {
 	case errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded):
@@ -174,16 +186,19 @@ func (l *Common) opErr(op string, err error) error {
 	case errors.As(err, &wrapped):
 		return err
 	}
-	return &interlock.Error{Kind: l.kind.Name, Op: op, Name: l.given, Err: err}
+	return &interlock.Error{Kind: l.kind.Event, Op: op, Name: l.given, Err: err}
 }
 
 // owner returns the calling owner's string and its holder (with Suffix).
-func (l *Common) owner(ctx context.Context) (owner, holder string, err error) {
-	if err := l.ready(); err != nil {
+// Errors are those of operation op.
+func (l *Common) owner(ctx context.Context, op interlock.Op) (owner, holder string, err error) {
+	if err := l.ready(op); err != nil {
 		return "", "", err
 	}
-	owner, err = l.client.Owner(ctx)
-	return owner, owner + l.kind.Suffix, err
+	if owner, err = l.client.Owner(ctx); err != nil {
+		return "", "", l.opErr(op, err)
+	}
+	return owner, owner + l.kind.Suffix, nil
 }
 
 // holds is how many holds this Client records for holder.
@@ -212,7 +227,7 @@ func (l *Common) Lock(ctx context.Context) error {
 // LockLease acquires with a fixed lease, as interlock.Locker says.
 func (l *Common) LockLease(ctx context.Context, lease time.Duration) error {
 	if lease < time.Millisecond {
-		return l.kind.Invalid("lease %v must be at least 1ms", lease)
+		return l.invalid(interlock.OpAcquire, "lease %v must be at least 1ms", lease)
 	}
 	_, _, err := l.acquire(ctx, lease, 0, true)
 	return err
@@ -226,26 +241,26 @@ func (l *Common) TryLock(ctx context.Context, wait, lease time.Duration) (bool, 
 
 func (l *Common) checkTry(wait, lease time.Duration) error {
 	if l.kind.Fair != nil && wait > 0 && wait < time.Millisecond {
-		return l.kind.Invalid("wait %v and lease %v must not be negative, and each at least 1ms unless 0", wait, lease)
+		return l.invalid(interlock.OpAcquire, "wait %v and lease %v must not be negative, and each at least 1ms unless 0", wait, lease)
 	}
 	if wait < 0 || lease < 0 || (lease > 0 && lease < time.Millisecond) {
-		return l.kind.Invalid("wait %v and lease %v must not be negative, and a lease at least 1ms", wait, lease)
+		return l.invalid(interlock.OpAcquire, "wait %v and lease %v must not be negative, and a lease at least 1ms", wait, lease)
 	}
 	return nil
 }
 
 // ForceUnlock deletes the lock whoever holds it, as interlock.Locker says.
 func (l *Common) ForceUnlock(ctx context.Context) (bool, error) {
-	if err := l.ready(); err != nil {
+	if err := l.ready(interlock.OpForceUnlock); err != nil {
 		return false, err
 	}
 	pub, err := l.rt.PublishCommand(ctx)
 	if err != nil {
-		return false, l.opErr("force unlock", err)
+		return false, l.opErr(interlock.OpForceUnlock, err)
 	}
 	n, err := l.send(ctx, &l.kind.Force, &vals{publish: pub}).AsInt64()
 	if err != nil {
-		return false, l.opErr("force unlock", err)
+		return false, l.opErr(interlock.OpForceUnlock, err)
 	}
 	if n == 1 {
 		l.rt.Renewal.Drop(l.name, interlock.ErrLockLost)
@@ -257,16 +272,16 @@ func (l *Common) ForceUnlock(ctx context.Context) (bool, error) {
 // interlock.Locker says.
 func (l *Common) Guard(ctx context.Context) context.Context {
 	if l.err != nil {
-		return cancelled(ctx, l.err)
+		return cancelled(ctx, l.opErr(interlock.OpGuard, l.err))
 	}
 	owner, err := l.client.Owner(ctx)
 	if err != nil {
-		return cancelled(ctx, err)
+		return cancelled(ctx, l.opErr(interlock.OpGuard, err))
 	}
 	if g, ok := l.rt.Renewal.Guard(ctx, l.name, owner+l.kind.Suffix); ok {
 		return g
 	}
-	return cancelled(ctx, l.opErr("guard", interlock.ErrNotHeld))
+	return cancelled(ctx, l.opErr(interlock.OpGuard, interlock.ErrNotHeld))
 }
 
 // Remaining returns how long the caller's hold is certainly valid, as
@@ -285,7 +300,7 @@ func (l *Common) Remaining(ctx context.Context) time.Duration {
 // IsLocked reports whether anyone holds the lock.
 func (l *Common) IsLocked(ctx context.Context) (bool, error) {
 	if l.err != nil {
-		return false, l.err
+		return false, l.opErr(interlock.OpInspect, l.err)
 	}
 	rc := l.rt.RC
 	var (
@@ -310,7 +325,7 @@ func (l *Common) IsLocked(ctx context.Context) (bool, error) {
 		locked = n == 1
 	}
 	if err != nil {
-		return false, l.opErr("is locked", err)
+		return false, l.opErr(interlock.OpInspect, err)
 	}
 	return locked, nil
 }
@@ -324,11 +339,11 @@ func (l *Common) IsHeld(ctx context.Context) (bool, error) {
 // HoldCount returns the calling owner's holds as the server counts them.
 func (l *Common) HoldCount(ctx context.Context) (int, error) {
 	if l.err != nil {
-		return 0, l.err
+		return 0, l.opErr(interlock.OpInspect, l.err)
 	}
 	owner, err := l.client.Owner(ctx)
 	if err != nil {
-		return 0, err
+		return 0, l.opErr(interlock.OpInspect, err)
 	}
 	rc := l.rt.RC
 	n, err := rc.Do(ctx, script.Resendable(rc.B().Hget().Key(l.name).Field(owner+l.kind.Suffix).Build())).AsInt64()
@@ -336,7 +351,7 @@ func (l *Common) HoldCount(ctx context.Context) (int, error) {
 	case rueidis.IsRedisNil(err):
 		return 0, nil
 	case err != nil:
-		return 0, l.opErr("hold count", err)
+		return 0, l.opErr(interlock.OpInspect, err)
 	}
 	return int(n), nil
 }
@@ -344,11 +359,11 @@ func (l *Common) HoldCount(ctx context.Context) (int, error) {
 // TTL returns the lock's time to live, as interlock.Locker says.
 func (l *Common) TTL(ctx context.Context) (time.Duration, error) {
 	if l.err != nil {
-		return 0, l.err
+		return 0, l.opErr(interlock.OpInspect, l.err)
 	}
 	d, err := PTTL(ctx, l.rt.RC, l.name)
 	if err != nil {
-		return 0, l.opErr("ttl", err)
+		return 0, l.opErr(interlock.OpInspect, err)
 	}
 	return d, nil
 }

@@ -23,26 +23,26 @@ func TestOpErr(t *testing.T) {
 	l := New(c, &testKind, "orders")
 	boom := errors.New("boom")
 	deadline := fmt.Errorf("sending: %w", context.DeadlineExceeded)
-	already := &interlock.Error{Kind: "other", Op: "renew", Name: "x", Err: boom}
+	already := &interlock.Error{Kind: interlock.KindFairLock, Op: interlock.OpRenew, Name: "x", Err: boom}
 	inner := fmt.Errorf("while waiting: %w", already)
 
-	assert.Same(t, context.Canceled, l.opErr("acquire", context.Canceled))
-	assert.Equal(t, deadline, l.opErr("acquire", deadline))
-	assert.Same(t, interlock.ErrClosed, l.opErr("unlock", interlock.ErrClosed))
-	assert.Same(t, interlock.ErrClosed, l.opErr("unlock", pubsub.ErrClosed))
-	assert.Same(t, interlock.ErrClosed, l.opErr("unlock", fmt.Errorf("subscribing: %w", pubsub.ErrClosed)))
-	assert.Same(t, already, l.opErr("acquire", already), "an *interlock.Error stays as is")
-	assert.Equal(t, inner, l.opErr("acquire", inner), "so does an error that wraps one")
+	assert.Same(t, context.Canceled, l.opErr(interlock.OpAcquire, context.Canceled))
+	assert.Equal(t, deadline, l.opErr(interlock.OpAcquire, deadline))
+	assert.Same(t, interlock.ErrClosed, l.opErr(interlock.OpRelease, interlock.ErrClosed))
+	assert.Same(t, interlock.ErrClosed, l.opErr(interlock.OpRelease, pubsub.ErrClosed))
+	assert.Same(t, interlock.ErrClosed, l.opErr(interlock.OpRelease, fmt.Errorf("subscribing: %w", pubsub.ErrClosed)))
+	assert.Same(t, already, l.opErr(interlock.OpAcquire, already), "an *interlock.Error stays as is")
+	assert.Equal(t, inner, l.opErr(interlock.OpAcquire, inner), "so does an error that wraps one")
 
-	err := l.opErr("acquire", boom)
-	assert.Equal(t, &interlock.Error{Kind: "test", Op: "acquire", Name: "orders", Err: boom}, err)
-	assert.EqualError(t, err, "test: acquire orders: boom")
-	assert.Same(t, err, l.opErr("unlock", err), "wrapped once")
+	err := l.opErr(interlock.OpAcquire, boom)
+	assert.Equal(t, &interlock.Error{Kind: interlock.KindRLock, Op: interlock.OpAcquire, Name: "orders", Err: boom}, err)
+	assert.EqualError(t, err, "rlock: acquire orders: boom")
+	assert.Same(t, err, l.opErr(interlock.OpRelease, err), "wrapped once")
 
 	rep := fmt.Errorf("%w: 0 of 1 replicas acknowledged within 50ms", interlock.ErrReplication)
-	assert.ErrorIs(t, l.opErr("unlock", rep), interlock.ErrReplication)
-	assert.NoError(t, l.opErrIf("acquire", nil))
-	assert.Equal(t, err, l.opErrIf("acquire", boom))
+	assert.ErrorIs(t, l.opErr(interlock.OpRelease, rep), interlock.ErrReplication)
+	assert.NoError(t, l.opErrIf(interlock.OpAcquire, nil))
+	assert.Equal(t, err, l.opErrIf(interlock.OpAcquire, boom))
 }
 
 // An unlock of a lock the owner does not hold is an *interlock.Error
@@ -57,8 +57,8 @@ func TestNotHeld(t *testing.T) {
 	require.ErrorIs(t, err, interlock.ErrNotHeld)
 	var e *interlock.Error
 	require.ErrorAs(t, err, &e)
-	assert.Equal(t, &interlock.Error{Kind: "test", Op: "unlock", Name: name, Err: interlock.ErrNotHeld}, e)
-	assert.EqualError(t, err, "test: unlock "+name+": interlock: lock not held by this owner")
+	assert.Equal(t, &interlock.Error{Kind: interlock.KindRLock, Op: interlock.OpRelease, Name: name, Err: interlock.ErrNotHeld}, e)
+	assert.EqualError(t, err, "rlock: release "+name+": interlock: lock not held by this owner")
 
 	require.NoError(t, l.Lock(ctx))
 	guard := l.Guard(ctx)
@@ -70,7 +70,7 @@ func TestNotHeld(t *testing.T) {
 	cause := context.Cause(l.Guard(ctx))
 	assert.ErrorIs(t, cause, interlock.ErrNotHeld)
 	assert.ErrorAs(t, cause, &e)
-	assert.Equal(t, "guard", e.Op)
+	assert.Equal(t, interlock.OpGuard, e.Op)
 }
 
 // A kind's ExpiredReply ("the lock did not exist") is reported as not
@@ -80,7 +80,7 @@ func TestExpiredReplyIsNotHeld(t *testing.T) {
 	ctx := testCtx(t)
 	queue, timeouts := Key(0), Key(1)
 	kind := Kind{
-		Name:    "test",
+		Event:   interlock.KindRLock,
 		Channel: keys.LockChannel,
 		Keys:    []func(string) string{Prefixed("redisson_lock_queue"), Prefixed("redisson_lock_timeout")},
 		Unlock: Call{Script: script.FairUnlock, Keys: []Arg{Name, queue, timeouts, Channel, Latch},
@@ -93,7 +93,7 @@ func TestExpiredReplyIsNotHeld(t *testing.T) {
 	require.ErrorIs(t, err, interlock.ErrNotHeld)
 	var e *interlock.Error
 	require.ErrorAs(t, err, &e)
-	assert.Equal(t, "unlock", e.Op)
+	assert.Equal(t, interlock.OpRelease, e.Op)
 	sent := tp.sent(script.FairUnlock())
 	require.Len(t, sent, 1)
 
@@ -117,7 +117,7 @@ func TestBadInputSendsNothing(t *testing.T) {
 		New(c, &testKind, ""),
 		New(c, &testKind, "a{b"),
 		New(nil, &testKind, "orders"),
-		NewFair(c, &testKind, "orders", time.Second, testKind.Invalid("wait timeout %v", time.Duration(0))),
+		NewFair(c, &testKind, "orders", time.Second, Invalid("wait timeout %v", time.Duration(0))),
 	} {
 		assert.ErrorIs(t, l.Lock(ctx), interlock.ErrInvalid)
 		assert.ErrorIs(t, l.LockLease(ctx, time.Second), interlock.ErrInvalid)
@@ -142,7 +142,7 @@ func TestBadInputSendsNothing(t *testing.T) {
 		assert.Zero(t, l.Remaining(ctx))
 	}
 	nilClient := New(nil, &testKind, "orders")
-	assert.ErrorContains(t, nilClient.Lock(ctx), "test: nil client")
+	assert.ErrorContains(t, nilClient.Lock(ctx), "rlock: acquire orders: interlock: invalid argument: nil client")
 
 	l := New(c, &testKind, lockName(t))
 	assert.ErrorIs(t, l.LockLease(ctx, 500*time.Microsecond), interlock.ErrInvalid)
@@ -152,7 +152,7 @@ func TestBadInputSendsNothing(t *testing.T) {
 	}
 	_, _, err := Acquire(ctx, &l, 500*time.Microsecond, 0, true)
 	assert.ErrorIs(t, err, interlock.ErrInvalid)
-	fair := Kind{Name: "test", Fair: &Fair{}}
+	fair := Kind{Event: interlock.KindFairLock, Fair: &Fair{}}
 	f := New(c, &fair, lockName(t))
 	_, err = f.TryLock(ctx, 500*time.Microsecond, 0)
 	assert.ErrorIs(t, err, interlock.ErrInvalid, "a fair wait below 1ms")

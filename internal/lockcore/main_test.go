@@ -31,8 +31,8 @@ func TestMain(m *testing.M) {
 	})
 }
 
-// testKind is Redisson's RLock under the error prefix "test".
-var testKind = Reentrant("test", interlock.KindRLock)
+// testKind is Redisson's RLock, as the rlock package declares it.
+var testKind = Reentrant(interlock.KindRLock)
 
 // record is one command a tap saw: when it was handed on, when its reply
 // came back, the script it runs (nil: none), and its words.

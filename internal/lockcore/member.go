@@ -46,7 +46,7 @@ func SameClient(a, b *Common) bool { return a.rt == b.rt }
 // Client's records, and reports whether the owner still held it. This is
 // how a multi-lock gives all its members one lease once it has them.
 func Relet(ctx context.Context, l *Common, lease time.Duration) (bool, error) {
-	_, holder, err := l.owner(ctx)
+	_, holder, err := l.owner(ctx, interlock.OpAcquire)
 	if err != nil {
 		return false, err
 	}
@@ -58,7 +58,7 @@ func Relet(ctx context.Context, l *Common, lease time.Duration) (bool, error) {
 	sent := time.Now()
 	renewed, err := task.Script.Exec(ctx, l.rt.RC, k, a).AsIntSlice()
 	if err != nil {
-		return false, l.opErr("relet", err)
+		return false, l.opErr(interlock.OpAcquire, err)
 	}
 	if len(renewed) != 1 || renewed[0] != 1 {
 		l.rt.Renewal.Lose(l.name, holder) // gone on the server
@@ -70,6 +70,6 @@ func Relet(ctx context.Context, l *Common, lease time.Duration) (bool, error) {
 // Recorded reports whether this Client records a hold of l by the calling
 // owner; it sends nothing.
 func Recorded(ctx context.Context, l *Common) bool {
-	_, holder, err := l.owner(ctx)
+	_, holder, err := l.owner(ctx, interlock.OpInspect)
 	return err == nil && l.holds(holder) > 0
 }

@@ -27,32 +27,31 @@ const ReceiptTTL = 30 * time.Second
 // errors, scripts, receipts and waiting. Kinds embed it.
 type Object struct {
 	rt      *runtime.Runtime
-	kind    string
-	event   string // the kind in the Observer's events
-	name    string // the mapped name: the object's key, and what its other keys derive from
-	given   string // the name the caller gave, for Name and errors
+	kind    interlock.Kind // in errors and events
+	name    string         // the mapped name: the object's key, and what its other keys derive from
+	given   string         // the name the caller gave, for Name and errors
 	channel string
 	err     error              // the argument error every method returns
 	obs     interlock.Observer // nil: no events are built
 	label   *renewal.Label     // names its holds' losses, with an Observer only
 }
 
-// NewObject returns the object called name of kind (errors' prefix) and
-// event (interlock.KindSemaphore) on c, announced on the channel that
-// channel derives from name as c's NameMapper maps it. A bad (mapped) name
-// or a nil client is reported by every method, before anything is sent.
-func NewObject(c *interlock.Client, kind, event, name string, channel func(string) string) Object {
+// NewObject returns the object called name of kind (interlock.KindSemaphore)
+// on c, announced on the channel that channel derives from name as c's
+// NameMapper maps it. A bad (mapped) name or a nil client is reported by
+// every method, before anything is sent.
+func NewObject(c *interlock.Client, kind interlock.Kind, name string, channel func(string) string) Object {
 	rt := runtime.Of(c)
-	o := Object{rt: rt, kind: kind, event: event, name: mapName(rt, name), given: name, obs: observer(rt)}
+	o := Object{rt: rt, kind: kind, name: mapName(rt, name), given: name, obs: observer(rt)}
 	if o.obs != nil {
-		o.label = &renewal.Label{Kind: event, Name: name}
+		o.label = &renewal.Label{Kind: string(kind), Name: name}
 	}
 	o.channel = channel(o.name)
 	switch err := checkName(o.name, name); {
 	case c == nil:
-		o.err = fmt.Errorf("%w: %s: nil client", interlock.ErrInvalid, kind)
+		o.err = Invalid("nil client")
 	case err != nil:
-		o.err = fmt.Errorf("%w: %s: %w", interlock.ErrInvalid, kind, err)
+		o.err = fmt.Errorf("%w: %w", interlock.ErrInvalid, err)
 	}
 	return o
 }
@@ -76,7 +75,7 @@ func (o *Object) Label() *renewal.Label { return o.label }
 
 // observe tells the Observer, which must be set, about e on this object.
 func (o *Object) observe(ctx context.Context, e interlock.Event) {
-	e.Kind, e.Name = o.event, o.given
+	e.Kind, e.Name = o.kind, o.given
 	o.obs.Observe(ctx, e)
 }
 
@@ -110,18 +109,18 @@ func (o *Object) Released(ctx context.Context, start, since time.Time, permits i
 }
 
 // Refuse makes every method fail with err, an argument error found after
-// NewObject (a latch name a cluster cannot serve).
+// NewObject (a latch name a cluster cannot serve), made by Invalid.
 func (o *Object) Refuse(err error) {
 	if o.err == nil {
 		o.err = err
 	}
 }
 
-// Ready returns the argument error, or interlock.ErrClosed once the Client
-// is closed.
-func (o *Object) Ready() error {
+// Ready returns the argument error as the error of operation op, or
+// interlock.ErrClosed once the Client is closed.
+func (o *Object) Ready(op interlock.Op) error {
 	if o.err != nil {
-		return o.err
+		return o.OpErr(op, o.err)
 	}
 	if o.rt.Closed() {
 		return interlock.ErrClosed
@@ -129,15 +128,26 @@ func (o *Object) Ready() error {
 	return nil
 }
 
-// Invalid returns an argument error prefixed with the kind.
-func (o *Object) Invalid(format string, args ...any) error {
-	return fmt.Errorf("%w: %s: "+format, append([]any{interlock.ErrInvalid, o.kind}, args...)...)
+// Refused returns the argument error as the error of operation op, nil
+// when there is none, for the methods that send nothing (Guard,
+// Remaining): they do not refuse a closed Client.
+func (o *Object) Refused(op interlock.Op) error {
+	if o.err != nil {
+		return o.OpErr(op, o.err)
+	}
+	return nil
+}
+
+// Invalid returns the *interlock.Error of operation op about a bad
+// argument.
+func (o *Object) Invalid(op interlock.Op, format string, args ...any) error {
+	return o.OpErr(op, Invalid(format, args...))
 }
 
 // OpErr wraps err from operation op in an *interlock.Error, once; context
 // errors and a closed Client are returned as themselves, and a key of
 // another type is reported as such.
-func (o *Object) OpErr(op string, err error) error {
+func (o *Object) OpErr(op interlock.Op, err error) error {
 	var wrapped *interlock.Error
 	switch {
 	case err == nil:
@@ -150,7 +160,7 @@ func (o *Object) OpErr(op string, err error) error {
 		return err
 	}
 	if re, ok := rueidis.IsRedisErr(err); ok && strings.HasPrefix(re.Error(), "WRONGTYPE") {
-		err = fmt.Errorf("%w: a key of %s holds another type of data (%v)", interlock.ErrInvalid, o.given, re)
+		err = fmt.Errorf("%w: a key of %s holds another type of data (%w)", interlock.ErrInvalid, o.given, re)
 	}
 	return &interlock.Error{Kind: o.kind, Op: op, Name: o.given, Err: err}
 }

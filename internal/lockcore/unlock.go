@@ -29,7 +29,7 @@ const (
 // Unlock releases one hold of the calling owner, as interlock.Locker says.
 // The Observer, if any, hears of it once it ended.
 func (l *Common) Unlock(ctx context.Context) error {
-	owner, holder, err := l.owner(ctx)
+	owner, holder, err := l.owner(ctx, interlock.OpRelease)
 	if err != nil {
 		return err
 	}
@@ -74,13 +74,13 @@ func (l *Common) unlock(ctx context.Context, owner, holder string) (outcome rene
 	if !held {
 		lost = l.rt.Renewal.LostCause(l.name, holder)
 	}
-	lostErr := func() error { return l.opErr("unlock", fmt.Errorf("%w: %w", interlock.ErrNotHeld, lost)) }
+	lostErr := func() error { return l.opErr(interlock.OpRelease, fmt.Errorf("%w: %w", interlock.ErrNotHeld, lost)) }
 	pub, err := l.rt.PublishCommand(ctx)
 	switch {
 	case err != nil && lost != nil:
 		return renewal.NotHeld, 0, false, lostErr()
 	case err != nil:
-		return renewal.Unknown, 0, false, l.opErr("unlock", err)
+		return renewal.Unknown, 0, false, l.opErr(interlock.OpRelease, err)
 	}
 	v := &vals{owner: owner, holder: holder, lease: lease, publish: pub,
 		latch: keys.UnlockLatch(l.name, keys.RequestID())}
@@ -113,9 +113,9 @@ func (l *Common) unlock(ctx context.Context, owner, holder string) (outcome rene
 		return outcome, sends, false, lostErr()
 	case rueidis.IsRedisNil(err):
 		outcome = renewal.NotHeld
-		return outcome, sends, false, l.opErr("unlock", interlock.ErrNotHeld)
+		return outcome, sends, false, l.opErr(interlock.OpRelease, interlock.ErrNotHeld)
 	case err != nil:
-		return renewal.Unknown, sends, false, l.opErr("unlock", err)
+		return renewal.Unknown, sends, false, l.opErr(interlock.OpRelease, err)
 	case n == 1:
 		outcome = renewal.Released
 	default:
@@ -125,7 +125,7 @@ func (l *Common) unlock(ctx context.Context, owner, holder string) (outcome rene
 	if n == 1 && l.kind.Upgrade != nil && l.holds(owner) > 0 && (err == nil || errors.Is(err, interlock.ErrReplication)) {
 		l.rt.WakeAll(ctx, l.channel) // a downgrade: readers may enter, and nothing was published
 	}
-	return outcome, sends, false, l.opErrIf("unlock", err)
+	return outcome, sends, false, l.opErrIf(interlock.OpRelease, err)
 }
 
 // resend sends the unlock until a reply comes back: a connection error
@@ -222,13 +222,13 @@ func (l *Common) transfer(ctx context.Context, v *vals, o *runtime.Offer) (outco
 	l.rt.DeleteLater(v.latch)
 	if !Answered(res) {
 		g.Unknown = true
-		return renewal.Unknown, sends, false, l.opErr("unlock", res.Error())
+		return renewal.Unknown, sends, false, l.opErr(interlock.OpRelease, res.Error())
 	}
 	if reply, err := res.AsIntSlice(); err == nil {
 		if len(reply) != 2 || reply[0] != 2 || reply[1] < 0 {
 			// Not this script's answer: whatever ran, take it back.
 			g.Unknown = true
-			return renewal.Unknown, sends, false, l.opErr("unlock", fmt.Errorf("transfer script answered %v", reply))
+			return renewal.Unknown, sends, false, l.opErr(interlock.OpRelease, fmt.Errorf("transfer script answered %v", reply))
 		}
 		g.Passed, g.Token = true, uint64(reply[1])
 		return renewal.Released, sends, true, nil
@@ -239,10 +239,10 @@ func (l *Common) transfer(ctx context.Context, v *vals, o *runtime.Offer) (outco
 	}
 	switch {
 	case rueidis.IsRedisNil(err):
-		return renewal.NotHeld, sends, false, l.opErr("unlock", interlock.ErrNotHeld)
+		return renewal.NotHeld, sends, false, l.opErr(interlock.OpRelease, interlock.ErrNotHeld)
 	case err != nil:
 		g.Unknown = true
-		return renewal.Unknown, sends, false, l.opErr("unlock", err)
+		return renewal.Unknown, sends, false, l.opErr(interlock.OpRelease, err)
 	}
 	keep = true
 	switch n {

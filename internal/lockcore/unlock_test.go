@@ -64,7 +64,7 @@ func TestUnlockResendsUntilAReply(t *testing.T) {
 			ctx := testCtx(t)
 			name := lockName(t)
 			l := New(c, &testKind, name)
-			_, holder, err := l.owner(ctx)
+			_, holder, err := l.owner(ctx, interlock.OpAcquire)
 			require.NoError(t, err)
 			require.NoError(t, l.Lock(ctx))
 			require.NoError(t, l.Lock(ctx))
@@ -149,7 +149,7 @@ func TestUnlockResendStopsWithContext(t *testing.T) {
 	require.ErrorIs(t, err, io.ErrUnexpectedEOF)
 	var e *interlock.Error
 	require.ErrorAs(t, err, &e)
-	assert.Equal(t, "unlock", e.Op)
+	assert.Equal(t, interlock.OpRelease, e.Op)
 	assert.Less(t, took, budget+pauseSlack, "the unlock outlived its context")
 	sends := tp.sent(script.Unlock())
 	assert.GreaterOrEqual(t, len(sends), 2) // at 0, 50, 150, 350 and 750ms

@@ -299,7 +299,7 @@ func (s *suite) guardNotHeld(t *testing.T) {
 		var e *interlock.Error
 		if assert.ErrorAs(t, cause, &e) {
 			assert.Equal(t, s.Name, e.Kind)
-			assert.Equal(t, "guard", e.Op)
+			assert.Equal(t, interlock.OpGuard, e.Op)
 			assert.Equal(t, name, e.Name)
 		}
 	}
@@ -369,7 +369,7 @@ func (s *suite) remaining(t *testing.T) {
 }
 
 // notHeldError: Unlock by an owner that holds nothing returns an
-// *interlock.Error of the kind, op "unlock", wrapping ErrNotHeld.
+// *interlock.Error of the kind, op release, wrapping ErrNotHeld.
 func (s *suite) notHeldError(t *testing.T) {
 	c, _ := s.newClient(t)
 	ctx := testCtx(t)
@@ -381,10 +381,10 @@ func (s *suite) notHeldError(t *testing.T) {
 		var e *interlock.Error
 		require.ErrorAs(t, err, &e)
 		assert.Equal(t, s.Name, e.Kind)
-		assert.Equal(t, "unlock", e.Op)
+		assert.Equal(t, interlock.OpRelease, e.Op)
 		assert.Equal(t, name, e.Name)
 		assert.True(t, errors.Is(e.Err, interlock.ErrNotHeld))
-		assert.Equal(t, s.Name+": unlock "+name+": interlock: lock not held by this owner", err.Error())
+		assert.Equal(t, string(s.Name)+": release "+name+": interlock: lock not held by this owner", err.Error())
 	}
 	check(m.Unlock(ctx)) // never held
 	o := other(ctx)

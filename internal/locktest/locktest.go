@@ -27,8 +27,8 @@ import (
 // Kind says how to build a lock of one kind, and names the few ways it
 // differs from the others.
 type Kind struct {
-	// Name is the kind's error prefix, *interlock.Error's Kind ("rlock").
-	Name string
+	// Name is the kind in its errors and events (interlock.KindRLock).
+	Name interlock.Kind
 	// Prefix starts the name of every lock the suite takes ("rlock-test:").
 	Prefix string
 	// Addr is the redis-server the suite runs on, or a node of the
