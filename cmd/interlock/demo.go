@@ -189,7 +189,7 @@ func (d *demo) fencedNames(scene string) (lock, ledger, fence string) {
 	lock = d.prefix + ":" + scene + ":" + demoOrder
 	ledger = "{" + d.prefix + ":" + scene + ":ledger}"
 	fence = ledger + ":fence"
-	d.keys = append(d.keys, lock, ledger, fence, keys.Prefix(prefixFenceToken, lock))
+	d.keys = append(d.keys, lock, ledger, fence, keys.Prefix(keys.FenceTokenPrefix, lock))
 	d.chart.begin(d.n, lock)
 	return lock, ledger, fence
 }

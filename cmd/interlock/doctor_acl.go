@@ -104,7 +104,7 @@ func aclGroups(name string, cluster, sharded bool) []aclGroup {
 		p("GET", latch), p("SET", latch, "1", "PX", "1000"), p("DEL", latch),
 	}, pubsub(lockChan))
 
-	queue, deadlines := keys.Prefix(prefixFairQueue, name), keys.Prefix(prefixFairTimeouts, name)
+	queue, deadlines := keys.Prefix(keys.FairQueuePrefix, name), keys.Prefix(keys.FairTimeoutPrefix, name)
 	fair := join(script(name, queue, deadlines, lockChan, latch), []aclProbe{
 		p("LINDEX", queue, "0"), p("LPOP", queue), p("LRANGE", queue, "0", "-1"),
 		p("LREM", queue, "0", aclOwner), p("RPUSH", queue, aclOwner),
@@ -112,15 +112,15 @@ func aclGroups(name string, cluster, sharded bool) []aclGroup {
 		p("ZRANGE", deadlines, "0", "-1"), p("ZREM", deadlines, aclOwner), p("ZSCORE", deadlines, aclOwner),
 	}, pubsub(lockChan+":"+aclOwner))
 
-	rwChan := keys.Prefix("redisson_rwlock", name)
-	readTimeouts := keys.Suffix(name, aclOwner+":"+suffixReadTimeout)
+	rwChan := keys.Prefix(keys.ReadWriteChannelPrefix, name)
+	readTimeouts := keys.Suffix(name, aclOwner+":"+keys.ReadTimeoutSuffix)
 	keyPrefix := strings.TrimSuffix(keys.Suffix(name, "x"), ":x")
 	readWrite := join(script(name, rwChan, readTimeouts, keyPrefix, latch), []aclProbe{
 		p("HDEL", name, aclOwner), p("HKEYS", name), p("HLEN", name),
 		p("SET", readTimeouts+":1", "1", "PX", "1000"),
 	}, pubsub(rwChan))
 
-	token := keys.Prefix(prefixFenceToken, name)
+	token := keys.Prefix(keys.FenceTokenPrefix, name)
 	fenced := join(script(name, token), []aclProbe{p("INCR", token)})
 
 	semChan, receipt := keys.SemaphoreChannel(name), keys.Receipt(name, aclRequestID)
@@ -129,7 +129,7 @@ func aclGroups(name string, cluster, sharded bool) []aclGroup {
 		p("SET", receipt, "1", "PX", "30000"), p("DEL", receipt),
 	}, pubsub(semChan))
 
-	permits := keys.Suffix(name, suffixPermits)
+	permits := keys.Suffix(name, keys.PermitsSuffix)
 	expirable := join(script(name, semChan, permits, receipt), []aclProbe{
 		p("INCRBY", name, "1"), p("DECRBY", name, "1"), p("TYPE", name),
 		p("ZADD", permits, "1", aclRequestID), p("ZCOUNT", permits, "-inf", "+inf"),

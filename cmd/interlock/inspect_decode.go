@@ -208,7 +208,7 @@ func decodeAs(f *facts, hint string) lockReport {
 	r.Notes = append(r.Notes, mixedKinds(f, r.Kind)...)
 	if f.permitsType == "zset" {
 		r.Notes = append(r.Notes, "Redis also holds acquired permits of an expirable semaphore under this name ("+
-			keys.Suffix(f.name, suffixPermits)+")")
+			keys.Suffix(f.name, keys.PermitsSuffix)+")")
 	}
 	if hint != "" {
 		r.Notes = append(r.Notes, fmt.Sprintf("--kind %s does not apply: this is no semaphore or latch", hint))
@@ -336,8 +336,8 @@ func decodeReadWrite(f *facts, r *lockReport) []string {
 // decodeQueue fills in a fair lock's queue and returns notes on it.
 func decodeQueue(f *facts, r *lockReport) []string {
 	var notes []string
-	queueKey := keys.Prefix(prefixFairQueue, f.name)
-	timesKey := keys.Prefix(prefixFairTimeouts, f.name)
+	queueKey := keys.Prefix(keys.FairQueuePrefix, f.name)
+	timesKey := keys.Prefix(keys.FairTimeoutPrefix, f.name)
 	if f.queueType != "none" && f.queueType != "list" {
 		notes = append(notes, fmt.Sprintf("%s is a %s, not a list", queueKey, f.queueType))
 	}
@@ -393,7 +393,7 @@ func decodeToken(f *facts, r *lockReport) []string {
 		}
 		return nil
 	}
-	return []string{fmt.Sprintf("%s is a %s, not a string", keys.Prefix(prefixFenceToken, f.name), f.tokenType)}
+	return []string{fmt.Sprintf("%s is a %s, not a string", keys.Prefix(keys.FenceTokenPrefix, f.name), f.tokenType)}
 }
 
 // mixedKinds notes keys of other lock kinds than the one detected under

@@ -69,9 +69,9 @@ func TestInspectJavaWrittenLocks(t *testing.T) {
 	_, rc := newLockClient(t)
 	base := lockName(t)
 	fair, stale, rw, w, fence, str := base+":fair", base+":stale", base+":rw", base+":w", base+":fenced", base+":string"
-	queue, times := keys.Prefix(prefixFairQueue, fair), keys.Prefix(prefixFairTimeouts, fair)
-	staleQueue, staleTimes := keys.Prefix(prefixFairQueue, stale), keys.Prefix(prefixFairTimeouts, stale)
-	token := keys.Prefix(prefixFenceToken, fence)
+	queue, times := keys.Prefix(keys.FairQueuePrefix, fair), keys.Prefix(keys.FairTimeoutPrefix, fair)
+	staleQueue, staleTimes := keys.Prefix(keys.FairQueuePrefix, stale), keys.Prefix(keys.FairTimeoutPrefix, stale)
+	token := keys.Prefix(keys.FenceTokenPrefix, fence)
 	a1, a1k1, a1k2 := javaA+":1", readTimeoutKey(rw, javaA+":1", 1), readTimeoutKey(rw, javaA+":1", 2)
 	b3k1 := readTimeoutKey(w, javaB+":3", 1)
 	now := time.Now().UnixMilli()
@@ -189,7 +189,7 @@ func TestInspectFairQueue(t *testing.T) {
 	m := fairlock.New(c, lock, fairlock.WithWaitTimeout(grace))
 	ctx := interlock.WithOwner(t.Context(), 1)
 	require.NoError(t, m.Lock(ctx))
-	queue := keys.Prefix(prefixFairQueue, lock)
+	queue := keys.Prefix(keys.FairQueuePrefix, lock)
 
 	wctx, cancel := context.WithCancel(t.Context())
 	waited := make(chan error, 2)

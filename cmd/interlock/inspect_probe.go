@@ -14,20 +14,6 @@ import (
 	"github.com/interlock-go/interlock/internal/keys"
 )
 
-// Redisson's keys beside the lock key, named with keys.Prefix and
-// keys.Suffix.
-const (
-	prefixFairQueue    = "redisson_lock_queue"
-	prefixFairTimeouts = "redisson_lock_timeout"
-	prefixFenceToken   = "redisson_lock_token"
-	// suffixReadTimeout follows "<owner>:" in a read hold's timeout key,
-	// keys.Suffix(name, "<owner>:rwlock_timeout:<k>").
-	suffixReadTimeout = "rwlock_timeout"
-	// suffixPermits names an expirable semaphore's sorted set of acquired
-	// permits, keys.Suffix(name, "timeout").
-	suffixPermits = "timeout"
-)
-
 // Bounds on what inspect reads of one lock, so that a huge or corrupt
 // lock costs a bounded amount; what is left out is said in a note.
 const (
@@ -86,10 +72,10 @@ type facts struct {
 // meanwhile can show, say, the TTL of a key that has just vanished; decode
 // copes with that.
 func probe(ctx context.Context, rc rueidis.Client, name string) (*facts, error) {
-	queueKey := keys.Prefix(prefixFairQueue, name)
-	timesKey := keys.Prefix(prefixFairTimeouts, name)
-	tokenKey := keys.Prefix(prefixFenceToken, name)
-	permitsKey := keys.Suffix(name, suffixPermits)
+	queueKey := keys.Prefix(keys.FairQueuePrefix, name)
+	timesKey := keys.Prefix(keys.FairTimeoutPrefix, name)
+	tokenKey := keys.Prefix(keys.FenceTokenPrefix, name)
+	permitsKey := keys.Suffix(name, keys.PermitsSuffix)
 	b := rc.B()
 	res := rc.DoMulti(ctx,
 		b.Type().Key(name).Build(),
@@ -295,7 +281,7 @@ func holdKeys(f *facts) []readerKeys {
 // readTimeoutKey is the timeout key of hold k of reader owner:
 // {name}:<owner>:rwlock_timeout:<k>.
 func readTimeoutKey(name, owner string, k int64) string {
-	return keys.Suffix(name, owner+":"+suffixReadTimeout+":"+strconv.FormatInt(k, 10))
+	return keys.Suffix(name, owner+":"+keys.ReadTimeoutSuffix+":"+strconv.FormatInt(k, 10))
 }
 
 // uniq returns s without repeated elements, in order of first appearance.

@@ -115,7 +115,7 @@ func decodeSync(f *facts, kind, hint string) lockReport {
 		count := n
 		r.Permits, r.Count = &n, &count
 	}
-	permitsKey := keys.Suffix(f.name, suffixPermits)
+	permitsKey := keys.Suffix(f.name, keys.PermitsSuffix)
 	switch {
 	case kind == kindExpirable:
 		r.Notes = append(r.Notes, decodePermits(f, &r)...)

@@ -3,19 +3,8 @@ package main
 import (
 	"strconv"
 	"strings"
-)
 
-// Key and channel names that ls recognises by name alone, besides the
-// ones inspect_probe.go names.
-const (
-	prefixUnlockLatch = "redisson_unlock_latch" // keys.UnlockLatch
-	prefixReceipt     = "interlock_receipt"     // keys.Receipt
-	prefixLockChannel = "redisson_lock__channel"
-	prefixRWChannel   = "redisson_rwlock"
-	prefixSemChannel  = "redisson_sc"
-	// latchChannelPrefix is keys.LatchChannel's text before the name,
-	// which it always wraps in braces.
-	latchChannelPrefix = "redisson_countdownlatch__channel__{"
+	"github.com/interlock-go/interlock/internal/keys"
 )
 
 // unwrapName inverts keys.Prefix and keys.Suffix: given what they put
@@ -100,11 +89,11 @@ func cutOwner(s string) (before, owner string, ok bool) {
 // readTimeoutName parses a read hold's timeout key, keys.Suffix(N,
 // "<owner>:rwlock_timeout:<k>") (readTimeoutKey), into N, the owner and k.
 func readTimeoutName(key string) (name, owner string, k int64, braced, ok bool) {
-	i := strings.LastIndex(key, ":"+suffixReadTimeout+":")
+	i := strings.LastIndex(key, ":"+keys.ReadTimeoutSuffix+":")
 	if i < 0 {
 		return "", "", 0, false, false
 	}
-	k, err := strconv.ParseInt(key[i+len(suffixReadTimeout)+2:], 10, 64)
+	k, err := strconv.ParseInt(key[i+len(keys.ReadTimeoutSuffix)+2:], 10, 64)
 	if err != nil || k < 1 {
 		return "", "", 0, false, false
 	}
@@ -127,7 +116,7 @@ const (
 // channelName returns the name of the object whose channel ch is, and the
 // family of the channel.
 func channelName(ch string) (name string, family int, braced, ok bool) {
-	if rest, found := strings.CutPrefix(ch, latchChannelPrefix); found {
+	if rest, found := strings.CutPrefix(ch, keys.LatchChannelPrefix+"{"); found {
 		if name, found = strings.CutSuffix(rest, "}"); found && name != "" {
 			return name, chanLatch, false, true
 		}
@@ -136,7 +125,7 @@ func channelName(ch string) (name string, family int, braced, ok bool) {
 	for _, c := range []struct {
 		prefix string
 		family int
-	}{{prefixLockChannel, chanLock}, {prefixRWChannel, chanReadWrite}, {prefixSemChannel, chanSemaphore}} {
+	}{{keys.LockChannelPrefix, chanLock}, {keys.ReadWriteChannelPrefix, chanReadWrite}, {keys.SemaphoreChannelPrefix, chanSemaphore}} {
 		rest, found := strings.CutPrefix(ch, c.prefix+":")
 		if !found {
 			continue

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/redis/rueidis"
+
+	"github.com/interlock-go/interlock/internal/keys"
 )
 
 // Bounds on what ls reads of one key while it looks for synchronizers.
@@ -166,10 +168,10 @@ func (s *lsScan) classify(ctx context.Context, n rueidis.Client, batch []string)
 	var typed []string
 	for _, k := range batch {
 		switch {
-		case strings.HasPrefix(k, prefixUnlockLatch+":"):
+		case strings.HasPrefix(k, keys.UnlockLatchPrefix+":"):
 			s.latches++
 			continue
-		case strings.HasPrefix(k, prefixReceipt+":"):
+		case strings.HasPrefix(k, keys.ReceiptPrefix+":"):
 			s.receipts++
 			continue
 		}
@@ -252,7 +254,7 @@ func (s *lsScan) classify(ctx context.Context, n rueidis.Client, batch []string)
 	}
 	for _, k := range zsets {
 		if members, err := res[0].AsStrSlice(); err == nil && permitShaped(members) {
-			name, braced, _ := unsuffixName(k, suffixPermits)
+			name, braced, _ := unsuffixName(k, keys.PermitsSuffix)
 			s.add(name, braced)
 		}
 		res = res[1:]
@@ -282,7 +284,7 @@ func (s *lsScan) classify(ctx context.Context, n rueidis.Client, batch []string)
 // derivedName returns the name of a fair lock's queue or deadlines, or of
 // a fenced lock's token counter.
 func (s *lsScan) derivedName(key string) (name string, braced, ok bool) {
-	for _, prefix := range []string{prefixFairQueue, prefixFairTimeouts, prefixFenceToken} {
+	for _, prefix := range []string{keys.FairQueuePrefix, keys.FairTimeoutPrefix, keys.FenceTokenPrefix} {
 		if name, braced, ok = unprefixName(key, prefix); ok {
 			return name, braced, true
 		}
@@ -294,7 +296,7 @@ func (s *lsScan) derivedName(key string) (name string, braced, ok bool) {
 // set of acquired permits key would be, when that name matches PATTERN;
 // else "".
 func (s *lsScan) permitsName(key string) string {
-	name, _, ok := unsuffixName(key, suffixPermits)
+	name, _, ok := unsuffixName(key, keys.PermitsSuffix)
 	if !ok || !globMatch(s.pattern, name) {
 		return ""
 	}

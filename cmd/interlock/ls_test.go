@@ -95,7 +95,7 @@ func TestLsListsEveryKind(t *testing.T) {
 	require.NoError(t, fm.Lock(ctx))
 	t.Cleanup(func() {
 		_ = fm.Unlock(bg)
-		rc.Do(bg, rc.B().Del().Key(keys.Prefix(prefixFenceToken, n("fenced"))).Build())
+		rc.Do(bg, rc.B().Del().Key(keys.Prefix(keys.FenceTokenPrefix, n("fenced"))).Build())
 	})
 	sp := spin.New(c, n("spin"))
 	require.NoError(t, sp.Lock(ctx))
@@ -120,7 +120,7 @@ func TestLsListsEveryKind(t *testing.T) {
 	t.Cleanup(func() { _, _ = lat.Delete(bg) })
 	background(t, func(ctx context.Context) { _ = lat.Await(ctx) })
 	require.Eventually(t, func() bool {
-		l, err := rc.Do(ctx, rc.B().Llen().Key(keys.Prefix(prefixFairQueue, n("fair"))).Build()).AsInt64()
+		l, err := rc.Do(ctx, rc.B().Llen().Key(keys.Prefix(keys.FairQueuePrefix, n("fair"))).Build()).AsInt64()
 		return err == nil && l == 1
 	}, 10*time.Second, 10*time.Millisecond)
 	waitSubscribed(t, rc, keys.LockChannel(n("fair"))+":"+c.ID()+":8") // the fair waiter's own channel
@@ -134,25 +134,25 @@ func TestLsListsEveryKind(t *testing.T) {
 	const permitID = "0123456789abcdef" // 16 bytes
 	redisDo(t, rc, []string{
 		"HSET " + n("zombie") + " " + a1 + " 1", // no TTL
-		"RPUSH " + keys.Prefix(prefixFairQueue, n("stale")) + " " + javaB + ":5",
-		"ZADD " + keys.Prefix(prefixFairTimeouts, n("stale")) + " " + ms(now-1500) + " " + javaB + ":5",
+		"RPUSH " + keys.Prefix(keys.FairQueuePrefix, n("stale")) + " " + javaB + ":5",
+		"ZADD " + keys.Prefix(keys.FairTimeoutPrefix, n("stale")) + " " + ms(now-1500) + " " + javaB + ":5",
 		"SET " + readTimeoutKey(n("orphan"), a1, 1) + " 1 PX 60000", // its hash is gone
 		"HSET " + n("rw2") + " mode read " + a1 + " 1", "PEXPIRE " + n("rw2") + " 60000",
 		"SET " + readTimeoutKey(n("rw2"), a1, 1) + " 1 PX 60000",
 		"SET " + readTimeoutKey(n("rw2"), a1, 2) + " 1 PX 60000", // a second hold the hash does not count
 		"HSET " + n("deadreader") + " mode read " + javaB + ":7 1", "PEXPIRE " + n("deadreader") + " 60000",
-		"SET " + n("leak") + " 1", "ZADD " + keys.Suffix(n("leak"), suffixPermits) + " " + ms(now-5000) + " " + permitID,
+		"SET " + n("leak") + " 1", "ZADD " + keys.Suffix(n("leak"), keys.PermitsSuffix) + " " + ms(now-5000) + " " + permitID,
 		// No synchronizers.
 		"HSET " + n("apphash") + " field value",
 		"HSET " + n("nearly") + " user:1 3",
 		"SET " + n("counter") + " 5",
-		"ZADD " + keys.Suffix(n("zset"), suffixPermits) + " 1 short",
+		"ZADD " + keys.Suffix(n("zset"), keys.PermitsSuffix) + " 1 short",
 		"SET " + keys.UnlockLatch(n("rlock"), keys.RequestID()) + " 1 PX 60000",
 		"SET " + keys.Receipt(n("pes"), keys.RequestID()) + " 1 PX 60000",
-	}, n("zombie"), keys.Prefix(prefixFairQueue, n("stale")), keys.Prefix(prefixFairTimeouts, n("stale")),
+	}, n("zombie"), keys.Prefix(keys.FairQueuePrefix, n("stale")), keys.Prefix(keys.FairTimeoutPrefix, n("stale")),
 		readTimeoutKey(n("orphan"), a1, 1), n("rw2"), readTimeoutKey(n("rw2"), a1, 1), readTimeoutKey(n("rw2"), a1, 2),
-		n("deadreader"), n("leak"), keys.Suffix(n("leak"), suffixPermits), n("apphash"), n("nearly"), n("counter"),
-		keys.Suffix(n("zset"), suffixPermits))
+		n("deadreader"), n("leak"), keys.Suffix(n("leak"), keys.PermitsSuffix), n("apphash"), n("nearly"), n("counter"),
+		keys.Suffix(n("zset"), keys.PermitsSuffix))
 
 	l, got := lsJSON(t, "--redis", redisURL(), base+"*")
 	want := map[string]struct {
@@ -321,10 +321,10 @@ func TestLsNames(t *testing.T) {
 	t.Parallel()
 	const owner = javaA + ":12"
 	for _, name := range []string{"orders:42", "{order}:42", "a{b}c", "x", "{x}y"} {
-		got, _, ok := unprefixName(keys.Prefix(prefixFairQueue, name), prefixFairQueue)
+		got, _, ok := unprefixName(keys.Prefix(keys.FairQueuePrefix, name), keys.FairQueuePrefix)
 		assert.True(t, ok, name)
 		assert.Equal(t, name, got)
-		got, _, ok = unsuffixName(keys.Suffix(name, suffixPermits), suffixPermits)
+		got, _, ok = unsuffixName(keys.Suffix(name, keys.PermitsSuffix), keys.PermitsSuffix)
 		assert.True(t, ok, name)
 		assert.Equal(t, name, got)
 		got, o, k, _, ok := readTimeoutName(readTimeoutKey(name, owner, 3))
@@ -332,7 +332,7 @@ func TestLsNames(t *testing.T) {
 		assert.Equal(t, []any{name, owner, int64(3)}, []any{got, o, k})
 		for ch, family := range map[string]int{
 			keys.LockChannel(name): chanLock, keys.LockChannel(name) + ":" + owner: chanLock,
-			keys.Prefix(prefixRWChannel, name): chanReadWrite, keys.SemaphoreChannel(name): chanSemaphore,
+			keys.Prefix(keys.ReadWriteChannelPrefix, name): chanReadWrite, keys.SemaphoreChannel(name): chanSemaphore,
 			keys.LatchChannel(name): chanLatch,
 		} {
 			got, f, _, ok := channelName(ch)
@@ -343,7 +343,7 @@ func TestLsNames(t *testing.T) {
 	_, braced, _ := unwrapName("{x}")
 	assert.True(t, braced, `"{x}" is also what the name "{x}" gives`)
 	for _, bad := range []string{"plain", "redisson_lock_queue:plain"} {
-		_, _, ok := unprefixName(bad, prefixFairQueue)
+		_, _, ok := unprefixName(bad, keys.FairQueuePrefix)
 		assert.False(t, ok, bad)
 	}
 	_, _, _, _, ok := readTimeoutName("{x}:user:1:rwlock_timeout:1")

@@ -60,7 +60,7 @@ func TestRunEveryKind(t *testing.T) {
 			_, rc := newLockClient(t)
 			assert.False(t, exists(t, rc, lock), "run unlocks when CMD exits")
 			if tc.kind == kindFenced {
-				rc.Do(t.Context(), rc.B().Del().Key(keys.Prefix(prefixFenceToken, lock)).Build())
+				rc.Do(t.Context(), rc.B().Del().Key(keys.Prefix(keys.FenceTokenPrefix, lock)).Build())
 			}
 		})
 	}
@@ -71,7 +71,7 @@ func TestRunFencedExportsToken(t *testing.T) {
 	t.Parallel()
 	lock := lockName(t)
 	_, rc := newLockClient(t)
-	t.Cleanup(func() { rc.Do(t.Context(), rc.B().Del().Key(keys.Prefix(prefixFenceToken, lock)).Build()) })
+	t.Cleanup(func() { rc.Do(t.Context(), rc.B().Del().Key(keys.Prefix(keys.FenceTokenPrefix, lock)).Build()) })
 	var tokens []uint64
 	for range 2 {
 		res := runBinary(t, "", "run", "--redis", redisURL(), "--kind", "fenced", "--lease", "10s", lock, "--",
@@ -130,7 +130,7 @@ func TestRunFairServesWaitersInOrder(t *testing.T) {
 	m := fairlock.New(c, lock)
 	ctx := interlock.WithOwner(t.Context(), 1)
 	require.NoError(t, m.Lock(ctx))
-	queue := keys.Prefix(prefixFairQueue, lock)
+	queue := keys.Prefix(keys.FairQueuePrefix, lock)
 	served := filepath.Join(t.TempDir(), "served")
 
 	var waiters []*runningCmd
@@ -184,8 +184,8 @@ func TestRunFairBusyLeavesQueue(t *testing.T) {
 
 	res := runBinary(t, "", "run", "--redis", redisURL(), "--kind", "fair", "--wait", "200ms", lock, "--", "true")
 	assert.Equal(t, exitBusy, res.code, res.stderr)
-	assert.False(t, exists(t, rc, keys.Prefix(prefixFairQueue, lock)), "the waiter left the queue")
-	assert.False(t, exists(t, rc, keys.Prefix(prefixFairTimeouts, lock)))
+	assert.False(t, exists(t, rc, keys.Prefix(keys.FairQueuePrefix, lock)), "the waiter left the queue")
+	assert.False(t, exists(t, rc, keys.Prefix(keys.FairTimeoutPrefix, lock)))
 }
 
 // Losing a read lock terminates CMD, as for the other kinds.

@@ -52,7 +52,7 @@ func TestRunMultiHoldsEveryLock(t *testing.T) {
 			if tc.kind == kindFenced {
 				t.Cleanup(func() {
 					for _, n := range names {
-						rc.Do(t.Context(), rc.B().Del().Key(keys.Prefix(prefixFenceToken, n)).Build())
+						rc.Do(t.Context(), rc.B().Del().Key(keys.Prefix(keys.FenceTokenPrefix, n)).Build())
 					}
 				})
 			}

@@ -24,7 +24,7 @@ import (
 )
 
 // permitsKey is an expirable semaphore's sorted set of acquired permits.
-func permitsKey(name string) string { return keys.Suffix(name, suffixPermits) }
+func permitsKey(name string) string { return keys.Suffix(name, keys.PermitsSuffix) }
 
 // cleanupKeys deletes keys when the test ends.
 func cleanupKeys(t *testing.T, rc rueidis.Client, keys ...string) {

@@ -77,7 +77,7 @@ func TestUnlockEveryKind(t *testing.T) {
 		m := fairlock.New(c, lock)
 		holder := interlock.WithOwner(t.Context(), 1)
 		require.NoError(t, m.Lock(holder))
-		queue := keys.Prefix(prefixFairQueue, lock)
+		queue := keys.Prefix(keys.FairQueuePrefix, lock)
 		waiter := interlock.WithOwner(t.Context(), 2)
 		acquired := make(chan error, 1)
 		go func() { acquired <- m.Lock(waiter) }()
@@ -179,7 +179,7 @@ func TestUnlockRefusesOtherKinds(t *testing.T) {
 	_, rc := newLockClient(t)
 	base := lockName(t)
 	fair, rw, str := base+":fair", base+":rw", base+":str"
-	queue := keys.Prefix(prefixFairQueue, fair)
+	queue := keys.Prefix(keys.FairQueuePrefix, fair)
 	redisDo(t, rc, []string{
 		"HSET " + fair + " u:1 1", "RPUSH " + queue + " u:2",
 		"HSET " + rw + " mode read u:1 1",
