@@ -9,6 +9,8 @@ import (
 	"os/exec"
 	"syscall"
 	"time"
+
+	"github.com/interlock-go/interlock/cmd/interlock/internal/exit"
 )
 
 // envLock names the variable that tells CMD which lock it runs under.
@@ -34,11 +36,11 @@ func startChild(io stdio, cfg *runConfig, env []string) (*child, error) {
 	ownGroup := !inTerminalForeground()
 	cmd.SysProcAttr = childAttr(ownGroup)
 	if err := cmd.Start(); err != nil {
-		code := exitCannotExec
+		code := exit.CannotExec
 		if errors.Is(err, exec.ErrNotFound) || errors.Is(err, fs.ErrNotExist) {
-			code = exitNotFound
+			code = exit.NotFound
 		}
-		return nil, failf(code, "cannot run %s: %w", cfg.argv[0], err)
+		return nil, exit.Errorf(code, "cannot run %s: %w", cfg.argv[0], err)
 	}
 	c := &child{cmd: cmd, ownGroup: ownGroup, done: make(chan struct{})}
 	go func() {
@@ -73,19 +75,19 @@ func (c *child) forward(sig os.Signal) {
 // death by signal N, as shells report it.
 func (c *child) status() error {
 	if c.err != nil && c.cmd.ProcessState == nil {
-		return failf(exitFailure, "waiting for %s: %w", c.cmd.Path, c.err)
+		return exit.Errorf(exit.Failure, "waiting for %s: %w", c.cmd.Path, c.err)
 	}
 	ps := c.cmd.ProcessState
 	if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-		return exitStatus(exitSignalBase + int(ws.Signal()))
+		return exit.Status(exit.SignalBase + int(ws.Signal()))
 	}
-	return exitStatus(ps.ExitCode())
+	return exit.Status(ps.ExitCode())
 }
 
 // supervise runs CMD under the lock: it passes signals from sigs on to
 // CMD, and if the lock is lost it terminates CMD (SIGTERM, then SIGKILL
 // after cfg.grace). It returns once CMD exited, with CMD's status, or
-// with lost set and exitLost when the lock was lost.
+// with lost set and exit.Lost when the lock was lost.
 func supervise(ctx context.Context, io stdio, l locker, cfg *runConfig, sigs <-chan os.Signal) (lost bool, status error) {
 	guard := l.guard(ctx)
 	c, err := startChild(io, cfg, l.env())
@@ -117,7 +119,7 @@ func supervise(ctx context.Context, io stdio, l locker, cfg *runConfig, sigs <-c
 			if c.ownGroup {
 				c.signal(syscall.SIGKILL)
 			}
-			return true, failf(exitLost, "%s was lost while CMD ran; CMD was terminated (%v)", cfg.describeLock(), c.describeExit())
+			return true, exit.Errorf(exit.Lost, "%s was lost while CMD ran; CMD was terminated (%v)", cfg.describeLock(), c.describeExit())
 		}
 	}
 }

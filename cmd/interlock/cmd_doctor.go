@@ -13,6 +13,7 @@ import (
 
 	"github.com/redis/rueidis"
 
+	"github.com/interlock-go/interlock/cmd/interlock/internal/exit"
 	"github.com/interlock-go/interlock/internal/keys"
 )
 
@@ -56,13 +57,13 @@ func (s *severity) UnmarshalText(b []byte) error {
 func doctorExitCode(worst severity) int {
 	switch worst {
 	case sevOK, sevInfo:
-		return exitOK
+		return exit.OK
 	case sevWarn:
-		return exitFailure
+		return exit.Failure
 	case sevHazard:
-		return exitHazard
+		return exit.Hazard
 	}
-	return exitUnavailable
+	return exit.Unavailable
 }
 
 // doctorFinding is one thing doctor found. Its JSON form is part of
@@ -130,7 +131,7 @@ func doctorCmd(ctx context.Context, io stdio, args []string) error {
 	}
 	opt, err := redisOptions(redis.urls)
 	if err != nil {
-		return withCode(exitUsage, err)
+		return exit.WithCode(exit.Usage, err)
 	}
 	d := &doctor{opt: opt, name: *name, aclUser: *aclUser, waitReplicas: *waitReplicas}
 	rep, err := d.run(ctx)
@@ -145,9 +146,9 @@ func doctorCmd(ctx context.Context, io stdio, args []string) error {
 		err = writeDoctorText(io.out, rep)
 	}
 	if err != nil {
-		return withCode(exitFailure, err)
+		return exit.WithCode(exit.Failure, err)
 	}
-	return exitStatus(rep.ExitStatus)
+	return exit.Status(rep.ExitStatus)
 }
 
 // run finds the nodes, checks each and judges the whole. It fails only
@@ -165,7 +166,7 @@ func (d *doctor) run(ctx context.Context) (*doctorReport, error) {
 	}
 	if seed == nil {
 		first := tried[d.opt.InitAddress[0]]
-		return nil, failf(exitUnavailable, "cannot connect to Redis at %s: %w", strings.Join(d.opt.InitAddress, ","), first.connErr)
+		return nil, exit.Errorf(exit.Unavailable, "cannot connect to Redis at %s: %w", strings.Join(d.opt.InitAddress, ","), first.connErr)
 	}
 	rep := &doctorReport{Deployment: "standalone", Name: d.name}
 	switch {

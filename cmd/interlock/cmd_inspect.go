@@ -2,9 +2,11 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strings"
 
+	"github.com/interlock-go/interlock/cmd/interlock/internal/exit"
 	"github.com/interlock-go/interlock/internal/keys"
 )
 
@@ -41,7 +43,7 @@ func inspectCmd(ctx context.Context, io stdio, args []string) error {
 	for _, name := range names {
 		f, err := probe(ctx, c.rc, name)
 		if err != nil {
-			return failf(exitUnavailable, "inspect %q: %w", name, err)
+			return exit.Failed(fmt.Sprintf("inspect %q", name), err)
 		}
 		reports = append(reports, decodeAs(f, *hint))
 	}
@@ -50,5 +52,5 @@ func inspectCmd(ctx context.Context, io stdio, args []string) error {
 	} else {
 		err = writeTable(io.out, reports)
 	}
-	return withCode(exitFailure, err)
+	return exit.WithCode(exit.Failure, err)
 }

@@ -7,6 +7,7 @@ import (
 	"strconv"
 
 	"github.com/interlock-go/interlock"
+	"github.com/interlock-go/interlock/cmd/interlock/internal/exit"
 	"github.com/interlock-go/interlock/internal/keys"
 	"github.com/interlock-go/interlock/latch"
 )
@@ -69,22 +70,22 @@ func latchCmd(ctx context.Context, io stdio, args []string) error {
 	case "init":
 		ok, err := l.TrySetCount(ctx, count)
 		if err != nil {
-			return syncFailure("latch init", err)
+			return exit.Failed("latch init", err)
 		}
 		if !ok {
 			n, err := l.Count(ctx)
 			if errors.Is(err, interlock.ErrInvalid) {
-				return syncFailure("latch init", err) // a lock's hash, say
+				return exit.Failed("latch init", err) // a lock's hash, say
 			}
 			if err != nil {
-				return failf(exitFailure, "latch init: %q is already set; nothing changed", name)
+				return exit.Errorf(exit.Failure, "latch init: %q is already set; nothing changed", name)
 			}
-			return failf(exitFailure, "latch init: %q is already set (count %d); nothing changed", name, n)
+			return exit.Errorf(exit.Failure, "latch init: %q is already set (count %d); nothing changed", name, n)
 		}
 		fmt.Fprintf(io.out, "%s: count set to %d\n", name, count)
 		return nil
 	case "countdown":
-		return syncFailure("latch countdown", l.CountDown(ctx))
+		return exit.Failed("latch countdown", l.CountDown(ctx))
 	}
 	return awaitLatch(ctx, l, name, *wait)
 }
@@ -102,22 +103,22 @@ func awaitLatch(ctx context.Context, l *latch.Latch, name string, wait durationF
 	err := l.Await(wctx)
 	// Stop listening: from here on a signal ends interlock as usual.
 	if sig := interrupted(); sig != nil {
-		return failf(signalExit(sig), "%v while waiting for latch %q", sig, name)
+		return exit.Errorf(exit.Signal(sig), "%v while waiting for latch %q", sig, name)
 	}
 	if err == nil {
 		return nil
 	}
 	if !wait.set || !errors.Is(wctx.Err(), context.DeadlineExceeded) {
-		return syncFailure("latch await", err)
+		return exit.Failed("latch await", err)
 	}
 	// The last look, at the deadline: a latch opened just then, or
 	// deleted (which wakes nobody), counts as open.
 	n, err := l.Count(ctx)
 	switch {
 	case err != nil:
-		return syncFailure("latch await", err)
+		return exit.Failed("latch await", err)
 	case n > 0:
-		return failf(exitBusy, "latch %q is still closed after --wait %v: its count is %d", name, wait.d, n)
+		return exit.Errorf(exit.Busy, "latch %q is still closed after --wait %v: its count is %d", name, wait.d, n)
 	}
 	return nil
 }

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/redis/rueidis"
+
+	"github.com/interlock-go/interlock/cmd/interlock/internal/exit"
 )
 
 // Defaults of ls's flags.
@@ -144,12 +146,12 @@ func lsCmd(ctx context.Context, io stdio, args []string) error {
 	}
 	listing, err := s.run(ctx)
 	if err != nil {
-		return failf(exitUnavailable, "ls: %w", err)
+		return exit.Failed("ls", err)
 	}
 	if *asJSON {
-		return withCode(exitFailure, writeLsJSON(io.out, listing))
+		return exit.WithCode(exit.Failure, writeLsJSON(io.out, listing))
 	}
-	return withCode(exitFailure, writeLsTable(io.out, listing))
+	return exit.WithCode(exit.Failure, writeLsTable(io.out, listing))
 }
 
 // run scans, reads every candidate and returns the listing.

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/interlock-go/interlock"
+	"github.com/interlock-go/interlock/cmd/interlock/internal/exit"
 )
 
 // Defaults of run's flags.
@@ -144,7 +145,7 @@ func runCmd(ctx context.Context, io stdio, args []string) error {
 	ctx = interlock.WithOwner(ctx, int64(os.Getpid()))
 	l, err := newRunLocker(c.lc, cfg)
 	if err != nil {
-		return withCode(exitUsage, err)
+		return exit.WithCode(exit.Usage, err)
 	}
 	if err := acquire(ctx, l, cfg, sigs); err != nil {
 		return err
@@ -175,21 +176,17 @@ func acquire(ctx context.Context, l locker, cfg *runConfig, sigs <-chan os.Signa
 		if ok {
 			unlockQuietly(ctx, l.unlock)
 		}
-		return failf(signalExit(got), "%v while waiting for %s", got, cfg.describeLock())
+		return exit.Errorf(exit.Signal(got), "%v while waiting for %s", got, cfg.describeLock())
 	}
 	switch {
-	case errors.Is(err, interlock.ErrInvalid):
-		// Refused before anything changed: a key of the name holds
-		// another type of data, say a lock's hash.
-		return failf(exitUsage, "cannot take %s: %w", cfg.describeLock(), err)
 	case err != nil:
-		return failf(exitUnavailable, "cannot take %s: %w", cfg.describeLock(), err)
+		return exit.Failed("cannot take "+cfg.describeLock(), err)
 	case !ok && isSemaphoreKind(cfg.kind):
-		return failf(exitBusy, "%s is busy: %s not free within --wait %v", cfg.describeLock(), cfg.permitsWere(), cfg.wait.d)
+		return exit.Errorf(exit.Busy, "%s is busy: %s not free within --wait %v", cfg.describeLock(), cfg.permitsWere(), cfg.wait.d)
 	case !ok && len(cfg.locks) > 1:
-		return failf(exitBusy, "%s is busy: another owner still held one of them after --wait %v", cfg.describeLock(), cfg.wait.d)
+		return exit.Errorf(exit.Busy, "%s is busy: another owner still held one of them after --wait %v", cfg.describeLock(), cfg.wait.d)
 	case !ok:
-		return failf(exitBusy, "%s is busy: another owner still held it after --wait %v", cfg.describeLock(), cfg.wait.d)
+		return exit.Errorf(exit.Busy, "%s is busy: another owner still held it after --wait %v", cfg.describeLock(), cfg.wait.d)
 	}
 	return nil
 }
@@ -222,22 +219,22 @@ func (cfg *runConfig) permitsWere() string {
 }
 
 // release unlocks after CMD exited and decides the exit: CMD's status, or
-// exitLost when the lock was lost while CMD ran, or found gone at unlock.
+// exit.Lost when the lock was lost while CMD ran, or found gone at unlock.
 func release(ctx context.Context, io stdio, l locker, cfg *runConfig, lost bool, status error) error {
 	uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), unlockTimeout)
 	defer cancel()
 	err := l.unlock(uctx)
 	switch {
 	case lost:
-		return status // already exitLost
+		return status // already exit.Lost
 	case errors.Is(err, interlock.ErrNotHeld) && cfg.kind == kindExpirable:
-		return failf(exitLost, "a permit of %s was gone when CMD exited: its lease ran out, or it was released or deleted, "+
+		return exit.Errorf(exit.Lost, "a permit of %s was gone when CMD exited: its lease ran out, or it was released or deleted, "+
 			"while CMD ran", cfg.describeLock())
 	case errors.Is(err, interlock.ErrNotHeld) && len(cfg.locks) > 1:
-		return failf(exitLost, "%s: %s gone when CMD exited: expired or force-unlocked while CMD ran",
+		return exit.Errorf(exit.Lost, "%s: %s gone when CMD exited: expired or force-unlocked while CMD ran",
 			cfg.describeLock(), goneLocks(err))
 	case errors.Is(err, interlock.ErrNotHeld):
-		return failf(exitLost, "lock %q was gone when CMD exited: it expired or was force-unlocked while CMD ran", cfg.lock)
+		return exit.Errorf(exit.Lost, "lock %q was gone when CMD exited: it expired or was force-unlocked while CMD ran", cfg.lock)
 	case err != nil && cfg.kind == kindSemaphore:
 		fmt.Fprintf(io.err, "interlock: warning: cannot release %s of %s: %v; if they were not given back, "+
 			"nothing gives them back (see 'interlock help semaphore')\n", plural(cfg.permits, "permit"), cfg.describeLock(), err)

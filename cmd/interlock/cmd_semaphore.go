@@ -2,12 +2,11 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strconv"
 	"time"
 
-	"github.com/interlock-go/interlock"
+	"github.com/interlock-go/interlock/cmd/interlock/internal/exit"
 	"github.com/interlock-go/interlock/internal/keys"
 	"github.com/interlock-go/interlock/semaphore"
 )
@@ -72,7 +71,7 @@ func semaphoreCmd(ctx context.Context, io stdio, args []string) error {
 			err = plain.AddPermits(ctx, n)
 		}
 		if err != nil {
-			return syncFailure("semaphore add", err)
+			return exit.Failed("semaphore add", err)
 		}
 		if n > 0 {
 			fmt.Fprintf(io.out, "%s: added %s\n", name, plural(n, "permit"))
@@ -89,29 +88,15 @@ func semaphoreCmd(ctx context.Context, io stdio, args []string) error {
 		ok, err = plain.TrySetPermits(ctx, n)
 	}
 	if err != nil {
-		return syncFailure("semaphore init", err)
+		return exit.Failed("semaphore init", err)
 	}
 	if !ok {
 		free, err := plain.Available(ctx)
 		if err != nil {
-			return failf(exitFailure, "semaphore init: %q is already set; nothing changed", name)
+			return exit.Errorf(exit.Failure, "semaphore init: %q is already set; nothing changed", name)
 		}
-		return failf(exitFailure, "semaphore init: %q is already set (%s available); nothing changed", name, plural(int(free), "permit"))
+		return exit.Errorf(exit.Failure, "semaphore init: %q is already set (%s available); nothing changed", name, plural(int(free), "permit"))
 	}
 	fmt.Fprintf(io.out, "%s: set to %s\n", name, plural(n, "permit"))
 	return nil
-}
-
-// syncFailure returns the error of a semaphore or latch operation (whose
-// message names the object): a usage error for what the package refused
-// before changing anything (a latch name with braces on a cluster, a key
-// holding another type of data), else Redis failing.
-func syncFailure(op string, err error) error {
-	switch {
-	case err == nil:
-		return nil
-	case errors.Is(err, interlock.ErrInvalid):
-		return failf(exitUsage, "%s: %w", op, err)
-	}
-	return failf(exitUnavailable, "%s: %w", op, err)
 }

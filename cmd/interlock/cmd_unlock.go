@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/interlock-go/interlock"
+	"github.com/interlock-go/interlock/cmd/interlock/internal/exit"
 	"github.com/interlock-go/interlock/internal/keys"
 )
 
@@ -33,7 +34,7 @@ func unlockCmd(ctx context.Context, io stdio, args []string) error {
 		return usageErrorf("unlock", "unknown --kind %q (want %s)", *asked, strings.Join(lockKinds, ", "))
 	}
 	if !*force {
-		return failf(exitUsage, "unlock: refusing to unlock %q without --force: unlocking deletes the lock whoever holds it, "+
+		return exit.Errorf(exit.Usage, "unlock: refusing to unlock %q without --force: unlocking deletes the lock whoever holds it, "+
 			"so its holder goes on working as if it held the lock while the next waiter takes it too. "+
 			"Use it only when the holder is known to be dead; 'interlock inspect %s' shows who holds it", name, name)
 	}
@@ -44,7 +45,7 @@ func unlockCmd(ctx context.Context, io stdio, args []string) error {
 	defer c.Close()
 	f, err := probe(ctx, c.rc, name)
 	if err != nil {
-		return failf(exitUnavailable, "unlock %q: %w", name, err)
+		return exit.Failed(fmt.Sprintf("unlock %q", name), err)
 	}
 	kind, err := unlockKind(f, *asked)
 	if err != nil {
@@ -52,7 +53,7 @@ func unlockCmd(ctx context.Context, io stdio, args []string) error {
 	}
 	deleted, err := forceUnlock(ctx, c.lc, kind, name)
 	if err != nil {
-		return failf(exitUnavailable, "unlock %q: %w", name, err)
+		return exit.Failed(fmt.Sprintf("unlock %q", name), err)
 	}
 	if deleted {
 		fmt.Fprintf(io.out, "%s: unlocked (forced, %s)\n", name, kind)
@@ -62,10 +63,10 @@ func unlockCmd(ctx context.Context, io stdio, args []string) error {
 	// (a read/write lock in the other mode).
 	n, err := c.rc.Do(ctx, c.rc.B().Exists().Key(name).Build()).AsInt64()
 	if err != nil {
-		return failf(exitUnavailable, "unlock %q: %w", name, err)
+		return exit.Failed(fmt.Sprintf("unlock %q", name), err)
 	}
 	if n == 1 {
-		return failf(exitFailure, "unlock: %q is still locked: it is not locked as a %s lock (see 'interlock inspect %s'); nothing was deleted",
+		return exit.Errorf(exit.Failure, "unlock: %q is still locked: it is not locked as a %s lock (see 'interlock inspect %s'); nothing was deleted",
 			name, kind, name)
 	}
 	fmt.Fprintf(io.out, "%s: was not locked\n", name)
@@ -79,11 +80,11 @@ func unlockCmd(ctx context.Context, io stdio, args []string) error {
 func unlockKind(f *facts, asked string) (string, error) {
 	detected := detectKind(f)
 	refuse := func(want string) error {
-		return failf(exitUsage, "unlock: %q is a %s lock, not a %s lock; use %s", f.name, detected, asked, want)
+		return exit.Errorf(exit.Usage, "unlock: %q is a %s lock, not a %s lock; use %s", f.name, detected, asked, want)
 	}
 	switch detected {
 	case kindUnknown:
-		return "", failf(exitUsage, "unlock: %q is a %s key, not a Redisson lock; it was not deleted", f.name, f.keyType)
+		return "", exit.Errorf(exit.Usage, "unlock: %q is a %s key, not a Redisson lock; it was not deleted", f.name, f.keyType)
 	case kindReadWrite:
 		switch mode := f.fields["mode"]; {
 		case asked == kindRead || asked == kindWrite:
@@ -93,7 +94,7 @@ func unlockKind(f *facts, asked string) (string, error) {
 		case mode == "read" || mode == "write":
 			return mode, nil
 		default:
-			return "", failf(exitUsage, "unlock: %q is a read/write lock in mode %q; say --kind read or --kind write", f.name, mode)
+			return "", exit.Errorf(exit.Usage, "unlock: %q is a read/write lock in mode %q; say --kind read or --kind write", f.name, mode)
 		}
 	case kindFair:
 		// The other kinds' unlock would not wake the head of the queue.

@@ -15,6 +15,7 @@ import (
 	"github.com/redis/rueidis"
 
 	"github.com/interlock-go/interlock"
+	"github.com/interlock-go/interlock/cmd/interlock/internal/exit"
 	"github.com/interlock-go/interlock/internal/keys"
 	"github.com/interlock-go/interlock/internal/redisproc"
 )
@@ -88,7 +89,7 @@ func demoCmd(ctx context.Context, io stdio, args []string) error {
 	}
 	exe, err := os.Executable()
 	if err != nil {
-		return failf(exitUnavailable, "demo: cannot find the interlock binary to start holder processes: %w", err)
+		return exit.Errorf(exit.Unavailable, "demo: cannot find the interlock binary to start holder processes: %w", err)
 	}
 	ctx, interrupted := interruptible(ctx)
 	defer interrupted()
@@ -118,18 +119,18 @@ func demoCmd(ctx context.Context, io stdio, args []string) error {
 	err = d.play(ctx)
 	removed := d.cleanup()
 	if sig := interrupted(); sig != nil {
-		return failf(signalExit(sig), "demo: interrupted by %v; removed %s and %s", sig,
+		return exit.Errorf(exit.Signal(sig), "demo: interrupted by %v; removed %s and %s", sig,
 			plural(removed, "key"), plural(len(d.holders), "holder process"))
 	}
 	if *chartFile != "" {
 		// Also after a scene that went wrong: its timeline shows how.
 		if cerr := d.chart.writeChart(*chartFile); cerr != nil {
-			return withCode(exitFailure, fmt.Errorf("demo: writing the chart: %w", errors.Join(err, cerr)))
+			return exit.WithCode(exit.Failure, fmt.Errorf("demo: writing the chart: %w", errors.Join(err, cerr)))
 		}
 		defer d.n.text(0, "Wrote the timeline of the scenes to %s.", *chartFile)
 	}
 	if err != nil {
-		return withCode(exitFailure, fmt.Errorf("demo: %w", err))
+		return exit.WithCode(exit.Failure, fmt.Errorf("demo: %w", err))
 	}
 	what := plural(removed, "key") + ", " + plural(len(d.holders), "holder process")
 	if srv.srv != nil {
@@ -216,7 +217,7 @@ func (d *demo) cleanup() int {
 // interruptedOr returns an interruption by sig as the error, or else err.
 func interruptedOr(sig os.Signal, err error) error {
 	if sig != nil {
-		return failf(signalExit(sig), "demo: interrupted by %v", sig)
+		return exit.Errorf(exit.Signal(sig), "demo: interrupted by %v", sig)
 	}
 	return err
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/interlock-go/interlock"
+	"github.com/interlock-go/interlock/cmd/interlock/internal/exit"
 	"github.com/interlock-go/interlock/fenced"
 	"github.com/interlock-go/interlock/rlock"
 )
@@ -72,7 +73,7 @@ func holderCmd(ctx context.Context, io stdio, args []string) error {
 		token, err = fm.LockToken(ctx)
 	}
 	if err != nil {
-		return withCode(exitUnavailable, err)
+		return exit.WithCode(exit.Unavailable, err)
 	}
 	if *fenceKey == "" {
 		fmt.Fprintln(io.out, holderLocked)
@@ -109,7 +110,7 @@ func holderCmd(ctx context.Context, io stdio, args []string) error {
 			}
 			if *fenceKey == "" {
 				if err := c.rc.Do(ctx, c.rc.B().Rpush().Key(*ledger).Element("C").Build()).Error(); err != nil {
-					return withCode(exitUnavailable, err)
+					return exit.WithCode(exit.Unavailable, err)
 				}
 				fmt.Fprintln(io.out, holderWrote)
 				continue
@@ -119,7 +120,7 @@ func holderCmd(ctx context.Context, io stdio, args []string) error {
 			fence := fenced.NewRedisFence(c.rc, *fenceKey)
 			written, err := fence.Exec(ctx, token, fenced.Write{Cmd: "RPUSH", Key: *ledger, Args: []string{"C"}})
 			if err != nil {
-				return withCode(exitUnavailable, err)
+				return exit.WithCode(exit.Unavailable, err)
 			}
 			if written {
 				fmt.Fprintln(io.out, holderWrote)
@@ -127,7 +128,7 @@ func holderCmd(ctx context.Context, io stdio, args []string) error {
 			}
 			highest, err := fence.Highest(ctx)
 			if err != nil {
-				return withCode(exitUnavailable, err)
+				return exit.WithCode(exit.Unavailable, err)
 			}
 			fmt.Fprintf(io.out, "%s %d\n", holderRejected, highest)
 		}

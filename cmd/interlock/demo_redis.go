@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"time"
 
+	"github.com/interlock-go/interlock/cmd/interlock/internal/exit"
 	"github.com/interlock-go/interlock/internal/redisproc"
 )
 
@@ -43,9 +44,9 @@ func demoRedis(ctx context.Context, io stdio, redis *redisFlag) (*demoServer, er
 	srv, err := redisproc.Start(ctx, redisproc.Config{DirPattern: "interlock-demo-"})
 	switch {
 	case errors.Is(err, exec.ErrNotFound):
-		return nil, failf(exitUnavailable, "demo: no Redis answers on %s and redis-server is not on PATH: install redis-server, or pass --redis URL", defaultRedisAddr)
+		return nil, exit.Errorf(exit.Unavailable, "demo: no Redis answers on %s and redis-server is not on PATH: install redis-server, or pass --redis URL", defaultRedisAddr)
 	case err != nil:
-		return nil, failf(exitUnavailable, "demo: no Redis answers on %s, and starting redis-server failed: %w", defaultRedisAddr, err)
+		return nil, exit.Errorf(exit.Unavailable, "demo: no Redis answers on %s, and starting redis-server failed: %w", defaultRedisAddr, err)
 	}
 	return &demoServer{urls: []string{"redis://" + srv.Addr()}, srv: srv}, nil
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/interlock-go/interlock/cmd/interlock/internal/exit"
 	"github.com/interlock-go/interlock/internal/redistest"
 )
 
@@ -49,7 +50,7 @@ func TestDoctorEvictionHazard(t *testing.T) {
 		"--appendonly", "yes", "--appendfsync", "always")
 	url := "redis://" + s.Addr()
 	code, rep := runDoctor(t, "--redis", url)
-	assert.Equal(t, exitHazard, code)
+	assert.Equal(t, exit.Hazard, code)
 	assert.Equal(t, sevHazard, rep.Worst)
 	f := rep.finding(t, "maxmemory-policy", s.Addr())
 	assert.Equal(t, sevHazard, f.Severity)
@@ -60,7 +61,7 @@ func TestDoctorEvictionHazard(t *testing.T) {
 	assert.EqualValues(t, 100<<20, f.Facts["maxmemory"])
 
 	res := runInProcess(t, "doctor", "--redis", url)
-	assert.Equal(t, exitHazard, res.code)
+	assert.Equal(t, exit.Hazard, res.code)
 	assert.Regexp(t, `(?m)^  hazard  maxmemory-policy: allkeys-lru`, res.stdout)
 	assert.Contains(t, res.stdout, "Worst finding: hazard; exit status 2.")
 	for line := range strings.Lines(res.stdout) {
@@ -70,14 +71,14 @@ func TestDoctorEvictionHazard(t *testing.T) {
 	admin := s.Client(t)
 	require.NoError(t, admin.Do(t.Context(), admin.B().ConfigSet().ParameterValue().ParameterValue("maxmemory-policy", "volatile-ttl").Build()).Error())
 	code, rep = runDoctor(t, "--redis", url)
-	assert.Equal(t, exitHazard, code)
+	assert.Equal(t, exit.Hazard, code)
 	f = rep.finding(t, "maxmemory-policy", s.Addr())
 	assert.Equal(t, sevHazard, f.Severity)
 	assert.Contains(t, f.Meaning, "every held lock has one")
 
 	require.NoError(t, admin.Do(t.Context(), admin.B().ConfigSet().ParameterValue().ParameterValue("maxmemory-policy", "noeviction").Build()).Error())
 	code, rep = runDoctor(t, "--redis", url)
-	assert.Equal(t, exitOK, code, "%+v", rep.Findings)
+	assert.Equal(t, exit.OK, code, "%+v", rep.Findings)
 	assert.Equal(t, sevOK, rep.finding(t, "maxmemory-policy", s.Addr()).Severity)
 	assert.Equal(t, sevOK, rep.finding(t, "persistence", s.Addr()).Severity, "AOF, fsync always")
 }
@@ -89,7 +90,7 @@ func TestDoctorPersistence(t *testing.T) {
 	t.Parallel()
 	defaults := redistest.Standalone(t, "--save", "3600 1 300 100 60 10000")
 	res := runInProcess(t, "doctor", "--redis", "redis://"+defaults.Addr())
-	assert.Equal(t, exitOK, res.code, res.stdout+res.stderr)
+	assert.Equal(t, exit.OK, res.code, res.stdout+res.stderr)
 	text := strings.Join(strings.Fields(res.stdout), " ")
 	assert.Contains(t, text, " ok maxmemory-policy: noeviction, maxmemory 0 (no limit): lock keys are never evicted ")
 	assert.Contains(t, text, " info persistence: no AOF; RDB snapshots (save 3600 1 300 100 60 10000) A restart brings back the last snapshot")
@@ -100,7 +101,7 @@ func TestDoctorPersistence(t *testing.T) {
 	assert.Equal(t, "no AOF; RDB snapshots (save 3600 1 300 100 60 10000)", defaultRep.finding(t, "persistence", defaults.Addr()).Summary)
 
 	code, rep := runDoctor(t, "--redis", redisURL()) // the shared server: --save "" --appendonly no
-	assert.Equal(t, exitFailure, code)
+	assert.Equal(t, exit.Failure, code)
 	assert.Equal(t, sevWarn, rep.Worst)
 	f := rep.finding(t, "persistence", srv.Addr())
 	assert.Equal(t, sevWarn, f.Severity)
@@ -126,7 +127,7 @@ func TestDoctorReplicaHazard(t *testing.T) {
 		require.NoError(t, rc.Do(t.Context(), rc.B().Set().Key("doctor:lag").Value(strings.Repeat("x", 1000)).Build()).Error())
 	}
 	code, rep := runDoctor(t, "--redis", "redis://"+master.Addr())
-	assert.Equal(t, exitHazard, code)
+	assert.Equal(t, exit.Hazard, code)
 	f := rep.finding(t, "replication", master.Addr())
 	assert.Equal(t, sevHazard, f.Severity)
 	assert.Contains(t, f.Summary, "1 replica under asynchronous replication, replication lag ")
@@ -144,14 +145,14 @@ func TestDoctorReplicaHazard(t *testing.T) {
 	t.Logf("replication: %s", f.Summary)
 
 	code, rep = runDoctor(t, "--redis", "redis://"+master.Addr(), "--wait-replicas")
-	assert.Equal(t, exitFailure, code, "the warnings left: replication, persistence")
+	assert.Equal(t, exit.Failure, code, "the warnings left: replication, persistence")
 	assert.Equal(t, sevWarn, rep.finding(t, "replication", master.Addr()).Severity)
 
 	code, rep = runDoctor(t, "--redis", "redis://"+replica.Addr())
 	f = rep.finding(t, "replication", replica.Addr())
 	assert.Equal(t, sevOK, f.Severity)
 	assert.Equal(t, "replica of "+master.Addr()+", link up", f.Summary)
-	assert.Equal(t, exitFailure, code, "persistence off")
+	assert.Equal(t, exit.Failure, code, "persistence off")
 	assert.Equal(t, master.Addr(), rep.Nodes[0].Master)
 
 	// Promoted, the replica shows the failover.
@@ -207,7 +208,7 @@ func TestDoctorRestrictedUser(t *testing.T) {
 	}
 	setUser("noconfig", []string{"allkeys", "allchannels", "+@all", "-config"})
 	code, rep := runDoctor(t, "--redis", "redis://noconfig:pw@"+s.Addr(), "--name", "app:doctor")
-	assert.Equal(t, exitOK, code, "%+v", rep.Findings)
+	assert.Equal(t, exit.OK, code, "%+v", rep.Findings)
 	access := rep.finding(t, "access", s.Addr())
 	assert.Equal(t, sevInfo, access.Severity)
 	assert.Contains(t, access.Summary, "refused CONFIG GET")
@@ -231,7 +232,7 @@ func TestDoctorRestrictedUser(t *testing.T) {
 	acls := minimalACL(t)
 	setUser("rlock", acls[0])
 	code, rep = runDoctor(t, "--redis", "redis://rlock:pw@"+s.Addr(), "--name", "app:doctor")
-	assert.Equal(t, exitFailure, code, "INFO refused: eviction and replication unknown")
+	assert.Equal(t, exit.Failure, code, "INFO refused: eviction and replication unknown")
 	assert.Equal(t, sevWarn, rep.finding(t, "access", s.Addr()).Severity)
 	assert.Equal(t, sevWarn, rep.finding(t, "maxmemory-policy", s.Addr()).Severity)
 	acl := rep.finding(t, "acl", s.Addr())
@@ -294,7 +295,7 @@ func TestDoctorCluster(t *testing.T) {
 	t.Parallel()
 	cl := redistest.ClusterWith(t, redistest.WithReplicas(1))
 	code, rep := runDoctor(t, "--redis", "redis://"+cl.Addrs()[0])
-	assert.Equal(t, exitHazard, code, "every master has an asynchronous replica")
+	assert.Equal(t, exit.Hazard, code, "every master has an asynchronous replica")
 	assert.Equal(t, "cluster", rep.Deployment)
 	var addrs []string
 	for _, n := range rep.Nodes {
@@ -326,7 +327,7 @@ func TestDoctorCluster(t *testing.T) {
 	assert.EqualValues(t, 16384, cf.Facts["slots_assigned"])
 
 	res := runInProcess(t, "doctor", "--redis", "redis://"+cl.Addrs()[1])
-	assert.Equal(t, exitHazard, res.code)
+	assert.Equal(t, exit.Hazard, res.code)
 	assert.True(t, strings.HasPrefix(res.stdout, "interlock doctor: cluster, redis "), res.stdout)
 	assert.Contains(t, res.stdout, "\ncluster\n  ok ")
 	for _, a := range cl.Addrs() {
@@ -339,7 +340,7 @@ func TestDoctorCluster(t *testing.T) {
 	down.Stop()
 	start := time.Now()
 	code, rep = runDoctor(t, "--redis", "redis://"+cl.Addrs()[0])
-	assert.Equal(t, exitUnavailable, code)
+	assert.Equal(t, exit.Unavailable, code)
 	assert.Equal(t, sevError, rep.Worst)
 	f := rep.finding(t, "connection", down.Addr())
 	assert.Equal(t, sevError, f.Severity)
@@ -349,16 +350,16 @@ func TestDoctorCluster(t *testing.T) {
 func TestDoctorUsage(t *testing.T) {
 	t.Parallel()
 	res := runInProcess(t, "doctor", "--redis", "redis://127.0.0.1:1")
-	assert.Equal(t, exitUnavailable, res.code)
+	assert.Equal(t, exit.Unavailable, res.code)
 	assert.Contains(t, res.stderr, "interlock: cannot connect to Redis at 127.0.0.1:1")
 	assert.Empty(t, res.stdout)
 	res = runInProcess(t, "doctor", "--redis", redisURL(), "extra")
-	assert.Equal(t, exitUsage, res.code)
+	assert.Equal(t, exit.Usage, res.code)
 	assert.Contains(t, res.stderr, "interlock: doctor: unexpected argument")
 	res = runInProcess(t, "doctor", "--redis", redisURL(), "--name", "a{b")
-	assert.Equal(t, exitUsage, res.code)
+	assert.Equal(t, exit.Usage, res.code)
 	res = runInProcess(t, "doctor", "-h")
-	assert.Equal(t, exitOK, res.code)
+	assert.Equal(t, exit.OK, res.code)
 	assert.Equal(t, doctorUsage, res.stdout)
 }
 

@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/interlock-go/interlock/cmd/interlock/internal/exit"
 )
 
 // durationFlag is a non-negative duration flag that remembers whether it
@@ -141,7 +143,7 @@ func parseFlags(fs *flag.FlagSet, io stdio, args []string) ([]string, error) {
 
 // errHelp is returned by parseFlags after printing help: the command ends
 // with status 0 and prints nothing else.
-var errHelp error = &exitError{code: exitOK}
+var errHelp error = &exit.Error{Code: exit.OK}
 
 // countFlag is an integer flag that remembers whether it was given, so
 // that a flag that does not apply can be refused. Its range is checked by

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/interlock-go/interlock"
+	"github.com/interlock-go/interlock/cmd/interlock/internal/exit"
 	"github.com/interlock-go/interlock/rlock"
 )
 
@@ -70,15 +71,15 @@ func TestInspectShowsAnRlockHolder(t *testing.T) {
 func TestInspectErrors(t *testing.T) {
 	t.Parallel()
 	res := runInProcess(t, "inspect", "--redis", redisURL(), "ok", "a{b")
-	assert.Equal(t, exitUsage, res.code)
+	assert.Equal(t, exit.Usage, res.code)
 	assert.Contains(t, res.stderr, `interlock: inspect: name "a{b"`)
 	assert.Empty(t, res.stdout, "nothing is inspected when a name is bad")
 
 	res = runInProcess(t, "inspect", "--redis", redisURL())
-	assert.Equal(t, exitUsage, res.code)
+	assert.Equal(t, exit.Usage, res.code)
 
 	res = runInProcess(t, "inspect", "--redis", "redis://127.0.0.1:1", "x")
-	assert.Equal(t, exitUnavailable, res.code)
+	assert.Equal(t, exit.Unavailable, res.code)
 }
 
 func TestParseHolder(t *testing.T) {

@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/interlock-go/interlock"
+	"github.com/interlock-go/interlock/cmd/interlock/internal/exit"
 	"github.com/interlock-go/interlock/fairlock"
 	"github.com/interlock-go/interlock/fenced"
 	"github.com/interlock-go/interlock/internal/keys"
@@ -391,11 +392,11 @@ func TestLsUsage(t *testing.T) {
 	assert.Contains(t, mainUsage, "\n  interlock ls ")
 	for _, bad := range []string{"ls --nope", "ls a b", "ls --limit -1", "ls --count 0", "ls --progress never"} {
 		res := runInProcess(t, strings.Fields(bad)...)
-		assert.Equal(t, exitUsage, res.code, bad)
+		assert.Equal(t, exit.Usage, res.code, bad)
 		assert.Contains(t, res.stderr, "(see 'interlock help ls')", bad)
 	}
 	res := runInProcess(t, "ls", "--redis", "redis://127.0.0.1:1")
-	assert.Equal(t, exitUnavailable, res.code, res.stderr)
+	assert.Equal(t, exit.Unavailable, res.code, res.stderr)
 	res = runInProcess(t, "ls", "--help")
 	assert.Equal(t, 0, res.code)
 	assert.Equal(t, lsUsage, res.stdout)

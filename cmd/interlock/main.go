@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+
+	"github.com/interlock-go/interlock/cmd/interlock/internal/exit"
 )
 
 // stdio is where a command reads and writes. run hands the files to CMD
@@ -18,8 +20,8 @@ type stdio struct {
 }
 
 // command is one subcommand: it parses args (everything after its name)
-// and does its work. The returned error decides the exit code (exitCode)
-// and what is printed on stderr (message).
+// and does its work. The returned error decides the exit code and what is
+// printed on stderr (exit.Report).
 type command struct {
 	name   string
 	run    func(ctx context.Context, io stdio, args []string) error
@@ -48,18 +50,14 @@ func main() {
 // cli runs interlock with args (without the program name) and returns the
 // exit code, after printing any error on io.err.
 func cli(ctx context.Context, io stdio, args []string) int {
-	err := dispatch(ctx, io, args)
-	if msg := message(err); msg != "" {
-		fmt.Fprintf(io.err, "interlock: %s\n", msg)
-	}
-	return exitCode(err)
+	return exit.Report(io.err, dispatch(ctx, io, args))
 }
 
 // dispatch finds the subcommand named by args[0] and runs it.
 func dispatch(ctx context.Context, io stdio, args []string) error {
 	if len(args) == 0 {
 		fmt.Fprint(io.err, mainUsage)
-		return exitStatus(exitUsage)
+		return exit.Status(exit.Usage)
 	}
 	switch args[0] {
 	case "help", "-h", "-help", "--help":

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/interlock-go/interlock"
+	"github.com/interlock-go/interlock/cmd/interlock/internal/exit"
 	"github.com/interlock-go/interlock/rlock"
 )
 
@@ -31,7 +32,7 @@ func TestNamePrefix(t *testing.T) {
 	assert.Contains(t, res.stdout, `"locked":true`)
 
 	res = runBinary(t, "", "run", "--redis", redisURL(), "--name-prefix", "app:", "--wait", "100ms", lock, "--", "true")
-	assert.Equal(t, exitBusy, res.code, "run on the prefixed key while it is held: %s", res.stderr)
+	assert.Equal(t, exit.Busy, res.code, "run on the prefixed key while it is held: %s", res.stderr)
 	res = runBinary(t, "", "run", "--redis", redisURL(), "--wait", "100ms", lock, "--", "true")
 	assert.Equal(t, 0, res.code, "run without the prefix is another lock: %s", res.stderr)
 
@@ -45,5 +46,5 @@ func TestNamePrefix(t *testing.T) {
 	assert.Less(t, res.took, 5*time.Second)
 
 	res = runInProcess(t, "unlock", "--force", "--name-prefix", "{", lock)
-	assert.Equal(t, exitUsage, res.code, "a prefixed name that is no valid lock name")
+	assert.Equal(t, exit.Usage, res.code, "a prefixed name that is no valid lock name")
 }

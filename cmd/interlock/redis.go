@@ -9,6 +9,7 @@ import (
 	"github.com/redis/rueidis"
 
 	"github.com/interlock-go/interlock"
+	"github.com/interlock-go/interlock/cmd/interlock/internal/exit"
 )
 
 // redisOptions turns --redis URLs into rueidis options. A URL without a
@@ -79,20 +80,20 @@ type conn struct {
 
 // connect opens rueidis and interlock clients for urls. A bad URL is a
 // usage error; a Redis that does not answer, or bad interlock options,
-// are reported with exitUnavailable and exitUsage respectively.
+// are reported with exit.Unavailable and exit.Usage respectively.
 func connect(urls []string, opts ...interlock.Option) (*conn, error) {
 	opt, err := redisOptions(urls)
 	if err != nil {
-		return nil, withCode(exitUsage, err)
+		return nil, exit.WithCode(exit.Usage, err)
 	}
 	rc, err := rueidis.NewClient(opt)
 	if err != nil {
-		return nil, failf(exitUnavailable, "cannot connect to Redis at %s: %w", strings.Join(opt.InitAddress, ","), err)
+		return nil, exit.Errorf(exit.Unavailable, "cannot connect to Redis at %s: %w", strings.Join(opt.InitAddress, ","), err)
 	}
 	lc, err := interlock.New(rc, opts...)
 	if err != nil {
 		rc.Close()
-		return nil, withCode(exitUsage, err)
+		return nil, exit.WithCode(exit.Usage, err)
 	}
 	return &conn{rc: rc, lc: lc, addrs: opt.InitAddress}, nil
 }

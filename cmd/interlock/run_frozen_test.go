@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/interlock-go/interlock/cmd/interlock/internal/exit"
 	"github.com/interlock-go/interlock/internal/redistest"
 )
 
@@ -40,7 +41,7 @@ func TestRunServerFrozen(t *testing.T) {
 	returned := time.Since(frozen)
 	t.Logf("frozen server, watchdog %v: CMD terminated %v after the freeze, run returned %v after CMD ended",
 		lease, cmdEnded.Round(time.Millisecond), (returned - cmdEnded).Round(time.Millisecond))
-	assert.Equal(t, exitLost, code, stderr)
+	assert.Equal(t, exit.Lost, code, stderr)
 	assert.Less(t, cmdEnded, lease+interval+late, "CMD terminated late")
 	// Nothing like the 5s of an unlock's resends; two seconds for a
 	// loaded machine (latency).

@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/interlock-go/interlock"
+	"github.com/interlock-go/interlock/cmd/interlock/internal/exit"
 	"github.com/interlock-go/interlock/fairlock"
 	"github.com/interlock-go/interlock/internal/keys"
 )
@@ -105,7 +106,7 @@ func TestRunReadersShareWritersWait(t *testing.T) {
 	assert.Len(t, r.Holders, 2)
 
 	res := runBinary(t, "", "run", "--redis", redisURL(), "--kind", "write", "--wait", "200ms", lock, "--", "echo", "must not run")
-	assert.Equal(t, exitBusy, res.code, res.stderr)
+	assert.Equal(t, exit.Busy, res.code, res.stderr)
 	assert.Empty(t, res.stdout)
 	assert.Contains(t, res.stderr, "interlock: write lock \""+lock+"\" is busy")
 	assert.GreaterOrEqual(t, res.took, 200*time.Millisecond)
@@ -183,7 +184,7 @@ func TestRunFairBusyLeavesQueue(t *testing.T) {
 	defer func() { require.NoError(t, m.Unlock(ctx)) }()
 
 	res := runBinary(t, "", "run", "--redis", redisURL(), "--kind", "fair", "--wait", "200ms", lock, "--", "true")
-	assert.Equal(t, exitBusy, res.code, res.stderr)
+	assert.Equal(t, exit.Busy, res.code, res.stderr)
 	assert.False(t, exists(t, rc, keys.Prefix(keys.FairQueuePrefix, lock)), "the waiter left the queue")
 	assert.False(t, exists(t, rc, keys.Prefix(keys.FairTimeoutPrefix, lock)))
 }
@@ -196,7 +197,7 @@ func TestRunReadLockLost(t *testing.T) {
 	cmd, pid := startRun(t, "--kind", "read", "--watchdog-timeout", "1s", lock, "--", "sh", "-c", "echo $$; exec sleep 30")
 	require.NoError(t, rc.Do(t.Context(), rc.B().Del().Key(lock).Build()).Error())
 	code, stderr := waitRun(t, cmd)
-	assert.Equal(t, exitLost, code, stderr)
+	assert.Equal(t, exit.Lost, code, stderr)
 	assert.Contains(t, stderr, "lost while CMD ran")
 	assert.True(t, dead(pid), "CMD is gone")
 }

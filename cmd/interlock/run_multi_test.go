@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/interlock-go/interlock"
+	"github.com/interlock-go/interlock/cmd/interlock/internal/exit"
 	"github.com/interlock-go/interlock/internal/keys"
 	"github.com/interlock-go/interlock/rlock"
 )
@@ -117,7 +118,7 @@ func TestRunMultiBusyMemberLeavesNothingHeld(t *testing.T) {
 	for _, wait := range []time.Duration{300 * time.Millisecond, 0} {
 		args := append([]string{"run", "--redis", redisURL(), "--wait", wait.String()}, names...)
 		res := runBinary(t, "", append(args, "--", "echo", "must not run")...)
-		assert.Equal(t, exitBusy, res.code, res.stderr)
+		assert.Equal(t, exit.Busy, res.code, res.stderr)
 		assert.Empty(t, res.stdout)
 		assert.Contains(t, res.stderr, `interlock: multilock of "`+names[0]+`", "`+names[1]+`", "`+names[2]+`" is busy`)
 		assert.GreaterOrEqual(t, res.took, wait)
@@ -146,7 +147,7 @@ func TestRunMultiMemberLost(t *testing.T) {
 		require.Equal(t, 0, res.code, res.stderr)
 		unlocked := time.Now()
 		code, stderr := waitRun(t, cmd)
-		assert.Equal(t, exitLost, code, stderr)
+		assert.Equal(t, exit.Lost, code, stderr)
 		assert.Less(t, time.Since(unlocked), time.Second+slack)
 		assert.Contains(t, stderr, "lost while CMD ran")
 		assert.Contains(t, stderr, `(lock "`+names[1]+`": `, "the message names the lost lock")
@@ -167,7 +168,7 @@ func TestRunMultiMemberLost(t *testing.T) {
 		require.NoError(t, rc.Do(t.Context(), rc.B().Del().Key(names[0]).Build()).Error())
 		require.NoError(t, os.WriteFile(done, nil, 0o600))
 		code, stderr := waitRun(t, cmd)
-		assert.Equal(t, exitLost, code, stderr)
+		assert.Equal(t, exit.Lost, code, stderr)
 		assert.Contains(t, stderr, `: lock "`+names[0]+`" was gone when CMD exited`)
 		assert.False(t, exists(t, rc, names[1]), "the other lock is released")
 	})
@@ -177,7 +178,7 @@ func TestRunMultiMemberLost(t *testing.T) {
 		_, rc := newLockClient(t)
 		args := append([]string{"run", "--redis", redisURL(), "--lease", "300ms"}, names...)
 		res := runBinary(t, "", append(args, "--", "sleep", "30")...)
-		assert.Equal(t, exitLost, res.code, res.stderr)
+		assert.Equal(t, exit.Lost, res.code, res.stderr)
 		assert.Less(t, res.took, 300*time.Millisecond+slack)
 		for _, n := range names {
 			assert.False(t, exists(t, rc, n), "%s is gone", n)
@@ -202,7 +203,7 @@ func TestRunMultiUsageErrors(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			res := runInProcess(t, append([]string{"run", "--redis", "redis://127.0.0.1:1"}, tc.args...)...)
-			assert.Equal(t, exitUsage, res.code)
+			assert.Equal(t, exit.Usage, res.code)
 			assert.Contains(t, res.stderr, tc.want)
 			assert.True(t, strings.HasPrefix(res.stderr, "interlock: run: "), res.stderr)
 		})
@@ -211,7 +212,7 @@ func TestRunMultiUsageErrors(t *testing.T) {
 	names := multiNames(t, 2)
 	_, rc := newLockClient(t)
 	res := runBinary(t, "", "run", "--redis", redisURL(), names[0], names[1], names[0], "--", "echo", "must not run")
-	assert.Equal(t, exitUsage, res.code)
+	assert.Equal(t, exit.Usage, res.code)
 	assert.Empty(t, res.stdout)
 	assert.Contains(t, res.stderr, "is given twice")
 	for _, n := range names {

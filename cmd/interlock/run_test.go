@@ -20,6 +20,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/interlock-go/interlock"
+	"github.com/interlock-go/interlock/cmd/interlock/internal/exit"
 	"github.com/interlock-go/interlock/rlock"
 )
 
@@ -90,14 +91,14 @@ func TestRunBusy(t *testing.T) {
 	defer func() { require.NoError(t, m.Unlock(ctx)) }()
 
 	res := runBinary(t, "", "run", "--redis", redisURL(), "--wait", "200ms", lock, "--", "sh", "-c", "echo must not run")
-	assert.Equal(t, exitBusy, res.code)
+	assert.Equal(t, exit.Busy, res.code)
 	assert.Empty(t, res.stdout)
 	assert.Contains(t, res.stderr, "interlock: lock \""+lock+"\" is busy")
 	assert.GreaterOrEqual(t, res.took, 200*time.Millisecond)
 	assert.Less(t, res.took, 200*time.Millisecond+slack)
 
 	res = runBinary(t, "", "run", "--redis", redisURL(), "--wait", "0", lock, "--", "true")
-	assert.Equal(t, exitBusy, res.code, "--wait 0 makes one attempt")
+	assert.Equal(t, exit.Busy, res.code, "--wait 0 makes one attempt")
 }
 
 // When the lock is lost, CMD gets SIGTERM and run exits with the lost
@@ -111,7 +112,7 @@ func TestRunLockLost(t *testing.T) {
 	require.NoError(t, rc.Do(t.Context(), rc.B().Del().Key(lock).Build()).Error())
 	deleted := time.Now()
 	code, stderr := waitRun(t, cmd)
-	assert.Equal(t, exitLost, code, stderr)
+	assert.Equal(t, exit.Lost, code, stderr)
 	assert.Less(t, time.Since(deleted), time.Second+slack)
 	assert.Contains(t, stderr, "lost while CMD ran")
 	assert.True(t, dead(pid), "CMD is gone")
@@ -129,7 +130,7 @@ func TestRunLockLostGrace(t *testing.T) {
 	require.NoError(t, rc.Do(t.Context(), rc.B().Del().Key(lock).Build()).Error())
 	deleted := time.Now()
 	code, stderr := waitRun(t, cmd)
-	assert.Equal(t, exitLost, code, stderr)
+	assert.Equal(t, exit.Lost, code, stderr)
 	took := time.Since(deleted)
 	assert.GreaterOrEqual(t, took, 300*time.Millisecond, "SIGKILL waits for --grace")
 	assert.Less(t, took, 1300*time.Millisecond+slack)
@@ -143,7 +144,7 @@ func TestRunLockLostGrace(t *testing.T) {
 func TestRunLeaseEnds(t *testing.T) {
 	t.Parallel()
 	res := runBinary(t, "", "run", "--redis", redisURL(), "--lease", "300ms", lockName(t), "--", "sleep", "30")
-	assert.Equal(t, exitLost, res.code, res.stderr)
+	assert.Equal(t, exit.Lost, res.code, res.stderr)
 	assert.Less(t, res.took, 300*time.Millisecond+slack)
 }
 
@@ -191,19 +192,19 @@ func TestRunInterruptedWhileWaiting(t *testing.T) {
 func TestRunCannotStartCMD(t *testing.T) {
 	t.Parallel()
 	res := runBinary(t, "", "run", "--redis", redisURL(), lockName(t), "--", "no-such-command-interlock")
-	assert.Equal(t, exitNotFound, res.code)
+	assert.Equal(t, exit.NotFound, res.code)
 	assert.Contains(t, res.stderr, "interlock: cannot run no-such-command-interlock")
 
 	script := filepath.Join(t.TempDir(), "not-executable")
 	require.NoError(t, os.WriteFile(script, []byte("#!/bin/sh\n"), 0o600))
 	res = runBinary(t, "", "run", "--redis", redisURL(), lockName(t), "--", script)
-	assert.Equal(t, exitCannotExec, res.code)
+	assert.Equal(t, exit.CannotExec, res.code)
 }
 
 func TestRunRedisUnreachable(t *testing.T) {
 	t.Parallel()
 	res := runBinary(t, "", "run", "--redis", "redis://user:secret@127.0.0.1:1", lockName(t), "--", "true")
-	assert.Equal(t, exitUnavailable, res.code)
+	assert.Equal(t, exit.Unavailable, res.code)
 	assert.Contains(t, res.stderr, "interlock: cannot connect to Redis at 127.0.0.1:1")
 	assert.NotContains(t, res.stderr, "secret")
 }
@@ -228,14 +229,14 @@ func TestRunUsageErrors(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			res := runInProcess(t, append([]string{"run", "--redis", redisURL()}, tc.args...)...)
-			assert.Equal(t, exitUsage, res.code)
+			assert.Equal(t, exit.Usage, res.code)
 			assert.Contains(t, res.stderr, tc.want)
 			assert.True(t, strings.HasPrefix(res.stderr, "interlock: run: "), res.stderr)
 		})
 	}
 	// And once through the binary, as scripts see it.
 	res := runBinary(t, "", "run", "--kind", "Fair", "--redis", redisURL(), lockName(t), "--", "true")
-	assert.Equal(t, exitUsage, res.code)
+	assert.Equal(t, exit.Usage, res.code)
 	assert.Contains(t, res.stderr, `unknown --kind "Fair"`)
 }
 

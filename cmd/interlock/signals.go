@@ -35,11 +35,3 @@ func interruptible(parent context.Context) (context.Context, func() os.Signal) {
 		return got
 	}
 }
-
-// signalExit returns the exit code for a death by sig: 128+N.
-func signalExit(sig os.Signal) int {
-	if s, ok := sig.(syscall.Signal); ok {
-		return exitSignalBase + int(s)
-	}
-	return exitFailure
-}

@@ -18,6 +18,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/interlock-go/interlock"
+	"github.com/interlock-go/interlock/cmd/interlock/internal/exit"
 	"github.com/interlock-go/interlock/internal/keys"
 	"github.com/interlock-go/interlock/latch"
 	"github.com/interlock-go/interlock/semaphore"
@@ -73,13 +74,13 @@ func TestRunSemaphore(t *testing.T) {
 	// All permits taken by another holder: busy.
 	require.NoError(t, s.Acquire(t.Context(), 3))
 	res = runBinary(t, "", "run", "--redis", redisURL(), "--kind", "semaphore", "--wait", "200ms", name, "--", "echo", "must not run")
-	assert.Equal(t, exitBusy, res.code, res.stderr)
+	assert.Equal(t, exit.Busy, res.code, res.stderr)
 	assert.Empty(t, res.stdout)
 	assert.Contains(t, res.stderr, `interlock: semaphore "`+name+`" is busy: 1 permit was not free within --wait 200ms`)
 	assert.GreaterOrEqual(t, res.took, 200*time.Millisecond)
 	assert.Less(t, res.took, 200*time.Millisecond+slack)
 	res = runBinary(t, "", "run", "--redis", redisURL(), "--kind", "semaphore", "--wait", "0", name, "--", "true")
-	assert.Equal(t, exitBusy, res.code, "--wait 0 makes one attempt")
+	assert.Equal(t, exit.Busy, res.code, "--wait 0 makes one attempt")
 
 	// A waiter gets the permits once they are released.
 	cmd := interlockCmd("run", "--redis", redisURL(), "--kind", "semaphore", "--permits", "2", name, "--", "true")
@@ -188,7 +189,7 @@ func TestRunExpirablePermitLost(t *testing.T) {
 	require.NoError(t, rc.Do(t.Context(), rc.B().Zrem().Key(permitsKey(name)).Member(members[0]).Build()).Error())
 	removed := time.Now()
 	code, stderr := waitRun(t, cmd)
-	assert.Equal(t, exitLost, code, stderr)
+	assert.Equal(t, exit.Lost, code, stderr)
 	assert.Less(t, time.Since(removed), time.Second+slack)
 	assert.Contains(t, stderr, "lost while CMD ran")
 	assert.True(t, dead(pid), "CMD is gone")
@@ -207,7 +208,7 @@ func TestRunExpirableLeaseEnds(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, ok)
 	res := runBinary(t, "", "run", "--redis", redisURL(), "--kind", "expirable-semaphore", "--lease", "300ms", name, "--", "sleep", "30")
-	assert.Equal(t, exitLost, res.code, res.stderr)
+	assert.Equal(t, exit.Lost, res.code, res.stderr)
 	assert.Less(t, res.took, 300*time.Millisecond+slack)
 }
 
@@ -221,7 +222,7 @@ func TestSemaphoreInitAdd(t *testing.T) {
 	require.Equal(t, 0, res.code, res.stderr)
 	assert.Equal(t, name+": set to 2 permits\n", res.stdout)
 	res = runInProcess(t, "semaphore", "init", "--redis", redisURL(), name, "5")
-	assert.Equal(t, exitFailure, res.code)
+	assert.Equal(t, exit.Failure, res.code)
 	assert.Equal(t, "interlock: semaphore init: \""+name+"\" is already set (2 permits available); nothing changed\n", res.stderr)
 	assert.Equal(t, int64(2), available(t, rc, name))
 
@@ -253,16 +254,16 @@ func TestLatchInitCountdownAwait(t *testing.T) {
 	require.Equal(t, 0, res.code, res.stderr)
 	assert.Equal(t, name+": count set to 2\n", res.stdout)
 	res = runInProcess(t, "latch", "--redis", redisURL(), "init", name, "1")
-	assert.Equal(t, exitFailure, res.code)
+	assert.Equal(t, exit.Failure, res.code)
 	assert.Contains(t, res.stderr, `"`+name+`" is already set (count 2); nothing changed`)
 
 	res = runBinary(t, "", "latch", "--redis", redisURL(), "await", "--wait", "200ms", name)
-	assert.Equal(t, exitBusy, res.code, res.stderr)
+	assert.Equal(t, exit.Busy, res.code, res.stderr)
 	assert.Contains(t, res.stderr, `interlock: latch "`+name+`" is still closed after --wait 200ms: its count is 2`)
 	assert.GreaterOrEqual(t, res.took, 200*time.Millisecond)
 	assert.Less(t, res.took, 200*time.Millisecond+slack)
 	res = runBinary(t, "", "latch", "--redis", redisURL(), "await", "--wait", "0", name)
-	assert.Equal(t, exitBusy, res.code, res.stderr)
+	assert.Equal(t, exit.Busy, res.code, res.stderr)
 
 	// A waiter with no --wait, released by countdowns of other processes.
 	cmd := interlockCmd("latch", "--redis", redisURL(), "await", name)
@@ -507,13 +508,13 @@ func TestSyncUsageErrors(t *testing.T) {
 	} {
 		args := append([]string{tc.args[0], "--redis", nowhere}, tc.args[1:]...)
 		res := runInProcess(t, args...)
-		assert.Equal(t, exitUsage, res.code, "%v: %s", tc.args, res.stderr)
+		assert.Equal(t, exit.Usage, res.code, "%v: %s", tc.args, res.stderr)
 		assert.Contains(t, res.stderr, tc.want, tc.args)
 		assert.True(t, strings.HasPrefix(res.stderr, "interlock: "+tc.args[0]+": "), res.stderr)
 	}
 	// And once through the binary, as scripts see it.
 	res := runBinary(t, "", "semaphore", "--redis", nowhere, "init", "S", "0")
-	assert.Equal(t, exitUsage, res.code, res.stderr)
+	assert.Equal(t, exit.Usage, res.code, res.stderr)
 }
 
 // A name whose key holds another type of data (a lock's hash) is refused
@@ -530,11 +531,11 @@ func TestSyncOnALock(t *testing.T) {
 		{"latch", "countdown", name},
 	} {
 		res := runInProcess(t, append([]string{args[0], "--redis", redisURL()}, args[1:]...)...)
-		assert.Equal(t, exitUsage, res.code, "%v: %s", args, res.stderr)
+		assert.Equal(t, exit.Usage, res.code, "%v: %s", args, res.stderr)
 		assert.Contains(t, res.stderr, "holds another type of data", args)
 	}
 	res := runBinary(t, "", "run", "--redis", redisURL(), "--kind", "semaphore", "--wait", "0", name, "--", "echo", "must not run")
-	assert.Equal(t, exitUsage, res.code, res.stderr)
+	assert.Equal(t, exit.Usage, res.code, res.stderr)
 	assert.Empty(t, res.stdout)
 	fields, err := rc.Do(t.Context(), rc.B().Hgetall().Key(name).Build()).AsStrMap()
 	require.NoError(t, err)

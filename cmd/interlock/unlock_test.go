@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/interlock-go/interlock"
+	"github.com/interlock-go/interlock/cmd/interlock/internal/exit"
 	"github.com/interlock-go/interlock/fairlock"
 	"github.com/interlock-go/interlock/fenced"
 	"github.com/interlock-go/interlock/internal/keys"
@@ -31,7 +32,7 @@ func TestUnlockNeedsForce(t *testing.T) {
 	guard := m.Guard(ctx)
 
 	res := runInProcess(t, "unlock", "--redis", redisURL(), lock)
-	assert.Equal(t, exitUsage, res.code)
+	assert.Equal(t, exit.Usage, res.code)
 	assert.Contains(t, res.stderr, "interlock: unlock: refusing to unlock")
 	assert.Contains(t, res.stderr, "--force")
 	assert.NotContains(t, res.stderr, c.ID(), "errors never show owner ids")
@@ -52,11 +53,11 @@ func TestUnlockNeedsForce(t *testing.T) {
 
 func TestUnlockUsage(t *testing.T) {
 	t.Parallel()
-	assert.Equal(t, exitUsage, runInProcess(t, "unlock", "--force").code)
-	assert.Equal(t, exitUsage, runInProcess(t, "unlock", "--force", "a", "b").code)
-	assert.Equal(t, exitUsage, runInProcess(t, "unlock", "--force", "x}y").code)
+	assert.Equal(t, exit.Usage, runInProcess(t, "unlock", "--force").code)
+	assert.Equal(t, exit.Usage, runInProcess(t, "unlock", "--force", "a", "b").code)
+	assert.Equal(t, exit.Usage, runInProcess(t, "unlock", "--force", "x}y").code)
 	res := runInProcess(t, "unlock", "--force", "--kind", "spin", "x")
-	assert.Equal(t, exitUsage, res.code)
+	assert.Equal(t, exit.Usage, res.code)
 	assert.Contains(t, res.stderr, `unknown --kind "spin"`)
 }
 
@@ -128,7 +129,7 @@ func TestUnlockEveryKind(t *testing.T) {
 
 		// Asked to unlock it as a read lock, unlock leaves it.
 		res := runInProcess(t, "unlock", "--redis", redisURL(), "--force", "--kind", "read", lock)
-		assert.Equal(t, exitFailure, res.code)
+		assert.Equal(t, exit.Failure, res.code)
 		assert.Contains(t, res.stderr, "is still locked: it is not locked as a read lock")
 		assert.True(t, exists(t, rc, lock))
 
@@ -198,7 +199,7 @@ func TestUnlockRefusesOtherKinds(t *testing.T) {
 			args = append(args, "--kind", tc.kind)
 		}
 		res := runInProcess(t, args...)
-		assert.Equal(t, exitUsage, res.code, tc)
+		assert.Equal(t, exit.Usage, res.code, tc)
 		assert.Contains(t, res.stderr, tc.want, tc)
 	}
 	for _, k := range []string{fair, rw, str} {

@@ -10,6 +10,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/interlock-go/interlock/cmd/interlock/internal/exit"
 )
 
 func TestHelp(t *testing.T) {
@@ -20,7 +22,7 @@ func TestHelp(t *testing.T) {
 		assert.Equal(t, mainUsage, res.stdout, args)
 		assert.Empty(t, res.stderr, args)
 	}
-	for _, code := range []int{exitFailure, exitHazard, exitUsage, exitUnavailable, exitBusy, exitLost, exitCannotExec, exitNotFound} {
+	for _, code := range []int{exit.Failure, exit.Hazard, exit.Usage, exit.Unavailable, exit.Busy, exit.Lost, exit.CannotExec, exit.NotFound} {
 		assert.Contains(t, mainUsage, "\n  "+strconv.Itoa(code)+" ", "the exit codes are documented")
 	}
 	for name, text := range commandUsage {
@@ -39,18 +41,18 @@ func TestHelp(t *testing.T) {
 func TestUsageErrors(t *testing.T) {
 	t.Parallel()
 	res := runInProcess(t)
-	assert.Equal(t, exitUsage, res.code)
+	assert.Equal(t, exit.Usage, res.code)
 	assert.Equal(t, mainUsage, res.stderr)
 
 	res = runInProcess(t, "frobnicate")
-	assert.Equal(t, exitUsage, res.code)
+	assert.Equal(t, exit.Usage, res.code)
 	assert.Equal(t, "interlock: unknown command \"frobnicate\" (see 'interlock help')\n", res.stderr)
 
 	res = runInProcess(t, "help", "frobnicate")
-	assert.Equal(t, exitUsage, res.code)
+	assert.Equal(t, exit.Usage, res.code)
 
 	res = runInProcess(t, "demo", "extra")
-	assert.Equal(t, exitUsage, res.code)
+	assert.Equal(t, exit.Usage, res.code)
 	assert.Contains(t, res.stderr, "interlock: demo: unexpected argument")
 }
 
@@ -95,22 +97,9 @@ func TestUsageDocumentsEveryFlag(t *testing.T) {
 	for _, bad := range []string{"run --nope L -- true", "inspect --nope L", "unlock --nope L", "demo --nope",
 		"semaphore --nope init S 1", "latch --nope await L", "doctor --nope"} {
 		res := runInProcess(t, strings.Fields(bad)...)
-		require.Equal(t, exitUsage, res.code, bad)
+		require.Equal(t, exit.Usage, res.code, bad)
 		assert.Contains(t, res.stderr, "flag provided but not defined: -nope", bad)
 	}
-}
-
-func TestExitCode(t *testing.T) {
-	t.Parallel()
-	assert.Equal(t, 0, exitCode(nil))
-	assert.Equal(t, exitFailure, exitCode(assert.AnError))
-	assert.Equal(t, exitBusy, exitCode(failf(exitBusy, "busy")))
-	assert.Equal(t, 0, exitCode(errHelp))
-	assert.Empty(t, message(errHelp))
-	assert.Empty(t, message(exitStatus(3)))
-	assert.Equal(t, 3, exitCode(exitStatus(3)))
-	assert.NoError(t, exitStatus(0))
-	assert.NoError(t, withCode(exitUsage, nil))
 }
 
 func TestParseFlagsInterleaved(t *testing.T) {
