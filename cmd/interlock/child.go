@@ -10,7 +10,9 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/interlock-go/interlock/cmd/interlock/internal/cli"
 	"github.com/interlock-go/interlock/cmd/interlock/internal/exit"
+	"github.com/interlock-go/interlock/cmd/interlock/internal/proc"
 )
 
 // envLock names the variable that tells CMD which lock it runs under.
@@ -29,12 +31,12 @@ type child struct {
 
 // startChild starts CMD with interlock's stdio and environment plus
 // INTERLOCK_LOCK and env (the lock kind's own variables).
-func startChild(io stdio, cfg *runConfig, env []string) (*child, error) {
+func startChild(io cli.Stdio, cfg *runConfig, env []string) (*child, error) {
 	cmd := exec.Command(cfg.argv[0], cfg.argv[1:]...)
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = io.in, io.out, io.err
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = io.In, io.Out, io.Err
 	cmd.Env = append(append(os.Environ(), envLock+"="+cfg.lock), env...)
-	ownGroup := !inTerminalForeground()
-	cmd.SysProcAttr = childAttr(ownGroup)
+	ownGroup := !proc.InTerminalForeground()
+	cmd.SysProcAttr = proc.Attr(ownGroup, syscall.SIGTERM)
 	if err := cmd.Start(); err != nil {
 		code := exit.CannotExec
 		if errors.Is(err, exec.ErrNotFound) || errors.Is(err, fs.ErrNotExist) {
@@ -57,7 +59,7 @@ func (c *child) signal(sig syscall.Signal) {
 	if c.ownGroup {
 		pid = -pid
 	}
-	_ = killProcess(pid, sig)
+	_ = proc.Kill(pid, sig)
 }
 
 // forward passes a signal that interlock received on to CMD. When CMD
@@ -88,7 +90,7 @@ func (c *child) status() error {
 // CMD, and if the lock is lost it terminates CMD (SIGTERM, then SIGKILL
 // after cfg.grace). It returns once CMD exited, with CMD's status, or
 // with lost set and exit.Lost when the lock was lost.
-func supervise(ctx context.Context, io stdio, l locker, cfg *runConfig, sigs <-chan os.Signal) (lost bool, status error) {
+func supervise(ctx context.Context, io cli.Stdio, l locker, cfg *runConfig, sigs <-chan os.Signal) (lost bool, status error) {
 	guard := l.guard(ctx)
 	c, err := startChild(io, cfg, l.env())
 	if err != nil {
@@ -102,14 +104,14 @@ func supervise(ctx context.Context, io stdio, l locker, cfg *runConfig, sigs <-c
 			c.forward(sig)
 		case <-guardDone:
 			guardDone, lost = nil, true
-			fmt.Fprintf(io.err, "interlock: %s lost while CMD ran (%v); sending SIGTERM to CMD\n", cfg.describeLock(), context.Cause(guard))
+			fmt.Fprintf(io.Err, "interlock: %s lost while CMD ran (%v); sending SIGTERM to CMD\n", cfg.describeLock(), context.Cause(guard))
 			c.signal(syscall.SIGTERM)
 			t := time.NewTimer(cfg.grace)
 			defer t.Stop()
 			grace = t.C
 		case <-grace:
 			grace = nil
-			fmt.Fprintf(io.err, "interlock: CMD still running %v after SIGTERM; sending SIGKILL\n", cfg.grace)
+			fmt.Fprintf(io.Err, "interlock: CMD still running %v after SIGTERM; sending SIGKILL\n", cfg.grace)
 			c.signal(syscall.SIGKILL)
 		case <-c.done:
 			if !lost {

@@ -13,7 +13,9 @@ import (
 
 	"github.com/redis/rueidis"
 
+	"github.com/interlock-go/interlock/cmd/interlock/internal/cli"
 	"github.com/interlock-go/interlock/cmd/interlock/internal/exit"
+	"github.com/interlock-go/interlock/cmd/interlock/internal/redisconn"
 	"github.com/interlock-go/interlock/internal/keys"
 )
 
@@ -112,24 +114,24 @@ type doctor struct {
 
 // doctorCmd is "interlock doctor": check a live server, node by node on a
 // cluster, for the settings that break locks, and explain each finding.
-func doctorCmd(ctx context.Context, io stdio, args []string) error {
-	fs := newFlagSet("doctor")
-	redis := addRedisFlag(fs, io.getenv)
+func doctorCmd(ctx context.Context, io cli.Stdio, args []string) error {
+	fs := cli.NewFlagSet("doctor", doctorUsage)
+	redis := redisconn.AddFlag(fs.FlagSet, io.Getenv)
 	asJSON := fs.Bool("json", false, "print JSON")
 	name := fs.String("name", doctorDefaultName, "lock name for the ACL check")
 	aclUser := fs.String("acl-user", "", "ACL user to check")
 	waitReplicas := fs.Bool("wait-replicas", false, "the applications wait for replicas")
-	rest, err := parseFlags(fs, io, args)
+	rest, err := fs.ParseArgs(io, args)
 	if err != nil {
 		return err
 	}
 	if len(rest) > 0 {
-		return usageErrorf("doctor", "unexpected argument %q", rest[0])
+		return cli.Usagef("doctor", "unexpected argument %q", rest[0])
 	}
 	if err := keys.Check(*name); err != nil {
-		return usageErrorf("doctor", "--name: %v", err)
+		return cli.Usagef("doctor", "--name: %v", err)
 	}
-	opt, err := redisOptions(redis.urls)
+	opt, err := redisconn.Options(redis.URLs)
 	if err != nil {
 		return exit.WithCode(exit.Usage, err)
 	}
@@ -139,11 +141,11 @@ func doctorCmd(ctx context.Context, io stdio, args []string) error {
 		return err
 	}
 	if *asJSON {
-		enc := json.NewEncoder(io.out)
+		enc := json.NewEncoder(io.Out)
 		enc.SetIndent("", "  ")
 		err = enc.Encode(rep)
 	} else {
-		err = writeDoctorText(io.out, rep)
+		err = writeDoctorText(io.Out, rep)
 	}
 	if err != nil {
 		return exit.WithCode(exit.Failure, err)
@@ -304,7 +306,7 @@ func writeDoctorText(w io.Writer, rep *doctorReport) error {
 	if len(rep.Nodes) > 0 && rep.Nodes[0].Server != "" {
 		what += ", " + rep.Nodes[0].Server + " " + rep.Nodes[0].Version
 	}
-	fmt.Fprintf(&b, "interlock doctor: %s (%s checked)\n", what, plural(len(rep.Nodes), "node"))
+	fmt.Fprintf(&b, "interlock doctor: %s (%s checked)\n", what, cli.Plural(len(rep.Nodes), "node"))
 	explained := map[string]string{} // meaning and action -> where first printed
 	section := func(title string, node string) {
 		var fs []doctorFinding
@@ -435,7 +437,7 @@ waiting for them); error (a node that cannot be reached, a cluster that is
 down, slots without a master).
 
 Flags:
-` + redisHelp + `  --json             print the report as one JSON object: deployment
+` + redisconn.FlagHelp + `  --json             print the report as one JSON object: deployment
                      (standalone, cluster, sentinel, or nodes for several
                      servers),
                      name, nodes (addr, role, master, server, version,

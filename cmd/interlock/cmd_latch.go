@@ -7,7 +7,10 @@ import (
 	"strconv"
 
 	"github.com/interlock-go/interlock"
+	"github.com/interlock-go/interlock/cmd/interlock/internal/cli"
 	"github.com/interlock-go/interlock/cmd/interlock/internal/exit"
+	"github.com/interlock-go/interlock/cmd/interlock/internal/proc"
+	"github.com/interlock-go/interlock/cmd/interlock/internal/redisconn"
 	"github.com/interlock-go/interlock/internal/keys"
 	"github.com/interlock-go/interlock/latch"
 )
@@ -15,17 +18,17 @@ import (
 // latchCmd is "interlock latch init NAME N", "latch countdown NAME" and
 // "latch await [--wait D] NAME": RCountDownLatch's trySetCount, countDown
 // and await.
-func latchCmd(ctx context.Context, io stdio, args []string) error {
-	fs := newFlagSet("latch")
-	redis := addRedisFlag(fs, io.getenv)
-	wait := &durationFlag{unset: "forever"}
+func latchCmd(ctx context.Context, io cli.Stdio, args []string) error {
+	fs := cli.NewFlagSet("latch", latchUsage)
+	redis := redisconn.AddFlag(fs.FlagSet, io.Getenv)
+	wait := &cli.DurationFlag{Unset: "forever"}
 	fs.Var(wait, "wait", "how long await waits")
-	positional, err := parseFlagsNumbers(fs, io, args)
+	positional, err := fs.ParseNumbers(io, args)
 	if err != nil {
 		return err
 	}
 	if len(positional) == 0 {
-		return usageErrorf("latch", "want a subcommand: init, countdown or await")
+		return cli.Usagef("latch", "want a subcommand: init, countdown or await")
 	}
 	sub, rest := positional[0], positional[1:]
 	want := 1 // NAME
@@ -34,38 +37,38 @@ func latchCmd(ctx context.Context, io stdio, args []string) error {
 		want = 2 // NAME N
 	case "countdown", "await":
 	default:
-		return usageErrorf("latch", "unknown subcommand %q (want init, countdown or await)", sub)
+		return cli.Usagef("latch", "unknown subcommand %q (want init, countdown or await)", sub)
 	}
 	if len(rest) != want {
 		args := "NAME"
 		if want == 2 {
 			args = "NAME and N"
 		}
-		return usageErrorf("latch", "%s: want %s, got %d arguments", sub, args, len(rest))
+		return cli.Usagef("latch", "%s: want %s, got %d arguments", sub, args, len(rest))
 	}
 	name := rest[0]
 	if err := keys.Check(name); err != nil {
-		return usageErrorf("latch", "%v", err)
+		return cli.Usagef("latch", "%v", err)
 	}
-	if wait.set && sub != "await" {
-		return usageErrorf("latch", "--wait is for await only")
+	if wait.Given && sub != "await" {
+		return cli.Usagef("latch", "--wait is for await only")
 	}
 	var count int64
 	if sub == "init" {
 		if count, err = strconv.ParseInt(rest[1], 10, 64); err != nil {
-			return usageErrorf("latch", "init: N %q is not an integer", rest[1])
+			return cli.Usagef("latch", "init: N %q is not an integer", rest[1])
 		}
 		if count < 0 {
-			return usageErrorf("latch", "init: count %d must not be negative", count)
+			return cli.Usagef("latch", "init: count %d must not be negative", count)
 		}
 	}
 
-	c, err := connect(redis.urls)
+	c, err := redisconn.Connect(redis.URLs)
 	if err != nil {
 		return err
 	}
 	defer c.Close()
-	l := latch.New(c.lc, name)
+	l := latch.New(c.Client, name)
 	switch sub {
 	case "init":
 		ok, err := l.TrySetCount(ctx, count)
@@ -82,7 +85,7 @@ func latchCmd(ctx context.Context, io stdio, args []string) error {
 			}
 			return exit.Errorf(exit.Failure, "latch init: %q is already set (count %d); nothing changed", name, n)
 		}
-		fmt.Fprintf(io.out, "%s: count set to %d\n", name, count)
+		fmt.Fprintf(io.Out, "%s: count set to %d\n", name, count)
 		return nil
 	case "countdown":
 		return exit.Failed("latch countdown", l.CountDown(ctx))
@@ -92,12 +95,12 @@ func latchCmd(ctx context.Context, io stdio, args []string) error {
 
 // awaitLatch waits until the latch is open: forever, or for wait when it
 // is set. SIGINT or SIGTERM ends the wait with 128+N.
-func awaitLatch(ctx context.Context, l *latch.Latch, name string, wait durationFlag) error {
-	ictx, interrupted := interruptible(ctx)
+func awaitLatch(ctx context.Context, l *latch.Latch, name string, wait cli.DurationFlag) error {
+	ictx, interrupted := proc.Interruptible(ctx)
 	defer interrupted()
 	wctx, cancel := ictx, context.CancelFunc(func() {})
-	if wait.set {
-		wctx, cancel = context.WithTimeout(ictx, wait.d)
+	if wait.Given {
+		wctx, cancel = context.WithTimeout(ictx, wait.D)
 	}
 	defer cancel()
 	err := l.Await(wctx)
@@ -108,7 +111,7 @@ func awaitLatch(ctx context.Context, l *latch.Latch, name string, wait durationF
 	if err == nil {
 		return nil
 	}
-	if !wait.set || !errors.Is(wctx.Err(), context.DeadlineExceeded) {
+	if !wait.Given || !errors.Is(wctx.Err(), context.DeadlineExceeded) {
 		return exit.Failed("latch await", err)
 	}
 	// The last look, at the deadline: a latch opened just then, or
@@ -118,7 +121,7 @@ func awaitLatch(ctx context.Context, l *latch.Latch, name string, wait durationF
 	case err != nil:
 		return exit.Failed("latch await", err)
 	case n > 0:
-		return exit.Errorf(exit.Busy, "latch %q is still closed after --wait %v: its count is %d", name, wait.d, n)
+		return exit.Errorf(exit.Busy, "latch %q is still closed after --wait %v: its count is %d", name, wait.D, n)
 	}
 	return nil
 }

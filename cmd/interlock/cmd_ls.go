@@ -10,7 +10,9 @@ import (
 
 	"github.com/redis/rueidis"
 
+	"github.com/interlock-go/interlock/cmd/interlock/internal/cli"
 	"github.com/interlock-go/interlock/cmd/interlock/internal/exit"
+	"github.com/interlock-go/interlock/cmd/interlock/internal/redisconn"
 )
 
 // Defaults of ls's flags.
@@ -99,59 +101,59 @@ func (f *progressFlag) Set(s string) error {
 		f.d = -1
 		return nil
 	}
-	var d durationFlag
+	var d cli.DurationFlag
 	if err := d.Set(s); err != nil {
 		return fmt.Errorf("%w, or off", err)
 	}
-	f.d = d.d
+	f.d = d.D
 	return nil
 }
 
 // lsCmd is "interlock ls": list the synchronizers in Redis.
-func lsCmd(ctx context.Context, io stdio, args []string) error {
-	fs := newFlagSet("ls")
-	redis := addRedisFlag(fs, io.getenv)
+func lsCmd(ctx context.Context, io cli.Stdio, args []string) error {
+	fs := cli.NewFlagSet("ls", lsUsage)
+	redis := redisconn.AddFlag(fs.FlagSet, io.Getenv)
 	asJSON := fs.Bool("json", false, "print JSON")
 	limit := fs.Int("limit", lsDefaultLimit, "list at most N synchronizers; 0: no limit")
 	count := fs.Int64("count", lsDefaultCount, "SCAN's COUNT hint")
 	counters := fs.Bool("counters", false, "list string keys holding an integer")
 	progress := &progressFlag{d: lsDefaultProgress}
 	fs.Var(progress, "progress", "interval of progress lines on stderr, or off")
-	pos, err := parseFlags(fs, io, args)
+	pos, err := fs.ParseArgs(io, args)
 	if err != nil {
 		return err
 	}
 	pattern := "*"
 	switch {
 	case len(pos) > 1:
-		return usageErrorf("ls", "at most one PATTERN")
+		return cli.Usagef("ls", "at most one PATTERN")
 	case len(pos) == 1:
 		pattern = pos[0]
 	}
 	if *limit < 0 {
-		return usageErrorf("ls", "--limit must not be negative")
+		return cli.Usagef("ls", "--limit must not be negative")
 	}
 	if *count < 1 {
-		return usageErrorf("ls", "--count must be at least 1")
+		return cli.Usagef("ls", "--count must be at least 1")
 	}
-	c, err := connect(redis.urls)
+	c, err := redisconn.Connect(redis.URLs)
 	if err != nil {
 		return err
 	}
 	defer c.Close()
 	s := &lsScan{
-		rc: c.rc, pattern: pattern, match: containsPattern(pattern), count: *count,
+		rc: c.Redis, pattern: pattern, match: containsPattern(pattern), count: *count,
 		limit: *limit, counters: *counters, cands: map[string]*lsCandidate{},
-		progress: &lsProgress{w: io.err, every: progress.d, last: time.Now()},
+		progress: &lsProgress{w: io.Err, every: progress.d, last: time.Now()},
 	}
 	listing, err := s.run(ctx)
 	if err != nil {
 		return exit.Failed("ls", err)
 	}
 	if *asJSON {
-		return exit.WithCode(exit.Failure, writeLsJSON(io.out, listing))
+		return exit.WithCode(exit.Failure, writeLsJSON(io.Out, listing))
 	}
-	return exit.WithCode(exit.Failure, writeLsTable(io.out, listing))
+	return exit.WithCode(exit.Failure, writeLsTable(io.Out, listing))
 }
 
 // run scans, reads every candidate and returns the listing.

@@ -11,7 +11,10 @@ import (
 	"time"
 
 	"github.com/interlock-go/interlock"
+	"github.com/interlock-go/interlock/cmd/interlock/internal/cli"
 	"github.com/interlock-go/interlock/cmd/interlock/internal/exit"
+	"github.com/interlock-go/interlock/cmd/interlock/internal/proc"
+	"github.com/interlock-go/interlock/cmd/interlock/internal/redisconn"
 )
 
 // Defaults of run's flags.
@@ -29,9 +32,9 @@ const (
 type runConfig struct {
 	redis    []string
 	kind     string
-	permits  int           // the permits a semaphore kind holds; 0 for locks
-	wait     durationFlag  // not set: wait until acquired or interrupted
-	lease    time.Duration // 0: watchdog
+	permits  int              // the permits a semaphore kind holds; 0 for locks
+	wait     cli.DurationFlag // not set: wait until acquired or interrupted
+	lease    time.Duration    // 0: watchdog
 	watchdog time.Duration
 	grace    time.Duration
 	lock     string   // the name of the lock or semaphore; several: comma-joined
@@ -42,54 +45,54 @@ type runConfig struct {
 
 // parseRunArgs parses run's arguments: flags and LOCK, "--", then CMD.
 // Every check is made here, before anything is sent.
-func parseRunArgs(io stdio, args []string) (*runConfig, error) {
-	cfg := &runConfig{wait: durationFlag{unset: "forever"}}
-	fs := newFlagSet("run")
-	redis := addRedisFlag(fs, io.getenv)
-	prefix := addNamePrefixFlag(fs)
+func parseRunArgs(io cli.Stdio, args []string) (*runConfig, error) {
+	cfg := &runConfig{wait: cli.DurationFlag{Unset: "forever"}}
+	fs := cli.NewFlagSet("run", runUsage)
+	redis := redisconn.AddFlag(fs.FlagSet, io.Getenv)
+	prefix := cli.AddNamePrefixFlag(fs.FlagSet)
 	fs.StringVar(&cfg.kind, "kind", kindReentrant, "lock kind")
-	permits := &countFlag{n: 1}
+	permits := &cli.CountFlag{N: 1}
 	fs.Var(permits, "permits", "permits a semaphore kind holds")
 	fs.Var(&cfg.wait, "wait", "how long to wait for a busy lock")
-	lease := &durationFlag{}
+	lease := &cli.DurationFlag{}
 	fs.Var(lease, "lease", "fixed lease instead of the watchdog")
-	watchdog := &durationFlag{d: interlock.DefaultWatchdogTimeout}
+	watchdog := &cli.DurationFlag{D: interlock.DefaultWatchdogTimeout}
 	fs.Var(watchdog, "watchdog-timeout", "watchdog lease")
-	grace := &durationFlag{d: defaultGrace}
+	grace := &cli.DurationFlag{D: defaultGrace}
 	fs.Var(grace, "grace", "time between SIGTERM and SIGKILL")
 
 	head, argv, hasSep := args, []string(nil), false
 	if i := slices.Index(args, "--"); i >= 0 {
 		head, argv, hasSep = args[:i], args[i+1:], true
 	}
-	positional, err := parseFlags(fs, io, head)
+	positional, err := fs.ParseArgs(io, head)
 	if err != nil {
 		return nil, err
 	}
 	switch {
 	case !hasSep:
-		return nil, usageErrorf("run", "missing \"--\" between LOCK and CMD")
+		return nil, cli.Usagef("run", "missing \"--\" between LOCK and CMD")
 	case len(positional) == 0:
-		return nil, usageErrorf("run", "no LOCK before \"--\"")
+		return nil, cli.Usagef("run", "no LOCK before \"--\"")
 	case len(argv) == 0:
-		return nil, usageErrorf("run", "no CMD after \"--\"")
+		return nil, cli.Usagef("run", "no CMD after \"--\"")
 	}
 	if err := checkKind(cfg.kind); err != nil {
 		return nil, err
 	}
-	cfg.redis, cfg.prefix, cfg.argv = redis.urls, *prefix, argv
-	cfg.lease, cfg.watchdog, cfg.grace = lease.d, watchdog.d, grace.d
+	cfg.redis, cfg.prefix, cfg.argv = redis.URLs, *prefix, argv
+	cfg.lease, cfg.watchdog, cfg.grace = lease.D, watchdog.D, grace.D
 	if err := checkNames(cfg, positional); err != nil {
 		return nil, err
 	}
 	if cfg.lease > 0 && cfg.lease < time.Millisecond {
-		return nil, usageErrorf("run", "--lease %v: a lease must be at least 1ms", cfg.lease)
+		return nil, cli.Usagef("run", "--lease %v: a lease must be at least 1ms", cfg.lease)
 	}
-	if err := checkPermits(cfg, permits, lease.set); err != nil {
+	if err := checkPermits(cfg, permits, lease.Given); err != nil {
 		return nil, err
 	}
 	if cfg.watchdog < interlock.MinWatchdogTimeout {
-		return nil, usageErrorf("run", "--watchdog-timeout %v: the minimum is %v", cfg.watchdog, interlock.MinWatchdogTimeout)
+		return nil, cli.Usagef("run", "--watchdog-timeout %v: the minimum is %v", cfg.watchdog, interlock.MinWatchdogTimeout)
 	}
 	return cfg, nil
 }
@@ -99,31 +102,31 @@ func checkKind(kind string) error {
 	if slices.Contains(runKinds, kind) {
 		return nil
 	}
-	return usageErrorf("run", "unknown --kind %q (want %s)", kind, strings.Join(runKinds, ", "))
+	return cli.Usagef("run", "unknown --kind %q (want %s)", kind, strings.Join(runKinds, ", "))
 }
 
 // checkPermits checks --permits against the kind and sets cfg.permits,
 // and refuses --lease for an RSemaphore, whose permits have none.
-func checkPermits(cfg *runConfig, permits *countFlag, leaseSet bool) error {
+func checkPermits(cfg *runConfig, permits *cli.CountFlag, leaseSet bool) error {
 	switch {
 	case !isSemaphoreKind(cfg.kind):
-		if permits.set {
-			return usageErrorf("run", "--permits is for --kind %s and %s, not for a %s lock", kindSemaphore, kindExpirable, cfg.kind)
+		if permits.Given {
+			return cli.Usagef("run", "--permits is for --kind %s and %s, not for a %s lock", kindSemaphore, kindExpirable, cfg.kind)
 		}
 		return nil
-	case permits.n < 1:
-		return usageErrorf("run", "--permits %d: at least 1 permit is needed", permits.n)
-	case cfg.kind == kindExpirable && permits.n > maxExpirablePermits:
-		return usageErrorf("run", "--permits %d: at most %d expirable permits can be held at once", permits.n, maxExpirablePermits)
+	case permits.N < 1:
+		return cli.Usagef("run", "--permits %d: at least 1 permit is needed", permits.N)
+	case cfg.kind == kindExpirable && permits.N > maxExpirablePermits:
+		return cli.Usagef("run", "--permits %d: at most %d expirable permits can be held at once", permits.N, maxExpirablePermits)
 	case cfg.kind == kindSemaphore && leaseSet:
-		return usageErrorf("run", "--lease is not for --kind %s: its permits have no lease (use --kind %s)", kindSemaphore, kindExpirable)
+		return cli.Usagef("run", "--lease is not for --kind %s: its permits have no lease (use --kind %s)", kindSemaphore, kindExpirable)
 	}
-	cfg.permits = permits.n
+	cfg.permits = permits.N
 	return nil
 }
 
 // runCmd is "interlock run": lock, run CMD under the lock, unlock.
-func runCmd(ctx context.Context, io stdio, args []string) error {
+func runCmd(ctx context.Context, io cli.Stdio, args []string) error {
 	cfg, err := parseRunArgs(io, args)
 	if err != nil {
 		return err
@@ -131,10 +134,10 @@ func runCmd(ctx context.Context, io stdio, args []string) error {
 	// Catch the signals before anything else, so that none of them kills
 	// interlock between taking the lock and starting CMD.
 	sigs := make(chan os.Signal, 8)
-	signal.Notify(sigs, forwardedSignals...)
+	signal.Notify(sigs, proc.Forwarded...)
 	defer signal.Stop(sigs)
 
-	c, err := connect(cfg.redis, interlock.WithWatchdogTimeout(cfg.watchdog),
+	c, err := redisconn.Connect(cfg.redis, interlock.WithWatchdogTimeout(cfg.watchdog),
 		interlock.WithNameMapper(interlock.PrefixNames(cfg.prefix)))
 	if err != nil {
 		return err
@@ -143,7 +146,7 @@ func runCmd(ctx context.Context, io stdio, args []string) error {
 	// The owner id is the pid, so that "interlock inspect" tells which
 	// process on the client's host holds the lock.
 	ctx = interlock.WithOwner(ctx, int64(os.Getpid()))
-	l, err := newRunLocker(c.lc, cfg)
+	l, err := newRunLocker(c.Client, cfg)
 	if err != nil {
 		return exit.WithCode(exit.Usage, err)
 	}
@@ -182,11 +185,11 @@ func acquire(ctx context.Context, l locker, cfg *runConfig, sigs <-chan os.Signa
 	case err != nil:
 		return exit.Failed("cannot take "+cfg.describeLock(), err)
 	case !ok && isSemaphoreKind(cfg.kind):
-		return exit.Errorf(exit.Busy, "%s is busy: %s not free within --wait %v", cfg.describeLock(), cfg.permitsWere(), cfg.wait.d)
+		return exit.Errorf(exit.Busy, "%s is busy: %s not free within --wait %v", cfg.describeLock(), cfg.permitsWere(), cfg.wait.D)
 	case !ok && len(cfg.locks) > 1:
-		return exit.Errorf(exit.Busy, "%s is busy: another owner still held one of them after --wait %v", cfg.describeLock(), cfg.wait.d)
+		return exit.Errorf(exit.Busy, "%s is busy: another owner still held one of them after --wait %v", cfg.describeLock(), cfg.wait.D)
 	case !ok:
-		return exit.Errorf(exit.Busy, "%s is busy: another owner still held it after --wait %v", cfg.describeLock(), cfg.wait.d)
+		return exit.Errorf(exit.Busy, "%s is busy: another owner still held it after --wait %v", cfg.describeLock(), cfg.wait.D)
 	}
 	return nil
 }
@@ -215,12 +218,12 @@ func (cfg *runConfig) permitsWere() string {
 	if cfg.permits == 1 {
 		return "1 permit was"
 	}
-	return plural(cfg.permits, "permit") + " were"
+	return cli.Plural(cfg.permits, "permit") + " were"
 }
 
 // release unlocks after CMD exited and decides the exit: CMD's status, or
 // exit.Lost when the lock was lost while CMD ran, or found gone at unlock.
-func release(ctx context.Context, io stdio, l locker, cfg *runConfig, lost bool, status error) error {
+func release(ctx context.Context, io cli.Stdio, l locker, cfg *runConfig, lost bool, status error) error {
 	uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), unlockTimeout)
 	defer cancel()
 	err := l.unlock(uctx)
@@ -236,16 +239,16 @@ func release(ctx context.Context, io stdio, l locker, cfg *runConfig, lost bool,
 	case errors.Is(err, interlock.ErrNotHeld):
 		return exit.Errorf(exit.Lost, "lock %q was gone when CMD exited: it expired or was force-unlocked while CMD ran", cfg.lock)
 	case err != nil && cfg.kind == kindSemaphore:
-		fmt.Fprintf(io.err, "interlock: warning: cannot release %s of %s: %v; if they were not given back, "+
-			"nothing gives them back (see 'interlock help semaphore')\n", plural(cfg.permits, "permit"), cfg.describeLock(), err)
+		fmt.Fprintf(io.Err, "interlock: warning: cannot release %s of %s: %v; if they were not given back, "+
+			"nothing gives them back (see 'interlock help semaphore')\n", cli.Plural(cfg.permits, "permit"), cfg.describeLock(), err)
 	case err != nil && cfg.kind == kindExpirable:
-		fmt.Fprintf(io.err, "interlock: warning: cannot release the permits of %s: %v; they come back by themselves within %v\n",
+		fmt.Fprintf(io.Err, "interlock: warning: cannot release the permits of %s: %v; they come back by themselves within %v\n",
 			cfg.describeLock(), err, holdLease(cfg))
 	case err != nil && len(cfg.locks) > 1:
-		fmt.Fprintf(io.err, "interlock: warning: cannot unlock every lock of %s: %s; they expire by themselves within %v\n",
+		fmt.Fprintf(io.Err, "interlock: warning: cannot unlock every lock of %s: %s; they expire by themselves within %v\n",
 			cfg.describeLock(), strings.ReplaceAll(err.Error(), "\n", "; "), holdLease(cfg))
 	case err != nil:
-		fmt.Fprintf(io.err, "interlock: warning: cannot unlock %q: %v; it expires by itself within %v\n", cfg.lock, err, holdLease(cfg))
+		fmt.Fprintf(io.Err, "interlock: warning: cannot unlock %q: %v; it expires by itself within %v\n", cfg.lock, err, holdLease(cfg))
 	}
 	return status
 }

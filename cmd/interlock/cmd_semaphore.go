@@ -6,67 +6,69 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/interlock-go/interlock/cmd/interlock/internal/cli"
 	"github.com/interlock-go/interlock/cmd/interlock/internal/exit"
+	"github.com/interlock-go/interlock/cmd/interlock/internal/redisconn"
 	"github.com/interlock-go/interlock/internal/keys"
 	"github.com/interlock-go/interlock/semaphore"
 )
 
 // semaphoreCmd is "interlock semaphore init|add NAME N": TrySetPermits
 // and AddPermits.
-func semaphoreCmd(ctx context.Context, io stdio, args []string) error {
-	fs := newFlagSet("semaphore")
-	redis := addRedisFlag(fs, io.getenv)
+func semaphoreCmd(ctx context.Context, io cli.Stdio, args []string) error {
+	fs := cli.NewFlagSet("semaphore", semaphoreUsage)
+	redis := redisconn.AddFlag(fs.FlagSet, io.Getenv)
 	kind := fs.String("kind", kindSemaphore, "semaphore kind")
-	ttl := &durationFlag{}
+	ttl := &cli.DurationFlag{}
 	fs.Var(ttl, "ttl", "time to live of a new semaphore")
-	positional, err := parseFlagsNumbers(fs, io, args)
+	positional, err := fs.ParseNumbers(io, args)
 	if err != nil {
 		return err
 	}
 	if len(positional) == 0 {
-		return usageErrorf("semaphore", "want a subcommand: init or add")
+		return cli.Usagef("semaphore", "want a subcommand: init or add")
 	}
 	sub, rest := positional[0], positional[1:]
 	if sub != "init" && sub != "add" {
-		return usageErrorf("semaphore", "unknown subcommand %q (want init or add)", sub)
+		return cli.Usagef("semaphore", "unknown subcommand %q (want init or add)", sub)
 	}
 	if len(rest) != 2 {
-		return usageErrorf("semaphore", "%s: want NAME and N, got %d arguments", sub, len(rest))
+		return cli.Usagef("semaphore", "%s: want NAME and N, got %d arguments", sub, len(rest))
 	}
 	name := rest[0]
 	if err := keys.Check(name); err != nil {
-		return usageErrorf("semaphore", "%v", err)
+		return cli.Usagef("semaphore", "%v", err)
 	}
 	if !isSemaphoreKind(*kind) {
-		return usageErrorf("semaphore", "unknown --kind %q (want %s or %s)", *kind, kindSemaphore, kindExpirable)
+		return cli.Usagef("semaphore", "unknown --kind %q (want %s or %s)", *kind, kindSemaphore, kindExpirable)
 	}
 	n, err := strconv.Atoi(rest[1])
 	if err != nil {
-		return usageErrorf("semaphore", "%s: N %q is not an integer", sub, rest[1])
+		return cli.Usagef("semaphore", "%s: N %q is not an integer", sub, rest[1])
 	}
 	switch {
 	case sub == "init" && n < 1:
-		return usageErrorf("semaphore", "init: %d permits: at least 1 is needed", n)
+		return cli.Usagef("semaphore", "init: %d permits: at least 1 is needed", n)
 	case sub == "add" && n == 0:
-		return usageErrorf("semaphore", "add: 0 permits: nothing to add (a negative N takes permits away)")
-	case ttl.set && sub != "init":
-		return usageErrorf("semaphore", "--ttl is for init only")
-	case ttl.set && *kind == kindExpirable:
-		return usageErrorf("semaphore", "--ttl is for --kind %s only: Redisson's expirable semaphore has no "+
+		return cli.Usagef("semaphore", "add: 0 permits: nothing to add (a negative N takes permits away)")
+	case ttl.Given && sub != "init":
+		return cli.Usagef("semaphore", "--ttl is for init only")
+	case ttl.Given && *kind == kindExpirable:
+		return cli.Usagef("semaphore", "--ttl is for --kind %s only: Redisson's expirable semaphore has no "+
 			"trySetPermits with a TTL", kindSemaphore)
-	case ttl.set && ttl.d < time.Millisecond:
-		return usageErrorf("semaphore", "--ttl %v: a TTL must be at least 1ms", ttl.d)
+	case ttl.Given && ttl.D < time.Millisecond:
+		return cli.Usagef("semaphore", "--ttl %v: a TTL must be at least 1ms", ttl.D)
 	}
 
-	c, err := connect(redis.urls)
+	c, err := redisconn.Connect(redis.URLs)
 	if err != nil {
 		return err
 	}
 	defer c.Close()
-	plain := semaphore.New(c.lc, name)
+	plain := semaphore.New(c.Client, name)
 	if sub == "add" {
 		if *kind == kindExpirable {
-			err = semaphore.NewExpirable(c.lc, name).AddPermits(ctx, n)
+			err = semaphore.NewExpirable(c.Client, name).AddPermits(ctx, n)
 		} else {
 			err = plain.AddPermits(ctx, n)
 		}
@@ -74,16 +76,16 @@ func semaphoreCmd(ctx context.Context, io stdio, args []string) error {
 			return exit.Failed("semaphore add", err)
 		}
 		if n > 0 {
-			fmt.Fprintf(io.out, "%s: added %s\n", name, plural(n, "permit"))
+			fmt.Fprintf(io.Out, "%s: added %s\n", name, cli.Plural(n, "permit"))
 		} else {
-			fmt.Fprintf(io.out, "%s: took away %s\n", name, plural(-n, "permit"))
+			fmt.Fprintf(io.Out, "%s: took away %s\n", name, cli.Plural(-n, "permit"))
 		}
 		return nil
 	}
 	// Both kinds create the semaphore with the same script.
 	var ok bool
-	if ttl.set {
-		ok, err = plain.TrySetPermitsTTL(ctx, n, ttl.d)
+	if ttl.Given {
+		ok, err = plain.TrySetPermitsTTL(ctx, n, ttl.D)
 	} else {
 		ok, err = plain.TrySetPermits(ctx, n)
 	}
@@ -95,8 +97,8 @@ func semaphoreCmd(ctx context.Context, io stdio, args []string) error {
 		if err != nil {
 			return exit.Errorf(exit.Failure, "semaphore init: %q is already set; nothing changed", name)
 		}
-		return exit.Errorf(exit.Failure, "semaphore init: %q is already set (%s available); nothing changed", name, plural(int(free), "permit"))
+		return exit.Errorf(exit.Failure, "semaphore init: %q is already set (%s available); nothing changed", name, cli.Plural(int(free), "permit"))
 	}
-	fmt.Fprintf(io.out, "%s: set to %s\n", name, plural(n, "permit"))
+	fmt.Fprintf(io.Out, "%s: set to %s\n", name, cli.Plural(n, "permit"))
 	return nil
 }

@@ -7,43 +7,45 @@ import (
 	"strings"
 
 	"github.com/interlock-go/interlock"
+	"github.com/interlock-go/interlock/cmd/interlock/internal/cli"
 	"github.com/interlock-go/interlock/cmd/interlock/internal/exit"
+	"github.com/interlock-go/interlock/cmd/interlock/internal/redisconn"
 	"github.com/interlock-go/interlock/internal/keys"
 )
 
 // unlockCmd is "interlock unlock --force [--kind KIND] LOCK": the
 // ForceUnlock of the lock's kind, as found in Redis or as --kind says.
-func unlockCmd(ctx context.Context, io stdio, args []string) error {
-	fs := newFlagSet("unlock")
-	redis := addRedisFlag(fs, io.getenv)
-	prefix := addNamePrefixFlag(fs)
+func unlockCmd(ctx context.Context, io cli.Stdio, args []string) error {
+	fs := cli.NewFlagSet("unlock", unlockUsage)
+	redis := redisconn.AddFlag(fs.FlagSet, io.Getenv)
+	prefix := cli.AddNamePrefixFlag(fs.FlagSet)
 	force := fs.Bool("force", false, "confirm breaking the lock")
 	asked := fs.String("kind", "", "lock kind")
-	names, err := parseFlags(fs, io, args)
+	names, err := fs.ParseArgs(io, args)
 	if err != nil {
 		return err
 	}
 	if len(names) != 1 {
-		return usageErrorf("unlock", "want exactly one LOCK, got %d", len(names))
+		return cli.Usagef("unlock", "want exactly one LOCK, got %d", len(names))
 	}
 	name := *prefix + names[0] // the key: what a prefixing NameMapper maps it to
 	if err := keys.Check(name); err != nil {
-		return usageErrorf("unlock", "%v", err)
+		return cli.Usagef("unlock", "%v", err)
 	}
 	if *asked != "" && !slices.Contains(lockKinds, *asked) {
-		return usageErrorf("unlock", "unknown --kind %q (want %s)", *asked, strings.Join(lockKinds, ", "))
+		return cli.Usagef("unlock", "unknown --kind %q (want %s)", *asked, strings.Join(lockKinds, ", "))
 	}
 	if !*force {
 		return exit.Errorf(exit.Usage, "unlock: refusing to unlock %q without --force: unlocking deletes the lock whoever holds it, "+
 			"so its holder goes on working as if it held the lock while the next waiter takes it too. "+
 			"Use it only when the holder is known to be dead; 'interlock inspect %s' shows who holds it", name, name)
 	}
-	c, err := connect(redis.urls)
+	c, err := redisconn.Connect(redis.URLs)
 	if err != nil {
 		return err
 	}
 	defer c.Close()
-	f, err := probe(ctx, c.rc, name)
+	f, err := probe(ctx, c.Redis, name)
 	if err != nil {
 		return exit.Failed(fmt.Sprintf("unlock %q", name), err)
 	}
@@ -51,17 +53,17 @@ func unlockCmd(ctx context.Context, io stdio, args []string) error {
 	if err != nil {
 		return err
 	}
-	deleted, err := forceUnlock(ctx, c.lc, kind, name)
+	deleted, err := forceUnlock(ctx, c.Client, kind, name)
 	if err != nil {
 		return exit.Failed(fmt.Sprintf("unlock %q", name), err)
 	}
 	if deleted {
-		fmt.Fprintf(io.out, "%s: unlocked (forced, %s)\n", name, kind)
+		fmt.Fprintf(io.Out, "%s: unlocked (forced, %s)\n", name, kind)
 		return nil
 	}
 	// Nothing deleted: the lock was free, or it is not locked as kind
 	// (a read/write lock in the other mode).
-	n, err := c.rc.Do(ctx, c.rc.B().Exists().Key(name).Build()).AsInt64()
+	n, err := c.Redis.Do(ctx, c.Redis.B().Exists().Key(name).Build()).AsInt64()
 	if err != nil {
 		return exit.Failed(fmt.Sprintf("unlock %q", name), err)
 	}
@@ -69,7 +71,7 @@ func unlockCmd(ctx context.Context, io stdio, args []string) error {
 		return exit.Errorf(exit.Failure, "unlock: %q is still locked: it is not locked as a %s lock (see 'interlock inspect %s'); nothing was deleted",
 			name, kind, name)
 	}
-	fmt.Fprintf(io.out, "%s: was not locked\n", name)
+	fmt.Fprintf(io.Out, "%s: was not locked\n", name)
 	return nil
 }
 

@@ -15,7 +15,10 @@ import (
 	"github.com/redis/rueidis"
 
 	"github.com/interlock-go/interlock"
+	"github.com/interlock-go/interlock/cmd/interlock/internal/cli"
 	"github.com/interlock-go/interlock/cmd/interlock/internal/exit"
+	"github.com/interlock-go/interlock/cmd/interlock/internal/proc"
+	"github.com/interlock-go/interlock/cmd/interlock/internal/redisconn"
 	"github.com/interlock-go/interlock/internal/keys"
 	"github.com/interlock-go/interlock/internal/redisproc"
 )
@@ -76,51 +79,51 @@ type demo struct {
 }
 
 // demoCmd is "interlock demo".
-func demoCmd(ctx context.Context, io stdio, args []string) error {
-	fs := newFlagSet("demo")
-	redis := addRedisFlag(fs, io.getenv)
+func demoCmd(ctx context.Context, io cli.Stdio, args []string) error {
+	fs := cli.NewFlagSet("demo", demoUsage)
+	redis := redisconn.AddFlag(fs.FlagSet, io.Getenv)
 	chartFile := fs.String("chart", "", "write the scenes' timeline to `FILE`, an SVG image")
-	rest, err := parseFlags(fs, io, args)
+	rest, err := fs.ParseArgs(io, args)
 	if err != nil {
 		return err
 	}
 	if len(rest) > 0 {
-		return usageErrorf("demo", "unexpected argument %q", rest[0])
+		return cli.Usagef("demo", "unexpected argument %q", rest[0])
 	}
 	exe, err := os.Executable()
 	if err != nil {
 		return exit.Errorf(exit.Unavailable, "demo: cannot find the interlock binary to start holder processes: %w", err)
 	}
-	ctx, interrupted := interruptible(ctx)
+	ctx, interrupted := proc.Interruptible(ctx)
 	defer interrupted()
 	srv, err := demoRedis(ctx, io, redis)
 	if err != nil {
 		return interruptedOr(interrupted(), err)
 	}
 	defer srv.stop()
-	c, err := connect(srv.urls, interlock.WithWatchdogTimeout(demoWatchdog))
+	c, err := redisconn.Connect(srv.urls, interlock.WithWatchdogTimeout(demoWatchdog))
 	if err != nil {
 		return interruptedOr(interrupted(), err)
 	}
 	defer c.Close()
-	b, err := interlock.New(c.rc, interlock.WithWatchdogTimeout(demoWatchdog))
+	b, err := interlock.New(c.Redis, interlock.WithWatchdogTimeout(demoWatchdog))
 	if err != nil {
 		return err
 	}
 	defer b.Close()
 	d := &demo{
-		n: newNarrator(io.out), rc: c.rc, a: c.lc, b: b, urls: srv.urls, exe: exe,
-		stderr: io.err, prefix: "interlock-demo:" + randomHex(3),
+		n: newNarrator(io.Out), rc: c.Redis, a: c.Client, b: b, urls: srv.urls, exe: exe,
+		stderr: io.Err, prefix: "interlock-demo:" + randomHex(3),
 	}
 	if *chartFile != "" {
-		d.chart = newChartRecorder(c.rc)
+		d.chart = newChartRecorder(c.Redis)
 	}
 	d.intro(ctx, srv)
 	err = d.play(ctx)
 	removed := d.cleanup()
 	if sig := interrupted(); sig != nil {
 		return exit.Errorf(exit.Signal(sig), "demo: interrupted by %v; removed %s and %s", sig,
-			plural(removed, "key"), plural(len(d.holders), "holder process"))
+			cli.Plural(removed, "key"), cli.Plural(len(d.holders), "holder process"))
 	}
 	if *chartFile != "" {
 		// Also after a scene that went wrong: its timeline shows how.
@@ -132,7 +135,7 @@ func demoCmd(ctx context.Context, io stdio, args []string) error {
 	if err != nil {
 		return exit.WithCode(exit.Failure, fmt.Errorf("demo: %w", err))
 	}
-	what := plural(removed, "key") + ", " + plural(len(d.holders), "holder process")
+	what := cli.Plural(removed, "key") + ", " + cli.Plural(len(d.holders), "holder process")
 	if srv.srv != nil {
 		what += " and the throwaway redis-server"
 	}
@@ -227,15 +230,4 @@ func randomHex(n int) string {
 	b := make([]byte, n)
 	_, _ = rand.Read(b) // never fails on supported platforms
 	return hex.EncodeToString(b)
-}
-
-// plural returns "1 key", "2 keys", "2 holder processes" and so on.
-func plural(n int, noun string) string {
-	if n == 1 {
-		return "1 " + noun
-	}
-	if strings.HasSuffix(noun, "s") {
-		return fmt.Sprintf("%d %ses", n, noun)
-	}
-	return fmt.Sprintf("%d %ss", n, noun)
 }

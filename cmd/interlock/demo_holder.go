@@ -6,7 +6,9 @@ import (
 	"fmt"
 
 	"github.com/interlock-go/interlock"
+	"github.com/interlock-go/interlock/cmd/interlock/internal/cli"
 	"github.com/interlock-go/interlock/cmd/interlock/internal/exit"
+	"github.com/interlock-go/interlock/cmd/interlock/internal/redisconn"
 	"github.com/interlock-go/interlock/fenced"
 	"github.com/interlock-go/interlock/rlock"
 )
@@ -40,21 +42,21 @@ const (
 // (worker C of the demo). It locks LOCK, then follows the protocol above.
 // With --fence it takes the fenced lock, and writes to the ledger through
 // a RedisFence on that fence key with its token.
-func holderCmd(ctx context.Context, io stdio, args []string) error {
-	fs := newFlagSet(holderCmdName)
-	redis := addRedisFlag(fs, io.getenv)
-	watchdog := &durationFlag{d: demoWatchdog}
+func holderCmd(ctx context.Context, io cli.Stdio, args []string) error {
+	fs := cli.NewFlagSet(holderCmdName, "")
+	redis := redisconn.AddFlag(fs.FlagSet, io.Getenv)
+	watchdog := &cli.DurationFlag{D: demoWatchdog}
 	fs.Var(watchdog, "watchdog-timeout", "watchdog lease")
 	ledger := fs.String("ledger", "", "list to write to")
 	fenceKey := fs.String("fence", "", "fence key: take the fenced lock and write through this fence")
-	names, err := parseFlags(fs, io, args)
+	names, err := fs.ParseArgs(io, args)
 	if err != nil {
 		return err
 	}
 	if len(names) != 1 || *ledger == "" {
-		return usageErrorf(holderCmdName, "want --ledger KEY and one LOCK")
+		return cli.Usagef(holderCmdName, "want --ledger KEY and one LOCK")
 	}
-	c, err := connect(redis.urls, interlock.WithWatchdogTimeout(watchdog.d))
+	c, err := redisconn.Connect(redis.URLs, interlock.WithWatchdogTimeout(watchdog.D))
 	if err != nil {
 		return err
 	}
@@ -65,10 +67,10 @@ func holderCmd(ctx context.Context, io stdio, args []string) error {
 		token uint64
 	)
 	if *fenceKey == "" {
-		m = rlock.New(c.lc, names[0])
+		m = rlock.New(c.Client, names[0])
 		err = m.Lock(ctx)
 	} else {
-		fm := fenced.New(c.lc, names[0])
+		fm := fenced.New(c.Client, names[0])
 		m = fm
 		token, err = fm.LockToken(ctx)
 	}
@@ -76,9 +78,9 @@ func holderCmd(ctx context.Context, io stdio, args []string) error {
 		return exit.WithCode(exit.Unavailable, err)
 	}
 	if *fenceKey == "" {
-		fmt.Fprintln(io.out, holderLocked)
+		fmt.Fprintln(io.Out, holderLocked)
 	} else {
-		fmt.Fprintf(io.out, "%s %d\n", holderLocked, token)
+		fmt.Fprintf(io.Out, "%s %d\n", holderLocked, token)
 	}
 	guard := m.Guard(ctx)
 
@@ -87,7 +89,7 @@ func holderCmd(ctx context.Context, io stdio, args []string) error {
 	lines := make(chan string)
 	go func() {
 		defer close(lines)
-		sc := bufio.NewScanner(io.in)
+		sc := bufio.NewScanner(io.In)
 		for sc.Scan() {
 			lines <- sc.Text()
 		}
@@ -97,7 +99,7 @@ func holderCmd(ctx context.Context, io stdio, args []string) error {
 		select {
 		case <-guardDone:
 			guardDone = nil
-			fmt.Fprintf(io.out, "%s %v\n", holderLost, context.Cause(guard))
+			fmt.Fprintf(io.Out, "%s %v\n", holderLost, context.Cause(guard))
 		case line, ok := <-lines:
 			if !ok {
 				if guard.Err() == nil {
@@ -109,28 +111,28 @@ func holderCmd(ctx context.Context, io stdio, args []string) error {
 				continue
 			}
 			if *fenceKey == "" {
-				if err := c.rc.Do(ctx, c.rc.B().Rpush().Key(*ledger).Element("C").Build()).Error(); err != nil {
+				if err := c.Redis.Do(ctx, c.Redis.B().Rpush().Key(*ledger).Element("C").Build()).Error(); err != nil {
 					return exit.WithCode(exit.Unavailable, err)
 				}
-				fmt.Fprintln(io.out, holderWrote)
+				fmt.Fprintln(io.Out, holderWrote)
 				continue
 			}
 			// The resource's check: the fence compares the token, records
 			// it and writes, in one script, or refuses and writes nothing.
-			fence := fenced.NewRedisFence(c.rc, *fenceKey)
+			fence := fenced.NewRedisFence(c.Redis, *fenceKey)
 			written, err := fence.Exec(ctx, token, fenced.Write{Cmd: "RPUSH", Key: *ledger, Args: []string{"C"}})
 			if err != nil {
 				return exit.WithCode(exit.Unavailable, err)
 			}
 			if written {
-				fmt.Fprintln(io.out, holderWrote)
+				fmt.Fprintln(io.Out, holderWrote)
 				continue
 			}
 			highest, err := fence.Highest(ctx)
 			if err != nil {
 				return exit.WithCode(exit.Unavailable, err)
 			}
-			fmt.Fprintf(io.out, "%s %d\n", holderRejected, highest)
+			fmt.Fprintf(io.Out, "%s %d\n", holderRejected, highest)
 		}
 	}
 }

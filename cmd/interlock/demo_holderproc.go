@@ -10,6 +10,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/interlock-go/interlock/cmd/interlock/internal/proc"
 )
 
 const (
@@ -42,7 +44,7 @@ func (d *demo) startHolder(ctx context.Context, lock, ledger, fence string) (*ho
 	}
 	cmd := exec.Command(d.exe, append(args, lock)...)
 	cmd.Stderr = d.stderr
-	cmd.SysProcAttr = holderAttr()
+	cmd.SysProcAttr = proc.Attr(true, syscall.SIGKILL)
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		return nil, err
@@ -140,7 +142,7 @@ func (h *holderProc) send(line string) error {
 
 // signal sends sig to the holder.
 func (h *holderProc) signal(sig syscall.Signal) error {
-	return killProcess(h.pid(), sig)
+	return proc.Kill(h.pid(), sig)
 }
 
 // stop ends the holder and waits for it: it closes its stdin, which makes

@@ -6,7 +6,9 @@ import (
 	"os/exec"
 	"time"
 
+	"github.com/interlock-go/interlock/cmd/interlock/internal/cli"
 	"github.com/interlock-go/interlock/cmd/interlock/internal/exit"
+	"github.com/interlock-go/interlock/cmd/interlock/internal/redisconn"
 	"github.com/interlock-go/interlock/internal/redisproc"
 )
 
@@ -31,9 +33,9 @@ func (s *demoServer) stop() { s.srv.Stop() }
 // demoRedis chooses the demo's Redis: the one named by --redis or
 // INTERLOCK_REDIS; else the one on 127.0.0.1:6379 if it answers PING
 // (without a password); else a throwaway redis-server from PATH.
-func demoRedis(ctx context.Context, io stdio, redis *redisFlag) (*demoServer, error) {
-	if redis.set || io.getenv(envRedis) != "" {
-		return &demoServer{urls: redis.urls}, nil
+func demoRedis(ctx context.Context, io cli.Stdio, redis *redisconn.Flag) (*demoServer, error) {
+	if redis.Given || io.Getenv(redisconn.EnvVar) != "" {
+		return &demoServer{urls: redis.URLs}, nil
 	}
 	pctx, cancel := context.WithTimeout(ctx, defaultProbeTimeout)
 	pong, err := redisproc.CommandString(pctx, defaultRedisAddr, "PING")

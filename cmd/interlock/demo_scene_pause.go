@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/interlock-go/interlock"
+	"github.com/interlock-go/interlock/cmd/interlock/internal/proc"
 	"github.com/interlock-go/interlock/fenced"
 )
 
@@ -38,7 +39,7 @@ func (d *demo) scenePause(ctx context.Context) error {
 	if err := sleepCtx(ctx, demoPauseAfter); err != nil {
 		return err
 	}
-	if err := h.signal(sigStop); err != nil {
+	if err := h.signal(proc.PauseSignal); err != nil {
 		return err
 	}
 	pausedAt := n.elapsed()
@@ -85,7 +86,7 @@ func (d *demo) scenePause(ctx context.Context) error {
 	d.chart.released("B", nil)
 	n.say("B", "done: recorded in the ledger through the fence with token %d (admitted), unlocked", tokenB)
 
-	if err := h.signal(sigCont); err != nil {
+	if err := h.signal(proc.ResumeSignal); err != nil {
 		return err
 	}
 	writeAt := time.Now().Add(demoWriteAfter)

@@ -17,6 +17,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/interlock-go/interlock/cmd/interlock/internal/cli"
+	"github.com/interlock-go/interlock/cmd/interlock/internal/redisconn"
 	"github.com/interlock-go/interlock/internal/redisproc"
 )
 
@@ -122,15 +124,15 @@ func TestDemoInterrupted(t *testing.T) {
 // throwaway redis-server and removes it afterwards.
 func TestDemoRedisThrowaway(t *testing.T) {
 	t.Parallel()
-	noEnv := stdio{getenv: func(string) string { return "" }}
-	flags := &redisFlag{urls: []string{defaultRedisURL}}
+	noEnv := cli.Stdio{Getenv: func(string) string { return "" }}
+	flags := &redisconn.Flag{URLs: []string{redisconn.DefaultURL}}
 	s, err := demoRedis(t.Context(), noEnv, flags)
 	require.NoError(t, err)
 	defer s.stop()
 	ctx := t.Context()
 	if _, err := redisproc.CommandString(ctx, defaultRedisAddr, "PING"); err == nil {
 		assert.Nil(t, s.srv, "a Redis answers on %s: the demo uses it", defaultRedisAddr)
-		assert.Equal(t, []string{defaultRedisURL}, s.urls)
+		assert.Equal(t, []string{redisconn.DefaultURL}, s.urls)
 		return
 	}
 	require.NotNil(t, s.srv)
@@ -146,7 +148,7 @@ func TestDemoRedisThrowaway(t *testing.T) {
 	assert.Error(t, err, "the throwaway server is gone")
 
 	// --redis (or INTERLOCK_REDIS) is used as given.
-	flags = &redisFlag{urls: []string{"redis://elsewhere:1"}, set: true}
+	flags = &redisconn.Flag{URLs: []string{"redis://elsewhere:1"}, Given: true}
 	s, err = demoRedis(ctx, noEnv, flags)
 	require.NoError(t, err)
 	assert.Nil(t, s.srv)

@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/interlock-go/interlock/cmd/interlock/internal/cli"
 )
 
 // Thresholds of the checks.
@@ -156,7 +158,7 @@ func (n *doctorNode) checkClients() doctorFinding {
 	}
 	blocked, _ := strconv.ParseInt(n.info["blocked_clients"], 10, 64)
 	maxClients, _ := strconv.ParseInt(n.info["maxclients"], 10, 64)
-	f := n.finding("clients", sevOK, fmt.Sprintf("%s connected, %d blocked", plural(int(conns), "client"), blocked))
+	f := n.finding("clients", sevOK, fmt.Sprintf("%s connected, %d blocked", cli.Plural(int(conns), "client"), blocked))
 	f.Facts["connected"], f.Facts["blocked"] = conns, blocked
 	if maxClients > 0 {
 		f.Facts["maxclients"] = maxClients
@@ -200,10 +202,10 @@ func (n *doctorNode) checkEviction() doctorFinding {
 			notes = append(notes, fmt.Sprintf("memory is %d%% full: writes, acquisitions and renewals among them, are refused at maxmemory.", used*100/maxMem))
 		}
 		if oom > 0 {
-			notes = append(notes, fmt.Sprintf("the server refused %s for lack of memory since it started.", plural(int(oom), "command")))
+			notes = append(notes, fmt.Sprintf("the server refused %s for lack of memory since it started.", cli.Plural(int(oom), "command")))
 		}
 		if evicted > 0 {
-			notes = append(notes, fmt.Sprintf("%s were evicted since the server started, so the policy was an evicting one for a while.", plural(int(evicted), "key")))
+			notes = append(notes, fmt.Sprintf("%s were evicted since the server started, so the policy was an evicting one for a while.", cli.Plural(int(evicted), "key")))
 		}
 		if len(notes) > 0 {
 			f.Severity = sevWarn
@@ -223,7 +225,7 @@ func (n *doctorNode) checkEviction() doctorFinding {
 			f.Meaning += " maxmemory is 0 now, so nothing is evicted yet; the policy applies as soon as a limit is set (managed services set one)."
 		}
 		if evicted > 0 {
-			f.Meaning += fmt.Sprintf(" %s were evicted since the server started.", plural(int(evicted), "key"))
+			f.Meaning += fmt.Sprintf(" %s were evicted since the server started.", cli.Plural(int(evicted), "key"))
 		}
 		f.Action = "Keep locks on a server of their own with maxmemory-policy noeviction (the default), so that memory pressure shows as failed writes rather than vanished locks: CONFIG SET maxmemory-policy noeviction, and the same in redis.conf. A cache that must evict belongs on another server."
 	default:
@@ -279,7 +281,7 @@ func (d *doctor) checkReplication(n *doctorNode) doctorFinding {
 		parts = append(parts, fmt.Sprintf("%s %s, %d bytes behind, last ack %ds ago", r.Addr, r.State, r.LagBytes, r.LagSeconds))
 	}
 	f.Facts["replicas"], f.Facts["max_lag_bytes"] = reps, maxLag
-	f.Summary = fmt.Sprintf("%s under asynchronous replication, replication lag %d bytes (%s)", plural(count, "replica"), maxLag, strings.Join(parts, "; "))
+	f.Summary = fmt.Sprintf("%s under asynchronous replication, replication lag %d bytes (%s)", cli.Plural(count, "replica"), maxLag, strings.Join(parts, "; "))
 	f.Meaning = "A lock is written to this master and reaches the replicas afterwards. If the master fails before a lock reached the replica that is promoted, the new master has no record of it and grants it to another client while the first still works: two holders. The lag is how far behind each replica is now (master_repl_offset minus its offset): what a failover at this moment would lose."
 	if minRep, ok := n.param("min-replicas-to-write", ""); ok && minRep != "0" {
 		maxLagCfg, _ := n.param("min-replicas-max-lag", "")
@@ -660,7 +662,7 @@ func checkCluster(seed *doctorNode, nodes []*doctorNode) doctorFinding {
 	f.Facts["slots_pfail"], f.Facts["slots_fail"], f.Facts["known_nodes"] = pfail, fail, num("cluster_known_nodes")
 	f.Facts["masters"], f.Facts["replicas"], f.Facts["masters_without_replica"] = masters, replicas, noReplica
 	f.Summary = fmt.Sprintf("cluster_state %s; %d of %d slots assigned, %d ok; %s, %s", ci["cluster_state"], assigned, clusterSlots, okSlots,
-		plural(masters, "master"), plural(replicas, "replica"))
+		cli.Plural(masters, "master"), cli.Plural(replicas, "replica"))
 	f.Meaning = "Every lock lives in the slot of its name; a slot without a working master fails its locks with CLUSTERDOWN."
 	switch {
 	case ci["cluster_state"] != "ok" || assigned < clusterSlots:
@@ -681,7 +683,7 @@ func checkCluster(seed *doctorNode, nodes []*doctorNode) doctorFinding {
 		if noReplica == 1 {
 			verb = "has"
 		}
-		f.Meaning += fmt.Sprintf(" %s %s no replica: when one fails, its slots are down until it is back.", plural(noReplica, "master"), verb)
+		f.Meaning += fmt.Sprintf(" %s %s no replica: when one fails, its slots are down until it is back.", cli.Plural(noReplica, "master"), verb)
 	}
 	// Nodes that disagree with the seed about the state.
 	var disagree []string

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/interlock-go/interlock/cmd/interlock/internal/cli"
 	"github.com/interlock-go/interlock/internal/keys"
 )
 
@@ -176,7 +177,7 @@ func decodePermits(f *facts, r *lockReport) []string {
 	if expired > 0 {
 		notes = append(notes, fmt.Sprintf("%s expired but not given back yet: the next operation on the semaphore, "+
 			"by any client, gives them back (expiries are the acquiring clients' clocks; the time left is this host's)",
-			plural(expired, "acquired permit")))
+			cli.Plural(expired, "acquired permit")))
 	}
 	return notes
 }
@@ -202,7 +203,7 @@ func syncRows(r *lockReport) [][]string {
 			state = "open"
 		}
 		detail = fmt.Sprintf("%d: as a semaphore, %s available; as a latch, count %d (%s); --kind tells which",
-			n, plural(int(n), "permit"), n, state)
+			n, cli.Plural(int(n), "permit"), n, state)
 	case r.Kind == kindLatch && r.Count != nil:
 		state := "closed"
 		if *r.Count <= 0 {
@@ -210,7 +211,7 @@ func syncRows(r *lockReport) [][]string {
 		}
 		detail = fmt.Sprintf("count %d: %s", *r.Count, state)
 	case r.Permits != nil:
-		detail = plural(int(*r.Permits), "permit") + " available"
+		detail = cli.Plural(int(*r.Permits), "permit") + " available"
 		if r.Kind == kindExpirable {
 			detail += ", " + strconv.Itoa(len(r.Acquired)) + " acquired"
 		}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/interlock-go/interlock"
+	"github.com/interlock-go/interlock/cmd/interlock/internal/cli"
 	"github.com/interlock-go/interlock/fairlock"
 	"github.com/interlock-go/interlock/fenced"
 	"github.com/interlock-go/interlock/rlock"
@@ -45,9 +46,9 @@ const envFenceToken = "INTERLOCK_FENCE_TOKEN"
 type locker interface {
 	// acquire takes the lock as --wait and --lease say: with wait not
 	// set, until it is acquired or ctx ends; with wait set, for up to
-	// wait.d (0: one attempt), reporting false when it is still busy.
+	// wait.D (0: one attempt), reporting false when it is still busy.
 	// A lease of 0 is a watchdog hold.
-	acquire(ctx context.Context, wait durationFlag, lease time.Duration) (bool, error)
+	acquire(ctx context.Context, wait cli.DurationFlag, lease time.Duration) (bool, error)
 	// unlock releases the hold acquire took. An error matching
 	// interlock.ErrNotHeld means the hold (or one of its permits) was
 	// gone already.
@@ -104,7 +105,7 @@ type mutexLocker struct {
 	m interlock.Locker
 }
 
-func (l *mutexLocker) acquire(ctx context.Context, wait durationFlag, lease time.Duration) (bool, error) {
+func (l *mutexLocker) acquire(ctx context.Context, wait cli.DurationFlag, lease time.Duration) (bool, error) {
 	return acquireWith(ctx, l.m, wait, lease)
 }
 
@@ -117,10 +118,10 @@ type acquirer interface {
 
 // acquireWith takes m as --wait and --lease say: TryLock with a wait, else
 // LockLease with a lease, else Lock.
-func acquireWith(ctx context.Context, m acquirer, wait durationFlag, lease time.Duration) (bool, error) {
+func acquireWith(ctx context.Context, m acquirer, wait cli.DurationFlag, lease time.Duration) (bool, error) {
 	switch {
-	case wait.set:
-		return m.TryLock(ctx, wait.d, lease)
+	case wait.Given:
+		return m.TryLock(ctx, wait.D, lease)
 	case lease > 0:
 		err := m.LockLease(ctx, lease)
 		return err == nil, err
@@ -142,15 +143,15 @@ type fencedLocker struct {
 	token uint64 // the token of the acquisition; 0 before
 }
 
-func (l *fencedLocker) acquire(ctx context.Context, wait durationFlag, lease time.Duration) (bool, error) {
+func (l *fencedLocker) acquire(ctx context.Context, wait cli.DurationFlag, lease time.Duration) (bool, error) {
 	var (
 		token uint64
 		ok    = true
 		err   error
 	)
 	switch {
-	case wait.set:
-		token, ok, err = l.f.TryLockToken(ctx, wait.d, lease)
+	case wait.Given:
+		token, ok, err = l.f.TryLockToken(ctx, wait.D, lease)
 	case lease > 0:
 		token, err = l.f.LockLeaseToken(ctx, lease)
 	default:

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/interlock-go/interlock"
+	"github.com/interlock-go/interlock/cmd/interlock/internal/cli"
 	"github.com/interlock-go/interlock/fenced"
 	"github.com/interlock-go/interlock/internal/keys"
 	"github.com/interlock-go/interlock/multilock"
@@ -21,17 +22,17 @@ import (
 func checkNames(cfg *runConfig, names []string) error {
 	for _, name := range names {
 		if err := keys.Check(cfg.prefix + name); err != nil {
-			return usageErrorf("run", "%v", err)
+			return cli.Usagef("run", "%v", err)
 		}
 	}
 	if len(names) > 1 {
 		if isSemaphoreKind(cfg.kind) {
-			return usageErrorf("run", "--kind %s takes one NAME, got %d: only locks (%s, %s) can be held together",
+			return cli.Usagef("run", "--kind %s takes one NAME, got %d: only locks (%s, %s) can be held together",
 				cfg.kind, len(names), strings.Join(lockKinds, ", "), kindSpin)
 		}
 		for i, name := range names {
 			if slices.Contains(names[:i], name) {
-				return usageErrorf("run", "lock %q is given twice: each LOCK of a multilock is given once", name)
+				return cli.Usagef("run", "lock %q is given twice: each LOCK of a multilock is given once", name)
 			}
 		}
 	}
@@ -68,7 +69,7 @@ type multiLocker struct {
 	tokens []uint64        // their tokens once acquired
 }
 
-func (l *multiLocker) acquire(ctx context.Context, wait durationFlag, lease time.Duration) (bool, error) {
+func (l *multiLocker) acquire(ctx context.Context, wait cli.DurationFlag, lease time.Duration) (bool, error) {
 	ok, err := acquireWith(ctx, l.m, wait, lease)
 	if !ok || err != nil || len(l.fenced) == 0 {
 		return ok, err

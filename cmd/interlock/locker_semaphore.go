@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/interlock-go/interlock"
+	"github.com/interlock-go/interlock/cmd/interlock/internal/cli"
 	"github.com/interlock-go/interlock/semaphore"
 )
 
@@ -34,9 +35,9 @@ type semaphoreLocker struct {
 	n int
 }
 
-func (l *semaphoreLocker) acquire(ctx context.Context, wait durationFlag, _ time.Duration) (bool, error) {
-	if wait.set {
-		return l.s.TryAcquire(ctx, l.n, wait.d)
+func (l *semaphoreLocker) acquire(ctx context.Context, wait cli.DurationFlag, _ time.Duration) (bool, error) {
+	if wait.Given {
+		return l.s.TryAcquire(ctx, l.n, wait.D)
 	}
 	err := l.s.Acquire(ctx, l.n)
 	return err == nil, err
@@ -55,14 +56,14 @@ type expirableLocker struct {
 	ids []semaphore.PermitID // the permits acquired; nil before
 }
 
-func (l *expirableLocker) acquire(ctx context.Context, wait durationFlag, lease time.Duration) (bool, error) {
+func (l *expirableLocker) acquire(ctx context.Context, wait cli.DurationFlag, lease time.Duration) (bool, error) {
 	var (
 		ids []semaphore.PermitID
 		ok  = true
 		err error
 	)
-	if wait.set {
-		ids, ok, err = l.e.TryAcquire(ctx, l.n, wait.d, lease)
+	if wait.Given {
+		ids, ok, err = l.e.TryAcquire(ctx, l.n, wait.D, lease)
 	} else {
 		ids, err = l.e.Acquire(ctx, l.n, lease)
 	}

@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"text/tabwriter"
+
+	"github.com/interlock-go/interlock/cmd/interlock/internal/cli"
 )
 
 // lsMaxHolders is how many holders a row of the table names.
@@ -79,8 +81,8 @@ func writeLsTable(w io.Writer, l *lsListing) error {
 		scanned += " matching " + l.Match
 	}
 	fmt.Fprintf(&out, "%s (%d flagged); %d %s scanned on %s; not listed: %s, %s\n",
-		plural(len(l.Synchronizers), "synchronizer"), flagged, l.ScannedKeys, scanned, plural(len(l.Nodes), "node"),
-		plural(int(l.UnlockLatches), "unlock latch key"), plural(int(l.Receipts), "receipt key"))
+		cli.Plural(len(l.Synchronizers), "synchronizer"), flagged, l.ScannedKeys, scanned, cli.Plural(len(l.Nodes), "node"),
+		cli.Plural(int(l.UnlockLatches), "unlock latch key"), cli.Plural(int(l.Receipts), "receipt key"))
 	_, err := io.WriteString(w, out.String())
 	return err
 }

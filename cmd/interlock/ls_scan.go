@@ -12,6 +12,7 @@ import (
 
 	"github.com/redis/rueidis"
 
+	"github.com/interlock-go/interlock/cmd/interlock/internal/cli"
 	"github.com/interlock-go/interlock/internal/keys"
 )
 
@@ -464,7 +465,7 @@ func (p *lsProgress) tick(keys int64, found int) {
 		return
 	}
 	p.last, p.printed = time.Now(), true
-	fmt.Fprintf(p.w, "interlock ls: scanned %d keys, %s\n", keys, plural(found, "synchronizer"))
+	fmt.Fprintf(p.w, "interlock ls: scanned %d keys, %s\n", keys, cli.Plural(found, "synchronizer"))
 }
 
 // done ends the progress lines with the totals, if any line was written.
@@ -472,5 +473,5 @@ func (p *lsProgress) done(keys int64, nodes, found int) {
 	if !p.printed {
 		return
 	}
-	fmt.Fprintf(p.w, "interlock ls: scanned %d keys on %s, found %s\n", keys, plural(nodes, "node"), plural(found, "synchronizer"))
+	fmt.Fprintf(p.w, "interlock ls: scanned %d keys on %s, found %s\n", keys, cli.Plural(nodes, "node"), cli.Plural(found, "synchronizer"))
 }

@@ -18,6 +18,7 @@ import (
 
 	"github.com/interlock-go/interlock"
 	"github.com/interlock-go/interlock/cmd/interlock/internal/exit"
+	"github.com/interlock-go/interlock/cmd/interlock/internal/redisconn"
 	"github.com/interlock-go/interlock/fairlock"
 	"github.com/interlock-go/interlock/fenced"
 	"github.com/interlock-go/interlock/internal/keys"
@@ -383,8 +384,8 @@ func TestLsGlob(t *testing.T) {
 // ls's flags are documented and checked.
 func TestLsUsage(t *testing.T) {
 	t.Parallel()
-	fs := newFlagSet("ls")
-	addRedisFlag(fs, func(string) string { return "" })
+	fs := flag.NewFlagSet("ls", flag.ContinueOnError)
+	redisconn.AddFlag(fs, func(string) string { return "" })
 	for _, f := range []string{"json", "limit", "count", "counters", "progress"} {
 		fs.Bool(f, false, "")
 	}

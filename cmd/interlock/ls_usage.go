@@ -1,5 +1,7 @@
 package main
 
+import "github.com/interlock-go/interlock/cmd/interlock/internal/redisconn"
+
 // lsUsage is the help of "interlock ls".
 const lsUsage = `Usage: interlock ls [flags] [PATTERN]
 
@@ -66,7 +68,7 @@ Flags (FLAGS column; JSON "flags"):
               does it).
 
 Flags:
-` + redisHelp + `  --json             print one JSON object: synchronizers (each with
+` + redisconn.FlagHelp + `  --json             print one JSON object: synchronizers (each with
                      inspect's fields: name, kind, locked, ttl_ms, mode,
                      holders, queue, fence_token, permits, count, acquired,
                      key_type, notes; and alike: the kinds stored the same

@@ -19,6 +19,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/interlock-go/interlock"
+	"github.com/interlock-go/interlock/cmd/interlock/internal/cli"
+	"github.com/interlock-go/interlock/cmd/interlock/internal/redisconn"
 	"github.com/interlock-go/interlock/internal/redistest"
 )
 
@@ -87,7 +89,7 @@ func interlockCmd(args ...string) *exec.Cmd {
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	// A -race binary sleeps a second at exit unless told otherwise.
 	gorace := strings.TrimSpace(os.Getenv("GORACE") + " atexit_sleep_ms=0")
-	cmd.Env = append(os.Environ(), envRedis+"=", "GORACE="+gorace)
+	cmd.Env = append(os.Environ(), redisconn.EnvVar+"=", "GORACE="+gorace)
 	return cmd
 }
 
@@ -122,7 +124,7 @@ func runInProcess(t *testing.T, args ...string) result {
 	t.Helper()
 	var stdout, stderr bytes.Buffer
 	start := time.Now()
-	code := cli(t.Context(), stdio{out: &stdout, err: &stderr, getenv: func(string) string { return "" }}, args)
+	code := runMain(t.Context(), cli.Stdio{Out: &stdout, Err: &stderr, Getenv: func(string) string { return "" }}, args)
 	return result{code: code, stdout: stdout.String(), stderr: stderr.String(), took: time.Since(start)}
 }
 

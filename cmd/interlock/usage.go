@@ -1,23 +1,10 @@
 package main
 
 import (
-	"fmt"
-
+	"github.com/interlock-go/interlock/cmd/interlock/internal/cli"
 	"github.com/interlock-go/interlock/cmd/interlock/internal/exit"
+	"github.com/interlock-go/interlock/cmd/interlock/internal/redisconn"
 )
-
-// redisHelp describes --redis; every command that talks to Redis has it.
-const redisHelp = `  --redis URL        Redis to use: redis://[user:password@]host:port[/db],
-                     rediss://... (TLS), unix:///path/to/redis.sock, or plain
-                     host:port. Repeat the flag, or separate URLs with commas,
-                     to name several nodes of one Redis Cluster. The default
-                     is $INTERLOCK_REDIS, else redis://127.0.0.1:6379.
-`
-
-// namePrefixHelp describes --name-prefix, which run, inspect and unlock have.
-const namePrefixHelp = `  --name-prefix P    every name is P+NAME in Redis, for a Java fleet whose
-                     NameMapper puts P before its names.
-`
 
 // mainUsage is printed by "interlock help" and when no command is given.
 const mainUsage = `interlock: Redisson-compatible distributed locks, semaphores and latches for
@@ -69,7 +56,7 @@ Latches are Redisson's RCountDownLatch (getCountDownLatch).
 
 Flags may be written -flag or --flag. Durations look like 500ms, 10s, 2m.
 
-` + redisHelp + `
+` + redisconn.FlagHelp + `
 ` + exit.Help
 
 // runUsage is the help of "interlock run".
@@ -137,7 +124,7 @@ directly, SIGTERM is passed on, and a lost lock signals CMD alone. If
 interlock itself dies, the kernel sends CMD SIGTERM (Linux).
 
 Flags:
-` + redisHelp + namePrefixHelp + `  --kind KIND        the kind of lock or semaphore (Redisson's of the same
+` + redisconn.FlagHelp + cli.NamePrefixHelp + `  --kind KIND        the kind of lock or semaphore (Redisson's of the same
                      name):
                      reentrant  RLock, getLock(LOCK) (the default)
                      fair       RFairLock, getFairLock(LOCK): waiters take
@@ -229,7 +216,7 @@ multi-lock (run with several LOCKs, Redisson's RedissonMultiLock) has no
 keys of its own: inspect each of its locks by name.
 
 Flags:
-` + redisHelp + namePrefixHelp + `  --json             print one JSON object per name, one per line, instead
+` + redisconn.FlagHelp + cli.NamePrefixHelp + `  --json             print one JSON object per name, one per line, instead
                      of a table: name, kind, locked, ttl_ms, mode, holders
                      (field, client_id, owner_id, write, holds,
                      read_hold_ttl_ms, stale), queue (position, owner,
@@ -269,7 +256,7 @@ permits; --kind expirable-semaphore makes add announce the permits as an
 RPermitExpirableSemaphore does, for Java waiters on one.
 
 Flags:
-` + redisHelp + `  --kind KIND        semaphore (the default: RSemaphore) or
+` + redisconn.FlagHelp + `  --kind KIND        semaphore (the default: RSemaphore) or
                      expirable-semaphore (RPermitExpirableSemaphore).
   --ttl D            init: the semaphore's key expires after D, at least 1ms.
                      Not for expirable-semaphore.
@@ -298,7 +285,7 @@ countdown opens it. With --wait D it gives up after D and exits 75, when a
 last look at the count finds it still closed.
 
 Flags:
-` + redisHelp + `  --wait D           await: give up after D and exit 75 if the latch is still
+` + redisconn.FlagHelp + `  --wait D           await: give up after D and exit 75 if the latch is still
                      closed; 0 looks once. Default: wait until it opens or
                      interlock gets SIGINT or SIGTERM (exit 128+N).
 
@@ -324,7 +311,7 @@ waits for looks like a reentrant one, and is unlocked as one, which comes to
 the same; --kind fair makes sure a waiter that queued meanwhile is woken.
 
 Flags:
-` + redisHelp + namePrefixHelp + `  --force            required: confirms that breaking the lock is intended.
+` + redisconn.FlagHelp + cli.NamePrefixHelp + `  --force            required: confirms that breaking the lock is intended.
   --kind KIND        unlock LOCK as this kind of lock (reentrant, fair,
                      read, write, fenced) instead of the kind found; refused
                      when Redis plainly holds another kind.
@@ -350,7 +337,7 @@ redis-server from PATH on a free port, without persistence, and removes it
 afterwards. Keys it creates are deleted at the end.
 
 Flags:
-` + redisHelp + `  --chart FILE       also write the scenes' timeline to FILE, an SVG image a
+` + redisconn.FlagHelp + `  --chart FILE       also write the scenes' timeline to FILE, an SVG image a
                      browser shows: for each holder, the lock's remaining TTL
                      as measured, and a flag per acquisition, renewal and
                      release, green when it succeeded, red when it failed.
@@ -358,28 +345,3 @@ Flags:
 Exit status: 0 when every scene ran as told, 1 when one did not, 64 for bad
 flags, 69 when no Redis could be used, 130 on Ctrl-C.
 `
-
-// commandUsage maps each documented command to its help text.
-var commandUsage = map[string]string{
-	"run":       runUsage,
-	"semaphore": semaphoreUsage,
-	"latch":     latchUsage,
-	"inspect":   inspectUsage,
-	"ls":        lsUsage,
-	"doctor":    doctorUsage,
-	"unlock":    unlockUsage,
-	"demo":      demoUsage,
-	"help":      mainUsage,
-}
-
-// usageErrorf returns a usage error (exit 64) for cmd ("" for interlock
-// itself) that points to the command's help.
-func usageErrorf(cmd, format string, args ...any) error {
-	msg := fmt.Sprintf(format, args...)
-	help := "interlock help"
-	if cmd != "" {
-		msg = cmd + ": " + msg
-		help += " " + cmd
-	}
-	return exit.Errorf(exit.Usage, "%s (see '%s')", msg, help)
-}

@@ -11,7 +11,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/interlock-go/interlock/cmd/interlock/internal/cli"
 	"github.com/interlock-go/interlock/cmd/interlock/internal/exit"
+	"github.com/interlock-go/interlock/cmd/interlock/internal/redisconn"
 )
 
 func TestHelp(t *testing.T) {
@@ -25,10 +27,13 @@ func TestHelp(t *testing.T) {
 	for _, code := range []int{exit.Failure, exit.Hazard, exit.Usage, exit.Unavailable, exit.Busy, exit.Lost, exit.CannotExec, exit.NotFound} {
 		assert.Contains(t, mainUsage, "\n  "+strconv.Itoa(code)+" ", "the exit codes are documented")
 	}
-	for name, text := range commandUsage {
-		res := runInProcess(t, "help", name)
-		assert.Equal(t, 0, res.code, name)
-		assert.Equal(t, text, res.stdout, name)
+	for _, c := range commands {
+		if c.Hidden {
+			continue
+		}
+		res := runInProcess(t, "help", c.Name)
+		assert.Equal(t, 0, res.code, c.Name)
+		assert.Equal(t, c.Usage, res.stdout, c.Name)
 	}
 	res := runInProcess(t, "run", "-h")
 	assert.Equal(t, 0, res.code)
@@ -62,8 +67,8 @@ func TestUsageDocumentsEveryFlag(t *testing.T) {
 	getenv := func(string) string { return "" }
 	sets := map[string]*flag.FlagSet{}
 	for _, name := range []string{"run", "semaphore", "latch", "inspect", "unlock", "demo", "doctor"} {
-		fs := newFlagSet(name)
-		addRedisFlag(fs, getenv)
+		fs := flag.NewFlagSet(name, flag.ContinueOnError)
+		redisconn.AddFlag(fs, getenv)
 		sets[name] = fs
 	}
 	// The flags each command defines besides --redis.
@@ -86,11 +91,12 @@ func TestUsageDocumentsEveryFlag(t *testing.T) {
 	sets["doctor"].String("acl-user", "", "")
 	sets["doctor"].Bool("wait-replicas", false, "")
 	for _, name := range []string{"run", "inspect", "unlock"} {
-		addNamePrefixFlag(sets[name])
+		cli.AddNamePrefixFlag(sets[name])
 	}
 	for name, fs := range sets {
 		fs.VisitAll(func(f *flag.Flag) {
-			assert.Contains(t, commandUsage[name], "--"+f.Name+" ", "%s --%s", name, f.Name)
+			usage, _ := commandUsage(name)
+			assert.Contains(t, usage, "--"+f.Name+" ", "%s --%s", name, f.Name)
 		})
 	}
 	// And the real flag sets define no others: unknown flags are refused.
@@ -100,14 +106,4 @@ func TestUsageDocumentsEveryFlag(t *testing.T) {
 		require.Equal(t, exit.Usage, res.code, bad)
 		assert.Contains(t, res.stderr, "flag provided but not defined: -nope", bad)
 	}
-}
-
-func TestParseFlagsInterleaved(t *testing.T) {
-	t.Parallel()
-	fs := newFlagSet("inspect")
-	j := fs.Bool("json", false, "")
-	pos, err := parseFlags(fs, stdio{}, []string{"a", "--json", "b", "--", "--json"})
-	require.NoError(t, err)
-	assert.True(t, *j)
-	assert.Equal(t, []string{"a", "b", "--json"}, pos)
 }

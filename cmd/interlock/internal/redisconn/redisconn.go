@@ -1,4 +1,7 @@
-package main
+// Package redisconn turns interlock's --redis flag into a connection: the
+// flag itself, the rueidis options its URLs stand for, and the rueidis and
+// interlock clients every command that talks to Redis opens.
+package redisconn
 
 import (
 	"fmt"
@@ -12,11 +15,11 @@ import (
 	"github.com/interlock-go/interlock/cmd/interlock/internal/exit"
 )
 
-// redisOptions turns --redis URLs into rueidis options. A URL without a
+// Options turns --redis URLs into rueidis options. A URL without a
 // scheme is taken as redis://. Several URLs name nodes of one cluster:
 // their addresses are all used to discover it, and they must agree on
 // everything else (TLS, credentials, database).
-func redisOptions(urls []string) (rueidis.ClientOption, error) {
+func Options(urls []string) (rueidis.ClientOption, error) {
 	var opt rueidis.ClientOption
 	for i, u := range urls {
 		if !strings.Contains(u, "://") {
@@ -70,19 +73,20 @@ func redactURL(u string) string {
 	return scheme + "://" + user + ":xxxxx" + rest[at:]
 }
 
-// conn is an open connection to Redis: the rueidis client and the
+// Conn is an open connection to Redis: the rueidis client and the
 // interlock Client on top of it.
-type conn struct {
-	rc    rueidis.Client
-	lc    *interlock.Client
-	addrs []string
+type Conn struct {
+	// Redis is the rueidis client.
+	Redis rueidis.Client
+	// Client is the interlock Client on Redis.
+	Client *interlock.Client
 }
 
-// connect opens rueidis and interlock clients for urls. A bad URL is a
+// Connect opens rueidis and interlock clients for urls. A bad URL is a
 // usage error; a Redis that does not answer, or bad interlock options,
 // are reported with exit.Unavailable and exit.Usage respectively.
-func connect(urls []string, opts ...interlock.Option) (*conn, error) {
-	opt, err := redisOptions(urls)
+func Connect(urls []string, opts ...interlock.Option) (*Conn, error) {
+	opt, err := Options(urls)
 	if err != nil {
 		return nil, exit.WithCode(exit.Usage, err)
 	}
@@ -95,10 +99,10 @@ func connect(urls []string, opts ...interlock.Option) (*conn, error) {
 		rc.Close()
 		return nil, exit.WithCode(exit.Usage, err)
 	}
-	return &conn{rc: rc, lc: lc, addrs: opt.InitAddress}, nil
+	return &Conn{Redis: rc, Client: lc}, nil
 }
 
-// closeWait bounds conn.Close: interlock is about to exit, and what a
+// closeWait bounds Conn.Close: interlock is about to exit, and what a
 // server that does not answer keeps (a latch, a lost hold) expires by its
 // TTL.
 const closeWait = 500 * time.Millisecond
@@ -106,12 +110,12 @@ const closeWait = 500 * time.Millisecond
 // Close stops the interlock client, then closes the rueidis client, giving
 // up after closeWait: a call rueidis is redialing a frozen server for
 // returns only at its dial timeout, seconds later.
-func (c *conn) Close() {
+func (c *Conn) Close() {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		c.lc.Close()
-		c.rc.Close()
+		c.Client.Close()
+		c.Redis.Close()
 	}()
 	t := time.NewTimer(closeWait)
 	defer t.Stop()

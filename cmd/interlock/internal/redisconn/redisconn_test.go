@@ -1,6 +1,4 @@
-//go:build unix
-
-package main
+package redisconn
 
 import (
 	"flag"
@@ -12,18 +10,18 @@ import (
 
 func TestRedisOptions(t *testing.T) {
 	t.Parallel()
-	opt, err := redisOptions([]string{"redis://h1:7000", "h2:7001", "redis://h1:7000"})
+	opt, err := Options([]string{"redis://h1:7000", "h2:7001", "redis://h1:7000"})
 	require.NoError(t, err)
 	assert.Equal(t, []string{"h1:7000", "h2:7001"}, opt.InitAddress)
 
-	opt, err = redisOptions([]string{"rediss://u:p@h:6380/2"})
+	opt, err = Options([]string{"rediss://u:p@h:6380/2"})
 	require.NoError(t, err)
 	assert.NotNil(t, opt.TLSConfig)
 	assert.Equal(t, "u", opt.Username)
 	assert.Equal(t, "p", opt.Password)
 	assert.Equal(t, 2, opt.SelectDB)
 
-	opt, err = redisOptions([]string{"unix:///run/redis.sock"})
+	opt, err = Options([]string{"unix:///run/redis.sock"})
 	require.NoError(t, err)
 	assert.Equal(t, []string{"/run/redis.sock"}, opt.InitAddress)
 	assert.NotNil(t, opt.DialCtxFn)
@@ -34,7 +32,7 @@ func TestRedisOptions(t *testing.T) {
 		{"unix:///a.sock", "redis://h"},
 		{"http://u:secret@h"},
 	} {
-		_, err := redisOptions(bad)
+		_, err := Options(bad)
 		require.Error(t, err, bad)
 		assert.NotContains(t, err.Error(), "secret", "passwords never appear in errors")
 	}
@@ -50,14 +48,14 @@ func TestRedactURL(t *testing.T) {
 
 func TestRedisFlag(t *testing.T) {
 	t.Parallel()
-	fs := newFlagSet("x")
-	f := addRedisFlag(fs, func(string) string { return "redis://env:1, redis://env:2" })
-	assert.Equal(t, []string{"redis://env:1", "redis://env:2"}, f.urls, "INTERLOCK_REDIS is the default")
+	fs := flag.NewFlagSet("x", flag.ContinueOnError)
+	f := AddFlag(fs, func(string) string { return "redis://env:1, redis://env:2" })
+	assert.Equal(t, []string{"redis://env:1", "redis://env:2"}, f.URLs, "INTERLOCK_REDIS is the default")
 	require.NoError(t, fs.Parse([]string{"--redis", "a:1,b:2", "--redis=c:3"}))
-	assert.Equal(t, []string{"a:1", "b:2", "c:3"}, f.urls, "--redis replaces the default and accumulates")
+	assert.Equal(t, []string{"a:1", "b:2", "c:3"}, f.URLs, "--redis replaces the default and accumulates")
 
 	fs = flag.NewFlagSet("y", flag.ContinueOnError)
-	f = addRedisFlag(fs, func(string) string { return "" })
-	assert.Equal(t, []string{defaultRedisURL}, f.urls)
+	f = AddFlag(fs, func(string) string { return "" })
+	assert.Equal(t, []string{DefaultURL}, f.URLs)
 	assert.Error(t, f.Set(" , "))
 }
