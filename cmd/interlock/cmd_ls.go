@@ -12,6 +12,7 @@ import (
 
 	"github.com/interlock-go/interlock/cmd/interlock/internal/cli"
 	"github.com/interlock-go/interlock/cmd/interlock/internal/exit"
+	"github.com/interlock-go/interlock/cmd/interlock/internal/kinds"
 	"github.com/interlock-go/interlock/cmd/interlock/internal/redisconn"
 )
 
@@ -215,22 +216,22 @@ func (s *lsScan) entry(ctx context.Context, c *lsCandidate) (*lsEntry, error) {
 	// What its channel says a counter is, unless Redis says better.
 	hint := ""
 	switch k := detectKind(f); {
-	case k != kindNone && k != kindUnknown, f.permitsType == "zset":
+	case k != kinds.None && k != kinds.Unknown, f.permitsType == "zset":
 	case c.waitSem && !c.waitLatch:
-		hint = kindSemaphore
+		hint = kinds.Semaphore
 	case c.waitLatch && !c.waitSem:
-		hint = kindLatch
+		hint = kinds.Latch
 	}
 	e := &lsEntry{lockReport: decodeAs(f, hint), Subscribers: c.subscribers}
 	if e.OrphanReadTimeouts, err = s.orphans(ctx, f, c.readKeys); err != nil {
 		return nil, fmt.Errorf("reading %q: %w", c.name, err)
 	}
 	switch {
-	case len(e.OrphanReadTimeouts) > 0 && e.Kind == kindNone:
-		e.Kind = kindReadWrite
-	case e.Kind == kindNone && hint == "", e.Kind == kindUnknown && len(e.OrphanReadTimeouts) == 0:
+	case len(e.OrphanReadTimeouts) > 0 && e.Kind == kinds.None:
+		e.Kind = kinds.ReadWrite
+	case e.Kind == kinds.None && hint == "", e.Kind == kinds.Unknown && len(e.OrphanReadTimeouts) == 0:
 		return nil, nil // gone meanwhile, or no synchronizer after all
-	case e.Kind == kindCounter && !s.counters && hint == "":
+	case e.Kind == kinds.Counter && !s.counters && hint == "":
 		return nil, nil
 	}
 	e.Alike = alikeKinds[e.Kind]
@@ -242,16 +243,16 @@ func (s *lsScan) entry(ctx context.Context, c *lsCandidate) (*lsEntry, error) {
 // Redis is the same; alikeNotes says so in words, below the table.
 var (
 	alikeKinds = map[string][]string{
-		kindReentrant: {kindSpin, "non-reentrant", kindFair, "non-reentrant-fair"},
-		kindFair:      {"non-reentrant-fair"},
-		kindSemaphore: {kindExpirable},
-		kindCounter:   {kindSemaphore, kindExpirable, kindLatch},
+		kinds.Reentrant: {kinds.Spin, "non-reentrant", kinds.Fair, "non-reentrant-fair"},
+		kinds.Fair:      {"non-reentrant-fair"},
+		kinds.Semaphore: {kinds.Expirable},
+		kinds.Counter:   {kinds.Semaphore, kinds.Expirable, kinds.Latch},
 	}
 	alikeNotes = map[string]string{
-		kindReentrant: "an RLock, or a spin lock, a non-reentrant lock, or a fair lock of either kind that nobody waits for",
-		kindFair:      "a fair lock, or a non-reentrant fair lock",
-		kindSemaphore: "a semaphore, or an expirable semaphore with no permit acquired",
-		kindCounter:   "a semaphore of either kind, or a latch ('interlock inspect --kind' reads it as one)",
+		kinds.Reentrant: "an RLock, or a spin lock, a non-reentrant lock, or a fair lock of either kind that nobody waits for",
+		kinds.Fair:      "a fair lock, or a non-reentrant fair lock",
+		kinds.Semaphore: "a semaphore, or an expirable semaphore with no permit acquired",
+		kinds.Counter:   "a semaphore of either kind, or a latch ('interlock inspect --kind' reads it as one)",
 	}
 )
 
@@ -288,7 +289,7 @@ func (s *lsScan) orphans(ctx context.Context, f *facts, seen []readKey) ([]orpha
 // isLockKind reports whether kind is one of the locks ls lists.
 func isLockKind(kind string) bool {
 	switch kind {
-	case kindReentrant, kindFair, kindFenced, kindReadWrite:
+	case kinds.Reentrant, kinds.Fair, kinds.Fenced, kinds.ReadWrite:
 		return true
 	}
 	return false
@@ -331,7 +332,7 @@ func (e *lsEntry) flag() {
 		switch {
 		case !e.Locked:
 			why = "the lock's hash is gone"
-		case e.Kind != kindReadWrite:
+		case e.Kind != kinds.ReadWrite:
 			why = "the hash is no read/write lock"
 		}
 		add(flagOrphanReads, fmt.Sprintf("read hold timeout keys of no read hold: %s (%d in all); %s. Left by a lock "+

@@ -13,6 +13,7 @@ import (
 	"github.com/interlock-go/interlock"
 	"github.com/interlock-go/interlock/cmd/interlock/internal/cli"
 	"github.com/interlock-go/interlock/cmd/interlock/internal/exit"
+	"github.com/interlock-go/interlock/cmd/interlock/internal/kinds"
 	"github.com/interlock-go/interlock/cmd/interlock/internal/proc"
 	"github.com/interlock-go/interlock/cmd/interlock/internal/redisconn"
 )
@@ -50,7 +51,7 @@ func parseRunArgs(io cli.Stdio, args []string) (*runConfig, error) {
 	fs := cli.NewFlagSet("run", runUsage)
 	redis := redisconn.AddFlag(fs.FlagSet, io.Getenv)
 	prefix := cli.AddNamePrefixFlag(fs.FlagSet)
-	fs.StringVar(&cfg.kind, "kind", kindReentrant, "lock kind")
+	fs.StringVar(&cfg.kind, "kind", kinds.Reentrant, "lock kind")
 	permits := &cli.CountFlag{N: 1}
 	fs.Var(permits, "permits", "permits a semaphore kind holds")
 	fs.Var(&cfg.wait, "wait", "how long to wait for a busy lock")
@@ -109,17 +110,17 @@ func checkKind(kind string) error {
 // and refuses --lease for an RSemaphore, whose permits have none.
 func checkPermits(cfg *runConfig, permits *cli.CountFlag, leaseSet bool) error {
 	switch {
-	case !isSemaphoreKind(cfg.kind):
+	case !kinds.IsSemaphore(cfg.kind):
 		if permits.Given {
-			return cli.Usagef("run", "--permits is for --kind %s and %s, not for a %s lock", kindSemaphore, kindExpirable, cfg.kind)
+			return cli.Usagef("run", "--permits is for --kind %s and %s, not for a %s lock", kinds.Semaphore, kinds.Expirable, cfg.kind)
 		}
 		return nil
 	case permits.N < 1:
 		return cli.Usagef("run", "--permits %d: at least 1 permit is needed", permits.N)
-	case cfg.kind == kindExpirable && permits.N > maxExpirablePermits:
+	case cfg.kind == kinds.Expirable && permits.N > maxExpirablePermits:
 		return cli.Usagef("run", "--permits %d: at most %d expirable permits can be held at once", permits.N, maxExpirablePermits)
-	case cfg.kind == kindSemaphore && leaseSet:
-		return cli.Usagef("run", "--lease is not for --kind %s: its permits have no lease (use --kind %s)", kindSemaphore, kindExpirable)
+	case cfg.kind == kinds.Semaphore && leaseSet:
+		return cli.Usagef("run", "--lease is not for --kind %s: its permits have no lease (use --kind %s)", kinds.Semaphore, kinds.Expirable)
 	}
 	cfg.permits = permits.N
 	return nil
@@ -184,7 +185,7 @@ func acquire(ctx context.Context, l locker, cfg *runConfig, sigs <-chan os.Signa
 	switch {
 	case err != nil:
 		return exit.Failed("cannot take "+cfg.describeLock(), err)
-	case !ok && isSemaphoreKind(cfg.kind):
+	case !ok && kinds.IsSemaphore(cfg.kind):
 		return exit.Errorf(exit.Busy, "%s is busy: %s not free within --wait %v", cfg.describeLock(), cfg.permitsWere(), cfg.wait.D)
 	case !ok && len(cfg.locks) > 1:
 		return exit.Errorf(exit.Busy, "%s is busy: another owner still held one of them after --wait %v", cfg.describeLock(), cfg.wait.D)
@@ -202,11 +203,11 @@ func (cfg *runConfig) describeLock() string {
 		return cfg.describeMulti()
 	}
 	switch cfg.kind {
-	case kindReentrant:
+	case kinds.Reentrant:
 		return fmt.Sprintf("lock %q", cfg.lock)
-	case kindSemaphore:
+	case kinds.Semaphore:
 		return fmt.Sprintf("semaphore %q", cfg.lock)
-	case kindExpirable:
+	case kinds.Expirable:
 		return fmt.Sprintf("expirable semaphore %q", cfg.lock)
 	}
 	return fmt.Sprintf("%s lock %q", cfg.kind, cfg.lock)
@@ -230,7 +231,7 @@ func release(ctx context.Context, io cli.Stdio, l locker, cfg *runConfig, lost b
 	switch {
 	case lost:
 		return status // already exit.Lost
-	case errors.Is(err, interlock.ErrNotHeld) && cfg.kind == kindExpirable:
+	case errors.Is(err, interlock.ErrNotHeld) && cfg.kind == kinds.Expirable:
 		return exit.Errorf(exit.Lost, "a permit of %s was gone when CMD exited: its lease ran out, or it was released or deleted, "+
 			"while CMD ran", cfg.describeLock())
 	case errors.Is(err, interlock.ErrNotHeld) && len(cfg.locks) > 1:
@@ -238,10 +239,10 @@ func release(ctx context.Context, io cli.Stdio, l locker, cfg *runConfig, lost b
 			cfg.describeLock(), goneLocks(err))
 	case errors.Is(err, interlock.ErrNotHeld):
 		return exit.Errorf(exit.Lost, "lock %q was gone when CMD exited: it expired or was force-unlocked while CMD ran", cfg.lock)
-	case err != nil && cfg.kind == kindSemaphore:
+	case err != nil && cfg.kind == kinds.Semaphore:
 		fmt.Fprintf(io.Err, "interlock: warning: cannot release %s of %s: %v; if they were not given back, "+
 			"nothing gives them back (see 'interlock help semaphore')\n", cli.Plural(cfg.permits, "permit"), cfg.describeLock(), err)
-	case err != nil && cfg.kind == kindExpirable:
+	case err != nil && cfg.kind == kinds.Expirable:
 		fmt.Fprintf(io.Err, "interlock: warning: cannot release the permits of %s: %v; they come back by themselves within %v\n",
 			cfg.describeLock(), err, holdLease(cfg))
 	case err != nil && len(cfg.locks) > 1:

@@ -8,6 +8,7 @@ import (
 
 	"github.com/interlock-go/interlock/cmd/interlock/internal/cli"
 	"github.com/interlock-go/interlock/cmd/interlock/internal/exit"
+	"github.com/interlock-go/interlock/cmd/interlock/internal/kinds"
 	"github.com/interlock-go/interlock/cmd/interlock/internal/redisconn"
 	"github.com/interlock-go/interlock/internal/keys"
 	"github.com/interlock-go/interlock/semaphore"
@@ -18,7 +19,7 @@ import (
 func semaphoreCmd(ctx context.Context, io cli.Stdio, args []string) error {
 	fs := cli.NewFlagSet("semaphore", semaphoreUsage)
 	redis := redisconn.AddFlag(fs.FlagSet, io.Getenv)
-	kind := fs.String("kind", kindSemaphore, "semaphore kind")
+	kind := fs.String("kind", kinds.Semaphore, "semaphore kind")
 	ttl := &cli.DurationFlag{}
 	fs.Var(ttl, "ttl", "time to live of a new semaphore")
 	positional, err := fs.ParseNumbers(io, args)
@@ -39,8 +40,8 @@ func semaphoreCmd(ctx context.Context, io cli.Stdio, args []string) error {
 	if err := keys.Check(name); err != nil {
 		return cli.Usagef("semaphore", "%v", err)
 	}
-	if !isSemaphoreKind(*kind) {
-		return cli.Usagef("semaphore", "unknown --kind %q (want %s or %s)", *kind, kindSemaphore, kindExpirable)
+	if !kinds.IsSemaphore(*kind) {
+		return cli.Usagef("semaphore", "unknown --kind %q (want %s or %s)", *kind, kinds.Semaphore, kinds.Expirable)
 	}
 	n, err := strconv.Atoi(rest[1])
 	if err != nil {
@@ -53,9 +54,9 @@ func semaphoreCmd(ctx context.Context, io cli.Stdio, args []string) error {
 		return cli.Usagef("semaphore", "add: 0 permits: nothing to add (a negative N takes permits away)")
 	case ttl.Given && sub != "init":
 		return cli.Usagef("semaphore", "--ttl is for init only")
-	case ttl.Given && *kind == kindExpirable:
+	case ttl.Given && *kind == kinds.Expirable:
 		return cli.Usagef("semaphore", "--ttl is for --kind %s only: Redisson's expirable semaphore has no "+
-			"trySetPermits with a TTL", kindSemaphore)
+			"trySetPermits with a TTL", kinds.Semaphore)
 	case ttl.Given && ttl.D < time.Millisecond:
 		return cli.Usagef("semaphore", "--ttl %v: a TTL must be at least 1ms", ttl.D)
 	}
@@ -67,7 +68,7 @@ func semaphoreCmd(ctx context.Context, io cli.Stdio, args []string) error {
 	defer c.Close()
 	plain := semaphore.New(c.Client, name)
 	if sub == "add" {
-		if *kind == kindExpirable {
+		if *kind == kinds.Expirable {
 			err = semaphore.NewExpirable(c.Client, name).AddPermits(ctx, n)
 		} else {
 			err = plain.AddPermits(ctx, n)

@@ -9,6 +9,7 @@ import (
 	"github.com/interlock-go/interlock"
 	"github.com/interlock-go/interlock/cmd/interlock/internal/cli"
 	"github.com/interlock-go/interlock/cmd/interlock/internal/exit"
+	"github.com/interlock-go/interlock/cmd/interlock/internal/kinds"
 	"github.com/interlock-go/interlock/cmd/interlock/internal/redisconn"
 	"github.com/interlock-go/interlock/internal/keys"
 )
@@ -32,8 +33,8 @@ func unlockCmd(ctx context.Context, io cli.Stdio, args []string) error {
 	if err := keys.Check(name); err != nil {
 		return cli.Usagef("unlock", "%v", err)
 	}
-	if *asked != "" && !slices.Contains(lockKinds, *asked) {
-		return cli.Usagef("unlock", "unknown --kind %q (want %s)", *asked, strings.Join(lockKinds, ", "))
+	if *asked != "" && !slices.Contains(kinds.Locks, *asked) {
+		return cli.Usagef("unlock", "unknown --kind %q (want %s)", *asked, strings.Join(kinds.Locks, ", "))
 	}
 	if !*force {
 		return exit.Errorf(exit.Usage, "unlock: refusing to unlock %q without --force: unlocking deletes the lock whoever holds it, "+
@@ -85,11 +86,11 @@ func unlockKind(f *facts, asked string) (string, error) {
 		return exit.Errorf(exit.Usage, "unlock: %q is a %s lock, not a %s lock; use %s", f.name, detected, asked, want)
 	}
 	switch detected {
-	case kindUnknown:
+	case kinds.Unknown:
 		return "", exit.Errorf(exit.Usage, "unlock: %q is a %s key, not a Redisson lock; it was not deleted", f.name, f.keyType)
-	case kindReadWrite:
+	case kinds.ReadWrite:
 		switch mode := f.fields["mode"]; {
-		case asked == kindRead || asked == kindWrite:
+		case asked == kinds.Read || asked == kinds.Write:
 			return asked, nil
 		case asked != "":
 			return "", refuse("--kind read or --kind write")
@@ -98,30 +99,30 @@ func unlockKind(f *facts, asked string) (string, error) {
 		default:
 			return "", exit.Errorf(exit.Usage, "unlock: %q is a read/write lock in mode %q; say --kind read or --kind write", f.name, mode)
 		}
-	case kindFair:
+	case kinds.Fair:
 		// The other kinds' unlock would not wake the head of the queue.
-		if asked != "" && asked != kindFair {
+		if asked != "" && asked != kinds.Fair {
 			return "", refuse("--kind fair, or no --kind")
 		}
-		return kindFair, nil
-	case kindFenced, kindReentrant:
-		if asked == kindRead || asked == kindWrite {
+		return kinds.Fair, nil
+	case kinds.Fenced, kinds.Reentrant:
+		if asked == kinds.Read || asked == kinds.Write {
 			return "", refuse("--kind " + detected + ", or no --kind")
 		}
 	}
 	switch {
 	case asked != "":
 		return asked, nil
-	case detected == kindNone:
-		return kindReentrant, nil
+	case detected == kinds.None:
+		return kinds.Reentrant, nil
 	}
 	return detected, nil
 }
 
 // forceUnlock deletes lock name with the ForceUnlock of kind (one of
-// lockKinds) and reports whether there was a lock to delete.
+// kinds.Locks) and reports whether there was a lock to delete.
 func forceUnlock(ctx context.Context, c *interlock.Client, kind, name string) (bool, error) {
-	m, err := newLock(c, kind, name)
+	m, err := kinds.NewLock(c, kind, name)
 	if err != nil {
 		return false, err
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/interlock-go/interlock/cmd/interlock/internal/cli"
+	"github.com/interlock-go/interlock/cmd/interlock/internal/clitest"
 	"github.com/interlock-go/interlock/cmd/interlock/internal/redisconn"
 	"github.com/interlock-go/interlock/internal/redisproc"
 )
@@ -33,11 +34,11 @@ func TestDemo(t *testing.T) {
 		t.Skip("the demo takes about 10s")
 	}
 	chart := filepath.Join(t.TempDir(), "demo.svg")
-	res := runBinary(t, "", "demo", "--redis", redisURL(), "--chart", chart)
-	t.Logf("demo took %v; its output:\n%s", res.took, res.stdout)
-	require.Equal(t, 0, res.code, res.stderr)
-	assert.Empty(t, res.stderr)
-	assert.Less(t, res.took, demoBudget)
+	res := clitest.RunBinary(t, "", "demo", "--redis", clitest.RedisURL(), "--chart", chart)
+	t.Logf("demo took %v; its output:\n%s", res.Took, res.Stdout)
+	require.Equal(t, 0, res.Code, res.Stderr)
+	assert.Empty(t, res.Stderr)
+	assert.Less(t, res.Took, demoBudget)
 	for _, want := range []string{
 		"=> DOUBLE PROCESSING: order-42 was processed twice",
 		"=> SAFE:",
@@ -47,21 +48,21 @@ func TestDemo(t *testing.T) {
 		"All four scenes ran as told",
 		"Wrote the timeline of the scenes to " + chart,
 	} {
-		assert.Contains(t, res.stdout, want)
+		assert.Contains(t, res.Stdout, want)
 	}
 	// Scene 4: the paused holder's write carries an older token than B's,
 	// and the fence rejects it.
 	rejected := regexp.MustCompile(`C  the fence REJECTS token (\d+): it has admitted token (\d+) \(B's\)`)
-	if m := rejected.FindStringSubmatch(res.stdout); assert.NotNil(t, m, "the fence rejects C's write") {
+	if m := rejected.FindStringSubmatch(res.Stdout); assert.NotNil(t, m, "the fence rejects C's write") {
 		stale, err := strconv.ParseUint(m[1], 10, 64)
 		require.NoError(t, err)
 		newer, err := strconv.ParseUint(m[2], 10, 64)
 		require.NoError(t, err)
 		assert.Less(t, stale, newer, "C's token is older than B's")
 	}
-	assert.Regexp(t, `B  locked order-42 with token \d+`, res.stdout)
+	assert.Regexp(t, `B  locked order-42 with token \d+`, res.Stdout)
 	assert.Empty(t, demoKeys(t), "the demo deletes its keys")
-	checkDemoChart(t, chart, res.stdout)
+	checkDemoChart(t, chart, res.Stdout)
 }
 
 // Ctrl-C in the middle of a scene ends the demo with 130, after it killed
@@ -70,10 +71,10 @@ func TestDemoInterrupted(t *testing.T) {
 	if testing.Short() {
 		t.Skip("the demo takes a few seconds to reach scene 3")
 	}
-	cmd := interlockCmd("demo", "--redis", redisURL())
+	cmd := clitest.Command("demo", "--redis", clitest.RedisURL())
 	stdout, err := cmd.StdoutPipe()
 	require.NoError(t, err)
-	var stderr syncBuffer
+	var stderr clitest.SyncBuffer
 	cmd.Stderr = &stderr
 	require.NoError(t, cmd.Start())
 	t.Cleanup(func() {
@@ -116,7 +117,7 @@ func TestDemoInterrupted(t *testing.T) {
 	require.Error(t, err)
 	assert.Equal(t, 128+int(syscall.SIGINT), cmd.ProcessState.ExitCode())
 	assert.Contains(t, stderr.String(), "interlock: demo: interrupted by interrupt")
-	assert.True(t, dead(pid), "the holder process is gone")
+	assert.True(t, clitest.Dead(pid), "the holder process is gone")
 	assert.Empty(t, demoKeys(t), "the demo deletes its keys")
 }
 
@@ -158,7 +159,7 @@ func TestDemoRedisThrowaway(t *testing.T) {
 // demoKeys returns the keys the demo left on the shared server.
 func demoKeys(t *testing.T) []string {
 	t.Helper()
-	_, rc := newLockClient(t)
+	_, rc := clitest.NewLockClient(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	var found []string

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/interlock-go/interlock/cmd/interlock/internal/clitest"
 	"github.com/interlock-go/interlock/cmd/interlock/internal/exit"
 	"github.com/interlock-go/interlock/internal/redistest"
 )
@@ -23,10 +24,10 @@ func runDoctor(t *testing.T, args ...string) (int, doctorReport) {
 	t.Helper()
 	res := runInProcess(t, append([]string{"doctor", "--json"}, args...)...)
 	var rep doctorReport
-	require.NoError(t, json.Unmarshal([]byte(res.stdout), &rep), "stdout: %s\nstderr: %s", res.stdout, res.stderr)
-	assert.Equal(t, res.code, rep.ExitStatus, "exit_status is the exit code")
-	assert.Empty(t, res.stderr)
-	return res.code, rep
+	require.NoError(t, json.Unmarshal([]byte(res.Stdout), &rep), "stdout: %s\nstderr: %s", res.Stdout, res.Stderr)
+	assert.Equal(t, res.Code, rep.ExitStatus, "exit_status is the exit code")
+	assert.Empty(t, res.Stderr)
+	return res.Code, rep
 }
 
 // finding returns the finding of check about node ("" for the
@@ -61,10 +62,10 @@ func TestDoctorEvictionHazard(t *testing.T) {
 	assert.EqualValues(t, 100<<20, f.Facts["maxmemory"])
 
 	res := runInProcess(t, "doctor", "--redis", url)
-	assert.Equal(t, exit.Hazard, res.code)
-	assert.Regexp(t, `(?m)^  hazard  maxmemory-policy: allkeys-lru`, res.stdout)
-	assert.Contains(t, res.stdout, "Worst finding: hazard; exit status 2.")
-	for line := range strings.Lines(res.stdout) {
+	assert.Equal(t, exit.Hazard, res.Code)
+	assert.Regexp(t, `(?m)^  hazard  maxmemory-policy: allkeys-lru`, res.Stdout)
+	assert.Contains(t, res.Stdout, "Worst finding: hazard; exit status 2.")
+	for line := range strings.Lines(res.Stdout) {
 		assert.LessOrEqual(t, len(strings.TrimRight(line, "\n")), doctorWidth, "wrapped: %q", line)
 	}
 
@@ -90,8 +91,8 @@ func TestDoctorPersistence(t *testing.T) {
 	t.Parallel()
 	defaults := redistest.Standalone(t, "--save", "3600 1 300 100 60 10000")
 	res := runInProcess(t, "doctor", "--redis", "redis://"+defaults.Addr())
-	assert.Equal(t, exit.OK, res.code, res.stdout+res.stderr)
-	text := strings.Join(strings.Fields(res.stdout), " ")
+	assert.Equal(t, exit.OK, res.Code, res.Stdout+res.Stderr)
+	text := strings.Join(strings.Fields(res.Stdout), " ")
 	assert.Contains(t, text, " ok maxmemory-policy: noeviction, maxmemory 0 (no limit): lock keys are never evicted ")
 	assert.Contains(t, text, " info persistence: no AOF; RDB snapshots (save 3600 1 300 100 60 10000) A restart brings back the last snapshot")
 	assert.Contains(t, text, " ok replication: no replicas ")
@@ -100,17 +101,17 @@ func TestDoctorPersistence(t *testing.T) {
 	_, defaultRep := runDoctor(t, "--redis", "redis://"+defaults.Addr())
 	assert.Equal(t, "no AOF; RDB snapshots (save 3600 1 300 100 60 10000)", defaultRep.finding(t, "persistence", defaults.Addr()).Summary)
 
-	code, rep := runDoctor(t, "--redis", redisURL()) // the shared server: --save "" --appendonly no
+	code, rep := runDoctor(t, "--redis", clitest.RedisURL()) // the shared server: --save "" --appendonly no
 	assert.Equal(t, exit.Failure, code)
 	assert.Equal(t, sevWarn, rep.Worst)
-	f := rep.finding(t, "persistence", srv.Addr())
+	f := rep.finding(t, "persistence", clitest.Addr())
 	assert.Equal(t, sevWarn, f.Severity)
 	assert.Contains(t, f.Summary, "persistence off")
 	assert.Contains(t, f.Meaning, "fencing token counters restart at 0")
 	assert.Equal(t, "standalone", rep.Deployment)
 	require.Len(t, rep.Nodes, 1)
-	assert.Equal(t, doctorNodeInfo{Addr: srv.Addr(), Role: "master", Server: "redis", Version: rep.Nodes[0].Version, Reachable: true}, rep.Nodes[0])
-	clock := rep.finding(t, "clock", srv.Addr())
+	assert.Equal(t, doctorNodeInfo{Addr: clitest.Addr(), Role: "master", Server: "redis", Version: rep.Nodes[0].Version, Reachable: true}, rep.Nodes[0])
+	clock := rep.finding(t, "clock", clitest.Addr())
 	assert.Equal(t, sevOK, clock.Severity, "same host, same clock: %s", clock.Summary)
 	assert.Less(t, clock.Facts["skew_ms"], 100.0)
 	assert.Greater(t, clock.Facts["skew_ms"], -100.0)
@@ -222,7 +223,7 @@ func TestDoctorRestrictedUser(t *testing.T) {
 	assert.Equal(t, "no AOF; RDB save points unknown", persistence.Summary)
 	assert.NotEmpty(t, persistence.Skipped)
 	res := runInProcess(t, "doctor", "--redis", "redis://noconfig:pw@"+s.Addr())
-	text := strings.Join(strings.Fields(res.stdout), " ")
+	text := strings.Join(strings.Fields(res.Stdout), " ")
 	assert.Contains(t, text, "info busy-reply-threshold: not checked: CONFIG GET refused (NOPERM); INFO does not show it")
 	assert.Contains(t, text, "Refused: CONFIG GET: NOPERM this user has no permissions to run the 'config|get' command; read INFO instead")
 	assert.Contains(t, text, "Not checked: persistence: RDB save points: CONFIG GET refused")
@@ -327,14 +328,14 @@ func TestDoctorCluster(t *testing.T) {
 	assert.EqualValues(t, 16384, cf.Facts["slots_assigned"])
 
 	res := runInProcess(t, "doctor", "--redis", "redis://"+cl.Addrs()[1])
-	assert.Equal(t, exit.Hazard, res.code)
-	assert.True(t, strings.HasPrefix(res.stdout, "interlock doctor: cluster, redis "), res.stdout)
-	assert.Contains(t, res.stdout, "\ncluster\n  ok ")
+	assert.Equal(t, exit.Hazard, res.Code)
+	assert.True(t, strings.HasPrefix(res.Stdout, "interlock doctor: cluster, redis "), res.Stdout)
+	assert.Contains(t, res.Stdout, "\ncluster\n  ok ")
 	for _, a := range cl.Addrs() {
-		assert.Contains(t, res.stdout, "\n"+a+" (")
+		assert.Contains(t, res.Stdout, "\n"+a+" (")
 	}
-	assert.Equal(t, 1, strings.Count(res.stdout, "What to do: Lock with interlock.WithReplicaAcks"), "each explanation once")
-	assert.Contains(t, res.stdout, "(Explained above, under 127.0.0.1:")
+	assert.Equal(t, 1, strings.Count(res.Stdout, "What to do: Lock with interlock.WithReplicaAcks"), "each explanation once")
+	assert.Contains(t, res.Stdout, "(Explained above, under 127.0.0.1:")
 
 	down := cl.Replicas()[0]
 	down.Stop()
@@ -350,17 +351,17 @@ func TestDoctorCluster(t *testing.T) {
 func TestDoctorUsage(t *testing.T) {
 	t.Parallel()
 	res := runInProcess(t, "doctor", "--redis", "redis://127.0.0.1:1")
-	assert.Equal(t, exit.Unavailable, res.code)
-	assert.Contains(t, res.stderr, "interlock: cannot connect to Redis at 127.0.0.1:1")
-	assert.Empty(t, res.stdout)
-	res = runInProcess(t, "doctor", "--redis", redisURL(), "extra")
-	assert.Equal(t, exit.Usage, res.code)
-	assert.Contains(t, res.stderr, "interlock: doctor: unexpected argument")
-	res = runInProcess(t, "doctor", "--redis", redisURL(), "--name", "a{b")
-	assert.Equal(t, exit.Usage, res.code)
+	assert.Equal(t, exit.Unavailable, res.Code)
+	assert.Contains(t, res.Stderr, "interlock: cannot connect to Redis at 127.0.0.1:1")
+	assert.Empty(t, res.Stdout)
+	res = runInProcess(t, "doctor", "--redis", clitest.RedisURL(), "extra")
+	assert.Equal(t, exit.Usage, res.Code)
+	assert.Contains(t, res.Stderr, "interlock: doctor: unexpected argument")
+	res = runInProcess(t, "doctor", "--redis", clitest.RedisURL(), "--name", "a{b")
+	assert.Equal(t, exit.Usage, res.Code)
 	res = runInProcess(t, "doctor", "-h")
-	assert.Equal(t, exit.OK, res.code)
-	assert.Equal(t, doctorUsage, res.stdout)
+	assert.Equal(t, exit.OK, res.Code)
+	assert.Equal(t, doctorUsage, res.Stdout)
 }
 
 func TestDoctorSeverityJSON(t *testing.T) {

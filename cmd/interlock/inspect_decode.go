@@ -9,16 +9,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/interlock-go/interlock/cmd/interlock/internal/kinds"
 	"github.com/interlock-go/interlock/internal/keys"
-)
-
-// Lock kinds as inspect names them, besides kindReentrant, kindFair and
-// kindFenced (locker.go); inspect_sync.go adds the semaphores and the
-// latch.
-const (
-	kindNone      = "none"       // nothing in Redis under this name
-	kindReadWrite = "read/write" // RedissonReadWriteLock
-	kindUnknown   = "unknown"    // a key that is no Redisson lock
 )
 
 // Roles of the rows of a report: who holds the lock, who waits for it.
@@ -134,11 +126,11 @@ type kindRule struct {
 // fair lock that nobody waits for is indistinguishable from a reentrant
 // one, and shows as such.
 var kindRules = []kindRule{
-	{kindReadWrite, hasMode},
-	{kindFenced, func(f *facts) bool { return f.tokenType != "none" && f.tokenType != "" }},
-	{kindFair, hasQueue},
-	{kindReentrant, func(f *facts) bool { return f.keyType == "hash" }},
-	{kindNone, func(f *facts) bool { return f.keyType == "none" }},
+	{kinds.ReadWrite, hasMode},
+	{kinds.Fenced, func(f *facts) bool { return f.tokenType != "none" && f.tokenType != "" }},
+	{kinds.Fair, hasQueue},
+	{kinds.Reentrant, func(f *facts) bool { return f.keyType == "hash" }},
+	{kinds.None, func(f *facts) bool { return f.keyType == "none" }},
 }
 
 // hasMode reports whether the lock is a hash with a "mode" field: a
@@ -160,7 +152,7 @@ func detectKind(f *facts) string {
 			return r.kind
 		}
 	}
-	return kindUnknown
+	return kinds.Unknown
 }
 
 // decode turns the facts about one lock into a report, telling a
@@ -402,7 +394,7 @@ func mixedKinds(f *facts, kind string) []string {
 	var notes []string
 	for _, rule := range kindRules {
 		switch rule.kind {
-		case kindReadWrite, kindFenced, kindFair:
+		case kinds.ReadWrite, kinds.Fenced, kinds.Fair:
 			if rule.kind != kind && rule.match(f) {
 				notes = append(notes, fmt.Sprintf("Redis also holds keys of a %s lock under this name", rule.kind))
 			}

@@ -12,11 +12,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redis/rueidis"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/interlock-go/interlock"
+	"github.com/interlock-go/interlock/cmd/interlock/internal/clitest"
+	"github.com/interlock-go/interlock/cmd/interlock/internal/kinds"
 	"github.com/interlock-go/interlock/fairlock"
 	"github.com/interlock-go/interlock/fenced"
 	"github.com/interlock-go/interlock/internal/keys"
@@ -32,42 +33,32 @@ const (
 // inspectJSON runs "inspect --json" on locks and returns the reports.
 func inspectJSON(t *testing.T, locks ...string) []lockReport {
 	t.Helper()
-	res := runInProcess(t, append([]string{"inspect", "--redis", redisURL(), "--json"}, locks...)...)
-	require.Equal(t, 0, res.code, res.stderr)
+	res := runInProcess(t, append([]string{"inspect", "--redis", clitest.RedisURL(), "--json"}, locks...)...)
+	require.Equal(t, 0, res.Code, res.Stderr)
 	var reports []lockReport
-	for line := range strings.Lines(res.stdout) {
+	for line := range strings.Lines(res.Stdout) {
 		var r lockReport
 		require.NoError(t, json.Unmarshal([]byte(line), &r), line)
 		reports = append(reports, r)
 	}
-	require.Len(t, reports, len(locks), res.stdout)
+	require.Len(t, reports, len(locks), res.Stdout)
 	return reports
 }
 
 // inspectTable runs "inspect" on locks and returns the table.
 func inspectTable(t *testing.T, locks ...string) string {
 	t.Helper()
-	res := runInProcess(t, append([]string{"inspect", "--redis", redisURL()}, locks...)...)
-	require.Equal(t, 0, res.code, res.stderr)
-	return res.stdout
-}
-
-// redisDo runs each command (words separated by blanks) on rc, and
-// deletes the keys given when the test ends.
-func redisDo(t *testing.T, rc rueidis.Client, cmds []string, cleanup ...string) {
-	t.Helper()
-	t.Cleanup(func() { rc.Do(context.Background(), rc.B().Del().Key(cleanup...).Build()) })
-	for _, c := range cmds {
-		require.NoError(t, rc.Do(t.Context(), rc.B().Arbitrary(strings.Fields(c)...).Build()).Error(), c)
-	}
+	res := runInProcess(t, append([]string{"inspect", "--redis", clitest.RedisURL()}, locks...)...)
+	require.Equal(t, 0, res.Code, res.Stderr)
+	return res.Stdout
 }
 
 // Locks as Java Redisson writes them (the protocol's test vectors, §15),
 // decoded kind by kind.
 func TestInspectJavaWrittenLocks(t *testing.T) {
 	t.Parallel()
-	_, rc := newLockClient(t)
-	base := lockName(t)
+	_, rc := clitest.NewLockClient(t)
+	base := clitest.LockName(t)
 	fair, stale, rw, w, fence, str := base+":fair", base+":stale", base+":rw", base+":w", base+":fenced", base+":string"
 	queue, times := keys.Prefix(keys.FairQueuePrefix, fair), keys.Prefix(keys.FairTimeoutPrefix, fair)
 	staleQueue, staleTimes := keys.Prefix(keys.FairQueuePrefix, stale), keys.Prefix(keys.FairTimeoutPrefix, stale)
@@ -77,7 +68,7 @@ func TestInspectJavaWrittenLocks(t *testing.T) {
 	now := time.Now().UnixMilli()
 	first, second := now+329348, now+629348
 	ms := func(n int64) string { return strconv.FormatInt(n, 10) }
-	redisDo(t, rc, []string{
+	clitest.Do(t, rc, []string{
 		// A:1 holds the fair lock; B:5, then A:2 queue (§15.2).
 		"HSET " + fair + " " + a1 + " 1", "PEXPIRE " + fair + " 30000",
 		"RPUSH " + queue + " " + javaB + ":5 " + javaA + ":2",
@@ -100,7 +91,7 @@ func TestInspectJavaWrittenLocks(t *testing.T) {
 	reports := inspectJSON(t, fair, stale, rw, w, fence, str)
 
 	r := reports[0]
-	assert.Equal(t, kindFair, r.Kind)
+	assert.Equal(t, kinds.Fair, r.Kind)
 	assert.True(t, r.Locked)
 	assert.Equal(t, []holder{{Field: a1, ClientID: javaA, OwnerID: 1, Holds: 1}}, r.Holders)
 	require.Len(t, r.Queue, 2)
@@ -117,7 +108,7 @@ func TestInspectJavaWrittenLocks(t *testing.T) {
 	assert.Empty(t, r.Notes)
 
 	r = reports[1]
-	assert.Equal(t, kindFair, r.Kind)
+	assert.Equal(t, kinds.Fair, r.Kind)
 	assert.False(t, r.Locked)
 	require.Len(t, r.Queue, 1)
 	assert.True(t, r.Queue[0].Stale)
@@ -126,7 +117,7 @@ func TestInspectJavaWrittenLocks(t *testing.T) {
 		"(a waiter that died blocks the queue until its deadline)"}, r.Notes)
 
 	r = reports[2]
-	assert.Equal(t, kindReadWrite, r.Kind)
+	assert.Equal(t, kinds.ReadWrite, r.Kind)
 	assert.Equal(t, "read", r.Mode)
 	require.Len(t, r.Holders, 2)
 	// Sorted by field: B's client id sorts first.
@@ -142,7 +133,7 @@ func TestInspectJavaWrittenLocks(t *testing.T) {
 	assert.Contains(t, r.Notes[0], "reader "+javaB+":7: the timeout keys of all its read holds are gone")
 
 	r = reports[3]
-	assert.Equal(t, kindReadWrite, r.Kind)
+	assert.Equal(t, kinds.ReadWrite, r.Kind)
 	assert.Equal(t, "write", r.Mode)
 	require.Len(t, r.Holders, 2)
 	assert.Equal(t, javaB+":3", r.Holders[0].Field)
@@ -152,12 +143,12 @@ func TestInspectJavaWrittenLocks(t *testing.T) {
 	assert.Empty(t, r.Notes)
 
 	r = reports[4]
-	assert.Equal(t, kindFenced, r.Kind)
+	assert.Equal(t, kinds.Fenced, r.Kind)
 	assert.Equal(t, "2", r.FenceToken)
 	assert.Equal(t, []holder{{Field: a1, ClientID: javaA, OwnerID: 1, Holds: 2}}, r.Holders)
 
 	r = reports[5]
-	assert.Equal(t, kindUnknown, r.Kind)
+	assert.Equal(t, kinds.Unknown, r.Kind)
 	assert.Equal(t, "string", r.KeyType)
 	assert.Equal(t, int64(-1), r.TTLms, "no expiry")
 
@@ -183,8 +174,8 @@ func TestInspectJavaWrittenLocks(t *testing.T) {
 // order, with deadlines one wait timeout apart.
 func TestInspectFairQueue(t *testing.T) {
 	t.Parallel()
-	lock := lockName(t)
-	c, rc := newLockClient(t)
+	lock := clitest.LockName(t)
+	c, rc := clitest.NewLockClient(t)
 	const grace = time.Minute
 	m := fairlock.New(c, lock, fairlock.WithWaitTimeout(grace))
 	ctx := interlock.WithOwner(t.Context(), 1)
@@ -206,11 +197,11 @@ func TestInspectFairQueue(t *testing.T) {
 			assert.ErrorIs(t, <-waited, context.Canceled)
 		}
 		require.NoError(t, m.Unlock(ctx))
-		assert.False(t, exists(t, rc, queue), "the waiters left the queue")
+		assert.False(t, clitest.Exists(t, rc, queue), "the waiters left the queue")
 	}()
 
 	r := inspectJSON(t, lock)[0]
-	assert.Equal(t, kindFair, r.Kind)
+	assert.Equal(t, kinds.Fair, r.Kind)
 	assert.Equal(t, []holder{{Field: c.ID() + ":1", ClientID: c.ID(), OwnerID: 1, Holds: 1}}, r.Holders)
 	require.Len(t, r.Queue, 2)
 	for i, w := range r.Queue {
@@ -236,8 +227,8 @@ func TestInspectFairQueue(t *testing.T) {
 // their read holds, then a writer that also reads.
 func TestInspectReadWriteLock(t *testing.T) {
 	t.Parallel()
-	lock := lockName(t)
-	c, _ := newLockClient(t)
+	lock := clitest.LockName(t)
+	c, _ := clitest.NewLockClient(t)
 	rw := rwlock.New(c, lock)
 	one, two := interlock.WithOwner(t.Context(), 1), interlock.WithOwner(t.Context(), 2)
 	require.NoError(t, rw.Read().Lock(one))
@@ -245,7 +236,7 @@ func TestInspectReadWriteLock(t *testing.T) {
 	require.NoError(t, rw.Read().Lock(two))
 
 	r := inspectJSON(t, lock)[0]
-	assert.Equal(t, kindReadWrite, r.Kind)
+	assert.Equal(t, kinds.ReadWrite, r.Kind)
 	assert.Equal(t, "read", r.Mode)
 	require.Len(t, r.Holders, 2)
 	for _, h := range r.Holders {
@@ -288,8 +279,8 @@ func TestInspectReadWriteLock(t *testing.T) {
 // token once it is free.
 func TestInspectFencedLock(t *testing.T) {
 	t.Parallel()
-	lock := lockName(t)
-	c, _ := newLockClient(t)
+	lock := clitest.LockName(t)
+	c, _ := clitest.NewLockClient(t)
 	m := fenced.New(c, lock)
 	ctx := interlock.WithOwner(t.Context(), 4)
 	token, err := m.LockToken(ctx)
@@ -297,7 +288,7 @@ func TestInspectFencedLock(t *testing.T) {
 	want := strconv.FormatUint(token, 10)
 
 	r := inspectJSON(t, lock)[0]
-	assert.Equal(t, kindFenced, r.Kind)
+	assert.Equal(t, kinds.Fenced, r.Kind)
 	assert.Equal(t, want, r.FenceToken)
 	assert.Equal(t, []holder{{Field: c.ID() + ":4", ClientID: c.ID(), OwnerID: 4, Holds: 1}}, r.Holders)
 	assert.Empty(t, r.Notes)
@@ -305,10 +296,10 @@ func TestInspectFencedLock(t *testing.T) {
 
 	require.NoError(t, m.Unlock(ctx))
 	r = inspectJSON(t, lock)[0]
-	assert.Equal(t, kindFenced, r.Kind)
+	assert.Equal(t, kinds.Fenced, r.Kind)
 	assert.False(t, r.Locked)
 	assert.Equal(t, want, r.FenceToken)
-	assert.Contains(t, fieldLines(inspectTable(t, lock)), lock+" fenced - - not locked last fencing token "+want)
+	assert.Contains(t, clitest.FieldLines(inspectTable(t, lock)), lock+" fenced - - not locked last fencing token "+want)
 }
 
 func TestDecodeFairQueue(t *testing.T) {
@@ -321,7 +312,7 @@ func TestDecodeFairQueue(t *testing.T) {
 		deadlines: map[string]float64{"u:1": float64(now.UnixMilli()), "u:2": float64(now.UnixMilli() + 2500), "junk": math.NaN()},
 	}
 	r := decode(f)
-	assert.Equal(t, kindFair, r.Kind)
+	assert.Equal(t, kinds.Fair, r.Kind)
 	require.Len(t, r.Queue, 4)
 	assert.Equal(t, waiter{Position: 1, Owner: "u:1", ClientID: "u", OwnerID: 1, DeadlineMs: now.UnixMilli(),
 		Deadline: now.Format(jsonTime), Stale: true}, r.Queue[0], "a deadline that is now has passed")
@@ -340,7 +331,7 @@ func TestDecodeFairQueue(t *testing.T) {
 	require.NoError(t, writeTable(&buf, []lockReport{r}))
 	assert.Contains(t, buf.String(), "#1, deadline "+now.Format(tableTime)+", passed 0s ago; STALE")
 	assert.Contains(t, buf.String(), "#2, deadline "+now.Add(2500*time.Millisecond).Format(tableTime)+", in 2.5s\n")
-	assert.Contains(t, fieldLines(buf.String()), "q fair - waiter junk ? - #3, no deadline")
+	assert.Contains(t, clitest.FieldLines(buf.String()), "q fair - waiter junk ? - #3, no deadline")
 }
 
 // Whatever Redis holds, decode explains it in notes and never panics.
@@ -353,36 +344,36 @@ func TestDecodeOddShapes(t *testing.T) {
 		want []string
 	}{
 		{"aux keys of wrong types", facts{keyType: "hash", fields: map[string]string{"u:1": "1"},
-			queueType: "string", timesType: "hash", tokenType: "list"}, kindFenced, []string{
+			queueType: "string", timesType: "hash", tokenType: "list"}, kinds.Fenced, []string{
 			"redisson_lock_queue:{n} is a string, not a list",
 			"redisson_lock_timeout:{n} is a hash, not a sorted set",
 			"redisson_lock_token:{n} is a list, not a string",
 			"Redis also holds keys of a fair lock under this name",
 		}},
-		{"bad token", facts{keyType: "none", tokenType: "string", token: "x"}, kindFenced, []string{
+		{"bad token", facts{keyType: "none", tokenType: "string", token: "x"}, kinds.Fenced, []string{
 			`fencing token "x" is not a non-negative integer`,
 		}},
 		{"odd mode", facts{keyType: "hash", fields: map[string]string{"mode": "both", "u:1": "-3"}, tokenType: "string", token: "1"},
-			kindReadWrite, []string{
+			kinds.ReadWrite, []string{
 				`field "u:1": hold count -3 is not positive`,
 				`mode "both" is neither "read" nor "write"`,
 				"Redis also holds keys of a fenced lock under this name",
 			}},
-		{"write mode, no writer", facts{keyType: "hash", fields: map[string]string{"mode": "write"}}, kindReadWrite, []string{
+		{"write mode, no writer", facts{keyType: "hash", fields: map[string]string{"mode": "write"}}, kinds.ReadWrite, []string{
 			`mode is "write" but no field names a writer ("<client id>:<owner id>:write")`,
 		}},
 		{"read mode, two writers", facts{keyType: "hash", fields: map[string]string{"mode": "read", "a:1:write": "1", "b:2:write": "1"}},
-			kindReadWrite, []string{
+			kinds.ReadWrite, []string{
 				`mode is "read" but a field names a writer`,
 				"2 fields name a writer; a read/write lock has one",
 			}},
-		{"many read holds", facts{keyType: "hash", fields: map[string]string{"mode": "read", "u:1": "5000"}}, kindReadWrite, []string{
+		{"many read holds", facts{keyType: "hash", fields: map[string]string{"mode": "read", "u:1": "5000"}}, kinds.ReadWrite, []string{
 			"reader u:1: 5000 read holds; the timeout keys of holds past the first 1000 were not read",
 		}},
-		{"reply errors", facts{keyType: "hash", replyErrors: []string{"HGETALL n: WRONGTYPE"}}, kindReentrant, []string{
+		{"reply errors", facts{keyType: "hash", replyErrors: []string{"HGETALL n: WRONGTYPE"}}, kinds.Reentrant, []string{
 			"Redis replied with an error (did the lock change meanwhile?): HGETALL n: WRONGTYPE",
 		}},
-		{"nothing at all", facts{}, kindUnknown, nil},
+		{"nothing at all", facts{}, kinds.Unknown, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tc.f.name = "n"
@@ -427,14 +418,4 @@ func FuzzDecode(f *testing.F) {
 			t.Fatalf("invalid JSON: %s", buf.String())
 		}
 	})
-}
-
-// fieldLines returns the lines of a table with their cells joined by one
-// blank each.
-func fieldLines(table string) []string {
-	var lines []string
-	for line := range strings.Lines(table) {
-		lines = append(lines, strings.Join(strings.Fields(line), " "))
-	}
-	return lines
 }

@@ -8,22 +8,12 @@ import (
 	"time"
 
 	"github.com/interlock-go/interlock/cmd/interlock/internal/cli"
+	"github.com/interlock-go/interlock/cmd/interlock/internal/kinds"
 	"github.com/interlock-go/interlock/internal/keys"
 )
 
-// Kinds as inspect names them besides the locks and run's kindSemaphore
-// and kindExpirable (locker_semaphore.go).
-const (
-	kindLatch = "latch" // latch.Latch: Redisson's RCountDownLatch
-	// kindCounter is a string key holding an integer and nothing beside
-	// it: an RSemaphore and an RCountDownLatch are stored the same way (so
-	// is an RPermitExpirableSemaphore with no permit acquired), and only
-	// inspect's --kind tells which it is.
-	kindCounter = "semaphore/latch"
-)
-
 // inspectKinds are the values of inspect's --kind.
-var inspectKinds = []string{kindSemaphore, kindExpirable, kindLatch}
+var inspectKinds = []string{kinds.Semaphore, kinds.Expirable, kinds.Latch}
 
 // rolePermit is the role of an expirable semaphore's acquired permit in
 // the table.
@@ -53,7 +43,7 @@ type permit struct {
 // isSyncKind reports whether kind is a semaphore, a latch, or a counter
 // that is one or the other.
 func isSyncKind(kind string) bool {
-	return isSemaphoreKind(kind) || kind == kindLatch || kind == kindCounter
+	return kinds.IsSemaphore(kind) || kind == kinds.Latch || kind == kinds.Counter
 }
 
 // syncKind names the semaphore or latch kind the facts show, given the
@@ -63,19 +53,19 @@ func isSyncKind(kind string) bool {
 // An expirable semaphore with acquired permits is told by its sorted set
 // {NAME}:timeout. Otherwise a string key holding an integer is a counter:
 // a semaphore (an expirable one with no permit acquired) or a latch, as
-// the hint says, or kindCounter with no hint. With a hint, a name with
+// the hint says, or kinds.Counter with no hint. With a hint, a name with
 // nothing under it is shown as that kind, not set up or open.
 func syncKind(f *facts, lockKind, hint string) (string, bool) {
-	if lockKind != kindUnknown && lockKind != kindNone {
+	if lockKind != kinds.Unknown && lockKind != kinds.None {
 		return "", false
 	}
 	if f.permitsType == "zset" {
-		return kindExpirable, true
+		return kinds.Expirable, true
 	}
 	_, isInt := parseCounter(f.value)
 	switch {
 	case f.keyType == "string" && isInt && hint == "":
-		return kindCounter, true
+		return kinds.Counter, true
 	case f.keyType == "string" && isInt, f.keyType == "none" && hint != "":
 		return hint, true
 	}
@@ -108,22 +98,22 @@ func decodeSync(f *facts, kind, hint string) lockReport {
 		r.Notes = append(r.Notes, fmt.Sprintf("the key is a %s, not a string holding the count of free permits", f.keyType))
 	}
 	switch kind {
-	case kindSemaphore, kindExpirable:
+	case kinds.Semaphore, kinds.Expirable:
 		r.Permits = &n
-	case kindLatch:
+	case kinds.Latch:
 		r.Count = &n
-	case kindCounter:
+	case kinds.Counter:
 		count := n
 		r.Permits, r.Count = &n, &count
 	}
 	permitsKey := keys.Suffix(f.name, keys.PermitsSuffix)
 	switch {
-	case kind == kindExpirable:
+	case kind == kinds.Expirable:
 		r.Notes = append(r.Notes, decodePermits(f, &r)...)
 	case f.permitsType != "none" && f.permitsType != "":
 		r.Notes = append(r.Notes, fmt.Sprintf("%s is a %s, not the sorted set of an expirable semaphore's permits", permitsKey, f.permitsType))
 	}
-	if hint != "" && hint != kind && !(hint == kindSemaphore && kind == kindExpirable) {
+	if hint != "" && hint != kind && !(hint == kinds.Semaphore && kind == kinds.Expirable) {
 		r.Notes = append(r.Notes, fmt.Sprintf("--kind %s does not apply: %s exists, so this is an expirable semaphore", hint, permitsKey))
 	}
 	for _, e := range f.replyErrors {
@@ -135,7 +125,7 @@ func decodeSync(f *facts, kind, hint string) lockReport {
 // noKeyNote explains a kind shown for a name whose key does not exist.
 func noKeyNote(f *facts, kind string) string {
 	switch {
-	case kind == kindLatch:
+	case kind == kinds.Latch:
 		return "there is no key: the latch is open (or was never set)"
 	case f.permitsType == "zset":
 		return "there is no key counting the free permits: none is free until one is released"
@@ -196,7 +186,7 @@ func quoteShort(s string) string {
 func syncRows(r *lockReport) [][]string {
 	var detail string
 	switch {
-	case r.Kind == kindCounter && r.Permits != nil:
+	case r.Kind == kinds.Counter && r.Permits != nil:
 		n := *r.Permits
 		state := "closed"
 		if n <= 0 {
@@ -204,7 +194,7 @@ func syncRows(r *lockReport) [][]string {
 		}
 		detail = fmt.Sprintf("%d: as a semaphore, %s available; as a latch, count %d (%s); --kind tells which",
 			n, cli.Plural(int(n), "permit"), n, state)
-	case r.Kind == kindLatch && r.Count != nil:
+	case r.Kind == kinds.Latch && r.Count != nil:
 		state := "closed"
 		if *r.Count <= 0 {
 			state = "open"
@@ -212,7 +202,7 @@ func syncRows(r *lockReport) [][]string {
 		detail = fmt.Sprintf("count %d: %s", *r.Count, state)
 	case r.Permits != nil:
 		detail = cli.Plural(int(*r.Permits), "permit") + " available"
-		if r.Kind == kindExpirable {
+		if r.Kind == kinds.Expirable {
 			detail += ", " + strconv.Itoa(len(r.Acquired)) + " acquired"
 		}
 	}

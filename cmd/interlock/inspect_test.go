@@ -12,7 +12,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/interlock-go/interlock"
+	"github.com/interlock-go/interlock/cmd/interlock/internal/clitest"
 	"github.com/interlock-go/interlock/cmd/interlock/internal/exit"
+	"github.com/interlock-go/interlock/cmd/interlock/internal/kinds"
 	"github.com/interlock-go/interlock/rlock"
 )
 
@@ -20,8 +22,8 @@ import (
 // and TTL, as JSON and as a table.
 func TestInspectShowsAnRlockHolder(t *testing.T) {
 	t.Parallel()
-	lock, free := lockName(t), lockName(t)+":free"
-	c, _ := newLockClient(t)
+	lock, free := clitest.LockName(t), clitest.LockName(t)+":free"
+	c, _ := clitest.NewLockClient(t)
 	m := rlock.New(c, lock)
 	ctx := interlock.WithOwner(t.Context(), 7)
 	require.NoError(t, m.Lock(ctx))
@@ -31,16 +33,16 @@ func TestInspectShowsAnRlockHolder(t *testing.T) {
 		require.NoError(t, m.Unlock(ctx))
 	}()
 
-	res := runInProcess(t, "inspect", "--redis", redisURL(), "--json", lock, free)
-	require.Equal(t, 0, res.code, res.stderr)
-	lines := strings.Split(strings.TrimSpace(res.stdout), "\n")
+	res := runInProcess(t, "inspect", "--redis", clitest.RedisURL(), "--json", lock, free)
+	require.Equal(t, 0, res.Code, res.Stderr)
+	lines := strings.Split(strings.TrimSpace(res.Stdout), "\n")
 	require.Len(t, lines, 2, "one JSON object per lock")
 	var held, notHeld lockReport
 	require.NoError(t, json.Unmarshal([]byte(lines[0]), &held))
 	require.NoError(t, json.Unmarshal([]byte(lines[1]), &notHeld))
 
 	assert.Equal(t, lock, held.Name)
-	assert.Equal(t, kindReentrant, held.Kind)
+	assert.Equal(t, kinds.Reentrant, held.Kind)
 	assert.True(t, held.Locked)
 	assert.Positive(t, held.TTLms)
 	assert.LessOrEqual(t, held.TTLms, interlock.DefaultWatchdogTimeout.Milliseconds())
@@ -48,21 +50,21 @@ func TestInspectShowsAnRlockHolder(t *testing.T) {
 	assert.Equal(t, holder{Field: c.ID() + ":7", ClientID: c.ID(), OwnerID: 7, Holds: 2}, held.Holders[0])
 	assert.Empty(t, held.Notes)
 
-	assert.Equal(t, lockReport{Name: free, Kind: kindNone, Holders: []holder{}}, notHeld)
+	assert.Equal(t, lockReport{Name: free, Kind: kinds.None, Holders: []holder{}}, notHeld)
 
-	res = runInProcess(t, "inspect", "--redis", redisURL(), lock, free)
-	require.Equal(t, 0, res.code, res.stderr)
-	rows := strings.Split(strings.TrimSpace(res.stdout), "\n")
-	require.Len(t, rows, 3, res.stdout)
+	res = runInProcess(t, "inspect", "--redis", clitest.RedisURL(), lock, free)
+	require.Equal(t, 0, res.Code, res.Stderr)
+	rows := strings.Split(strings.TrimSpace(res.Stdout), "\n")
+	require.Len(t, rows, 3, res.Stdout)
 	assert.Equal(t, []string{"LOCK", "KIND", "TTL", "ROLE", "CLIENT", "ID", "OWNER", "ID", "HOLDS", "DETAIL"}, strings.Fields(rows[0]))
 	fields := strings.Fields(rows[1])
 	require.Len(t, fields, 7, rows[1])
-	assert.Equal(t, []string{lock, kindReentrant}, fields[:2])
+	assert.Equal(t, []string{lock, kinds.Reentrant}, fields[:2])
 	ttl, err := time.ParseDuration(fields[2])
 	require.NoError(t, err)
 	assert.Positive(t, ttl)
 	assert.Equal(t, []string{roleHolder, c.ID(), "7", "2"}, fields[3:])
-	assert.Equal(t, []string{free, kindNone, "-", "-", "not", "locked"}, strings.Fields(rows[2]))
+	assert.Equal(t, []string{free, kinds.None, "-", "-", "not", "locked"}, strings.Fields(rows[2]))
 	for _, row := range rows {
 		assert.Equal(t, strings.TrimRight(row, " "), row, "no trailing blanks")
 	}
@@ -70,16 +72,16 @@ func TestInspectShowsAnRlockHolder(t *testing.T) {
 
 func TestInspectErrors(t *testing.T) {
 	t.Parallel()
-	res := runInProcess(t, "inspect", "--redis", redisURL(), "ok", "a{b")
-	assert.Equal(t, exit.Usage, res.code)
-	assert.Contains(t, res.stderr, `interlock: inspect: name "a{b"`)
-	assert.Empty(t, res.stdout, "nothing is inspected when a name is bad")
+	res := runInProcess(t, "inspect", "--redis", clitest.RedisURL(), "ok", "a{b")
+	assert.Equal(t, exit.Usage, res.Code)
+	assert.Contains(t, res.Stderr, `interlock: inspect: name "a{b"`)
+	assert.Empty(t, res.Stdout, "nothing is inspected when a name is bad")
 
-	res = runInProcess(t, "inspect", "--redis", redisURL())
-	assert.Equal(t, exit.Usage, res.code)
+	res = runInProcess(t, "inspect", "--redis", clitest.RedisURL())
+	assert.Equal(t, exit.Usage, res.Code)
 
 	res = runInProcess(t, "inspect", "--redis", "redis://127.0.0.1:1", "x")
-	assert.Equal(t, exit.Unavailable, res.code)
+	assert.Equal(t, exit.Unavailable, res.Code)
 }
 
 func TestParseHolder(t *testing.T) {
@@ -112,7 +114,7 @@ func TestParseHolder(t *testing.T) {
 func TestDecodeKeepsUnparsedFields(t *testing.T) {
 	t.Parallel()
 	r := decode(&facts{name: "n", keyType: "hash", pttl: 1500, fields: map[string]string{"junk": "x", "u:1": "1"}})
-	assert.Equal(t, kindReentrant, r.Kind)
+	assert.Equal(t, kinds.Reentrant, r.Kind)
 	assert.Equal(t, int64(1500), r.TTLms)
 	require.Len(t, r.Holders, 2)
 	assert.Equal(t, "junk", r.Holders[0].Field)

@@ -2,39 +2,21 @@ package main
 
 import (
 	"context"
-	"errors"
 	"slices"
 	"strconv"
 	"time"
 
 	"github.com/interlock-go/interlock"
 	"github.com/interlock-go/interlock/cmd/interlock/internal/cli"
-	"github.com/interlock-go/interlock/fairlock"
+	"github.com/interlock-go/interlock/cmd/interlock/internal/kinds"
 	"github.com/interlock-go/interlock/fenced"
-	"github.com/interlock-go/interlock/rlock"
-	"github.com/interlock-go/interlock/rwlock"
 	"github.com/interlock-go/interlock/semaphore"
-	"github.com/interlock-go/interlock/spin"
 )
-
-// Lock kinds, as --kind names them.
-const (
-	kindReentrant = "reentrant" // rlock: Redisson's RLock
-	kindFair      = "fair"      // fairlock: RFairLock
-	kindRead      = "read"      // rwlock's read half: RReadWriteLock.readLock()
-	kindWrite     = "write"     // rwlock's write half: RReadWriteLock.writeLock()
-	kindFenced    = "fenced"    // fenced: RFencedLock
-	kindSpin      = "spin"      // spin: RSpinLock, on RLock's hash (run only)
-)
-
-// lockKinds are the lock kinds, in the order the help lists them: the
-// values of unlock's --kind.
-var lockKinds = []string{kindReentrant, kindFair, kindRead, kindWrite, kindFenced}
 
 // runKinds are the values of run's --kind: the locks, the spin lock (whose
 // data is RLock's, so unlock --force needs no kind of its own for it), then
 // the semaphores (locker_semaphore.go).
-var runKinds = append(slices.Clip(lockKinds), kindSpin, kindSemaphore, kindExpirable)
+var runKinds = append(slices.Clip(kinds.Locks), kinds.Spin, kinds.Semaphore, kinds.Expirable)
 
 // envFenceToken names the variable that gives CMD the fencing token of
 // run's acquisition (--kind fenced).
@@ -59,38 +41,17 @@ type locker interface {
 	env() []string
 }
 
-// newLock returns the lock of kind (one of lockKinds, or spin) called name.
-func newLock(c *interlock.Client, kind, name string) (interlock.Locker, error) {
-	switch kind {
-	case kindReentrant:
-		return rlock.New(c, name), nil
-	case kindFair:
-		// TryLock's wait is also the grace of the waiter in the queue;
-		// Lock and LockLease queue with the default, Redisson's 5 minutes.
-		return fairlock.New(c, name), nil
-	case kindRead:
-		return rwlock.New(c, name).Read(), nil
-	case kindWrite:
-		return rwlock.New(c, name).Write(), nil
-	case kindFenced:
-		return fenced.New(c, name), nil
-	case kindSpin:
-		return spin.New(c, name), nil
-	}
-	return nil, errors.New("unknown lock kind " + strconv.Quote(kind))
-}
-
 // newLocker returns the locker of kind (one of runKinds) for the lock or
 // semaphore called name; permits is how many permits a semaphore kind
 // takes.
 func newLocker(c *interlock.Client, kind, name string, permits int) (locker, error) {
 	switch kind {
-	case kindSemaphore:
+	case kinds.Semaphore:
 		return &semaphoreLocker{s: semaphore.New(c, name), n: permits}, nil
-	case kindExpirable:
+	case kinds.Expirable:
 		return &expirableLocker{e: semaphore.NewExpirable(c, name), n: permits}, nil
 	}
-	m, err := newLock(c, kind, name)
+	m, err := kinds.NewLock(c, kind, name)
 	if err != nil {
 		return nil, err
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/interlock-go/interlock"
 	"github.com/interlock-go/interlock/cmd/interlock/internal/cli"
+	"github.com/interlock-go/interlock/cmd/interlock/internal/kinds"
 	"github.com/interlock-go/interlock/fenced"
 	"github.com/interlock-go/interlock/internal/keys"
 	"github.com/interlock-go/interlock/multilock"
@@ -26,9 +27,9 @@ func checkNames(cfg *runConfig, names []string) error {
 		}
 	}
 	if len(names) > 1 {
-		if isSemaphoreKind(cfg.kind) {
+		if kinds.IsSemaphore(cfg.kind) {
 			return cli.Usagef("run", "--kind %s takes one NAME, got %d: only locks (%s, %s) can be held together",
-				cfg.kind, len(names), strings.Join(lockKinds, ", "), kindSpin)
+				cfg.kind, len(names), strings.Join(kinds.Locks, ", "), kinds.Spin)
 		}
 		for i, name := range names {
 			if slices.Contains(names[:i], name) {
@@ -50,7 +51,7 @@ func newRunLocker(c *interlock.Client, cfg *runConfig) (locker, error) {
 	members := make([]interlock.Locker, len(cfg.locks))
 	for i, name := range cfg.locks {
 		var err error
-		if members[i], err = newLock(c, cfg.kind, name); err != nil {
+		if members[i], err = kinds.NewLock(c, cfg.kind, name); err != nil {
 			return nil, err
 		}
 		if f, ok := members[i].(*fenced.Mutex); ok {
@@ -136,7 +137,7 @@ func (cfg *runConfig) describeMulti() string {
 	for i, name := range cfg.locks {
 		q[i] = strconv.Quote(name)
 	}
-	if cfg.kind == kindReentrant {
+	if cfg.kind == kinds.Reentrant {
 		return "multilock of " + strings.Join(q, ", ")
 	}
 	return "multilock of " + cfg.kind + " locks " + strings.Join(q, ", ")

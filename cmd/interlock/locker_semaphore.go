@@ -12,20 +12,9 @@ import (
 	"github.com/interlock-go/interlock/semaphore"
 )
 
-// Semaphore kinds, as run's --kind names them.
-const (
-	kindSemaphore = "semaphore"           // semaphore.Semaphore: Redisson's RSemaphore
-	kindExpirable = "expirable-semaphore" // semaphore.Expirable: RPermitExpirableSemaphore
-)
-
 // envPermitIDs names the variable that gives CMD the ids of the permits
 // run holds (--kind expirable-semaphore), comma-separated.
 const envPermitIDs = "INTERLOCK_PERMIT_IDS"
-
-// isSemaphoreKind reports whether kind is one of the semaphore kinds.
-func isSemaphoreKind(kind string) bool {
-	return kind == kindSemaphore || kind == kindExpirable
-}
 
 // semaphoreLocker holds n permits of an RSemaphore while CMD runs. The
 // semaphore records no holder, so nothing can take the permits away: the

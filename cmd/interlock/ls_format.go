@@ -11,6 +11,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/interlock-go/interlock/cmd/interlock/internal/cli"
+	"github.com/interlock-go/interlock/cmd/interlock/internal/kinds"
 )
 
 // lsMaxHolders is how many holders a row of the table names.
@@ -105,15 +106,15 @@ func lsTTL(e *lsEntry) string {
 // then "xN" for N holds), or a semaphore's or latch's state.
 func lsHolders(e *lsEntry) string {
 	switch {
-	case e.Kind == kindCounter && e.Permits != nil:
+	case e.Kind == kinds.Counter && e.Permits != nil:
 		return strconv.FormatInt(*e.Permits, 10) + " (permits or count)"
-	case e.Kind == kindLatch && e.Count != nil:
+	case e.Kind == kinds.Latch && e.Count != nil:
 		state := "closed"
 		if *e.Count <= 0 {
 			state = "open"
 		}
 		return fmt.Sprintf("count %d (%s)", *e.Count, state)
-	case e.Kind == kindExpirable && e.Permits != nil:
+	case e.Kind == kinds.Expirable && e.Permits != nil:
 		return fmt.Sprintf("%d acquired, %d free", len(e.Acquired), *e.Permits)
 	case e.Permits != nil:
 		return fmt.Sprintf("%d free", *e.Permits)

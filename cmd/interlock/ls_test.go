@@ -17,7 +17,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/interlock-go/interlock"
+	"github.com/interlock-go/interlock/cmd/interlock/internal/clitest"
 	"github.com/interlock-go/interlock/cmd/interlock/internal/exit"
+	"github.com/interlock-go/interlock/cmd/interlock/internal/kinds"
 	"github.com/interlock-go/interlock/cmd/interlock/internal/redisconn"
 	"github.com/interlock-go/interlock/fairlock"
 	"github.com/interlock-go/interlock/fenced"
@@ -36,9 +38,9 @@ import (
 func lsJSON(t *testing.T, args ...string) (lsListing, map[string]lsEntry) {
 	t.Helper()
 	res := runInProcess(t, append([]string{"ls", "--json"}, args...)...)
-	require.Equal(t, 0, res.code, res.stderr)
+	require.Equal(t, 0, res.Code, res.Stderr)
 	var l lsListing
-	require.NoError(t, json.Unmarshal([]byte(res.stdout), &l), res.stdout)
+	require.NoError(t, json.Unmarshal([]byte(res.Stdout), &l), res.Stdout)
 	byName := map[string]lsEntry{}
 	for _, e := range l.Synchronizers {
 		_, dup := byName[e.Name]
@@ -72,8 +74,8 @@ func background(t *testing.T, f func(ctx context.Context)) {
 // synchronizers: ls lists each with its kind and flags, and nothing else.
 func TestLsListsEveryKind(t *testing.T) {
 	t.Parallel()
-	base := lockName(t)
-	c, rc := newLockClient(t)
+	base := clitest.LockName(t)
+	c, rc := clitest.NewLockClient(t)
 	ctx := interlock.WithOwner(t.Context(), 7)
 	bg := interlock.WithOwner(context.Background(), 7) // for cleanups, after t.Context() ended
 	n := func(s string) string { return base + ":" + s }
@@ -134,7 +136,7 @@ func TestLsListsEveryKind(t *testing.T) {
 	ms := func(d int64) string { return strconv.FormatInt(d, 10) }
 	a1 := javaA + ":1"
 	const permitID = "0123456789abcdef" // 16 bytes
-	redisDo(t, rc, []string{
+	clitest.Do(t, rc, []string{
 		"HSET " + n("zombie") + " " + a1 + " 1", // no TTL
 		"RPUSH " + keys.Prefix(keys.FairQueuePrefix, n("stale")) + " " + javaB + ":5",
 		"ZADD " + keys.Prefix(keys.FairTimeoutPrefix, n("stale")) + " " + ms(now-1500) + " " + javaB + ":5",
@@ -156,21 +158,21 @@ func TestLsListsEveryKind(t *testing.T) {
 		n("deadreader"), n("leak"), keys.Suffix(n("leak"), keys.PermitsSuffix), n("apphash"), n("nearly"), n("counter"),
 		keys.Suffix(n("zset"), keys.PermitsSuffix))
 
-	l, got := lsJSON(t, "--redis", redisURL(), base+"*")
+	l, got := lsJSON(t, "--redis", clitest.RedisURL(), base+"*")
 	want := map[string]struct {
 		kind  string
 		flags []string
 	}{
-		"rlock": {kind: kindReentrant}, "fair": {kind: kindFair}, "read": {kind: kindReadWrite},
-		"write": {kind: kindReadWrite}, "fenced": {kind: kindFenced}, "spin": {kind: kindReentrant},
-		"nonreentrant": {kind: kindReentrant}, "sem": {kind: kindSemaphore}, "pes": {kind: kindExpirable},
-		"latch":      {kind: kindLatch},
-		"zombie":     {kind: kindReentrant, flags: []string{flagZombie}},
-		"stale":      {kind: kindFair, flags: []string{flagStaleWaiters}},
-		"orphan":     {kind: kindReadWrite, flags: []string{flagOrphanReads}},
-		"rw2":        {kind: kindReadWrite, flags: []string{flagOrphanReads}},
-		"deadreader": {kind: kindReadWrite, flags: []string{flagStaleReaders}},
-		"leak":       {kind: kindExpirable, flags: []string{flagLeaked}},
+		"rlock": {kind: kinds.Reentrant}, "fair": {kind: kinds.Fair}, "read": {kind: kinds.ReadWrite},
+		"write": {kind: kinds.ReadWrite}, "fenced": {kind: kinds.Fenced}, "spin": {kind: kinds.Reentrant},
+		"nonreentrant": {kind: kinds.Reentrant}, "sem": {kind: kinds.Semaphore}, "pes": {kind: kinds.Expirable},
+		"latch":      {kind: kinds.Latch},
+		"zombie":     {kind: kinds.Reentrant, flags: []string{flagZombie}},
+		"stale":      {kind: kinds.Fair, flags: []string{flagStaleWaiters}},
+		"orphan":     {kind: kinds.ReadWrite, flags: []string{flagOrphanReads}},
+		"rw2":        {kind: kinds.ReadWrite, flags: []string{flagOrphanReads}},
+		"deadreader": {kind: kinds.ReadWrite, flags: []string{flagStaleReaders}},
+		"leak":       {kind: kinds.Expirable, flags: []string{flagLeaked}},
 	}
 	for short, w := range want {
 		e, ok := got[n(short)]
@@ -182,13 +184,13 @@ func TestLsListsEveryKind(t *testing.T) {
 	}
 	assert.Len(t, got, len(want), "nothing else is listed: %v", l.Synchronizers)
 	assert.False(t, l.Truncated)
-	assert.Equal(t, []string{srv.Addr()}, l.Nodes)
+	assert.Equal(t, []string{clitest.Addr()}, l.Nodes)
 	assert.Equal(t, int64(1), l.UnlockLatches)
 	assert.Equal(t, int64(1), l.Receipts)
 
 	r := got[n("rlock")]
 	assert.Equal(t, []holder{{Field: c.ID() + ":7", ClientID: c.ID(), OwnerID: 7, Holds: 2}}, r.Holders)
-	assert.Equal(t, []string{kindSpin, "non-reentrant", kindFair, "non-reentrant-fair"}, r.Alike)
+	assert.Equal(t, []string{kinds.Spin, "non-reentrant", kinds.Fair, "non-reentrant-fair"}, r.Alike)
 	assert.Positive(t, r.TTLms)
 	assert.Len(t, got[n("fair")].Queue, 1)
 	assert.Positive(t, got[n("fair")].Subscribers, "the fair waiter listens on its channel")
@@ -206,20 +208,20 @@ func TestLsListsEveryKind(t *testing.T) {
 	assert.Positive(t, got[n("rw2")].OrphanReadTimeouts[0].TTLms)
 
 	// --counters lists the integer string too; --limit bounds the listing.
-	l, got = lsJSON(t, "--redis", redisURL(), "--counters", base+"*")
-	assert.Equal(t, kindCounter, got[n("counter")].Kind)
+	l, got = lsJSON(t, "--redis", clitest.RedisURL(), "--counters", base+"*")
+	assert.Equal(t, kinds.Counter, got[n("counter")].Kind)
 	assert.Len(t, got, len(want)+1)
 	assert.True(t, l.Counters)
-	l, got = lsJSON(t, "--redis", redisURL(), "--limit", "3", base+"*")
+	l, got = lsJSON(t, "--redis", clitest.RedisURL(), "--limit", "3", base+"*")
 	assert.True(t, l.Truncated)
 	assert.LessOrEqual(t, len(got), 3)
-	_, got = lsJSON(t, "--redis", redisURL(), n("z*"))
+	_, got = lsJSON(t, "--redis", clitest.RedisURL(), n("z*"))
 	assert.Len(t, got, 1, "PATTERN matches names: only the zombie")
 
 	// The table: one row each, the flags, the notes, the summary.
-	res := runInProcess(t, "ls", "--redis", redisURL(), "--progress", "off", base+"*")
-	require.Equal(t, 0, res.code, res.stderr)
-	lines := strings.Split(strings.TrimSpace(res.stdout), "\n")
+	res := runInProcess(t, "ls", "--redis", clitest.RedisURL(), "--progress", "off", base+"*")
+	require.Equal(t, 0, res.Code, res.Stderr)
+	lines := strings.Split(strings.TrimSpace(res.Stdout), "\n")
 	assert.Equal(t, []string{"NAME", "KIND", "TTL", "HOLDERS", "WAITERS", "FLAGS"}, strings.Fields(lines[0]))
 	rows := map[string][]string{}
 	for _, line := range lines[1 : 1+len(want)] {
@@ -230,11 +232,11 @@ func TestLsListsEveryKind(t *testing.T) {
 	assert.Equal(t, []string{"1", "queued,", "1", "subscribed", "-"}, rows[n("fair")][len(rows[n("fair")])-5:])
 	assert.Equal(t, []string{"count", "1", "(closed)", "1", "subscribed", "-"}, rows[n("latch")][4:], "no expiry")
 	assert.Equal(t, []string{"1", "acquired,", "1", "free", "-", "-"}, rows[n("pes")][4:], "one of the two acquired")
-	assert.Contains(t, res.stdout, "\nnote: "+n("zombie")+": ZOMBIE: the lock has no TTL")
-	assert.Contains(t, res.stdout, "\nreentrant*: an RLock, or a spin lock")
-	assert.Contains(t, res.stdout, "\n16 synchronizers (6 flagged); ")
-	assert.Contains(t, res.stdout, " keys matching *"+base+"* scanned on 1 node; not listed: 1 unlock latch key, 1 receipt key\n")
-	assert.Empty(t, res.stderr, "--progress off")
+	assert.Contains(t, res.Stdout, "\nnote: "+n("zombie")+": ZOMBIE: the lock has no TTL")
+	assert.Contains(t, res.Stdout, "\nreentrant*: an RLock, or a spin lock")
+	assert.Contains(t, res.Stdout, "\n16 synchronizers (6 flagged); ")
+	assert.Contains(t, res.Stdout, " keys matching *"+base+"* scanned on 1 node; not listed: 1 unlock latch key, 1 receipt key\n")
+	assert.Empty(t, res.Stderr, "--progress off")
 }
 
 // On 100,000 keys that are no synchronizers ls finds the one lock among
@@ -267,13 +269,13 @@ func TestLsLargeKeyspace(t *testing.T) {
 	start := time.Now()
 	res := runInProcess(t, "ls", "--redis", "redis://"+s.Addr(), "--json", "--progress", "0")
 	took := time.Since(start)
-	require.Equal(t, 0, res.code, res.stderr)
+	require.Equal(t, 0, res.Code, res.Stderr)
 	var l lsListing
-	require.NoError(t, json.Unmarshal([]byte(res.stdout), &l))
+	require.NoError(t, json.Unmarshal([]byte(res.Stdout), &l))
 	require.Len(t, l.Synchronizers, 1)
 	assert.Equal(t, "the-lock", l.Synchronizers[0].Name)
 	assert.GreaterOrEqual(t, l.ScannedKeys, int64(total+1))
-	progress := strings.Split(strings.TrimSpace(res.stderr), "\n")
+	progress := strings.Split(strings.TrimSpace(res.Stderr), "\n")
 	assert.Greater(t, len(progress), total/lsDefaultCount/2, "a line per SCAN call")
 	assert.Regexp(t, `^interlock ls: scanned \d+ keys, [01] synchronizers?$`, progress[0])
 	assert.Equal(t, fmt.Sprintf("interlock ls: scanned %d keys on 1 node, found 1 synchronizer", l.ScannedKeys),
@@ -393,12 +395,12 @@ func TestLsUsage(t *testing.T) {
 	assert.Contains(t, mainUsage, "\n  interlock ls ")
 	for _, bad := range []string{"ls --nope", "ls a b", "ls --limit -1", "ls --count 0", "ls --progress never"} {
 		res := runInProcess(t, strings.Fields(bad)...)
-		assert.Equal(t, exit.Usage, res.code, bad)
-		assert.Contains(t, res.stderr, "(see 'interlock help ls')", bad)
+		assert.Equal(t, exit.Usage, res.Code, bad)
+		assert.Contains(t, res.Stderr, "(see 'interlock help ls')", bad)
 	}
 	res := runInProcess(t, "ls", "--redis", "redis://127.0.0.1:1")
-	assert.Equal(t, exit.Unavailable, res.code, res.stderr)
+	assert.Equal(t, exit.Unavailable, res.Code, res.Stderr)
 	res = runInProcess(t, "ls", "--help")
-	assert.Equal(t, 0, res.code)
-	assert.Equal(t, lsUsage, res.stdout)
+	assert.Equal(t, 0, res.Code)
+	assert.Equal(t, lsUsage, res.Stdout)
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/interlock-go/interlock/cmd/interlock/internal/clitest"
 	"github.com/interlock-go/interlock/cmd/interlock/internal/exit"
 	"github.com/interlock-go/interlock/internal/redistest"
 )
@@ -29,13 +30,13 @@ func TestRunServerFrozen(t *testing.T) {
 	frozenSrv, err := redistest.Start()
 	require.NoError(t, err)
 	t.Cleanup(frozenSrv.Stop)
-	cmd, pid := startRunOn(t, "redis://"+frozenSrv.Addr(), "--watchdog-timeout", lease.String(), lockName(t), "--",
+	cmd, pid := startRunOn(t, "redis://"+frozenSrv.Addr(), "--watchdog-timeout", lease.String(), clitest.LockName(t), "--",
 		"sh", "-c", "echo $$; exec sleep 30")
 
 	require.NoError(t, frozenSrv.Pause())
 	frozen := time.Now()
 	t.Cleanup(func() { _ = frozenSrv.Resume() })
-	require.Eventually(t, func() bool { return dead(pid) }, lease+interval+late+slack, time.Millisecond, "CMD still runs")
+	require.Eventually(t, func() bool { return clitest.Dead(pid) }, lease+interval+late+slack, time.Millisecond, "CMD still runs")
 	cmdEnded := time.Since(frozen)
 	code, stderr := waitRun(t, cmd)
 	returned := time.Since(frozen)

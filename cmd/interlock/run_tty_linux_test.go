@@ -15,6 +15,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"golang.org/x/sys/unix"
+
+	"github.com/interlock-go/interlock/cmd/interlock/internal/clitest"
 )
 
 // openPTY opens a pseudo-terminal pair; both ends are closed with the test.
@@ -40,7 +42,7 @@ func openPTY(t *testing.T) (master, slave *os.File) {
 func TestRunInTerminalForeground(t *testing.T) {
 	t.Parallel()
 	master, slave := openPTY(t)
-	cmd := interlockCmd("run", "--redis", redisURL(), lockName(t), "--",
+	cmd := clitest.Command("run", "--redis", clitest.RedisURL(), clitest.LockName(t), "--",
 		"sh", "-c", `trap "exit 7" INT; read x; echo "got $x"; sleep 30 & wait`)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = slave, slave, slave
 	// A session of its own with the terminal as controlling terminal: its
@@ -49,7 +51,7 @@ func TestRunInTerminalForeground(t *testing.T) {
 	require.NoError(t, cmd.Start())
 	slave.Close() // the child has its copies
 
-	var out syncBuffer
+	var out clitest.SyncBuffer
 	var reader sync.WaitGroup
 	reader.Go(func() {
 		buf := make([]byte, 1024)

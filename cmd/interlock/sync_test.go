@@ -4,7 +4,6 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"encoding/hex"
 	"encoding/json"
 	"math"
@@ -18,7 +17,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/interlock-go/interlock"
+	"github.com/interlock-go/interlock/cmd/interlock/internal/clitest"
 	"github.com/interlock-go/interlock/cmd/interlock/internal/exit"
+	"github.com/interlock-go/interlock/cmd/interlock/internal/kinds"
 	"github.com/interlock-go/interlock/internal/keys"
 	"github.com/interlock-go/interlock/latch"
 	"github.com/interlock-go/interlock/semaphore"
@@ -27,31 +28,17 @@ import (
 // permitsKey is an expirable semaphore's sorted set of acquired permits.
 func permitsKey(name string) string { return keys.Suffix(name, keys.PermitsSuffix) }
 
-// cleanupKeys deletes keys when the test ends.
-func cleanupKeys(t *testing.T, rc rueidis.Client, keys ...string) {
-	t.Helper()
-	t.Cleanup(func() { rc.Do(context.Background(), rc.B().Del().Key(keys...).Build()) })
-}
-
 // newSemaphore returns a semaphore with permits free, deleted when the
 // test ends.
 func newSemaphore(t *testing.T, permits int) (*semaphore.Semaphore, rueidis.Client) {
 	t.Helper()
-	c, rc := newLockClient(t)
-	s := semaphore.New(c, lockName(t))
-	cleanupKeys(t, rc, s.Name())
+	c, rc := clitest.NewLockClient(t)
+	s := semaphore.New(c, clitest.LockName(t))
+	clitest.CleanupKeys(t, rc, s.Name())
 	ok, err := s.TrySetPermits(t.Context(), permits)
 	require.NoError(t, err)
 	require.True(t, ok)
 	return s, rc
-}
-
-// available returns a semaphore's free permits as stored.
-func available(t *testing.T, rc rueidis.Client, name string) int64 {
-	t.Helper()
-	n, err := rc.Do(t.Context(), rc.B().Get().Key(name).Build()).AsInt64()
-	require.NoError(t, err)
-	return n
 }
 
 // run --kind semaphore holds its permits while CMD runs (CMD inspects
@@ -61,30 +48,30 @@ func TestRunSemaphore(t *testing.T) {
 	t.Parallel()
 	s, rc := newSemaphore(t, 3)
 	name := s.Name()
-	res := runBinary(t, "", "run", "--redis", redisURL(), "--kind", "semaphore", "--permits", "2", name, "--",
-		bin, "inspect", "--json", "--kind", "semaphore", "--redis", redisURL(), name)
-	require.Equal(t, 0, res.code, res.stderr)
+	res := clitest.RunBinary(t, "", "run", "--redis", clitest.RedisURL(), "--kind", "semaphore", "--permits", "2", name, "--",
+		clitest.Binary(), "inspect", "--json", "--kind", "semaphore", "--redis", clitest.RedisURL(), name)
+	require.Equal(t, 0, res.Code, res.Stderr)
 	var r lockReport
-	require.NoError(t, json.Unmarshal([]byte(res.stdout), &r), res.stdout)
-	assert.Equal(t, kindSemaphore, r.Kind)
+	require.NoError(t, json.Unmarshal([]byte(res.Stdout), &r), res.Stdout)
+	assert.Equal(t, kinds.Semaphore, r.Kind)
 	require.NotNil(t, r.Permits)
 	assert.Equal(t, int64(1), *r.Permits, "2 of 3 permits were held while CMD ran")
-	assert.Equal(t, int64(3), available(t, rc, name), "run gives the permits back when CMD exits")
+	assert.Equal(t, int64(3), clitest.Available(t, rc, name), "run gives the permits back when CMD exits")
 
 	// All permits taken by another holder: busy.
 	require.NoError(t, s.Acquire(t.Context(), 3))
-	res = runBinary(t, "", "run", "--redis", redisURL(), "--kind", "semaphore", "--wait", "200ms", name, "--", "echo", "must not run")
-	assert.Equal(t, exit.Busy, res.code, res.stderr)
-	assert.Empty(t, res.stdout)
-	assert.Contains(t, res.stderr, `interlock: semaphore "`+name+`" is busy: 1 permit was not free within --wait 200ms`)
-	assert.GreaterOrEqual(t, res.took, 200*time.Millisecond)
-	assert.Less(t, res.took, 200*time.Millisecond+slack)
-	res = runBinary(t, "", "run", "--redis", redisURL(), "--kind", "semaphore", "--wait", "0", name, "--", "true")
-	assert.Equal(t, exit.Busy, res.code, "--wait 0 makes one attempt")
+	res = clitest.RunBinary(t, "", "run", "--redis", clitest.RedisURL(), "--kind", "semaphore", "--wait", "200ms", name, "--", "echo", "must not run")
+	assert.Equal(t, exit.Busy, res.Code, res.Stderr)
+	assert.Empty(t, res.Stdout)
+	assert.Contains(t, res.Stderr, `interlock: semaphore "`+name+`" is busy: 1 permit was not free within --wait 200ms`)
+	assert.GreaterOrEqual(t, res.Took, 200*time.Millisecond)
+	assert.Less(t, res.Took, 200*time.Millisecond+slack)
+	res = clitest.RunBinary(t, "", "run", "--redis", clitest.RedisURL(), "--kind", "semaphore", "--wait", "0", name, "--", "true")
+	assert.Equal(t, exit.Busy, res.Code, "--wait 0 makes one attempt")
 
 	// A waiter gets the permits once they are released.
-	cmd := interlockCmd("run", "--redis", redisURL(), "--kind", "semaphore", "--permits", "2", name, "--", "true")
-	var stderr syncBuffer
+	cmd := clitest.Command("run", "--redis", clitest.RedisURL(), "--kind", "semaphore", "--permits", "2", name, "--", "true")
+	var stderr clitest.SyncBuffer
 	cmd.Stderr = &stderr
 	require.NoError(t, cmd.Start())
 	channel := keys.SemaphoreChannel(name)
@@ -94,13 +81,13 @@ func TestRunSemaphore(t *testing.T) {
 	}, 10*time.Second, 10*time.Millisecond, "run waits on the semaphore's channel")
 	require.NoError(t, s.Release(t.Context(), 3))
 	waitRunCmd(t, cmd, &stderr, 0)
-	assert.Equal(t, int64(3), available(t, rc, name))
+	assert.Equal(t, int64(3), clitest.Available(t, rc, name))
 }
 
 // waitRunCmd waits, a minute at most, for cmd to exit with code.
 func waitRunCmd(t *testing.T, cmd interface {
 	Wait() error
-}, stderr *syncBuffer, code int) {
+}, stderr *clitest.SyncBuffer, code int) {
 	t.Helper()
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
@@ -122,10 +109,10 @@ func waitRunCmd(t *testing.T, cmd interface {
 // the watchdog or with --lease, and releases them when CMD exits.
 func TestRunExpirableSemaphore(t *testing.T) {
 	t.Parallel()
-	c, rc := newLockClient(t)
-	name := lockName(t)
+	c, rc := clitest.NewLockClient(t)
+	name := clitest.LockName(t)
 	e := semaphore.NewExpirable(c, name)
-	cleanupKeys(t, rc, name, permitsKey(name))
+	clitest.CleanupKeys(t, rc, name, permitsKey(name))
 	ok, err := e.TrySetPermits(t.Context(), 3)
 	require.NoError(t, err)
 	require.True(t, ok)
@@ -138,12 +125,12 @@ func TestRunExpirableSemaphore(t *testing.T) {
 		{"watchdog", nil, interlock.DefaultWatchdogTimeout},
 		{"lease", []string{"--lease", "10s"}, 10 * time.Second},
 	} {
-		args := append([]string{"run", "--redis", redisURL(), "--kind", "expirable-semaphore", "--permits", "2"}, tc.args...)
+		args := append([]string{"run", "--redis", clitest.RedisURL(), "--kind", "expirable-semaphore", "--permits", "2"}, tc.args...)
 		args = append(args, name, "--", "sh", "-c", `echo "$INTERLOCK_PERMIT_IDS"; exec "$0" inspect --json --redis "$1" "$2"`,
-			bin, redisURL(), name)
-		res := runBinary(t, "", args...)
-		require.Equal(t, 0, res.code, "%s: %s", tc.name, res.stderr)
-		line, report, _ := strings.Cut(res.stdout, "\n")
+			clitest.Binary(), clitest.RedisURL(), name)
+		res := clitest.RunBinary(t, "", args...)
+		require.Equal(t, 0, res.Code, "%s: %s", tc.name, res.Stderr)
+		line, report, _ := strings.Cut(res.Stdout, "\n")
 		ids := strings.Split(line, ",")
 		require.Len(t, ids, 2, tc.name)
 		for _, id := range ids {
@@ -153,7 +140,7 @@ func TestRunExpirableSemaphore(t *testing.T) {
 		}
 		var r lockReport
 		require.NoError(t, json.Unmarshal([]byte(report), &r), report)
-		assert.Equal(t, kindExpirable, r.Kind, tc.name)
+		assert.Equal(t, kinds.Expirable, r.Kind, tc.name)
 		require.NotNil(t, r.Permits)
 		assert.Equal(t, int64(1), *r.Permits, tc.name)
 		require.Len(t, r.Acquired, 2, tc.name)
@@ -164,18 +151,18 @@ func TestRunExpirableSemaphore(t *testing.T) {
 		}
 		assert.Empty(t, r.Notes, tc.name)
 
-		assert.Equal(t, int64(3), available(t, rc, name), "%s: the permits are back", tc.name)
-		assert.False(t, exists(t, rc, permitsKey(name)), "%s: none is acquired", tc.name)
+		assert.Equal(t, int64(3), clitest.Available(t, rc, name), "%s: the permits are back", tc.name)
+		assert.False(t, clitest.Exists(t, rc, permitsKey(name)), "%s: none is acquired", tc.name)
 	}
 }
 
 // A permit taken away while CMD runs ends CMD as a lost lock does: exit 79.
 func TestRunExpirablePermitLost(t *testing.T) {
 	t.Parallel()
-	c, rc := newLockClient(t)
-	name := lockName(t)
+	c, rc := clitest.NewLockClient(t)
+	name := clitest.LockName(t)
 	e := semaphore.NewExpirable(c, name)
-	cleanupKeys(t, rc, name, permitsKey(name))
+	clitest.CleanupKeys(t, rc, name, permitsKey(name))
 	ok, err := e.TrySetPermits(t.Context(), 2)
 	require.NoError(t, err)
 	require.True(t, ok)
@@ -192,53 +179,53 @@ func TestRunExpirablePermitLost(t *testing.T) {
 	assert.Equal(t, exit.Lost, code, stderr)
 	assert.Less(t, time.Since(removed), time.Second+slack)
 	assert.Contains(t, stderr, "lost while CMD ran")
-	assert.True(t, dead(pid), "CMD is gone")
+	assert.True(t, clitest.Dead(pid), "CMD is gone")
 	// The permit still held was released; the one taken away is gone.
-	assert.Equal(t, int64(1), available(t, rc, name))
-	assert.False(t, exists(t, rc, permitsKey(name)))
+	assert.Equal(t, int64(1), clitest.Available(t, rc, name))
+	assert.False(t, clitest.Exists(t, rc, permitsKey(name)))
 }
 
 // With --lease, CMD is terminated when the permit's lease ends first.
 func TestRunExpirableLeaseEnds(t *testing.T) {
 	t.Parallel()
-	c, rc := newLockClient(t)
-	name := lockName(t)
-	cleanupKeys(t, rc, name, permitsKey(name))
+	c, rc := clitest.NewLockClient(t)
+	name := clitest.LockName(t)
+	clitest.CleanupKeys(t, rc, name, permitsKey(name))
 	ok, err := semaphore.NewExpirable(c, name).TrySetPermits(t.Context(), 1)
 	require.NoError(t, err)
 	require.True(t, ok)
-	res := runBinary(t, "", "run", "--redis", redisURL(), "--kind", "expirable-semaphore", "--lease", "300ms", name, "--", "sleep", "30")
-	assert.Equal(t, exit.Lost, res.code, res.stderr)
-	assert.Less(t, res.took, 300*time.Millisecond+slack)
+	res := clitest.RunBinary(t, "", "run", "--redis", clitest.RedisURL(), "--kind", "expirable-semaphore", "--lease", "300ms", name, "--", "sleep", "30")
+	assert.Equal(t, exit.Lost, res.Code, res.Stderr)
+	assert.Less(t, res.Took, 300*time.Millisecond+slack)
 }
 
 func TestSemaphoreInitAdd(t *testing.T) {
 	t.Parallel()
-	_, rc := newLockClient(t)
-	name, ttlName := lockName(t), lockName(t)+":ttl"
-	cleanupKeys(t, rc, name, ttlName)
+	_, rc := clitest.NewLockClient(t)
+	name, ttlName := clitest.LockName(t), clitest.LockName(t)+":ttl"
+	clitest.CleanupKeys(t, rc, name, ttlName)
 
-	res := runInProcess(t, "semaphore", "--redis", redisURL(), "init", name, "2")
-	require.Equal(t, 0, res.code, res.stderr)
-	assert.Equal(t, name+": set to 2 permits\n", res.stdout)
-	res = runInProcess(t, "semaphore", "init", "--redis", redisURL(), name, "5")
-	assert.Equal(t, exit.Failure, res.code)
-	assert.Equal(t, "interlock: semaphore init: \""+name+"\" is already set (2 permits available); nothing changed\n", res.stderr)
-	assert.Equal(t, int64(2), available(t, rc, name))
+	res := runInProcess(t, "semaphore", "--redis", clitest.RedisURL(), "init", name, "2")
+	require.Equal(t, 0, res.Code, res.Stderr)
+	assert.Equal(t, name+": set to 2 permits\n", res.Stdout)
+	res = runInProcess(t, "semaphore", "init", "--redis", clitest.RedisURL(), name, "5")
+	assert.Equal(t, exit.Failure, res.Code)
+	assert.Equal(t, "interlock: semaphore init: \""+name+"\" is already set (2 permits available); nothing changed\n", res.Stderr)
+	assert.Equal(t, int64(2), clitest.Available(t, rc, name))
 
-	res = runInProcess(t, "semaphore", "add", name, "3", "--redis", redisURL())
-	require.Equal(t, 0, res.code, res.stderr)
-	assert.Equal(t, name+": added 3 permits\n", res.stdout)
-	assert.Equal(t, int64(5), available(t, rc, name))
-	res = runInProcess(t, "semaphore", "--redis", redisURL(), "add", name, "-2")
-	require.Equal(t, 0, res.code, res.stderr)
-	assert.Equal(t, name+": took away 2 permits\n", res.stdout)
-	res = runInProcess(t, "semaphore", "--redis", redisURL(), "--kind", "expirable-semaphore", "add", name, "--", "-1")
-	require.Equal(t, 0, res.code, res.stderr)
-	assert.Equal(t, int64(2), available(t, rc, name))
+	res = runInProcess(t, "semaphore", "add", name, "3", "--redis", clitest.RedisURL())
+	require.Equal(t, 0, res.Code, res.Stderr)
+	assert.Equal(t, name+": added 3 permits\n", res.Stdout)
+	assert.Equal(t, int64(5), clitest.Available(t, rc, name))
+	res = runInProcess(t, "semaphore", "--redis", clitest.RedisURL(), "add", name, "-2")
+	require.Equal(t, 0, res.Code, res.Stderr)
+	assert.Equal(t, name+": took away 2 permits\n", res.Stdout)
+	res = runInProcess(t, "semaphore", "--redis", clitest.RedisURL(), "--kind", "expirable-semaphore", "add", name, "--", "-1")
+	require.Equal(t, 0, res.Code, res.Stderr)
+	assert.Equal(t, int64(2), clitest.Available(t, rc, name))
 
-	res = runInProcess(t, "semaphore", "--redis", redisURL(), "init", "--ttl", "10s", ttlName, "1")
-	require.Equal(t, 0, res.code, res.stderr)
+	res = runInProcess(t, "semaphore", "--redis", clitest.RedisURL(), "init", "--ttl", "10s", ttlName, "1")
+	require.Equal(t, 0, res.Code, res.Stderr)
 	ttl, err := rc.Do(t.Context(), rc.B().Pttl().Key(ttlName).Build()).AsInt64()
 	require.NoError(t, err)
 	assert.InDelta(t, 10000, ttl, float64(slack.Milliseconds()))
@@ -246,28 +233,28 @@ func TestSemaphoreInitAdd(t *testing.T) {
 
 func TestLatchInitCountdownAwait(t *testing.T) {
 	t.Parallel()
-	_, rc := newLockClient(t)
-	name := lockName(t)
-	cleanupKeys(t, rc, name)
+	_, rc := clitest.NewLockClient(t)
+	name := clitest.LockName(t)
+	clitest.CleanupKeys(t, rc, name)
 
-	res := runInProcess(t, "latch", "--redis", redisURL(), "init", name, "2")
-	require.Equal(t, 0, res.code, res.stderr)
-	assert.Equal(t, name+": count set to 2\n", res.stdout)
-	res = runInProcess(t, "latch", "--redis", redisURL(), "init", name, "1")
-	assert.Equal(t, exit.Failure, res.code)
-	assert.Contains(t, res.stderr, `"`+name+`" is already set (count 2); nothing changed`)
+	res := runInProcess(t, "latch", "--redis", clitest.RedisURL(), "init", name, "2")
+	require.Equal(t, 0, res.Code, res.Stderr)
+	assert.Equal(t, name+": count set to 2\n", res.Stdout)
+	res = runInProcess(t, "latch", "--redis", clitest.RedisURL(), "init", name, "1")
+	assert.Equal(t, exit.Failure, res.Code)
+	assert.Contains(t, res.Stderr, `"`+name+`" is already set (count 2); nothing changed`)
 
-	res = runBinary(t, "", "latch", "--redis", redisURL(), "await", "--wait", "200ms", name)
-	assert.Equal(t, exit.Busy, res.code, res.stderr)
-	assert.Contains(t, res.stderr, `interlock: latch "`+name+`" is still closed after --wait 200ms: its count is 2`)
-	assert.GreaterOrEqual(t, res.took, 200*time.Millisecond)
-	assert.Less(t, res.took, 200*time.Millisecond+slack)
-	res = runBinary(t, "", "latch", "--redis", redisURL(), "await", "--wait", "0", name)
-	assert.Equal(t, exit.Busy, res.code, res.stderr)
+	res = clitest.RunBinary(t, "", "latch", "--redis", clitest.RedisURL(), "await", "--wait", "200ms", name)
+	assert.Equal(t, exit.Busy, res.Code, res.Stderr)
+	assert.Contains(t, res.Stderr, `interlock: latch "`+name+`" is still closed after --wait 200ms: its count is 2`)
+	assert.GreaterOrEqual(t, res.Took, 200*time.Millisecond)
+	assert.Less(t, res.Took, 200*time.Millisecond+slack)
+	res = clitest.RunBinary(t, "", "latch", "--redis", clitest.RedisURL(), "await", "--wait", "0", name)
+	assert.Equal(t, exit.Busy, res.Code, res.Stderr)
 
 	// A waiter with no --wait, released by countdowns of other processes.
-	cmd := interlockCmd("latch", "--redis", redisURL(), "await", name)
-	var stderr syncBuffer
+	cmd := clitest.Command("latch", "--redis", clitest.RedisURL(), "await", name)
+	var stderr clitest.SyncBuffer
 	cmd.Stderr = &stderr
 	require.NoError(t, cmd.Start())
 	t.Cleanup(func() {
@@ -282,32 +269,32 @@ func TestLatchInitCountdownAwait(t *testing.T) {
 		return err == nil && n[channel] > 0
 	}, 10*time.Second, 10*time.Millisecond, "await waits on the latch's channel")
 	for range 2 {
-		res = runBinary(t, "", "latch", "--redis", redisURL(), "countdown", name)
-		require.Equal(t, 0, res.code, res.stderr)
-		assert.Empty(t, res.stdout)
+		res = clitest.RunBinary(t, "", "latch", "--redis", clitest.RedisURL(), "countdown", name)
+		require.Equal(t, 0, res.Code, res.Stderr)
+		assert.Empty(t, res.Stdout)
 	}
 	opened := time.Now()
 	waitRunCmd(t, cmd, &stderr, 0)
 	assert.Less(t, time.Since(opened), slack, "the countdown to 0 wakes the waiter")
-	assert.False(t, exists(t, rc, name), "an open latch has no key")
+	assert.False(t, clitest.Exists(t, rc, name), "an open latch has no key")
 
-	res = runBinary(t, "", "latch", "--redis", redisURL(), "await", "--wait", "0", name)
-	assert.Equal(t, 0, res.code, "an open latch: at once")
-	res = runInProcess(t, "latch", "--redis", redisURL(), "countdown", name)
-	assert.Equal(t, 0, res.code, "counting down an open latch does nothing")
+	res = clitest.RunBinary(t, "", "latch", "--redis", clitest.RedisURL(), "await", "--wait", "0", name)
+	assert.Equal(t, 0, res.Code, "an open latch: at once")
+	res = runInProcess(t, "latch", "--redis", clitest.RedisURL(), "countdown", name)
+	assert.Equal(t, 0, res.Code, "counting down an open latch does nothing")
 }
 
 // A signal ends latch await with 128+signal.
 func TestLatchAwaitInterrupted(t *testing.T) {
 	t.Parallel()
-	c, rc := newLockClient(t)
-	name := lockName(t)
-	cleanupKeys(t, rc, name)
+	c, rc := clitest.NewLockClient(t)
+	name := clitest.LockName(t)
+	clitest.CleanupKeys(t, rc, name)
 	ok, err := latch.New(c, name).TrySetCount(t.Context(), 1)
 	require.NoError(t, err)
 	require.True(t, ok)
-	cmd := interlockCmd("latch", "--redis", redisURL(), "await", name)
-	var stderr syncBuffer
+	cmd := clitest.Command("latch", "--redis", clitest.RedisURL(), "await", name)
+	var stderr clitest.SyncBuffer
 	cmd.Stderr = &stderr
 	require.NoError(t, cmd.Start())
 	channel := keys.LatchChannel(name)
@@ -324,18 +311,18 @@ func TestLatchAwaitInterrupted(t *testing.T) {
 // vectors, §11), decoded without changing them.
 func TestInspectJavaWrittenSynchronizers(t *testing.T) {
 	t.Parallel()
-	_, rc := newLockClient(t)
-	base := lockName(t)
+	_, rc := clitest.NewLockClient(t)
+	base := clitest.LockName(t)
 	sem, semTTL, pes, lat := base+":sem", base+":semttl", base+":pes", base+":lat"
 	timeout := permitsKey(pes)
-	cleanupKeys(t, rc, sem, semTTL, pes, timeout, lat)
+	clitest.CleanupKeys(t, rc, sem, semTTL, pes, timeout, lat)
 	// Permit A leased for 10s, B with no lease, C whose lease ended 1.5s
 	// ago, not reclaimed yet.
 	a, _ := hex.DecodeString("f931c493916289a8b33eefa41cfb0ce3")
 	b, _ := hex.DecodeString("0123456789abcdef0123456789abcdef")
 	cc, _ := hex.DecodeString("fedcba9876543210fedcba9876543210")
 	now := time.Now().UnixMilli()
-	redisDo(t, rc, []string{
+	clitest.Do(t, rc, []string{
 		"SET " + sem + " 3",
 		"SET " + semTTL + " 4 PX 60000",
 		"SET " + pes + " 1",
@@ -347,7 +334,7 @@ func TestInspectJavaWrittenSynchronizers(t *testing.T) {
 
 	reports := inspectJSON(t, sem, semTTL, pes, lat)
 	r := reports[0]
-	assert.Equal(t, kindCounter, r.Kind, "a bare counter is a semaphore or a latch")
+	assert.Equal(t, kinds.Counter, r.Kind, "a bare counter is a semaphore or a latch")
 	require.NotNil(t, r.Permits)
 	require.NotNil(t, r.Count)
 	assert.Equal(t, int64(3), *r.Permits)
@@ -359,7 +346,7 @@ func TestInspectJavaWrittenSynchronizers(t *testing.T) {
 	assert.InDelta(t, 60000, reports[1].TTLms, float64(slack.Milliseconds()))
 
 	r = reports[2]
-	assert.Equal(t, kindExpirable, r.Kind)
+	assert.Equal(t, kinds.Expirable, r.Kind)
 	require.NotNil(t, r.Permits)
 	assert.Equal(t, int64(1), *r.Permits)
 	assert.Nil(t, r.Count)
@@ -373,34 +360,34 @@ func TestInspectJavaWrittenSynchronizers(t *testing.T) {
 	require.Len(t, r.Notes, 1)
 	assert.Contains(t, r.Notes[0], "1 acquired permit expired but not given back yet")
 
-	assert.Equal(t, kindCounter, reports[3].Kind)
+	assert.Equal(t, kinds.Counter, reports[3].Kind)
 
 	// inspect only reads: the expired permit is still there.
-	assert.Equal(t, int64(1), available(t, rc, pes))
+	assert.Equal(t, int64(1), clitest.Available(t, rc, pes))
 	n, err := rc.Do(t.Context(), rc.B().Zcard().Key(timeout).Build()).AsInt64()
 	require.NoError(t, err)
 	assert.Equal(t, int64(3), n)
 
 	// --kind says what a counter is, and does not override what is plain.
-	res := runInProcess(t, "inspect", "--redis", redisURL(), "--json", "--kind", "latch", lat, pes, base+":nothing")
-	require.Equal(t, 0, res.code, res.stderr)
+	res := runInProcess(t, "inspect", "--redis", clitest.RedisURL(), "--json", "--kind", "latch", lat, pes, base+":nothing")
+	require.Equal(t, 0, res.Code, res.Stderr)
 	var hinted []lockReport
-	for line := range strings.Lines(res.stdout) {
+	for line := range strings.Lines(res.Stdout) {
 		var r lockReport
 		require.NoError(t, json.Unmarshal([]byte(line), &r), line)
 		hinted = append(hinted, r)
 	}
 	require.Len(t, hinted, 3)
-	assert.Equal(t, kindLatch, hinted[0].Kind)
+	assert.Equal(t, kinds.Latch, hinted[0].Kind)
 	require.NotNil(t, hinted[0].Count)
 	assert.Equal(t, int64(2), *hinted[0].Count)
 	assert.Nil(t, hinted[0].Permits)
-	assert.Equal(t, kindExpirable, hinted[1].Kind)
+	assert.Equal(t, kinds.Expirable, hinted[1].Kind)
 	assert.Contains(t, hinted[1].Notes, "--kind latch does not apply: "+timeout+" exists, so this is an expirable semaphore")
-	assert.Equal(t, kindLatch, hinted[2].Kind)
+	assert.Equal(t, kinds.Latch, hinted[2].Kind)
 	assert.Equal(t, []string{"there is no key: the latch is open (or was never set)"}, hinted[2].Notes)
 	r = inspectJSONKind(t, "semaphore", sem)
-	assert.Equal(t, kindSemaphore, r.Kind)
+	assert.Equal(t, kinds.Semaphore, r.Kind)
 	assert.Equal(t, int64(3), *r.Permits)
 	assert.Nil(t, r.Count)
 
@@ -412,21 +399,21 @@ func TestInspectJavaWrittenSynchronizers(t *testing.T) {
 			strings.Join(strings.Fields(time.UnixMilli(now-1500).Format(tableTime)), " ") + "; EXPIRED: given back by the next operation",
 		pes + " expirable-semaphore no expiry permit - - - id " + hex.EncodeToString(b) + ", no expiry",
 	} {
-		assert.Contains(t, fieldLines(table), want)
+		assert.Contains(t, clitest.FieldLines(table), want)
 	}
 	assert.Contains(t, table, "permit  -          -         -      id "+hex.EncodeToString(a)+", lease left ")
-	res = runInProcess(t, "inspect", "--redis", redisURL(), "--kind", "latch", lat)
-	require.Equal(t, 0, res.code, res.stderr)
-	assert.Contains(t, fieldLines(res.stdout), lat+" latch no expiry - - - - count 2: closed")
+	res = runInProcess(t, "inspect", "--redis", clitest.RedisURL(), "--kind", "latch", lat)
+	require.Equal(t, 0, res.Code, res.Stderr)
+	assert.Contains(t, clitest.FieldLines(res.Stdout), lat+" latch no expiry - - - - count 2: closed")
 }
 
 // inspectJSONKind runs "inspect --json --kind kind" on one name.
 func inspectJSONKind(t *testing.T, kind, name string) lockReport {
 	t.Helper()
-	res := runInProcess(t, "inspect", "--redis", redisURL(), "--json", "--kind", kind, name)
-	require.Equal(t, 0, res.code, res.stderr)
+	res := runInProcess(t, "inspect", "--redis", clitest.RedisURL(), "--json", "--kind", kind, name)
+	require.Equal(t, 0, res.Code, res.Stderr)
 	var r lockReport
-	require.NoError(t, json.Unmarshal([]byte(res.stdout), &r), res.stdout)
+	require.NoError(t, json.Unmarshal([]byte(res.Stdout), &r), res.Stdout)
 	return r
 }
 
@@ -434,10 +421,10 @@ func inspectJSONKind(t *testing.T, kind, name string) lockReport {
 // them.
 func TestInspectGoWrittenSynchronizers(t *testing.T) {
 	t.Parallel()
-	c, rc := newLockClient(t)
-	base := lockName(t)
+	c, rc := clitest.NewLockClient(t)
+	base := clitest.LockName(t)
 	pes, lat := base+":pes", base+":lat"
-	cleanupKeys(t, rc, pes, permitsKey(pes), lat)
+	clitest.CleanupKeys(t, rc, pes, permitsKey(pes), lat)
 	e := semaphore.NewExpirable(c, pes)
 	ok, err := e.TrySetPermits(t.Context(), 2)
 	require.NoError(t, err)
@@ -450,7 +437,7 @@ func TestInspectGoWrittenSynchronizers(t *testing.T) {
 	require.True(t, ok)
 
 	r := inspectJSON(t, pes)[0]
-	assert.Equal(t, kindExpirable, r.Kind)
+	assert.Equal(t, kinds.Expirable, r.Kind)
 	assert.Equal(t, []permit{{ID: ids[0].String(), LeaseLeftMs: -1}}, r.Acquired)
 	r = inspectJSONKind(t, "latch", lat)
 	assert.Equal(t, int64(1), *r.Count)
@@ -458,13 +445,13 @@ func TestInspectGoWrittenSynchronizers(t *testing.T) {
 	require.NoError(t, e.Release(t.Context(), ids...))
 	require.NoError(t, l.CountDown(t.Context()))
 	r = inspectJSON(t, pes)[0]
-	assert.Equal(t, kindCounter, r.Kind, "with no permit acquired, an expirable semaphore is a bare counter")
+	assert.Equal(t, kinds.Counter, r.Kind, "with no permit acquired, an expirable semaphore is a bare counter")
 	assert.Equal(t, int64(2), *r.Permits)
 	r = inspectJSONKind(t, "expirable-semaphore", pes)
-	assert.Equal(t, kindExpirable, r.Kind)
+	assert.Equal(t, kinds.Expirable, r.Kind)
 	assert.Empty(t, r.Acquired)
 	r = inspectJSON(t, lat)[0]
-	assert.Equal(t, kindNone, r.Kind, "an open latch has no key")
+	assert.Equal(t, kinds.None, r.Kind, "an open latch has no key")
 }
 
 // Bad input is a usage error, found before anything is sent: the Redis
@@ -508,35 +495,35 @@ func TestSyncUsageErrors(t *testing.T) {
 	} {
 		args := append([]string{tc.args[0], "--redis", nowhere}, tc.args[1:]...)
 		res := runInProcess(t, args...)
-		assert.Equal(t, exit.Usage, res.code, "%v: %s", tc.args, res.stderr)
-		assert.Contains(t, res.stderr, tc.want, tc.args)
-		assert.True(t, strings.HasPrefix(res.stderr, "interlock: "+tc.args[0]+": "), res.stderr)
+		assert.Equal(t, exit.Usage, res.Code, "%v: %s", tc.args, res.Stderr)
+		assert.Contains(t, res.Stderr, tc.want, tc.args)
+		assert.True(t, strings.HasPrefix(res.Stderr, "interlock: "+tc.args[0]+": "), res.Stderr)
 	}
 	// And once through the binary, as scripts see it.
-	res := runBinary(t, "", "semaphore", "--redis", nowhere, "init", "S", "0")
-	assert.Equal(t, exit.Usage, res.code, res.stderr)
+	res := clitest.RunBinary(t, "", "semaphore", "--redis", nowhere, "init", "S", "0")
+	assert.Equal(t, exit.Usage, res.Code, res.Stderr)
 }
 
 // A name whose key holds another type of data (a lock's hash) is refused
 // with a usage error, and left as it was.
 func TestSyncOnALock(t *testing.T) {
 	t.Parallel()
-	_, rc := newLockClient(t)
-	name := lockName(t)
-	redisDo(t, rc, []string{"HSET " + name + " " + javaA + ":1 1"}, name)
+	_, rc := clitest.NewLockClient(t)
+	name := clitest.LockName(t)
+	clitest.Do(t, rc, []string{"HSET " + name + " " + javaA + ":1 1"}, name)
 	for _, args := range [][]string{
 		{"semaphore", "init", name, "2"},
 		{"semaphore", "add", name, "2"},
 		{"latch", "init", name, "2"},
 		{"latch", "countdown", name},
 	} {
-		res := runInProcess(t, append([]string{args[0], "--redis", redisURL()}, args[1:]...)...)
-		assert.Equal(t, exit.Usage, res.code, "%v: %s", args, res.stderr)
-		assert.Contains(t, res.stderr, "holds another type of data", args)
+		res := runInProcess(t, append([]string{args[0], "--redis", clitest.RedisURL()}, args[1:]...)...)
+		assert.Equal(t, exit.Usage, res.Code, "%v: %s", args, res.Stderr)
+		assert.Contains(t, res.Stderr, "holds another type of data", args)
 	}
-	res := runBinary(t, "", "run", "--redis", redisURL(), "--kind", "semaphore", "--wait", "0", name, "--", "echo", "must not run")
-	assert.Equal(t, exit.Usage, res.code, res.stderr)
-	assert.Empty(t, res.stdout)
+	res := clitest.RunBinary(t, "", "run", "--redis", clitest.RedisURL(), "--kind", "semaphore", "--wait", "0", name, "--", "echo", "must not run")
+	assert.Equal(t, exit.Usage, res.Code, res.Stderr)
+	assert.Empty(t, res.Stdout)
 	fields, err := rc.Do(t.Context(), rc.B().Hgetall().Key(name).Build()).AsStrMap()
 	require.NoError(t, err)
 	assert.Equal(t, map[string]string{javaA + ":1": "1"}, fields, "the lock is untouched")
@@ -555,33 +542,33 @@ func TestDecodeSyncShapes(t *testing.T) {
 	}{
 		{"odd permits", facts{keyType: "string", value: "0", permitsType: "zset", permitsLen: 3, permits: []rueidis.ZScore{
 			{Member: "short", Score: neverExpires}, {Member: strings.Repeat("x", 16), Score: math.NaN()},
-		}}, "", kindExpirable, []string{
+		}}, "", kinds.Expirable, []string{
 			"permit 73686f7274 is 5 bytes long, not 16: no id Redisson makes",
 			"permit 78787878787878787878787878787878 has score NaN: no expiry in epoch milliseconds",
 			"3 permits are acquired; the 2 that expire first are shown",
 		}},
-		{"permits, no counter", facts{keyType: "none", pttl: -2, permitsType: "zset"}, "", kindExpirable, []string{
+		{"permits, no counter", facts{keyType: "none", pttl: -2, permitsType: "zset"}, "", kinds.Expirable, []string{
 			"there is no key counting the free permits: none is free until one is released",
 		}},
-		{"counter not a number", facts{keyType: "string", value: "many", pttl: -1, permitsType: "zset"}, "", kindExpirable, []string{
+		{"counter not a number", facts{keyType: "string", value: "many", pttl: -1, permitsType: "zset"}, "", kinds.Expirable, []string{
 			`the key holds "many", not an integer: no free permit can be counted`,
 		}},
-		{"counter a list", facts{keyType: "list", permitsType: "zset"}, "", kindExpirable, []string{
+		{"counter a list", facts{keyType: "list", permitsType: "zset"}, "", kinds.Expirable, []string{
 			"the key is a list, not a string holding the count of free permits",
 		}},
-		{"timeout of another type", facts{keyType: "string", value: "4", permitsType: "hash"}, "semaphore", kindSemaphore, []string{
+		{"timeout of another type", facts{keyType: "string", value: "4", permitsType: "hash"}, "semaphore", kinds.Semaphore, []string{
 			"{n}:timeout is a hash, not the sorted set of an expirable semaphore's permits",
 		}},
-		{"semaphore not set up", facts{keyType: "none", pttl: -2}, "semaphore", kindSemaphore, []string{
+		{"semaphore not set up", facts{keyType: "none", pttl: -2}, "semaphore", kinds.Semaphore, []string{
 			"there is no key: the semaphore is not set up, and no permit is free",
 		}},
-		{"hint on a lock", facts{keyType: "hash", fields: map[string]string{"u:1": "1"}}, "latch", kindReentrant, []string{
+		{"hint on a lock", facts{keyType: "hash", fields: map[string]string{"u:1": "1"}}, "latch", kinds.Reentrant, []string{
 			"--kind latch does not apply: this is no semaphore or latch",
 		}},
-		{"permits beside a lock", facts{keyType: "hash", fields: map[string]string{"u:1": "1"}, permitsType: "zset"}, "", kindReentrant, []string{
+		{"permits beside a lock", facts{keyType: "hash", fields: map[string]string{"u:1": "1"}, permitsType: "zset"}, "", kinds.Reentrant, []string{
 			"Redis also holds acquired permits of an expirable semaphore under this name ({n}:timeout)",
 		}},
-		{"not a counter", facts{keyType: "string", value: "x"}, "latch", kindUnknown, []string{
+		{"not a counter", facts{keyType: "string", value: "x"}, "latch", kinds.Unknown, []string{
 			`the key is a string, not a hash, and holds "x", no integer: not a Redisson lock, semaphore or latch`,
 			"--kind latch does not apply: this is no semaphore or latch",
 		}},
@@ -602,5 +589,5 @@ func TestDecodeSyncShapes(t *testing.T) {
 	assert.Equal(t, int64(1500), r.TTLms)
 	var buf bytes.Buffer
 	require.NoError(t, writeTable(&buf, []lockReport{r}))
-	assert.Contains(t, fieldLines(buf.String()), "n semaphore/latch 1.5s - - - - -2: as a semaphore, -2 permits available; as a latch, count -2 (open); --kind tells which")
+	assert.Contains(t, clitest.FieldLines(buf.String()), "n semaphore/latch 1.5s - - - - -2: as a semaphore, -2 permits available; as a latch, count -2 (open); --kind tells which")
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/interlock-go/interlock"
+	"github.com/interlock-go/interlock/cmd/interlock/internal/clitest"
 	"github.com/interlock-go/interlock/cmd/interlock/internal/exit"
 	"github.com/interlock-go/interlock/fairlock"
 	"github.com/interlock-go/interlock/fenced"
@@ -21,44 +22,44 @@ import (
 
 func TestUnlockNeedsForce(t *testing.T) {
 	t.Parallel()
-	lock := lockName(t)
+	lock := clitest.LockName(t)
 	// A watchdog timeout of 1s: held until the forced unlock, however late
 	// a loaded machine runs the renewals; the holder learns of it a third
 	// of that later.
-	c, rc := newLockClient(t, interlock.WithWatchdogTimeout(time.Second))
+	c, rc := clitest.NewLockClient(t, interlock.WithWatchdogTimeout(time.Second))
 	m := rlock.New(c, lock)
 	ctx := interlock.WithOwner(t.Context(), 1)
 	require.NoError(t, m.Lock(ctx))
 	guard := m.Guard(ctx)
 
-	res := runInProcess(t, "unlock", "--redis", redisURL(), lock)
-	assert.Equal(t, exit.Usage, res.code)
-	assert.Contains(t, res.stderr, "interlock: unlock: refusing to unlock")
-	assert.Contains(t, res.stderr, "--force")
-	assert.NotContains(t, res.stderr, c.ID(), "errors never show owner ids")
-	assert.True(t, exists(t, rc, lock), "the lock is still there")
+	res := runInProcess(t, "unlock", "--redis", clitest.RedisURL(), lock)
+	assert.Equal(t, exit.Usage, res.Code)
+	assert.Contains(t, res.Stderr, "interlock: unlock: refusing to unlock")
+	assert.Contains(t, res.Stderr, "--force")
+	assert.NotContains(t, res.Stderr, c.ID(), "errors never show owner ids")
+	assert.True(t, clitest.Exists(t, rc, lock), "the lock is still there")
 
-	res = runInProcess(t, "unlock", "--redis", redisURL(), "--force", lock)
-	require.Equal(t, 0, res.code, res.stderr)
-	assert.Equal(t, lock+": unlocked (forced, reentrant)\n", res.stdout)
-	assert.False(t, exists(t, rc, lock))
+	res = runInProcess(t, "unlock", "--redis", clitest.RedisURL(), "--force", lock)
+	require.Equal(t, 0, res.Code, res.Stderr)
+	assert.Equal(t, lock+": unlocked (forced, reentrant)\n", res.Stdout)
+	assert.False(t, clitest.Exists(t, rc, lock))
 	// The holder learns of it at its next renewal.
 	<-guard.Done()
 	assert.ErrorIs(t, context.Cause(guard), interlock.ErrLockLost)
 
-	res = runInProcess(t, "unlock", "--redis", redisURL(), "--force", lock)
-	require.Equal(t, 0, res.code, res.stderr)
-	assert.Equal(t, lock+": was not locked\n", res.stdout)
+	res = runInProcess(t, "unlock", "--redis", clitest.RedisURL(), "--force", lock)
+	require.Equal(t, 0, res.Code, res.Stderr)
+	assert.Equal(t, lock+": was not locked\n", res.Stdout)
 }
 
 func TestUnlockUsage(t *testing.T) {
 	t.Parallel()
-	assert.Equal(t, exit.Usage, runInProcess(t, "unlock", "--force").code)
-	assert.Equal(t, exit.Usage, runInProcess(t, "unlock", "--force", "a", "b").code)
-	assert.Equal(t, exit.Usage, runInProcess(t, "unlock", "--force", "x}y").code)
+	assert.Equal(t, exit.Usage, runInProcess(t, "unlock", "--force").Code)
+	assert.Equal(t, exit.Usage, runInProcess(t, "unlock", "--force", "a", "b").Code)
+	assert.Equal(t, exit.Usage, runInProcess(t, "unlock", "--force", "x}y").Code)
 	res := runInProcess(t, "unlock", "--force", "--kind", "spin", "x")
-	assert.Equal(t, exit.Usage, res.code)
-	assert.Contains(t, res.stderr, `unknown --kind "spin"`)
+	assert.Equal(t, exit.Usage, res.Code)
+	assert.Contains(t, res.Stderr, `unknown --kind "spin"`)
 }
 
 // unlock --force uses the force-unlock of the kind it finds: the holders
@@ -67,14 +68,14 @@ func TestUnlockEveryKind(t *testing.T) {
 	t.Parallel()
 	// Held until the forced unlock, however late a loaded machine runs
 	// the renewals.
-	c, rc := newLockClient(t, interlock.WithWatchdogTimeout(time.Second))
+	c, rc := clitest.NewLockClient(t, interlock.WithWatchdogTimeout(time.Second))
 
 	t.Run("fair", func(t *testing.T) {
 		t.Parallel()
-		lock := lockName(t)
+		lock := clitest.LockName(t)
 		// The default watchdog: the lease (30s) is far longer than the
 		// wait for the waiter below, which must be woken by the message.
-		c, _ := newLockClient(t)
+		c, _ := clitest.NewLockClient(t)
 		m := fairlock.New(c, lock)
 		holder := interlock.WithOwner(t.Context(), 1)
 		require.NoError(t, m.Lock(holder))
@@ -82,11 +83,11 @@ func TestUnlockEveryKind(t *testing.T) {
 		waiter := interlock.WithOwner(t.Context(), 2)
 		acquired := make(chan error, 1)
 		go func() { acquired <- m.Lock(waiter) }()
-		require.Eventually(t, func() bool { return exists(t, rc, queue) }, 10*time.Second, 5*time.Millisecond)
+		require.Eventually(t, func() bool { return clitest.Exists(t, rc, queue) }, 10*time.Second, 5*time.Millisecond)
 
-		res := runInProcess(t, "unlock", "--redis", redisURL(), "--force", lock)
-		require.Equal(t, 0, res.code, res.stderr)
-		assert.Equal(t, lock+": unlocked (forced, fair)\n", res.stdout)
+		res := runInProcess(t, "unlock", "--redis", clitest.RedisURL(), "--force", lock)
+		require.Equal(t, 0, res.Code, res.Stderr)
+		assert.Equal(t, lock+": unlocked (forced, fair)\n", res.Stdout)
 		// The head of the queue is woken at once.
 		select {
 		case err := <-acquired:
@@ -95,22 +96,22 @@ func TestUnlockEveryKind(t *testing.T) {
 			t.Fatal("the waiter was not woken")
 		}
 		require.NoError(t, m.Unlock(waiter))
-		assert.False(t, exists(t, rc, queue))
+		assert.False(t, clitest.Exists(t, rc, queue))
 	})
 
 	t.Run("read", func(t *testing.T) {
 		t.Parallel()
-		lock := lockName(t)
+		lock := clitest.LockName(t)
 		rw := rwlock.New(c, lock)
 		one, two := interlock.WithOwner(t.Context(), 1), interlock.WithOwner(t.Context(), 2)
 		require.NoError(t, rw.Read().Lock(one))
 		require.NoError(t, rw.Read().Lock(two))
 		guard := rw.Read().Guard(one)
 
-		res := runInProcess(t, "unlock", "--redis", redisURL(), "--force", lock)
-		require.Equal(t, 0, res.code, res.stderr)
-		assert.Equal(t, lock+": unlocked (forced, read)\n", res.stdout)
-		assert.False(t, exists(t, rc, lock))
+		res := runInProcess(t, "unlock", "--redis", clitest.RedisURL(), "--force", lock)
+		require.Equal(t, 0, res.Code, res.Stderr)
+		assert.Equal(t, lock+": unlocked (forced, read)\n", res.Stdout)
+		assert.False(t, clitest.Exists(t, rc, lock))
 		<-guard.Done()
 		assert.ErrorIs(t, context.Cause(guard), interlock.ErrLockLost)
 		// A writer gets in now.
@@ -121,39 +122,39 @@ func TestUnlockEveryKind(t *testing.T) {
 
 	t.Run("write", func(t *testing.T) {
 		t.Parallel()
-		lock := lockName(t)
+		lock := clitest.LockName(t)
 		rw := rwlock.New(c, lock)
 		one := interlock.WithOwner(t.Context(), 1)
 		require.NoError(t, rw.Write().Lock(one))
 		guard := rw.Write().Guard(one)
 
 		// Asked to unlock it as a read lock, unlock leaves it.
-		res := runInProcess(t, "unlock", "--redis", redisURL(), "--force", "--kind", "read", lock)
-		assert.Equal(t, exit.Failure, res.code)
-		assert.Contains(t, res.stderr, "is still locked: it is not locked as a read lock")
-		assert.True(t, exists(t, rc, lock))
+		res := runInProcess(t, "unlock", "--redis", clitest.RedisURL(), "--force", "--kind", "read", lock)
+		assert.Equal(t, exit.Failure, res.Code)
+		assert.Contains(t, res.Stderr, "is still locked: it is not locked as a read lock")
+		assert.True(t, clitest.Exists(t, rc, lock))
 
-		res = runInProcess(t, "unlock", "--redis", redisURL(), "--force", lock)
-		require.Equal(t, 0, res.code, res.stderr)
-		assert.Equal(t, lock+": unlocked (forced, write)\n", res.stdout)
-		assert.False(t, exists(t, rc, lock))
+		res = runInProcess(t, "unlock", "--redis", clitest.RedisURL(), "--force", lock)
+		require.Equal(t, 0, res.Code, res.Stderr)
+		assert.Equal(t, lock+": unlocked (forced, write)\n", res.Stdout)
+		assert.False(t, clitest.Exists(t, rc, lock))
 		<-guard.Done()
 		assert.ErrorIs(t, context.Cause(guard), interlock.ErrLockLost)
 	})
 
 	t.Run("fenced", func(t *testing.T) {
 		t.Parallel()
-		lock := lockName(t)
+		lock := clitest.LockName(t)
 		m := fenced.New(c, lock)
 		ctx := interlock.WithOwner(t.Context(), 1)
 		token, err := m.LockToken(ctx)
 		require.NoError(t, err)
 		guard := m.Guard(ctx)
 
-		res := runInProcess(t, "unlock", "--redis", redisURL(), "--force", lock)
-		require.Equal(t, 0, res.code, res.stderr)
-		assert.Equal(t, lock+": unlocked (forced, fenced)\n", res.stdout)
-		assert.False(t, exists(t, rc, lock))
+		res := runInProcess(t, "unlock", "--redis", clitest.RedisURL(), "--force", lock)
+		require.Equal(t, 0, res.Code, res.Stderr)
+		assert.Equal(t, lock+": unlocked (forced, fenced)\n", res.Stdout)
+		assert.False(t, clitest.Exists(t, rc, lock))
 		<-guard.Done()
 		assert.ErrorIs(t, context.Cause(guard), interlock.ErrLockLost)
 		got, err := m.Token(ctx)
@@ -163,13 +164,13 @@ func TestUnlockEveryKind(t *testing.T) {
 
 	t.Run("kind given", func(t *testing.T) {
 		t.Parallel()
-		lock := lockName(t)
+		lock := clitest.LockName(t)
 		m := fairlock.New(c, lock)
 		ctx := interlock.WithOwner(t.Context(), 1)
 		require.NoError(t, m.Lock(ctx))
-		res := runInProcess(t, "unlock", "--redis", redisURL(), "--force", "--kind", "fair", lock)
-		require.Equal(t, 0, res.code, res.stderr)
-		assert.Equal(t, lock+": unlocked (forced, fair)\n", res.stdout)
+		res := runInProcess(t, "unlock", "--redis", clitest.RedisURL(), "--force", "--kind", "fair", lock)
+		require.Equal(t, 0, res.Code, res.Stderr)
+		assert.Equal(t, lock+": unlocked (forced, fair)\n", res.Stdout)
 	})
 }
 
@@ -177,11 +178,11 @@ func TestUnlockEveryKind(t *testing.T) {
 // that are no locks.
 func TestUnlockRefusesOtherKinds(t *testing.T) {
 	t.Parallel()
-	_, rc := newLockClient(t)
-	base := lockName(t)
+	_, rc := clitest.NewLockClient(t)
+	base := clitest.LockName(t)
 	fair, rw, str := base+":fair", base+":rw", base+":str"
 	queue := keys.Prefix(keys.FairQueuePrefix, fair)
-	redisDo(t, rc, []string{
+	clitest.Do(t, rc, []string{
 		"HSET " + fair + " u:1 1", "RPUSH " + queue + " u:2",
 		"HSET " + rw + " mode read u:1 1",
 		"SET " + str + " x",
@@ -194,15 +195,15 @@ func TestUnlockRefusesOtherKinds(t *testing.T) {
 		{fair, "read", "is a fair lock, not a read lock"},
 		{str, "", "is a string key, not a Redisson lock; it was not deleted"},
 	} {
-		args := []string{"unlock", "--redis", redisURL(), "--force", tc.lock}
+		args := []string{"unlock", "--redis", clitest.RedisURL(), "--force", tc.lock}
 		if tc.kind != "" {
 			args = append(args, "--kind", tc.kind)
 		}
 		res := runInProcess(t, args...)
-		assert.Equal(t, exit.Usage, res.code, tc)
-		assert.Contains(t, res.stderr, tc.want, tc)
+		assert.Equal(t, exit.Usage, res.Code, tc)
+		assert.Contains(t, res.Stderr, tc.want, tc)
 	}
 	for _, k := range []string{fair, rw, str} {
-		assert.True(t, exists(t, rc, k), "%s is still there", k)
+		assert.True(t, clitest.Exists(t, rc, k), "%s is still there", k)
 	}
 }

@@ -20,9 +20,9 @@ func TestHelp(t *testing.T) {
 	t.Parallel()
 	for _, args := range [][]string{{"help"}, {"-h"}, {"--help"}} {
 		res := runInProcess(t, args...)
-		assert.Equal(t, 0, res.code, args)
-		assert.Equal(t, mainUsage, res.stdout, args)
-		assert.Empty(t, res.stderr, args)
+		assert.Equal(t, 0, res.Code, args)
+		assert.Equal(t, mainUsage, res.Stdout, args)
+		assert.Empty(t, res.Stderr, args)
 	}
 	for _, code := range []int{exit.Failure, exit.Hazard, exit.Usage, exit.Unavailable, exit.Busy, exit.Lost, exit.CannotExec, exit.NotFound} {
 		assert.Contains(t, mainUsage, "\n  "+strconv.Itoa(code)+" ", "the exit codes are documented")
@@ -32,33 +32,33 @@ func TestHelp(t *testing.T) {
 			continue
 		}
 		res := runInProcess(t, "help", c.Name)
-		assert.Equal(t, 0, res.code, c.Name)
-		assert.Equal(t, c.Usage, res.stdout, c.Name)
+		assert.Equal(t, 0, res.Code, c.Name)
+		assert.Equal(t, c.Usage, res.Stdout, c.Name)
 	}
 	res := runInProcess(t, "run", "-h")
-	assert.Equal(t, 0, res.code)
-	assert.Equal(t, runUsage, res.stdout)
+	assert.Equal(t, 0, res.Code)
+	assert.Equal(t, runUsage, res.Stdout)
 	res = runInProcess(t, "inspect", "--help")
-	assert.Equal(t, 0, res.code)
-	assert.Equal(t, inspectUsage, res.stdout)
+	assert.Equal(t, 0, res.Code)
+	assert.Equal(t, inspectUsage, res.Stdout)
 }
 
 func TestUsageErrors(t *testing.T) {
 	t.Parallel()
 	res := runInProcess(t)
-	assert.Equal(t, exit.Usage, res.code)
-	assert.Equal(t, mainUsage, res.stderr)
+	assert.Equal(t, exit.Usage, res.Code)
+	assert.Equal(t, mainUsage, res.Stderr)
 
 	res = runInProcess(t, "frobnicate")
-	assert.Equal(t, exit.Usage, res.code)
-	assert.Equal(t, "interlock: unknown command \"frobnicate\" (see 'interlock help')\n", res.stderr)
+	assert.Equal(t, exit.Usage, res.Code)
+	assert.Equal(t, "interlock: unknown command \"frobnicate\" (see 'interlock help')\n", res.Stderr)
 
 	res = runInProcess(t, "help", "frobnicate")
-	assert.Equal(t, exit.Usage, res.code)
+	assert.Equal(t, exit.Usage, res.Code)
 
 	res = runInProcess(t, "demo", "extra")
-	assert.Equal(t, exit.Usage, res.code)
-	assert.Contains(t, res.stderr, "interlock: demo: unexpected argument")
+	assert.Equal(t, exit.Usage, res.Code)
+	assert.Contains(t, res.Stderr, "interlock: demo: unexpected argument")
 }
 
 // Every flag of every command is documented in its help.
@@ -103,7 +103,7 @@ func TestUsageDocumentsEveryFlag(t *testing.T) {
 	for _, bad := range []string{"run --nope L -- true", "inspect --nope L", "unlock --nope L", "demo --nope",
 		"semaphore --nope init S 1", "latch --nope await L", "doctor --nope"} {
 		res := runInProcess(t, strings.Fields(bad)...)
-		require.Equal(t, exit.Usage, res.code, bad)
-		assert.Contains(t, res.stderr, "flag provided but not defined: -nope", bad)
+		require.Equal(t, exit.Usage, res.Code, bad)
+		assert.Contains(t, res.Stderr, "flag provided but not defined: -nope", bad)
 	}
 }

@@ -1,6 +1,6 @@
 //go:build race
 
-package main
+package clitest
 
 // raceEnabled: the tests run with -race, so the binary is built with it too.
 const raceEnabled = true

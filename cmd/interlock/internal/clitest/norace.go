@@ -1,6 +1,6 @@
 //go:build !race
 
-package main
+package clitest
 
 // raceEnabled: the tests run without -race.
 const raceEnabled = false
