@@ -12,6 +12,7 @@ import (
 
 	"github.com/interlock-go/interlock/cmd/interlock/internal/cli"
 	"github.com/interlock-go/interlock/cmd/interlock/internal/exit"
+	"github.com/interlock-go/interlock/cmd/interlock/internal/inspect"
 	"github.com/interlock-go/interlock/cmd/interlock/internal/kinds"
 	"github.com/interlock-go/interlock/cmd/interlock/internal/redisconn"
 )
@@ -37,7 +38,7 @@ const (
 // lsEntry is one synchronizer in ls's listing: inspect's report of its
 // name, and what ls adds.
 type lsEntry struct {
-	lockReport
+	inspect.Report
 	// Alike are the other kinds Redis stores just like this one, which
 	// nothing in Redis tells apart from it.
 	Alike []string `json:"alike,omitempty"`
@@ -209,20 +210,20 @@ func (s *lsScan) run(ctx context.Context) (*lsListing, error) {
 // entry reads and decodes one candidate as inspect does, and adds ls's
 // flags; nil when nothing of a synchronizer is left under its name.
 func (s *lsScan) entry(ctx context.Context, c *lsCandidate) (*lsEntry, error) {
-	f, err := probe(ctx, s.rc, c.name)
+	f, err := inspect.Probe(ctx, s.rc, c.name)
 	if err != nil {
 		return nil, fmt.Errorf("reading %q: %w", c.name, err)
 	}
 	// What its channel says a counter is, unless Redis says better.
 	hint := ""
-	switch k := detectKind(f); {
-	case k != kinds.None && k != kinds.Unknown, f.permitsType == "zset":
+	switch k := inspect.DetectKind(f); {
+	case k != kinds.None && k != kinds.Unknown, f.PermitsType == "zset":
 	case c.waitSem && !c.waitLatch:
 		hint = kinds.Semaphore
 	case c.waitLatch && !c.waitSem:
 		hint = kinds.Latch
 	}
-	e := &lsEntry{lockReport: decodeAs(f, hint), Subscribers: c.subscribers}
+	e := &lsEntry{Report: inspect.Decode(f, hint), Subscribers: c.subscribers}
 	if e.OrphanReadTimeouts, err = s.orphans(ctx, f, c.readKeys); err != nil {
 		return nil, fmt.Errorf("reading %q: %w", c.name, err)
 	}
@@ -258,11 +259,11 @@ var (
 
 // orphans returns the read hold timeout keys among seen that belong to no
 // read hold of the name's hash (probed in f) and still exist.
-func (s *lsScan) orphans(ctx context.Context, f *facts, seen []readKey) ([]orphanKey, error) {
+func (s *lsScan) orphans(ctx context.Context, f *inspect.Facts, seen []readKey) ([]orphanKey, error) {
 	var suspects []readKey
 	for _, rk := range seen {
-		holds, isInt := parseCounter(f.fields[rk.owner])
-		if !hasMode(f) || !isInt || holds < rk.k {
+		holds, isInt := inspect.ParseCounter(f.Fields[rk.owner])
+		if !inspect.HasMode(f) || !isInt || holds < rk.k {
 			suspects = append(suspects, rk)
 		}
 	}

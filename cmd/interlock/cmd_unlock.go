@@ -9,6 +9,7 @@ import (
 	"github.com/interlock-go/interlock"
 	"github.com/interlock-go/interlock/cmd/interlock/internal/cli"
 	"github.com/interlock-go/interlock/cmd/interlock/internal/exit"
+	"github.com/interlock-go/interlock/cmd/interlock/internal/inspect"
 	"github.com/interlock-go/interlock/cmd/interlock/internal/kinds"
 	"github.com/interlock-go/interlock/cmd/interlock/internal/redisconn"
 	"github.com/interlock-go/interlock/internal/keys"
@@ -46,7 +47,7 @@ func unlockCmd(ctx context.Context, io cli.Stdio, args []string) error {
 		return err
 	}
 	defer c.Close()
-	f, err := probe(ctx, c.Redis, name)
+	f, err := inspect.Probe(ctx, c.Redis, name)
 	if err != nil {
 		return exit.Failed(fmt.Sprintf("unlock %q", name), err)
 	}
@@ -80,16 +81,16 @@ func unlockCmd(ctx context.Context, io cli.Stdio, args []string) error {
 // kind asked for with --kind, unless it contradicts what Redis holds, or
 // else the kind found there (a read/write lock's mode tells read from
 // write). A lock that is no Redisson lock is refused.
-func unlockKind(f *facts, asked string) (string, error) {
-	detected := detectKind(f)
+func unlockKind(f *inspect.Facts, asked string) (string, error) {
+	detected := inspect.DetectKind(f)
 	refuse := func(want string) error {
-		return exit.Errorf(exit.Usage, "unlock: %q is a %s lock, not a %s lock; use %s", f.name, detected, asked, want)
+		return exit.Errorf(exit.Usage, "unlock: %q is a %s lock, not a %s lock; use %s", f.Name, detected, asked, want)
 	}
 	switch detected {
 	case kinds.Unknown:
-		return "", exit.Errorf(exit.Usage, "unlock: %q is a %s key, not a Redisson lock; it was not deleted", f.name, f.keyType)
+		return "", exit.Errorf(exit.Usage, "unlock: %q is a %s key, not a Redisson lock; it was not deleted", f.Name, f.KeyType)
 	case kinds.ReadWrite:
-		switch mode := f.fields["mode"]; {
+		switch mode := f.Fields["mode"]; {
 		case asked == kinds.Read || asked == kinds.Write:
 			return asked, nil
 		case asked != "":
@@ -97,7 +98,7 @@ func unlockKind(f *facts, asked string) (string, error) {
 		case mode == "read" || mode == "write":
 			return mode, nil
 		default:
-			return "", exit.Errorf(exit.Usage, "unlock: %q is a read/write lock in mode %q; say --kind read or --kind write", f.name, mode)
+			return "", exit.Errorf(exit.Usage, "unlock: %q is a read/write lock in mode %q; say --kind read or --kind write", f.Name, mode)
 		}
 	case kinds.Fair:
 		// The other kinds' unlock would not wake the head of the queue.

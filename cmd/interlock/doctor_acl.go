@@ -12,6 +12,7 @@ import (
 
 	"github.com/redis/rueidis"
 
+	"github.com/interlock-go/interlock/cmd/interlock/internal/redisconn"
 	"github.com/interlock-go/interlock/internal/keys"
 	"github.com/interlock-go/interlock/internal/script"
 )
@@ -266,7 +267,7 @@ func aclDryRun(ctx context.Context, rc rueidis.Client, user string, probes []acl
 			verdicts[i] = aclAllowed
 		case err == nil: // the reason it is refused
 			verdicts[i] = aclDenied
-		case isRedisError(err) && strings.HasPrefix(err.Error(), "ERR Command"):
+		case redisconn.IsErrorReply(err) && strings.HasPrefix(err.Error(), "ERR Command"):
 			// "ERR Command 'x' not found": unknown to this server.
 			verdicts[i] = aclUnknown
 		default:

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/interlock-go/interlock/cmd/interlock/internal/cli"
+	"github.com/interlock-go/interlock/cmd/interlock/internal/redisconn"
 )
 
 // Thresholds of the checks.
@@ -105,7 +106,7 @@ func (n *doctorNode) checkAccess() (doctorFinding, bool) {
 		if a.err == nil {
 			continue
 		}
-		if !isRedisError(a.err) {
+		if !redisconn.IsErrorReply(a.err) {
 			f.Severity = sevError
 			f.Summary = "the node stopped answering: " + a.cmd + ": " + a.err.Error()
 			f.Meaning = "doctor could not finish checking this node."

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/redis/rueidis"
+
+	"github.com/interlock-go/interlock/cmd/interlock/internal/redisconn"
 )
 
 // Bounds on how long doctor spends on one node.
@@ -341,7 +343,7 @@ func parseClusterNodes(s string) []doctorClusterNode {
 
 // doctorNoPerm reports whether err is an ACL refusal.
 func doctorNoPerm(err error) bool {
-	return isRedisError(err) && strings.HasPrefix(err.Error(), "NOPERM")
+	return redisconn.IsErrorReply(err) && strings.HasPrefix(err.Error(), "NOPERM")
 }
 
 // errUnexpected describes a reply doctor cannot read.

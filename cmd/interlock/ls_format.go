@@ -11,6 +11,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/interlock-go/interlock/cmd/interlock/internal/cli"
+	"github.com/interlock-go/interlock/cmd/interlock/internal/inspect"
 	"github.com/interlock-go/interlock/cmd/interlock/internal/kinds"
 )
 
@@ -90,16 +91,16 @@ func writeLsTable(w io.Writer, l *lsListing) error {
 
 // lsTTL is the TTL cell: "-" when there is no key.
 func lsTTL(e *lsEntry) string {
-	if isSyncKind(e.Kind) {
+	if inspect.IsSyncKind(e.Kind) {
 		if e.TTLms == 0 {
 			return "-"
 		}
-		return formatTTL(e.ttl())
+		return inspect.FormatTTL(e.TTL())
 	}
 	if !e.Locked {
 		return "-"
 	}
-	return formatTTL(e.ttl())
+	return inspect.FormatTTL(e.TTL())
 }
 
 // lsHolders is the HOLDERS cell: a lock's holders as stored (hash field,

@@ -4,6 +4,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/interlock-go/interlock/cmd/interlock/internal/inspect"
 	"github.com/interlock-go/interlock/internal/keys"
 )
 
@@ -68,7 +69,7 @@ func isUUID(s string) bool {
 // isOwner reports whether s is an owner "<client id>:<owner id>" whose
 // client id is a UUID.
 func isOwner(s string) bool {
-	client, _, err := parseOwner(s)
+	client, _, err := inspect.ParseOwner(s)
 	return err == nil && isUUID(client)
 }
 
@@ -87,7 +88,7 @@ func cutOwner(s string) (before, owner string, ok bool) {
 }
 
 // readTimeoutName parses a read hold's timeout key, keys.Suffix(N,
-// "<owner>:rwlock_timeout:<k>") (readTimeoutKey), into N, the owner and k.
+// "<owner>:rwlock_timeout:<k>") (inspect.ReadTimeoutKey), into N, the owner and k.
 func readTimeoutName(key string) (name, owner string, k int64, braced, ok bool) {
 	i := strings.LastIndex(key, ":"+keys.ReadTimeoutSuffix+":")
 	if i < 0 {

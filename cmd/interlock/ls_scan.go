@@ -13,6 +13,8 @@ import (
 	"github.com/redis/rueidis"
 
 	"github.com/interlock-go/interlock/cmd/interlock/internal/cli"
+	"github.com/interlock-go/interlock/cmd/interlock/internal/inspect"
+	"github.com/interlock-go/interlock/cmd/interlock/internal/redisconn"
 	"github.com/interlock-go/interlock/internal/keys"
 )
 
@@ -49,7 +51,7 @@ type lsCandidate struct {
 	waitSem, waitLatch bool
 }
 
-// readKey is one read hold timeout key, readTimeoutKey(name, owner, k).
+// readKey is one read hold timeout key, inspect.ReadTimeoutKey(name, owner, k).
 type readKey struct {
 	key   string
 	owner string
@@ -109,7 +111,7 @@ func scanNodes(ctx context.Context, rc rueidis.Client) (map[string]rueidis.Clien
 	masters := map[string]rueidis.Client{}
 	for addr, n := range nodes {
 		role, err := n.Do(ctx, n.B().Role().Build()).ToArray()
-		if err != nil && !isRedisError(err) {
+		if err != nil && !redisconn.IsErrorReply(err) {
 			return nil, fmt.Errorf("ROLE on %s: %w", addr, err)
 		}
 		if err == nil && len(role) > 0 {
@@ -246,7 +248,7 @@ func (s *lsScan) classify(ctx context.Context, n rueidis.Client, batch []string)
 	for _, k := range counters {
 		size, err := res[0].AsInt64()
 		head, err2 := res[1].ToString()
-		if _, isInt := parseCounter(head); err == nil && err2 == nil && size <= maxCounterLen && isInt {
+		if _, isInt := inspect.ParseCounter(head); err == nil && err2 == nil && size <= maxCounterLen && isInt {
 			if c := s.add(k, false); c != nil {
 				c.primary = true
 			}
@@ -310,7 +312,7 @@ func (s *lsScan) permitsName(key string) string {
 func lsPipe(ctx context.Context, n rueidis.Client, cmds rueidis.Commands) ([]rueidis.RedisResult, error) {
 	res := n.DoMulti(ctx, cmds...)
 	for _, r := range res {
-		if err := r.Error(); err != nil && !rueidis.IsRedisNil(err) && !isRedisError(err) {
+		if err := r.Error(); err != nil && !rueidis.IsRedisNil(err) && !redisconn.IsErrorReply(err) {
 			return nil, err
 		}
 	}
@@ -334,7 +336,7 @@ func lockShaped(fields map[string]string) bool {
 		if rw {
 			field = strings.TrimSuffix(field, ":write")
 		}
-		if _, isInt := parseCounter(value); !isInt || !isOwner(field) {
+		if _, isInt := inspect.ParseCounter(value); !isInt || !isOwner(field) {
 			return false
 		}
 		owners++
@@ -370,9 +372,9 @@ func (s *lsScan) countSubscribers(ctx context.Context) error {
 			err := nodeSubscribers(ctx, n, pattern, sharded, counts)
 			switch {
 			case err == nil:
-			case isRedisError(err) && sharded:
+			case redisconn.IsErrorReply(err) && sharded:
 				// Before Redis 7 there is no sharded pub/sub.
-			case isRedisError(err):
+			case redisconn.IsErrorReply(err):
 				s.notes = append(s.notes, fmt.Sprintf("the subscribers on %s could not be read: %v", addr, err))
 			default:
 				return fmt.Errorf("PUBSUB on %s: %w", addr, err)

@@ -19,6 +19,7 @@ import (
 	"github.com/interlock-go/interlock"
 	"github.com/interlock-go/interlock/cmd/interlock/internal/clitest"
 	"github.com/interlock-go/interlock/cmd/interlock/internal/exit"
+	"github.com/interlock-go/interlock/cmd/interlock/internal/inspect"
 	"github.com/interlock-go/interlock/cmd/interlock/internal/kinds"
 	"github.com/interlock-go/interlock/cmd/interlock/internal/redisconn"
 	"github.com/interlock-go/interlock/fairlock"
@@ -134,17 +135,17 @@ func TestLsListsEveryKind(t *testing.T) {
 	// Made by hand, as Java would have left them.
 	now := time.Now().UnixMilli()
 	ms := func(d int64) string { return strconv.FormatInt(d, 10) }
-	a1 := javaA + ":1"
+	a1 := clitest.JavaA + ":1"
 	const permitID = "0123456789abcdef" // 16 bytes
 	clitest.Do(t, rc, []string{
 		"HSET " + n("zombie") + " " + a1 + " 1", // no TTL
-		"RPUSH " + keys.Prefix(keys.FairQueuePrefix, n("stale")) + " " + javaB + ":5",
-		"ZADD " + keys.Prefix(keys.FairTimeoutPrefix, n("stale")) + " " + ms(now-1500) + " " + javaB + ":5",
-		"SET " + readTimeoutKey(n("orphan"), a1, 1) + " 1 PX 60000", // its hash is gone
+		"RPUSH " + keys.Prefix(keys.FairQueuePrefix, n("stale")) + " " + clitest.JavaB + ":5",
+		"ZADD " + keys.Prefix(keys.FairTimeoutPrefix, n("stale")) + " " + ms(now-1500) + " " + clitest.JavaB + ":5",
+		"SET " + inspect.ReadTimeoutKey(n("orphan"), a1, 1) + " 1 PX 60000", // its hash is gone
 		"HSET " + n("rw2") + " mode read " + a1 + " 1", "PEXPIRE " + n("rw2") + " 60000",
-		"SET " + readTimeoutKey(n("rw2"), a1, 1) + " 1 PX 60000",
-		"SET " + readTimeoutKey(n("rw2"), a1, 2) + " 1 PX 60000", // a second hold the hash does not count
-		"HSET " + n("deadreader") + " mode read " + javaB + ":7 1", "PEXPIRE " + n("deadreader") + " 60000",
+		"SET " + inspect.ReadTimeoutKey(n("rw2"), a1, 1) + " 1 PX 60000",
+		"SET " + inspect.ReadTimeoutKey(n("rw2"), a1, 2) + " 1 PX 60000", // a second hold the hash does not count
+		"HSET " + n("deadreader") + " mode read " + clitest.JavaB + ":7 1", "PEXPIRE " + n("deadreader") + " 60000",
 		"SET " + n("leak") + " 1", "ZADD " + keys.Suffix(n("leak"), keys.PermitsSuffix) + " " + ms(now-5000) + " " + permitID,
 		// No synchronizers.
 		"HSET " + n("apphash") + " field value",
@@ -154,7 +155,7 @@ func TestLsListsEveryKind(t *testing.T) {
 		"SET " + keys.UnlockLatch(n("rlock"), keys.RequestID()) + " 1 PX 60000",
 		"SET " + keys.Receipt(n("pes"), keys.RequestID()) + " 1 PX 60000",
 	}, n("zombie"), keys.Prefix(keys.FairQueuePrefix, n("stale")), keys.Prefix(keys.FairTimeoutPrefix, n("stale")),
-		readTimeoutKey(n("orphan"), a1, 1), n("rw2"), readTimeoutKey(n("rw2"), a1, 1), readTimeoutKey(n("rw2"), a1, 2),
+		inspect.ReadTimeoutKey(n("orphan"), a1, 1), n("rw2"), inspect.ReadTimeoutKey(n("rw2"), a1, 1), inspect.ReadTimeoutKey(n("rw2"), a1, 2),
 		n("deadreader"), n("leak"), keys.Suffix(n("leak"), keys.PermitsSuffix), n("apphash"), n("nearly"), n("counter"),
 		keys.Suffix(n("zset"), keys.PermitsSuffix))
 
@@ -189,7 +190,7 @@ func TestLsListsEveryKind(t *testing.T) {
 	assert.Equal(t, int64(1), l.Receipts)
 
 	r := got[n("rlock")]
-	assert.Equal(t, []holder{{Field: c.ID() + ":7", ClientID: c.ID(), OwnerID: 7, Holds: 2}}, r.Holders)
+	assert.Equal(t, []inspect.Holder{{Field: c.ID() + ":7", ClientID: c.ID(), OwnerID: 7, Holds: 2}}, r.Holders)
 	assert.Equal(t, []string{kinds.Spin, "non-reentrant", kinds.Fair, "non-reentrant-fair"}, r.Alike)
 	assert.Positive(t, r.TTLms)
 	assert.Len(t, got[n("fair")].Queue, 1)
@@ -203,7 +204,7 @@ func TestLsListsEveryKind(t *testing.T) {
 	assert.Equal(t, int64(1), *got[n("latch")].Count)
 	assert.Len(t, got[n("pes")].Acquired, 1)
 	assert.Equal(t, int64(-1), got[n("zombie")].TTLms)
-	assert.Equal(t, []orphanKey{{Key: readTimeoutKey(n("rw2"), a1, 2), TTLms: got[n("rw2")].OrphanReadTimeouts[0].TTLms}},
+	assert.Equal(t, []orphanKey{{Key: inspect.ReadTimeoutKey(n("rw2"), a1, 2), TTLms: got[n("rw2")].OrphanReadTimeouts[0].TTLms}},
 		got[n("rw2")].OrphanReadTimeouts)
 	assert.Positive(t, got[n("rw2")].OrphanReadTimeouts[0].TTLms)
 
@@ -323,7 +324,7 @@ func TestLsCluster(t *testing.T) {
 // derives, braces or not.
 func TestLsNames(t *testing.T) {
 	t.Parallel()
-	const owner = javaA + ":12"
+	const owner = clitest.JavaA + ":12"
 	for _, name := range []string{"orders:42", "{order}:42", "a{b}c", "x", "{x}y"} {
 		got, _, ok := unprefixName(keys.Prefix(keys.FairQueuePrefix, name), keys.FairQueuePrefix)
 		assert.True(t, ok, name)
@@ -331,7 +332,7 @@ func TestLsNames(t *testing.T) {
 		got, _, ok = unsuffixName(keys.Suffix(name, keys.PermitsSuffix), keys.PermitsSuffix)
 		assert.True(t, ok, name)
 		assert.Equal(t, name, got)
-		got, o, k, _, ok := readTimeoutName(readTimeoutKey(name, owner, 3))
+		got, o, k, _, ok := readTimeoutName(inspect.ReadTimeoutKey(name, owner, 3))
 		assert.True(t, ok, name)
 		assert.Equal(t, []any{name, owner, int64(3)}, []any{got, o, k})
 		for ch, family := range map[string]int{

@@ -7,6 +7,7 @@ import (
 
 	"github.com/interlock-go/interlock/cmd/interlock/internal/cli"
 	"github.com/interlock-go/interlock/cmd/interlock/internal/exit"
+	"github.com/interlock-go/interlock/cmd/interlock/internal/inspect"
 )
 
 // commands lists the subcommands in the order the usage text gives them.
@@ -14,7 +15,7 @@ var commands = []cli.Command{
 	{Name: "run", Usage: runUsage, Run: runCmd},
 	{Name: "semaphore", Usage: semaphoreUsage, Run: semaphoreCmd},
 	{Name: "latch", Usage: latchUsage, Run: latchCmd},
-	{Name: "inspect", Usage: inspectUsage, Run: inspectCmd},
+	inspect.Command,
 	{Name: "ls", Usage: lsUsage, Run: lsCmd},
 	{Name: "doctor", Usage: doctorUsage, Run: doctorCmd},
 	{Name: "unlock", Usage: unlockUsage, Run: unlockCmd},

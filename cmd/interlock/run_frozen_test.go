@@ -36,7 +36,7 @@ func TestRunServerFrozen(t *testing.T) {
 	require.NoError(t, frozenSrv.Pause())
 	frozen := time.Now()
 	t.Cleanup(func() { _ = frozenSrv.Resume() })
-	require.Eventually(t, func() bool { return clitest.Dead(pid) }, lease+interval+late+slack, time.Millisecond, "CMD still runs")
+	require.Eventually(t, func() bool { return clitest.Dead(pid) }, lease+interval+late+clitest.Slack, time.Millisecond, "CMD still runs")
 	cmdEnded := time.Since(frozen)
 	code, stderr := waitRun(t, cmd)
 	returned := time.Since(frozen)

@@ -17,6 +17,7 @@ import (
 	"github.com/interlock-go/interlock"
 	"github.com/interlock-go/interlock/cmd/interlock/internal/clitest"
 	"github.com/interlock-go/interlock/cmd/interlock/internal/exit"
+	"github.com/interlock-go/interlock/cmd/interlock/internal/inspect"
 	"github.com/interlock-go/interlock/cmd/interlock/internal/kinds"
 	"github.com/interlock-go/interlock/fairlock"
 	"github.com/interlock-go/interlock/internal/keys"
@@ -44,7 +45,7 @@ func TestRunEveryKind(t *testing.T) {
 			res := clitest.RunBinary(t, "", "run", "--redis", clitest.RedisURL(), "--kind", tc.kind, lock, "--",
 				clitest.Binary(), "inspect", "--json", "--redis", clitest.RedisURL(), lock)
 			require.Equal(t, 0, res.Code, res.Stderr)
-			var r lockReport
+			var r inspect.Report
 			require.NoError(t, json.Unmarshal([]byte(res.Stdout), &r), res.Stdout)
 			assert.Equal(t, tc.shows, r.Kind)
 			assert.Equal(t, tc.mode, r.Mode)
@@ -57,7 +58,7 @@ func TestRunEveryKind(t *testing.T) {
 				require.Len(t, h.ReadHoldTTLms, 1)
 				assert.Positive(t, h.ReadHoldTTLms[0])
 			}
-			assert.InDelta(t, interlock.DefaultWatchdogTimeout.Milliseconds(), r.TTLms, float64(slack.Milliseconds()))
+			assert.InDelta(t, interlock.DefaultWatchdogTimeout.Milliseconds(), r.TTLms, float64(clitest.Slack.Milliseconds()))
 			assert.Empty(t, r.Notes)
 
 			_, rc := clitest.NewLockClient(t)
@@ -112,7 +113,7 @@ func TestRunReadersShareWritersWait(t *testing.T) {
 	assert.Empty(t, res.Stdout)
 	assert.Contains(t, res.Stderr, "interlock: write lock \""+lock+"\" is busy")
 	assert.GreaterOrEqual(t, res.Took, 200*time.Millisecond)
-	assert.Less(t, res.Took, 200*time.Millisecond+slack)
+	assert.Less(t, res.Took, 200*time.Millisecond+clitest.Slack)
 
 	require.NoError(t, os.WriteFile(done, nil, 0o600))
 	for _, r := range []*runningCmd{first, second} {

@@ -18,6 +18,7 @@ import (
 	"github.com/interlock-go/interlock"
 	"github.com/interlock-go/interlock/cmd/interlock/internal/clitest"
 	"github.com/interlock-go/interlock/cmd/interlock/internal/exit"
+	"github.com/interlock-go/interlock/cmd/interlock/internal/inspect"
 	"github.com/interlock-go/interlock/cmd/interlock/internal/kinds"
 	"github.com/interlock-go/interlock/internal/keys"
 	"github.com/interlock-go/interlock/rlock"
@@ -83,7 +84,7 @@ func TestRunMultiHoldsEveryLock(t *testing.T) {
 
 			var owner int64
 			for i, line := range lines[2:] {
-				var r lockReport
+				var r inspect.Report
 				require.NoError(t, json.Unmarshal([]byte(line), &r), line)
 				assert.Equal(t, names[i], r.Name)
 				assert.Equal(t, tc.shows, r.Kind, r.Name)
@@ -96,7 +97,7 @@ func TestRunMultiHoldsEveryLock(t *testing.T) {
 				}
 				owner = h.OwnerID
 				assert.Equal(t, int64(1), h.Holds)
-				assert.InDelta(t, interlock.DefaultWatchdogTimeout.Milliseconds(), r.TTLms, float64(slack.Milliseconds()),
+				assert.InDelta(t, interlock.DefaultWatchdogTimeout.Milliseconds(), r.TTLms, float64(clitest.Slack.Milliseconds()),
 					"a watchdog hold: %s", r.Name)
 			}
 			for _, n := range names {
@@ -124,7 +125,7 @@ func TestRunMultiBusyMemberLeavesNothingHeld(t *testing.T) {
 		assert.Empty(t, res.Stdout)
 		assert.Contains(t, res.Stderr, `interlock: multilock of "`+names[0]+`", "`+names[1]+`", "`+names[2]+`" is busy`)
 		assert.GreaterOrEqual(t, res.Took, wait)
-		assert.Less(t, res.Took, wait+slack)
+		assert.Less(t, res.Took, wait+clitest.Slack)
 		assert.False(t, clitest.Exists(t, rc, names[0]), "the lock taken before the busy one was given back")
 		assert.False(t, clitest.Exists(t, rc, names[2]))
 		n, err := busy.HoldCount(ctx)
@@ -150,7 +151,7 @@ func TestRunMultiMemberLost(t *testing.T) {
 		unlocked := time.Now()
 		code, stderr := waitRun(t, cmd)
 		assert.Equal(t, exit.Lost, code, stderr)
-		assert.Less(t, time.Since(unlocked), time.Second+slack)
+		assert.Less(t, time.Since(unlocked), time.Second+clitest.Slack)
 		assert.Contains(t, stderr, "lost while CMD ran")
 		assert.Contains(t, stderr, `(lock "`+names[1]+`": `, "the message names the lost lock")
 		assert.True(t, clitest.Dead(pid), "CMD is gone")
@@ -181,7 +182,7 @@ func TestRunMultiMemberLost(t *testing.T) {
 		args := append([]string{"run", "--redis", clitest.RedisURL(), "--lease", "300ms"}, names...)
 		res := clitest.RunBinary(t, "", append(args, "--", "sleep", "30")...)
 		assert.Equal(t, exit.Lost, res.Code, res.Stderr)
-		assert.Less(t, res.Took, 300*time.Millisecond+slack)
+		assert.Less(t, res.Took, 300*time.Millisecond+clitest.Slack)
 		for _, n := range names {
 			assert.False(t, clitest.Exists(t, rc, n), "%s is gone", n)
 		}

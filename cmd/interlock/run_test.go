@@ -21,14 +21,9 @@ import (
 	"github.com/interlock-go/interlock"
 	"github.com/interlock-go/interlock/cmd/interlock/internal/clitest"
 	"github.com/interlock-go/interlock/cmd/interlock/internal/exit"
+	"github.com/interlock-go/interlock/cmd/interlock/internal/inspect"
 	"github.com/interlock-go/interlock/cmd/interlock/internal/kinds"
 	"github.com/interlock-go/interlock/rlock"
-)
-
-// Tolerances for timings on a loaded two-core machine.
-const (
-	// slack is added to every expected duration.
-	slack = 2 * time.Second
 )
 
 func TestRunPassesExitStatusThrough(t *testing.T) {
@@ -69,14 +64,14 @@ func TestRunHoldsTheLockWhileCMDRuns(t *testing.T) {
 	lock := clitest.LockName(t)
 	res := clitest.RunBinary(t, "", "run", "--redis", clitest.RedisURL(), lock, "--", clitest.Binary(), "inspect", "--json", "--redis", clitest.RedisURL(), lock)
 	require.Equal(t, 0, res.Code, res.Stderr)
-	var r lockReport
+	var r inspect.Report
 	require.NoError(t, json.Unmarshal([]byte(res.Stdout), &r), res.Stdout)
 	assert.Equal(t, kinds.Reentrant, r.Kind)
 	assert.True(t, r.Locked)
 	require.Len(t, r.Holders, 1)
 	assert.Positive(t, r.Holders[0].OwnerID, "the owner id is the pid of interlock run")
 	assert.Equal(t, int64(1), r.Holders[0].Holds)
-	assert.InDelta(t, interlock.DefaultWatchdogTimeout.Milliseconds(), r.TTLms, float64(slack.Milliseconds()))
+	assert.InDelta(t, interlock.DefaultWatchdogTimeout.Milliseconds(), r.TTLms, float64(clitest.Slack.Milliseconds()))
 
 	_, rc := clitest.NewLockClient(t)
 	assert.False(t, clitest.Exists(t, rc, lock), "run unlocks when CMD exits")
@@ -96,7 +91,7 @@ func TestRunBusy(t *testing.T) {
 	assert.Empty(t, res.Stdout)
 	assert.Contains(t, res.Stderr, "interlock: lock \""+lock+"\" is busy")
 	assert.GreaterOrEqual(t, res.Took, 200*time.Millisecond)
-	assert.Less(t, res.Took, 200*time.Millisecond+slack)
+	assert.Less(t, res.Took, 200*time.Millisecond+clitest.Slack)
 
 	res = clitest.RunBinary(t, "", "run", "--redis", clitest.RedisURL(), "--wait", "0", lock, "--", "true")
 	assert.Equal(t, exit.Busy, res.Code, "--wait 0 makes one attempt")
@@ -114,7 +109,7 @@ func TestRunLockLost(t *testing.T) {
 	deleted := time.Now()
 	code, stderr := waitRun(t, cmd)
 	assert.Equal(t, exit.Lost, code, stderr)
-	assert.Less(t, time.Since(deleted), time.Second+slack)
+	assert.Less(t, time.Since(deleted), time.Second+clitest.Slack)
 	assert.Contains(t, stderr, "lost while CMD ran")
 	assert.True(t, clitest.Dead(pid), "CMD is gone")
 }
@@ -134,11 +129,11 @@ func TestRunLockLostGrace(t *testing.T) {
 	assert.Equal(t, exit.Lost, code, stderr)
 	took := time.Since(deleted)
 	assert.GreaterOrEqual(t, took, 300*time.Millisecond, "SIGKILL waits for --grace")
-	assert.Less(t, took, 1300*time.Millisecond+slack)
+	assert.Less(t, took, 1300*time.Millisecond+clitest.Slack)
 	assert.Contains(t, stderr, "sending SIGKILL")
 	// The sleep in the background was in CMD's group: killed too. It was
 	// sh's child; init reaps it in its own time.
-	assert.Eventually(t, func() bool { return clitest.Dead(pid) }, slack, 10*time.Millisecond, "CMD's child is gone")
+	assert.Eventually(t, func() bool { return clitest.Dead(pid) }, clitest.Slack, 10*time.Millisecond, "CMD's child is gone")
 }
 
 // With --lease, CMD is terminated when the lease ends before CMD does.
@@ -146,7 +141,7 @@ func TestRunLeaseEnds(t *testing.T) {
 	t.Parallel()
 	res := clitest.RunBinary(t, "", "run", "--redis", clitest.RedisURL(), "--lease", "300ms", clitest.LockName(t), "--", "sleep", "30")
 	assert.Equal(t, exit.Lost, res.Code, res.Stderr)
-	assert.Less(t, res.Took, 300*time.Millisecond+slack)
+	assert.Less(t, res.Took, 300*time.Millisecond+clitest.Slack)
 }
 
 // SIGTERM sent to interlock is passed on to CMD, whose status is then

@@ -3,10 +3,7 @@
 package main
 
 import (
-	"bytes"
-	"encoding/hex"
 	"encoding/json"
-	"math"
 	"strings"
 	"syscall"
 	"testing"
@@ -19,6 +16,7 @@ import (
 	"github.com/interlock-go/interlock"
 	"github.com/interlock-go/interlock/cmd/interlock/internal/clitest"
 	"github.com/interlock-go/interlock/cmd/interlock/internal/exit"
+	"github.com/interlock-go/interlock/cmd/interlock/internal/inspect"
 	"github.com/interlock-go/interlock/cmd/interlock/internal/kinds"
 	"github.com/interlock-go/interlock/internal/keys"
 	"github.com/interlock-go/interlock/latch"
@@ -51,7 +49,7 @@ func TestRunSemaphore(t *testing.T) {
 	res := clitest.RunBinary(t, "", "run", "--redis", clitest.RedisURL(), "--kind", "semaphore", "--permits", "2", name, "--",
 		clitest.Binary(), "inspect", "--json", "--kind", "semaphore", "--redis", clitest.RedisURL(), name)
 	require.Equal(t, 0, res.Code, res.Stderr)
-	var r lockReport
+	var r inspect.Report
 	require.NoError(t, json.Unmarshal([]byte(res.Stdout), &r), res.Stdout)
 	assert.Equal(t, kinds.Semaphore, r.Kind)
 	require.NotNil(t, r.Permits)
@@ -65,7 +63,7 @@ func TestRunSemaphore(t *testing.T) {
 	assert.Empty(t, res.Stdout)
 	assert.Contains(t, res.Stderr, `interlock: semaphore "`+name+`" is busy: 1 permit was not free within --wait 200ms`)
 	assert.GreaterOrEqual(t, res.Took, 200*time.Millisecond)
-	assert.Less(t, res.Took, 200*time.Millisecond+slack)
+	assert.Less(t, res.Took, 200*time.Millisecond+clitest.Slack)
 	res = clitest.RunBinary(t, "", "run", "--redis", clitest.RedisURL(), "--kind", "semaphore", "--wait", "0", name, "--", "true")
 	assert.Equal(t, exit.Busy, res.Code, "--wait 0 makes one attempt")
 
@@ -138,7 +136,7 @@ func TestRunExpirableSemaphore(t *testing.T) {
 			require.NoError(t, err, tc.name)
 			assert.Equal(t, strings.ToLower(id), id, "lower-case hex")
 		}
-		var r lockReport
+		var r inspect.Report
 		require.NoError(t, json.Unmarshal([]byte(report), &r), report)
 		assert.Equal(t, kinds.Expirable, r.Kind, tc.name)
 		require.NotNil(t, r.Permits)
@@ -146,7 +144,7 @@ func TestRunExpirableSemaphore(t *testing.T) {
 		require.Len(t, r.Acquired, 2, tc.name)
 		for _, p := range r.Acquired {
 			assert.Contains(t, ids, p.ID, tc.name)
-			assert.InDelta(t, tc.lease.Milliseconds(), p.LeaseLeftMs, float64(slack.Milliseconds()), tc.name)
+			assert.InDelta(t, tc.lease.Milliseconds(), p.LeaseLeftMs, float64(clitest.Slack.Milliseconds()), tc.name)
 			assert.False(t, p.Expired)
 		}
 		assert.Empty(t, r.Notes, tc.name)
@@ -177,7 +175,7 @@ func TestRunExpirablePermitLost(t *testing.T) {
 	removed := time.Now()
 	code, stderr := waitRun(t, cmd)
 	assert.Equal(t, exit.Lost, code, stderr)
-	assert.Less(t, time.Since(removed), time.Second+slack)
+	assert.Less(t, time.Since(removed), time.Second+clitest.Slack)
 	assert.Contains(t, stderr, "lost while CMD ran")
 	assert.True(t, clitest.Dead(pid), "CMD is gone")
 	// The permit still held was released; the one taken away is gone.
@@ -196,7 +194,7 @@ func TestRunExpirableLeaseEnds(t *testing.T) {
 	require.True(t, ok)
 	res := clitest.RunBinary(t, "", "run", "--redis", clitest.RedisURL(), "--kind", "expirable-semaphore", "--lease", "300ms", name, "--", "sleep", "30")
 	assert.Equal(t, exit.Lost, res.Code, res.Stderr)
-	assert.Less(t, res.Took, 300*time.Millisecond+slack)
+	assert.Less(t, res.Took, 300*time.Millisecond+clitest.Slack)
 }
 
 func TestSemaphoreInitAdd(t *testing.T) {
@@ -228,7 +226,7 @@ func TestSemaphoreInitAdd(t *testing.T) {
 	require.Equal(t, 0, res.Code, res.Stderr)
 	ttl, err := rc.Do(t.Context(), rc.B().Pttl().Key(ttlName).Build()).AsInt64()
 	require.NoError(t, err)
-	assert.InDelta(t, 10000, ttl, float64(slack.Milliseconds()))
+	assert.InDelta(t, 10000, ttl, float64(clitest.Slack.Milliseconds()))
 }
 
 func TestLatchInitCountdownAwait(t *testing.T) {
@@ -248,7 +246,7 @@ func TestLatchInitCountdownAwait(t *testing.T) {
 	assert.Equal(t, exit.Busy, res.Code, res.Stderr)
 	assert.Contains(t, res.Stderr, `interlock: latch "`+name+`" is still closed after --wait 200ms: its count is 2`)
 	assert.GreaterOrEqual(t, res.Took, 200*time.Millisecond)
-	assert.Less(t, res.Took, 200*time.Millisecond+slack)
+	assert.Less(t, res.Took, 200*time.Millisecond+clitest.Slack)
 	res = clitest.RunBinary(t, "", "latch", "--redis", clitest.RedisURL(), "await", "--wait", "0", name)
 	assert.Equal(t, exit.Busy, res.Code, res.Stderr)
 
@@ -275,7 +273,7 @@ func TestLatchInitCountdownAwait(t *testing.T) {
 	}
 	opened := time.Now()
 	waitRunCmd(t, cmd, &stderr, 0)
-	assert.Less(t, time.Since(opened), slack, "the countdown to 0 wakes the waiter")
+	assert.Less(t, time.Since(opened), clitest.Slack, "the countdown to 0 wakes the waiter")
 	assert.False(t, clitest.Exists(t, rc, name), "an open latch has no key")
 
 	res = clitest.RunBinary(t, "", "latch", "--redis", clitest.RedisURL(), "await", "--wait", "0", name)
@@ -305,153 +303,6 @@ func TestLatchAwaitInterrupted(t *testing.T) {
 	require.NoError(t, cmd.Process.Signal(syscall.SIGINT))
 	waitRunCmd(t, cmd, &stderr, 128+int(syscall.SIGINT))
 	assert.Contains(t, stderr.String(), "while waiting for latch")
-}
-
-// Semaphores and latches as Java Redisson writes them (the reference's
-// vectors, §11), decoded without changing them.
-func TestInspectJavaWrittenSynchronizers(t *testing.T) {
-	t.Parallel()
-	_, rc := clitest.NewLockClient(t)
-	base := clitest.LockName(t)
-	sem, semTTL, pes, lat := base+":sem", base+":semttl", base+":pes", base+":lat"
-	timeout := permitsKey(pes)
-	clitest.CleanupKeys(t, rc, sem, semTTL, pes, timeout, lat)
-	// Permit A leased for 10s, B with no lease, C whose lease ended 1.5s
-	// ago, not reclaimed yet.
-	a, _ := hex.DecodeString("f931c493916289a8b33eefa41cfb0ce3")
-	b, _ := hex.DecodeString("0123456789abcdef0123456789abcdef")
-	cc, _ := hex.DecodeString("fedcba9876543210fedcba9876543210")
-	now := time.Now().UnixMilli()
-	clitest.Do(t, rc, []string{
-		"SET " + sem + " 3",
-		"SET " + semTTL + " 4 PX 60000",
-		"SET " + pes + " 1",
-		"SET " + lat + " 2",
-	})
-	require.NoError(t, rc.Do(t.Context(), rc.B().Zadd().Key(timeout).ScoreMember().
-		ScoreMember(float64(now+10000), string(a)).ScoreMember(neverExpires, string(b)).ScoreMember(float64(now-1500), string(cc)).
-		Build()).Error())
-
-	reports := inspectJSON(t, sem, semTTL, pes, lat)
-	r := reports[0]
-	assert.Equal(t, kinds.Counter, r.Kind, "a bare counter is a semaphore or a latch")
-	require.NotNil(t, r.Permits)
-	require.NotNil(t, r.Count)
-	assert.Equal(t, int64(3), *r.Permits)
-	assert.Equal(t, int64(3), *r.Count)
-	assert.Equal(t, int64(-1), r.TTLms)
-	assert.False(t, r.Locked)
-	assert.Empty(t, r.Notes)
-
-	assert.InDelta(t, 60000, reports[1].TTLms, float64(slack.Milliseconds()))
-
-	r = reports[2]
-	assert.Equal(t, kinds.Expirable, r.Kind)
-	require.NotNil(t, r.Permits)
-	assert.Equal(t, int64(1), *r.Permits)
-	assert.Nil(t, r.Count)
-	require.Len(t, r.Acquired, 3)
-	// Soonest expiry first: C (expired), A, then B (never).
-	assert.Equal(t, permit{ID: hex.EncodeToString(cc), ExpiryMs: now - 1500, Expired: true}, r.Acquired[0])
-	assert.Equal(t, hex.EncodeToString(a), r.Acquired[1].ID)
-	assert.Equal(t, now+10000, r.Acquired[1].ExpiryMs)
-	assert.InDelta(t, 10000, r.Acquired[1].LeaseLeftMs, float64(slack.Milliseconds()))
-	assert.Equal(t, permit{ID: hex.EncodeToString(b), LeaseLeftMs: -1}, r.Acquired[2])
-	require.Len(t, r.Notes, 1)
-	assert.Contains(t, r.Notes[0], "1 acquired permit expired but not given back yet")
-
-	assert.Equal(t, kinds.Counter, reports[3].Kind)
-
-	// inspect only reads: the expired permit is still there.
-	assert.Equal(t, int64(1), clitest.Available(t, rc, pes))
-	n, err := rc.Do(t.Context(), rc.B().Zcard().Key(timeout).Build()).AsInt64()
-	require.NoError(t, err)
-	assert.Equal(t, int64(3), n)
-
-	// --kind says what a counter is, and does not override what is plain.
-	res := runInProcess(t, "inspect", "--redis", clitest.RedisURL(), "--json", "--kind", "latch", lat, pes, base+":nothing")
-	require.Equal(t, 0, res.Code, res.Stderr)
-	var hinted []lockReport
-	for line := range strings.Lines(res.Stdout) {
-		var r lockReport
-		require.NoError(t, json.Unmarshal([]byte(line), &r), line)
-		hinted = append(hinted, r)
-	}
-	require.Len(t, hinted, 3)
-	assert.Equal(t, kinds.Latch, hinted[0].Kind)
-	require.NotNil(t, hinted[0].Count)
-	assert.Equal(t, int64(2), *hinted[0].Count)
-	assert.Nil(t, hinted[0].Permits)
-	assert.Equal(t, kinds.Expirable, hinted[1].Kind)
-	assert.Contains(t, hinted[1].Notes, "--kind latch does not apply: "+timeout+" exists, so this is an expirable semaphore")
-	assert.Equal(t, kinds.Latch, hinted[2].Kind)
-	assert.Equal(t, []string{"there is no key: the latch is open (or was never set)"}, hinted[2].Notes)
-	r = inspectJSONKind(t, "semaphore", sem)
-	assert.Equal(t, kinds.Semaphore, r.Kind)
-	assert.Equal(t, int64(3), *r.Permits)
-	assert.Nil(t, r.Count)
-
-	table := inspectTable(t, sem, semTTL, pes, lat)
-	for _, want := range []string{
-		sem + " semaphore/latch no expiry - - - - 3: as a semaphore, 3 permits available; as a latch, count 3 (closed); --kind tells which",
-		pes + " expirable-semaphore no expiry - - - - 1 permit available, 3 acquired",
-		pes + " expirable-semaphore no expiry permit - - - id " + hex.EncodeToString(cc) + ", lease ended " +
-			strings.Join(strings.Fields(time.UnixMilli(now-1500).Format(tableTime)), " ") + "; EXPIRED: given back by the next operation",
-		pes + " expirable-semaphore no expiry permit - - - id " + hex.EncodeToString(b) + ", no expiry",
-	} {
-		assert.Contains(t, clitest.FieldLines(table), want)
-	}
-	assert.Contains(t, table, "permit  -          -         -      id "+hex.EncodeToString(a)+", lease left ")
-	res = runInProcess(t, "inspect", "--redis", clitest.RedisURL(), "--kind", "latch", lat)
-	require.Equal(t, 0, res.Code, res.Stderr)
-	assert.Contains(t, clitest.FieldLines(res.Stdout), lat+" latch no expiry - - - - count 2: closed")
-}
-
-// inspectJSONKind runs "inspect --json --kind kind" on one name.
-func inspectJSONKind(t *testing.T, kind, name string) lockReport {
-	t.Helper()
-	res := runInProcess(t, "inspect", "--redis", clitest.RedisURL(), "--json", "--kind", kind, name)
-	require.Equal(t, 0, res.Code, res.Stderr)
-	var r lockReport
-	require.NoError(t, json.Unmarshal([]byte(res.Stdout), &r), res.Stdout)
-	return r
-}
-
-// Semaphores and latches written by the Go packages, as inspect shows
-// them.
-func TestInspectGoWrittenSynchronizers(t *testing.T) {
-	t.Parallel()
-	c, rc := clitest.NewLockClient(t)
-	base := clitest.LockName(t)
-	pes, lat := base+":pes", base+":lat"
-	clitest.CleanupKeys(t, rc, pes, permitsKey(pes), lat)
-	e := semaphore.NewExpirable(c, pes)
-	ok, err := e.TrySetPermits(t.Context(), 2)
-	require.NoError(t, err)
-	require.True(t, ok)
-	ids, err := e.Acquire(t.Context(), 1, semaphore.NoExpiry)
-	require.NoError(t, err)
-	l := latch.New(c, lat)
-	ok, err = l.TrySetCount(t.Context(), 1)
-	require.NoError(t, err)
-	require.True(t, ok)
-
-	r := inspectJSON(t, pes)[0]
-	assert.Equal(t, kinds.Expirable, r.Kind)
-	assert.Equal(t, []permit{{ID: ids[0].String(), LeaseLeftMs: -1}}, r.Acquired)
-	r = inspectJSONKind(t, "latch", lat)
-	assert.Equal(t, int64(1), *r.Count)
-
-	require.NoError(t, e.Release(t.Context(), ids...))
-	require.NoError(t, l.CountDown(t.Context()))
-	r = inspectJSON(t, pes)[0]
-	assert.Equal(t, kinds.Counter, r.Kind, "with no permit acquired, an expirable semaphore is a bare counter")
-	assert.Equal(t, int64(2), *r.Permits)
-	r = inspectJSONKind(t, "expirable-semaphore", pes)
-	assert.Equal(t, kinds.Expirable, r.Kind)
-	assert.Empty(t, r.Acquired)
-	r = inspectJSON(t, lat)[0]
-	assert.Equal(t, kinds.None, r.Kind, "an open latch has no key")
 }
 
 // Bad input is a usage error, found before anything is sent: the Redis
@@ -510,7 +361,7 @@ func TestSyncOnALock(t *testing.T) {
 	t.Parallel()
 	_, rc := clitest.NewLockClient(t)
 	name := clitest.LockName(t)
-	clitest.Do(t, rc, []string{"HSET " + name + " " + javaA + ":1 1"}, name)
+	clitest.Do(t, rc, []string{"HSET " + name + " " + clitest.JavaA + ":1 1"}, name)
 	for _, args := range [][]string{
 		{"semaphore", "init", name, "2"},
 		{"semaphore", "add", name, "2"},
@@ -526,68 +377,5 @@ func TestSyncOnALock(t *testing.T) {
 	assert.Empty(t, res.Stdout)
 	fields, err := rc.Do(t.Context(), rc.B().Hgetall().Key(name).Build()).AsStrMap()
 	require.NoError(t, err)
-	assert.Equal(t, map[string]string{javaA + ":1": "1"}, fields, "the lock is untouched")
-}
-
-// Whatever Redis holds beside a counter, decode explains it in notes.
-func TestDecodeSyncShapes(t *testing.T) {
-	t.Parallel()
-	now := time.UnixMilli(1795995449072)
-	for _, tc := range []struct {
-		name string
-		f    facts
-		hint string
-		kind string
-		want []string
-	}{
-		{"odd permits", facts{keyType: "string", value: "0", permitsType: "zset", permitsLen: 3, permits: []rueidis.ZScore{
-			{Member: "short", Score: neverExpires}, {Member: strings.Repeat("x", 16), Score: math.NaN()},
-		}}, "", kinds.Expirable, []string{
-			"permit 73686f7274 is 5 bytes long, not 16: no id Redisson makes",
-			"permit 78787878787878787878787878787878 has score NaN: no expiry in epoch milliseconds",
-			"3 permits are acquired; the 2 that expire first are shown",
-		}},
-		{"permits, no counter", facts{keyType: "none", pttl: -2, permitsType: "zset"}, "", kinds.Expirable, []string{
-			"there is no key counting the free permits: none is free until one is released",
-		}},
-		{"counter not a number", facts{keyType: "string", value: "many", pttl: -1, permitsType: "zset"}, "", kinds.Expirable, []string{
-			`the key holds "many", not an integer: no free permit can be counted`,
-		}},
-		{"counter a list", facts{keyType: "list", permitsType: "zset"}, "", kinds.Expirable, []string{
-			"the key is a list, not a string holding the count of free permits",
-		}},
-		{"timeout of another type", facts{keyType: "string", value: "4", permitsType: "hash"}, "semaphore", kinds.Semaphore, []string{
-			"{n}:timeout is a hash, not the sorted set of an expirable semaphore's permits",
-		}},
-		{"semaphore not set up", facts{keyType: "none", pttl: -2}, "semaphore", kinds.Semaphore, []string{
-			"there is no key: the semaphore is not set up, and no permit is free",
-		}},
-		{"hint on a lock", facts{keyType: "hash", fields: map[string]string{"u:1": "1"}}, "latch", kinds.Reentrant, []string{
-			"--kind latch does not apply: this is no semaphore or latch",
-		}},
-		{"permits beside a lock", facts{keyType: "hash", fields: map[string]string{"u:1": "1"}, permitsType: "zset"}, "", kinds.Reentrant, []string{
-			"Redis also holds acquired permits of an expirable semaphore under this name ({n}:timeout)",
-		}},
-		{"not a counter", facts{keyType: "string", value: "x"}, "latch", kinds.Unknown, []string{
-			`the key is a string, not a hash, and holds "x", no integer: not a Redisson lock, semaphore or latch`,
-			"--kind latch does not apply: this is no semaphore or latch",
-		}},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			tc.f.name, tc.f.now = "n", now
-			r := decodeAs(&tc.f, tc.hint)
-			assert.Equal(t, tc.kind, r.Kind)
-			assert.Equal(t, tc.want, r.Notes)
-			var buf bytes.Buffer
-			require.NoError(t, writeTable(&buf, []lockReport{r}))
-			require.NoError(t, writeJSON(&buf, []lockReport{r}))
-		})
-	}
-	// A negative count: an open latch, a semaphore short of permits.
-	f := &facts{name: "n", now: now, keyType: "string", value: "-2", pttl: 1500}
-	r := decode(f)
-	assert.Equal(t, int64(1500), r.TTLms)
-	var buf bytes.Buffer
-	require.NoError(t, writeTable(&buf, []lockReport{r}))
-	assert.Contains(t, clitest.FieldLines(buf.String()), "n semaphore/latch 1.5s - - - - -2: as a semaphore, -2 permits available; as a latch, count -2 (open); --kind tells which")
+	assert.Equal(t, map[string]string{clitest.JavaA + ":1": "1"}, fields, "the lock is untouched")
 }

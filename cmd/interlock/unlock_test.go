@@ -92,7 +92,7 @@ func TestUnlockEveryKind(t *testing.T) {
 		select {
 		case err := <-acquired:
 			require.NoError(t, err)
-		case <-time.After(slack):
+		case <-time.After(clitest.Slack):
 			t.Fatal("the waiter was not woken")
 		}
 		require.NoError(t, m.Unlock(waiter))

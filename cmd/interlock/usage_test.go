@@ -13,6 +13,7 @@ import (
 
 	"github.com/interlock-go/interlock/cmd/interlock/internal/cli"
 	"github.com/interlock-go/interlock/cmd/interlock/internal/exit"
+	"github.com/interlock-go/interlock/cmd/interlock/internal/inspect"
 	"github.com/interlock-go/interlock/cmd/interlock/internal/redisconn"
 )
 
@@ -40,7 +41,7 @@ func TestHelp(t *testing.T) {
 	assert.Equal(t, runUsage, res.Stdout)
 	res = runInProcess(t, "inspect", "--help")
 	assert.Equal(t, 0, res.Code)
-	assert.Equal(t, inspectUsage, res.Stdout)
+	assert.Equal(t, inspect.Command.Usage, res.Stdout)
 }
 
 func TestUsageErrors(t *testing.T) {

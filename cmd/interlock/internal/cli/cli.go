@@ -17,7 +17,9 @@ import (
 // as they are, so In is an *os.File rather than an io.Reader: the child
 // then shares it and no copying goroutine is needed.
 type Stdio struct {
-	In       *os.File
+	// In is standard input.
+	In *os.File
+	// Out and Err are standard output and standard error.
 	Out, Err io.Writer
 	// Getenv reads the environment (INTERLOCK_REDIS); tests replace it.
 	Getenv func(string) string

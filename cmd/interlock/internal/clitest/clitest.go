@@ -8,6 +8,7 @@ package clitest
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -29,6 +30,18 @@ import (
 	"github.com/interlock-go/interlock/cmd/interlock/internal/redisconn"
 	"github.com/interlock-go/interlock/internal/redistest"
 )
+
+// Client ids of two Java clients, as in the protocol's test vectors.
+const (
+	// JavaA is the first Java client's id.
+	JavaA = "8743c9c0-0795-4907-87fd-6c719a6b4586"
+	// JavaB is the second Java client's id.
+	JavaB = "3f1d2c4e-9b7a-4c1e-8f5d-0a2b4c6d8e10"
+)
+
+// Slack is added to every expected duration: the tolerance for timings on
+// a loaded two-core machine.
+const Slack = 2 * time.Second
 
 var (
 	// srv is the Redis all tests of the package share; keys are unique per
@@ -107,9 +120,12 @@ func LockName(t *testing.T) string {
 
 // Result is how a run of a command or of the binary ended.
 type Result struct {
-	Code           int
+	// Code is the exit code.
+	Code int
+	// Stdout and Stderr are what was printed.
 	Stdout, Stderr string
-	Took           time.Duration
+	// Took is how long the run took.
+	Took time.Duration
 }
 
 // Run runs cmd in this process with args and no environment, and returns
@@ -201,6 +217,18 @@ func Available(t *testing.T, rc rueidis.Client, name string) int64 {
 	n, err := rc.Do(t.Context(), rc.B().Get().Key(name).Build()).AsInt64()
 	require.NoError(t, err)
 	return n
+}
+
+// JSONLines decodes out, one JSON object per line, into a T each.
+func JSONLines[T any](t *testing.T, out string) []T {
+	t.Helper()
+	var values []T
+	for line := range strings.Lines(out) {
+		var v T
+		require.NoError(t, json.Unmarshal([]byte(line), &v), line)
+		values = append(values, v)
+	}
+	return values
 }
 
 // FieldLines returns the lines of a table with their cells joined by one

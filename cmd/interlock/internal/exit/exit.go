@@ -55,8 +55,10 @@ const (
 // the "interlock: " prefix; a nil Err ends interlock silently, which is
 // how run passes CMD's status through.
 type Error struct {
+	// Code is the exit code.
 	Code int
-	Err  error
+	// Err is the message's error; nil for none.
+	Err error
 }
 
 // Error returns the message of the wrapped error, or a description of the

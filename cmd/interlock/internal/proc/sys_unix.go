@@ -17,7 +17,9 @@ var Forwarded = []os.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, sys
 // PauseSignal and ResumeSignal pause and resume a process (the demo's
 // holder); sys_other.go has placeholders where they do not exist.
 var (
-	PauseSignal  = syscall.SIGSTOP
+	// PauseSignal pauses a process: SIGSTOP.
+	PauseSignal = syscall.SIGSTOP
+	// ResumeSignal resumes a paused process: SIGCONT.
 	ResumeSignal = syscall.SIGCONT
 )
 

@@ -73,6 +73,13 @@ func redactURL(u string) string {
 	return scheme + "://" + user + ":xxxxx" + rest[at:]
 }
 
+// IsErrorReply reports whether err is an error reply from Redis (such as
+// WRONGTYPE or NOPERM) rather than a failure to talk to it.
+func IsErrorReply(err error) bool {
+	_, ok := rueidis.IsRedisErr(err)
+	return ok
+}
+
 // Conn is an open connection to Redis: the rueidis client and the
 // interlock Client on top of it.
 type Conn struct {

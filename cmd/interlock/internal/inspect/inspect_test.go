@@ -1,6 +1,6 @@
 //go:build unix
 
-package main
+package inspect
 
 import (
 	"encoding/json"
@@ -33,11 +33,11 @@ func TestInspectShowsAnRlockHolder(t *testing.T) {
 		require.NoError(t, m.Unlock(ctx))
 	}()
 
-	res := runInProcess(t, "inspect", "--redis", clitest.RedisURL(), "--json", lock, free)
+	res := clitest.Run(t, Command, "--redis", clitest.RedisURL(), "--json", lock, free)
 	require.Equal(t, 0, res.Code, res.Stderr)
 	lines := strings.Split(strings.TrimSpace(res.Stdout), "\n")
 	require.Len(t, lines, 2, "one JSON object per lock")
-	var held, notHeld lockReport
+	var held, notHeld Report
 	require.NoError(t, json.Unmarshal([]byte(lines[0]), &held))
 	require.NoError(t, json.Unmarshal([]byte(lines[1]), &notHeld))
 
@@ -47,12 +47,12 @@ func TestInspectShowsAnRlockHolder(t *testing.T) {
 	assert.Positive(t, held.TTLms)
 	assert.LessOrEqual(t, held.TTLms, interlock.DefaultWatchdogTimeout.Milliseconds())
 	require.Len(t, held.Holders, 1)
-	assert.Equal(t, holder{Field: c.ID() + ":7", ClientID: c.ID(), OwnerID: 7, Holds: 2}, held.Holders[0])
+	assert.Equal(t, Holder{Field: c.ID() + ":7", ClientID: c.ID(), OwnerID: 7, Holds: 2}, held.Holders[0])
 	assert.Empty(t, held.Notes)
 
-	assert.Equal(t, lockReport{Name: free, Kind: kinds.None, Holders: []holder{}}, notHeld)
+	assert.Equal(t, Report{Name: free, Kind: kinds.None, Holders: []Holder{}}, notHeld)
 
-	res = runInProcess(t, "inspect", "--redis", clitest.RedisURL(), lock, free)
+	res = clitest.Run(t, Command, "--redis", clitest.RedisURL(), lock, free)
 	require.Equal(t, 0, res.Code, res.Stderr)
 	rows := strings.Split(strings.TrimSpace(res.Stdout), "\n")
 	require.Len(t, rows, 3, res.Stdout)
@@ -72,15 +72,15 @@ func TestInspectShowsAnRlockHolder(t *testing.T) {
 
 func TestInspectErrors(t *testing.T) {
 	t.Parallel()
-	res := runInProcess(t, "inspect", "--redis", clitest.RedisURL(), "ok", "a{b")
+	res := clitest.Run(t, Command, "--redis", clitest.RedisURL(), "ok", "a{b")
 	assert.Equal(t, exit.Usage, res.Code)
 	assert.Contains(t, res.Stderr, `interlock: inspect: name "a{b"`)
 	assert.Empty(t, res.Stdout, "nothing is inspected when a name is bad")
 
-	res = runInProcess(t, "inspect", "--redis", clitest.RedisURL())
+	res = clitest.Run(t, Command, "--redis", clitest.RedisURL())
 	assert.Equal(t, exit.Usage, res.Code)
 
-	res = runInProcess(t, "inspect", "--redis", "redis://127.0.0.1:1", "x")
+	res = clitest.Run(t, Command, "--redis", "redis://127.0.0.1:1", "x")
 	assert.Equal(t, exit.Unavailable, res.Code)
 }
 
@@ -88,17 +88,17 @@ func TestParseHolder(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
 		field, value string
-		want         holder
+		want         Holder
 		err          string
 	}{
-		{"u-u-i-d:1", "1", holder{ClientID: "u-u-i-d", OwnerID: 1, Holds: 1}, ""},
-		{"u:42:write", "3", holder{ClientID: "u", OwnerID: 42, Write: true, Holds: 3}, ""},
-		{"u:-5", "1", holder{ClientID: "u", OwnerID: -5, Holds: 1}, ""},
-		{"no-colon", "1", holder{Holds: 1}, "not \"<client id>:<owner id>\""},
-		{"u:x", "1", holder{Holds: 1}, "owner id \"x\" is not an integer"},
-		{"u:1", "lots", holder{ClientID: "u", OwnerID: 1}, "hold count \"lots\" is not an integer"},
-		{"u:1", "0", holder{ClientID: "u", OwnerID: 1}, "hold count 0 is not positive"},
-		{"a:b:c:9", "1", holder{ClientID: "a:b:c", OwnerID: 9, Holds: 1}, ""},
+		{"u-u-i-d:1", "1", Holder{ClientID: "u-u-i-d", OwnerID: 1, Holds: 1}, ""},
+		{"u:42:write", "3", Holder{ClientID: "u", OwnerID: 42, Write: true, Holds: 3}, ""},
+		{"u:-5", "1", Holder{ClientID: "u", OwnerID: -5, Holds: 1}, ""},
+		{"no-colon", "1", Holder{Holds: 1}, "not \"<client id>:<owner id>\""},
+		{"u:x", "1", Holder{Holds: 1}, "owner id \"x\" is not an integer"},
+		{"u:1", "lots", Holder{ClientID: "u", OwnerID: 1}, "hold count \"lots\" is not an integer"},
+		{"u:1", "0", Holder{ClientID: "u", OwnerID: 1}, "hold count 0 is not positive"},
+		{"a:b:c:9", "1", Holder{ClientID: "a:b:c", OwnerID: 9, Holds: 1}, ""},
 	} {
 		h, err := parseHolder(tc.field, tc.value)
 		tc.want.Field = tc.field
@@ -113,7 +113,7 @@ func TestParseHolder(t *testing.T) {
 
 func TestDecodeKeepsUnparsedFields(t *testing.T) {
 	t.Parallel()
-	r := decode(&facts{name: "n", keyType: "hash", pttl: 1500, fields: map[string]string{"junk": "x", "u:1": "1"}})
+	r := Decode(&Facts{Name: "n", KeyType: "hash", pttl: 1500, Fields: map[string]string{"junk": "x", "u:1": "1"}}, "")
 	assert.Equal(t, kinds.Reentrant, r.Kind)
 	assert.Equal(t, int64(1500), r.TTLms)
 	require.Len(t, r.Holders, 2)
@@ -121,6 +121,6 @@ func TestDecodeKeepsUnparsedFields(t *testing.T) {
 	assert.Equal(t, []string{`field "junk": not "<client id>:<owner id>"`}, r.Notes)
 
 	// The key vanished between TYPE and PTTL.
-	r = decode(&facts{name: "n", keyType: "hash", pttl: -2})
+	r = Decode(&Facts{Name: "n", KeyType: "hash", pttl: -2}, "")
 	assert.Equal(t, int64(0), r.TTLms)
 }

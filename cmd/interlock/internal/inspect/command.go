@@ -1,4 +1,8 @@
-package main
+// Package inspect is "interlock inspect", and the reading and decoding of
+// what Redis holds under one name, which ls and unlock use too: Probe
+// reads the facts, DetectKind names the kind they show and Decode turns
+// them into a Report, printed as a table or as JSON.
+package inspect
 
 import (
 	"context"
@@ -12,10 +16,13 @@ import (
 	"github.com/interlock-go/interlock/internal/keys"
 )
 
-// inspectCmd is "interlock inspect": decode and print what Redis holds for
-// each name: a lock, a semaphore or a latch.
-func inspectCmd(ctx context.Context, io cli.Stdio, args []string) error {
-	fs := cli.NewFlagSet("inspect", inspectUsage)
+// Command is "interlock inspect": it decodes and prints what Redis holds
+// for each name given, a lock, a semaphore or a latch.
+var Command = cli.Command{Name: "inspect", Usage: usage, Run: run}
+
+// run is Command's Run.
+func run(ctx context.Context, io cli.Stdio, args []string) error {
+	fs := cli.NewFlagSet("inspect", usage)
 	redis := redisconn.AddFlag(fs.FlagSet, io.Getenv)
 	prefix := cli.AddNamePrefixFlag(fs.FlagSet)
 	asJSON := fs.Bool("json", false, "print JSON")
@@ -27,8 +34,8 @@ func inspectCmd(ctx context.Context, io cli.Stdio, args []string) error {
 	if len(names) == 0 {
 		return cli.Usagef("inspect", "no LOCK given")
 	}
-	if *hint != "" && !slices.Contains(inspectKinds, *hint) {
-		return cli.Usagef("inspect", "unknown --kind %q (want %s)", *hint, strings.Join(inspectKinds, ", "))
+	if *hint != "" && !slices.Contains(hintKinds, *hint) {
+		return cli.Usagef("inspect", "unknown --kind %q (want %s)", *hint, strings.Join(hintKinds, ", "))
 	}
 	for i, name := range names {
 		names[i] = *prefix + name // the key: what a prefixing NameMapper maps name to
@@ -41,13 +48,13 @@ func inspectCmd(ctx context.Context, io cli.Stdio, args []string) error {
 		return err
 	}
 	defer c.Close()
-	reports := make([]lockReport, 0, len(names))
+	reports := make([]Report, 0, len(names))
 	for _, name := range names {
-		f, err := probe(ctx, c.Redis, name)
+		f, err := Probe(ctx, c.Redis, name)
 		if err != nil {
 			return exit.Failed(fmt.Sprintf("inspect %q", name), err)
 		}
-		reports = append(reports, decodeAs(f, *hint))
+		reports = append(reports, Decode(f, *hint))
 	}
 	if *asJSON {
 		err = writeJSON(io.Out, reports)

@@ -1,4 +1,4 @@
-package main
+package inspect
 
 import (
 	"bytes"
@@ -12,7 +12,7 @@ import (
 )
 
 // writeJSON prints each report as one JSON object on a line of its own.
-func writeJSON(w io.Writer, reports []lockReport) error {
+func writeJSON(w io.Writer, reports []Report) error {
 	enc := json.NewEncoder(w)
 	for i := range reports {
 		if err := enc.Encode(&reports[i]); err != nil {
@@ -22,13 +22,13 @@ func writeJSON(w io.Writer, reports []lockReport) error {
 	return nil
 }
 
-// tableTime is how the table shows a fair waiter's deadline.
-const tableTime = "2006-01-02 15:04:05.000 MST"
+// TableTime is how the table shows a fair waiter's deadline.
+const TableTime = "2006-01-02 15:04:05.000 MST"
 
 // writeTable prints the reports as a table with one row per holder and per
 // fair-lock waiter (a row saying "not locked" for a free lock), one row
 // per semaphore or latch and per acquired permit, followed by the notes.
-func writeTable(w io.Writer, reports []lockReport) error {
+func writeTable(w io.Writer, reports []Report) error {
 	var buf bytes.Buffer
 	tw := tabwriter.NewWriter(&buf, 0, 8, 2, ' ', 0)
 	row := func(cells ...string) { fmt.Fprintln(tw, strings.Join(cells, "\t")) }
@@ -38,10 +38,10 @@ func writeTable(w io.Writer, reports []lockReport) error {
 		for _, n := range r.Notes {
 			notes = append(notes, r.Name+": "+n)
 		}
-		if isSyncKind(r.Kind) {
+		if IsSyncKind(r.Kind) {
 			ttl := "-" // no key
 			if r.TTLms != 0 {
-				ttl = formatTTL(r.ttl())
+				ttl = FormatTTL(r.TTL())
 			}
 			for _, cells := range syncRows(&r) {
 				row(append([]string{r.Name, r.Kind, ttl}, cells...)...)
@@ -54,7 +54,7 @@ func writeTable(w io.Writer, reports []lockReport) error {
 		}
 		ttl := "-"
 		if r.Locked {
-			ttl = formatTTL(r.ttl())
+			ttl = FormatTTL(r.TTL())
 		}
 		var token string
 		if r.FenceToken != "" {
@@ -109,7 +109,7 @@ func writeTable(w io.Writer, reports []lockReport) error {
 }
 
 // readHoldsDetail describes a reader's read holds: the time each has left.
-func readHoldsDetail(h holder) string {
+func readHoldsDetail(h Holder) string {
 	if len(h.ReadHoldTTLms) == 0 {
 		return ""
 	}
@@ -121,7 +121,7 @@ func readHoldsDetail(h holder) string {
 		case ms < 0:
 			ttls[i] = "no expiry"
 		default:
-			ttls[i] = formatTTL(time.Duration(ms) * time.Millisecond)
+			ttls[i] = FormatTTL(time.Duration(ms) * time.Millisecond)
 		}
 	}
 	s := "read hold TTLs: " + strings.Join(ttls, ", ")
@@ -132,21 +132,21 @@ func readHoldsDetail(h holder) string {
 }
 
 // waiterDetail describes a fair-lock waiter: its place and its deadline.
-func waiterDetail(q waiter) string {
+func waiterDetail(q Waiter) string {
 	s := "#" + strconv.Itoa(q.Position)
 	if q.Deadline == "" {
 		return s + ", no deadline"
 	}
-	deadline := time.UnixMilli(q.DeadlineMs).Format(tableTime)
+	deadline := time.UnixMilli(q.DeadlineMs).Format(TableTime)
 	left := time.Duration(q.RemainingMs) * time.Millisecond
 	if q.Stale {
-		return fmt.Sprintf("%s, deadline %s, passed %s ago; STALE: dropped when at the head", s, deadline, formatTTL(-left))
+		return fmt.Sprintf("%s, deadline %s, passed %s ago; STALE: dropped when at the head", s, deadline, FormatTTL(-left))
 	}
-	return fmt.Sprintf("%s, deadline %s, in %s", s, deadline, formatTTL(left))
+	return fmt.Sprintf("%s, deadline %s, in %s", s, deadline, FormatTTL(left))
 }
 
-// formatTTL shows a TTL to the millisecond, or "no expiry".
-func formatTTL(d time.Duration) string {
+// FormatTTL shows a TTL to the millisecond, or "no expiry".
+func FormatTTL(d time.Duration) string {
 	if d < 0 {
 		return "no expiry"
 	}

@@ -1,4 +1,4 @@
-package main
+package inspect
 
 import (
 	"fmt"
@@ -21,10 +21,13 @@ const (
 	roleWaiter = "waiter" // a fair lock's queued waiter
 )
 
-// lockReport is inspect's answer for one lock, printed as table rows or
+// Report is inspect's answer for one lock, printed as table rows or
 // as one JSON object.
-type lockReport struct {
+type Report struct {
+	// Name is the name inspected: the key (with --name-prefix's prefix).
 	Name string `json:"name"`
+	// Kind is the kind found (package kinds): a lock's, a semaphore's,
+	// a latch's, or none or unknown.
 	Kind string `json:"kind"`
 	// Locked reports whether a lock is held: false for a semaphore or a
 	// latch.
@@ -34,10 +37,11 @@ type lockReport struct {
 	// no such key, -1 when it has no expiry.
 	TTLms int64 `json:"ttl_ms"`
 	// Mode is a read/write lock's "mode" field: "read" or "write".
-	Mode    string   `json:"mode,omitempty"`
-	Holders []holder `json:"holders"`
+	Mode string `json:"mode,omitempty"`
+	// Holders are the fields of a lock hash, sorted by field.
+	Holders []Holder `json:"holders"`
 	// Queue is a fair lock's waiters, first in line first.
-	Queue []waiter `json:"queue,omitempty"`
+	Queue []Waiter `json:"queue,omitempty"`
 	// KeyType is the Redis type of a lock key that is not a hash.
 	KeyType string `json:"key_type,omitempty"`
 	// FenceToken is the last fencing token a fenced lock handed out: the
@@ -52,13 +56,13 @@ type lockReport struct {
 	Count *int64 `json:"count,omitempty"`
 	// Acquired are an expirable semaphore's acquired permits, the soonest
 	// to expire first.
-	Acquired []permit `json:"acquired,omitempty"`
+	Acquired []Permit `json:"acquired,omitempty"`
 	// Notes say what was found but is not decoded, or looks wrong.
 	Notes []string `json:"notes,omitempty"`
 }
 
 // holder is one field of a lock hash: an owner and its hold count.
-type holder struct {
+type Holder struct {
 	// Field is the hash field as stored: "<client id>:<owner id>" with
 	// ":write" appended for a write holder.
 	Field string `json:"field"`
@@ -83,13 +87,15 @@ type holder struct {
 }
 
 // waiter is one entry of a fair lock's queue.
-type waiter struct {
+type Waiter struct {
 	// Position is the place in the queue, 1 for the head.
 	Position int `json:"position"`
 	// Owner is the entry as stored, "<client id>:<owner id>".
-	Owner    string `json:"owner"`
+	Owner string `json:"owner"`
+	// ClientID is the id of the waiter's client, as in a Holder.
 	ClientID string `json:"client_id"`
-	OwnerID  int64  `json:"owner_id"`
+	// OwnerID is the waiter within that client, as in a Holder.
+	OwnerID int64 `json:"owner_id"`
 	// DeadlineMs is the waiter's deadline in redisson_lock_timeout:{LOCK},
 	// in epoch milliseconds of its client's clock; 0 when it has none.
 	DeadlineMs int64 `json:"deadline_ms,omitempty"`
@@ -103,8 +109,8 @@ type waiter struct {
 	Stale bool `json:"stale,omitempty"`
 }
 
-// ttl returns the report's TTL as a duration (-1 for none).
-func (r *lockReport) ttl() time.Duration {
+// TTL returns the report's TTL as a duration (-1 for none).
+func (r *Report) TTL() time.Duration {
 	if r.TTLms < 0 {
 		return -1
 	}
@@ -112,11 +118,11 @@ func (r *lockReport) ttl() time.Duration {
 }
 
 // kindRule recognises one lock kind from the facts. Rules are tried in
-// order and the first match names the kind; decode then decodes whatever
+// order and the first match names the kind; Decode then decodes whatever
 // the facts hold, whatever the kind.
 type kindRule struct {
 	kind  string
-	match func(f *facts) bool
+	match func(f *Facts) bool
 }
 
 // kindRules lists the rules, most specific first: a read/write lock says
@@ -126,27 +132,27 @@ type kindRule struct {
 // fair lock that nobody waits for is indistinguishable from a reentrant
 // one, and shows as such.
 var kindRules = []kindRule{
-	{kinds.ReadWrite, hasMode},
-	{kinds.Fenced, func(f *facts) bool { return f.tokenType != "none" && f.tokenType != "" }},
+	{kinds.ReadWrite, HasMode},
+	{kinds.Fenced, func(f *Facts) bool { return f.tokenType != "none" && f.tokenType != "" }},
 	{kinds.Fair, hasQueue},
-	{kinds.Reentrant, func(f *facts) bool { return f.keyType == "hash" }},
-	{kinds.None, func(f *facts) bool { return f.keyType == "none" }},
+	{kinds.Reentrant, func(f *Facts) bool { return f.KeyType == "hash" }},
+	{kinds.None, func(f *Facts) bool { return f.KeyType == "none" }},
 }
 
-// hasMode reports whether the lock is a hash with a "mode" field: a
+// HasMode reports whether the lock is a hash with a "mode" field: a
 // read/write lock.
-func hasMode(f *facts) bool {
-	_, ok := f.fields["mode"]
-	return f.keyType == "hash" && ok
+func HasMode(f *Facts) bool {
+	_, ok := f.Fields["mode"]
+	return f.KeyType == "hash" && ok
 }
 
 // hasQueue reports whether a fair lock's queue or deadlines exist.
-func hasQueue(f *facts) bool {
+func hasQueue(f *Facts) bool {
 	return (f.queueType != "none" && f.queueType != "") || (f.timesType != "none" && f.timesType != "")
 }
 
-// detectKind names the kind of lock the facts show.
-func detectKind(f *facts) string {
+// DetectKind names the kind of lock the facts show.
+func DetectKind(f *Facts) string {
 	for _, r := range kindRules {
 		if r.match(f) {
 			return r.kind
@@ -155,42 +161,38 @@ func detectKind(f *facts) string {
 	return kinds.Unknown
 }
 
-// decode turns the facts about one lock into a report, telling a
-// semaphore from a latch as inspect does with no --kind.
-func decode(f *facts) lockReport { return decodeAs(f, "") }
-
-// decodeAs turns the facts about one lock, semaphore or latch into a
+// Decode turns the facts about one lock, semaphore or latch into a
 // report; hint (inspect's --kind, or "") says what a counter that could
 // be either a semaphore or a latch is. It never fails: whatever does not
 // look like a Redisson object becomes a note.
-func decodeAs(f *facts, hint string) lockReport {
-	kind := detectKind(f)
+func Decode(f *Facts, hint string) Report {
+	kind := DetectKind(f)
 	if sk, ok := syncKind(f, kind, hint); ok {
 		return decodeSync(f, sk, hint)
 	}
-	r := lockReport{Name: f.name, Kind: kind, Holders: []holder{}}
-	switch f.keyType {
+	r := Report{Name: f.Name, Kind: kind, Holders: []Holder{}}
+	switch f.KeyType {
 	case "none", "":
 	case "hash":
 		r.Locked = true
 		r.TTLms = f.pttl
-		r.Holders, r.Notes = decodeHolders(f.fields, hasMode(f))
+		r.Holders, r.Notes = decodeHolders(f.Fields, HasMode(f))
 	case "string":
 		r.Locked = true
 		r.TTLms = f.pttl
-		r.KeyType = f.keyType
+		r.KeyType = f.KeyType
 		r.Notes = append(r.Notes, fmt.Sprintf("the key is a string, not a hash, and holds %s, no integer: "+
 			"not a Redisson lock, semaphore or latch", quoteShort(f.value)))
 	default:
 		r.Locked = true
 		r.TTLms = f.pttl
-		r.KeyType = f.keyType
-		r.Notes = append(r.Notes, fmt.Sprintf("the key is a %s, not a hash: not a Redisson lock", f.keyType))
+		r.KeyType = f.KeyType
+		r.Notes = append(r.Notes, fmt.Sprintf("the key is a %s, not a hash: not a Redisson lock", f.KeyType))
 	}
 	if r.TTLms < -1 {
 		r.TTLms = 0 // the key vanished between TYPE and PTTL
 	}
-	if hasMode(f) {
+	if HasMode(f) {
 		r.Notes = append(r.Notes, decodeReadWrite(f, &r)...)
 	}
 	if hasQueue(f) {
@@ -198,9 +200,9 @@ func decodeAs(f *facts, hint string) lockReport {
 	}
 	r.Notes = append(r.Notes, decodeToken(f, &r)...)
 	r.Notes = append(r.Notes, mixedKinds(f, r.Kind)...)
-	if f.permitsType == "zset" {
+	if f.PermitsType == "zset" {
 		r.Notes = append(r.Notes, "Redis also holds acquired permits of an expirable semaphore under this name ("+
-			keys.Suffix(f.name, keys.PermitsSuffix)+")")
+			keys.Suffix(f.Name, keys.PermitsSuffix)+")")
 	}
 	if hint != "" {
 		r.Notes = append(r.Notes, fmt.Sprintf("--kind %s does not apply: this is no semaphore or latch", hint))
@@ -214,8 +216,8 @@ func decodeAs(f *facts, hint string) lockReport {
 // decodeHolders splits every hash field except a read/write lock's "mode"
 // into a holder, sorted by field. Fields that do not parse are reported in
 // notes, never dropped silently.
-func decodeHolders(fields map[string]string, readWrite bool) ([]holder, []string) {
-	holders := []holder{}
+func decodeHolders(fields map[string]string, readWrite bool) ([]Holder, []string) {
+	holders := []Holder{}
 	var notes []string
 	for _, field := range slices.Sorted(maps.Keys(fields)) {
 		if readWrite && field == "mode" {
@@ -232,15 +234,15 @@ func decodeHolders(fields map[string]string, readWrite bool) ([]holder, []string
 
 // parseHolder splits a hash field "<client id>:<owner id>[:write]" and its
 // hold count. On error it still returns what it could parse.
-func parseHolder(field, value string) (holder, error) {
-	h := holder{Field: field}
+func parseHolder(field, value string) (Holder, error) {
+	h := Holder{Field: field}
 	rest := field
 	if base, ok := strings.CutSuffix(rest, ":write"); ok {
 		rest, h.Write = base, true
 	}
 	holds, countErr := strconv.ParseInt(value, 10, 64)
 	h.Holds = holds
-	client, id, err := parseOwner(rest)
+	client, id, err := ParseOwner(rest)
 	if err != nil {
 		return h, err
 	}
@@ -254,8 +256,8 @@ func parseHolder(field, value string) (holder, error) {
 	return h, nil
 }
 
-// parseOwner splits an owner string "<client id>:<owner id>".
-func parseOwner(owner string) (client string, id int64, err error) {
+// ParseOwner splits an owner string "<client id>:<owner id>".
+func ParseOwner(owner string) (client string, id int64, err error) {
 	i := strings.LastIndexByte(owner, ':')
 	if i <= 0 {
 		return "", 0, fmt.Errorf("not \"<client id>:<owner id>\"")
@@ -269,9 +271,9 @@ func parseOwner(owner string) (client string, id int64, err error) {
 
 // decodeReadWrite fills in a read/write lock's mode and its readers' read
 // hold TTLs, and returns notes on what looks wrong.
-func decodeReadWrite(f *facts, r *lockReport) []string {
+func decodeReadWrite(f *Facts, r *Report) []string {
 	var notes []string
-	r.Mode = f.fields["mode"]
+	r.Mode = f.Fields["mode"]
 	writers := 0
 	for _, h := range r.Holders {
 		if h.Write {
@@ -326,10 +328,10 @@ func decodeReadWrite(f *facts, r *lockReport) []string {
 }
 
 // decodeQueue fills in a fair lock's queue and returns notes on it.
-func decodeQueue(f *facts, r *lockReport) []string {
+func decodeQueue(f *Facts, r *Report) []string {
 	var notes []string
-	queueKey := keys.Prefix(keys.FairQueuePrefix, f.name)
-	timesKey := keys.Prefix(keys.FairTimeoutPrefix, f.name)
+	queueKey := keys.Prefix(keys.FairQueuePrefix, f.Name)
+	timesKey := keys.Prefix(keys.FairTimeoutPrefix, f.Name)
 	if f.queueType != "none" && f.queueType != "list" {
 		notes = append(notes, fmt.Sprintf("%s is a %s, not a list", queueKey, f.queueType))
 	}
@@ -342,16 +344,16 @@ func decodeQueue(f *facts, r *lockReport) []string {
 		if seen[owner]++; seen[owner] == 2 {
 			notes = append(notes, fmt.Sprintf("%s is queued more than once", owner))
 		}
-		w := waiter{Position: i + 1, Owner: owner}
+		w := Waiter{Position: i + 1, Owner: owner}
 		var err error
-		if w.ClientID, w.OwnerID, err = parseOwner(owner); err != nil {
+		if w.ClientID, w.OwnerID, err = ParseOwner(owner); err != nil {
 			notes = append(notes, fmt.Sprintf("waiter %d %q: %v", i+1, owner, err))
 		}
 		if d, ok := f.deadlines[owner]; ok && !math.IsNaN(d) && !math.IsInf(d, 0) && math.Abs(d) < 1e15 {
 			withDeadline[owner] = true
 			w.DeadlineMs = int64(d)
 			deadline := time.UnixMilli(w.DeadlineMs)
-			w.Deadline = deadline.Format(jsonTime)
+			w.Deadline = deadline.Format(JSONTime)
 			w.RemainingMs = deadline.Sub(f.now).Milliseconds()
 			// Redisson drops the head when deadline <= now.
 			w.Stale = w.DeadlineMs <= f.now.UnixMilli()
@@ -374,7 +376,7 @@ func decodeQueue(f *facts, r *lockReport) []string {
 }
 
 // decodeToken fills in a fenced lock's token and returns notes on it.
-func decodeToken(f *facts, r *lockReport) []string {
+func decodeToken(f *Facts, r *Report) []string {
 	switch f.tokenType {
 	case "", "none":
 		return nil
@@ -385,12 +387,12 @@ func decodeToken(f *facts, r *lockReport) []string {
 		}
 		return nil
 	}
-	return []string{fmt.Sprintf("%s is a %s, not a string", keys.Prefix(keys.FenceTokenPrefix, f.name), f.tokenType)}
+	return []string{fmt.Sprintf("%s is a %s, not a string", keys.Prefix(keys.FenceTokenPrefix, f.Name), f.tokenType)}
 }
 
 // mixedKinds notes keys of other lock kinds than the one detected under
 // the same name: leftovers of another use of the name, or of a mix-up.
-func mixedKinds(f *facts, kind string) []string {
+func mixedKinds(f *Facts, kind string) []string {
 	var notes []string
 	for _, rule := range kindRules {
 		switch rule.kind {
@@ -403,5 +405,5 @@ func mixedKinds(f *facts, kind string) []string {
 	return notes
 }
 
-// jsonTime is how deadlines are shown: RFC 3339 to the millisecond.
-const jsonTime = "2006-01-02T15:04:05.000Z07:00"
+// JSONTime is how deadlines are shown: RFC 3339 to the millisecond.
+const JSONTime = "2006-01-02T15:04:05.000Z07:00"

@@ -1,6 +1,6 @@
 //go:build unix
 
-package main
+package inspect
 
 import (
 	"bytes"
@@ -8,7 +8,6 @@ import (
 	"encoding/json"
 	"math"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -24,23 +23,12 @@ import (
 	"github.com/interlock-go/interlock/rwlock"
 )
 
-// Client ids of two Java clients, as in the protocol's test vectors.
-const (
-	javaA = "8743c9c0-0795-4907-87fd-6c719a6b4586"
-	javaB = "3f1d2c4e-9b7a-4c1e-8f5d-0a2b4c6d8e10"
-)
-
 // inspectJSON runs "inspect --json" on locks and returns the reports.
-func inspectJSON(t *testing.T, locks ...string) []lockReport {
+func inspectJSON(t *testing.T, locks ...string) []Report {
 	t.Helper()
-	res := runInProcess(t, append([]string{"inspect", "--redis", clitest.RedisURL(), "--json"}, locks...)...)
+	res := clitest.Run(t, Command, append([]string{"--redis", clitest.RedisURL(), "--json"}, locks...)...)
 	require.Equal(t, 0, res.Code, res.Stderr)
-	var reports []lockReport
-	for line := range strings.Lines(res.Stdout) {
-		var r lockReport
-		require.NoError(t, json.Unmarshal([]byte(line), &r), line)
-		reports = append(reports, r)
-	}
+	reports := clitest.JSONLines[Report](t, res.Stdout)
 	require.Len(t, reports, len(locks), res.Stdout)
 	return reports
 }
@@ -48,7 +36,7 @@ func inspectJSON(t *testing.T, locks ...string) []lockReport {
 // inspectTable runs "inspect" on locks and returns the table.
 func inspectTable(t *testing.T, locks ...string) string {
 	t.Helper()
-	res := runInProcess(t, append([]string{"inspect", "--redis", clitest.RedisURL()}, locks...)...)
+	res := clitest.Run(t, Command, append([]string{"--redis", clitest.RedisURL()}, locks...)...)
 	require.Equal(t, 0, res.Code, res.Stderr)
 	return res.Stdout
 }
@@ -63,24 +51,24 @@ func TestInspectJavaWrittenLocks(t *testing.T) {
 	queue, times := keys.Prefix(keys.FairQueuePrefix, fair), keys.Prefix(keys.FairTimeoutPrefix, fair)
 	staleQueue, staleTimes := keys.Prefix(keys.FairQueuePrefix, stale), keys.Prefix(keys.FairTimeoutPrefix, stale)
 	token := keys.Prefix(keys.FenceTokenPrefix, fence)
-	a1, a1k1, a1k2 := javaA+":1", readTimeoutKey(rw, javaA+":1", 1), readTimeoutKey(rw, javaA+":1", 2)
-	b3k1 := readTimeoutKey(w, javaB+":3", 1)
+	a1, a1k1, a1k2 := clitest.JavaA+":1", ReadTimeoutKey(rw, clitest.JavaA+":1", 1), ReadTimeoutKey(rw, clitest.JavaA+":1", 2)
+	b3k1 := ReadTimeoutKey(w, clitest.JavaB+":3", 1)
 	now := time.Now().UnixMilli()
 	first, second := now+329348, now+629348
 	ms := func(n int64) string { return strconv.FormatInt(n, 10) }
 	clitest.Do(t, rc, []string{
 		// A:1 holds the fair lock; B:5, then A:2 queue (§15.2).
 		"HSET " + fair + " " + a1 + " 1", "PEXPIRE " + fair + " 30000",
-		"RPUSH " + queue + " " + javaB + ":5 " + javaA + ":2",
-		"ZADD " + times + " " + ms(first) + " " + javaB + ":5 " + ms(second) + " " + javaA + ":2",
+		"RPUSH " + queue + " " + clitest.JavaB + ":5 " + clitest.JavaA + ":2",
+		"ZADD " + times + " " + ms(first) + " " + clitest.JavaB + ":5 " + ms(second) + " " + clitest.JavaA + ":2",
 		// A free fair lock whose head waiter is overdue (§15.3).
-		"RPUSH " + staleQueue + " " + javaB + ":5",
-		"ZADD " + staleTimes + " " + ms(now-1500) + " " + javaB + ":5",
+		"RPUSH " + staleQueue + " " + clitest.JavaB + ":5",
+		"ZADD " + staleTimes + " " + ms(now-1500) + " " + clitest.JavaB + ":5",
 		// Two readers; A:1 re-entered; B:7's timeout key is gone (§15.4).
-		"HSET " + rw + " mode read " + a1 + " 2 " + javaB + ":7 1", "PEXPIRE " + rw + " 30000",
+		"HSET " + rw + " mode read " + a1 + " 2 " + clitest.JavaB + ":7 1", "PEXPIRE " + rw + " 30000",
 		"SET " + a1k1 + " 1 PX 30000", "SET " + a1k2 + " 1 PX 20000",
 		// B:3 writes, re-entered, and took a read hold (§15.4 step 12).
-		"HSET " + w + " mode write " + javaB + ":3:write 2 " + javaB + ":3 1", "PEXPIRE " + w + " 59000",
+		"HSET " + w + " mode write " + clitest.JavaB + ":3:write 2 " + clitest.JavaB + ":3 1", "PEXPIRE " + w + " 59000",
 		"SET " + b3k1 + " 1 PX 30000",
 		// A:1 holds a fenced lock, re-entered: token 2 (§15.6).
 		"HSET " + fence + " " + a1 + " 2", "PEXPIRE " + fence + " 30000", "SET " + token + " 2",
@@ -93,16 +81,16 @@ func TestInspectJavaWrittenLocks(t *testing.T) {
 	r := reports[0]
 	assert.Equal(t, kinds.Fair, r.Kind)
 	assert.True(t, r.Locked)
-	assert.Equal(t, []holder{{Field: a1, ClientID: javaA, OwnerID: 1, Holds: 1}}, r.Holders)
+	assert.Equal(t, []Holder{{Field: a1, ClientID: clitest.JavaA, OwnerID: 1, Holds: 1}}, r.Holders)
 	require.Len(t, r.Queue, 2)
-	for i, want := range []waiter{
-		{Position: 1, Owner: javaB + ":5", ClientID: javaB, OwnerID: 5, DeadlineMs: first},
-		{Position: 2, Owner: javaA + ":2", ClientID: javaA, OwnerID: 2, DeadlineMs: second},
+	for i, want := range []Waiter{
+		{Position: 1, Owner: clitest.JavaB + ":5", ClientID: clitest.JavaB, OwnerID: 5, DeadlineMs: first},
+		{Position: 2, Owner: clitest.JavaA + ":2", ClientID: clitest.JavaA, OwnerID: 2, DeadlineMs: second},
 	} {
 		got := r.Queue[i]
-		assert.InDelta(t, want.DeadlineMs-now, got.RemainingMs, float64(slack.Milliseconds()))
+		assert.InDelta(t, want.DeadlineMs-now, got.RemainingMs, float64(clitest.Slack.Milliseconds()))
 		want.RemainingMs = got.RemainingMs
-		want.Deadline = time.UnixMilli(want.DeadlineMs).Format(jsonTime)
+		want.Deadline = time.UnixMilli(want.DeadlineMs).Format(JSONTime)
 		assert.Equal(t, want, got)
 	}
 	assert.Empty(t, r.Notes)
@@ -121,31 +109,31 @@ func TestInspectJavaWrittenLocks(t *testing.T) {
 	assert.Equal(t, "read", r.Mode)
 	require.Len(t, r.Holders, 2)
 	// Sorted by field: B's client id sorts first.
-	assert.Equal(t, holder{Field: javaB + ":7", ClientID: javaB, OwnerID: 7, Holds: 1, ReadHoldTTLms: []int64{-2}, Stale: true}, r.Holders[0])
+	assert.Equal(t, Holder{Field: clitest.JavaB + ":7", ClientID: clitest.JavaB, OwnerID: 7, Holds: 1, ReadHoldTTLms: []int64{-2}, Stale: true}, r.Holders[0])
 	reader := r.Holders[1]
 	assert.Equal(t, a1, reader.Field)
 	assert.Equal(t, int64(2), reader.Holds)
 	require.Len(t, reader.ReadHoldTTLms, 2)
-	assert.InDelta(t, 30000, reader.ReadHoldTTLms[0], float64(slack.Milliseconds()))
-	assert.InDelta(t, 20000, reader.ReadHoldTTLms[1], float64(slack.Milliseconds()))
+	assert.InDelta(t, 30000, reader.ReadHoldTTLms[0], float64(clitest.Slack.Milliseconds()))
+	assert.InDelta(t, 20000, reader.ReadHoldTTLms[1], float64(clitest.Slack.Milliseconds()))
 	assert.False(t, reader.Stale)
 	require.Len(t, r.Notes, 1)
-	assert.Contains(t, r.Notes[0], "reader "+javaB+":7: the timeout keys of all its read holds are gone")
+	assert.Contains(t, r.Notes[0], "reader "+clitest.JavaB+":7: the timeout keys of all its read holds are gone")
 
 	r = reports[3]
 	assert.Equal(t, kinds.ReadWrite, r.Kind)
 	assert.Equal(t, "write", r.Mode)
 	require.Len(t, r.Holders, 2)
-	assert.Equal(t, javaB+":3", r.Holders[0].Field)
+	assert.Equal(t, clitest.JavaB+":3", r.Holders[0].Field)
 	require.Len(t, r.Holders[0].ReadHoldTTLms, 1)
 	assert.Positive(t, r.Holders[0].ReadHoldTTLms[0])
-	assert.Equal(t, holder{Field: javaB + ":3:write", ClientID: javaB, OwnerID: 3, Write: true, Holds: 2}, r.Holders[1])
+	assert.Equal(t, Holder{Field: clitest.JavaB + ":3:write", ClientID: clitest.JavaB, OwnerID: 3, Write: true, Holds: 2}, r.Holders[1])
 	assert.Empty(t, r.Notes)
 
 	r = reports[4]
 	assert.Equal(t, kinds.Fenced, r.Kind)
 	assert.Equal(t, "2", r.FenceToken)
-	assert.Equal(t, []holder{{Field: a1, ClientID: javaA, OwnerID: 1, Holds: 2}}, r.Holders)
+	assert.Equal(t, []Holder{{Field: a1, ClientID: clitest.JavaA, OwnerID: 1, Holds: 2}}, r.Holders)
 
 	r = reports[5]
 	assert.Equal(t, kinds.Unknown, r.Kind)
@@ -154,15 +142,15 @@ func TestInspectJavaWrittenLocks(t *testing.T) {
 
 	table := inspectTable(t, fair, stale, rw, w, fence, str)
 	for _, want := range []string{
-		"waiter  " + javaB + "  5         -      #1, deadline " + time.UnixMilli(first).Format(tableTime) + ", in 5m",
-		"#2, deadline " + time.UnixMilli(second).Format(tableTime) + ", in 10m",
-		"#1, deadline " + time.UnixMilli(now-1500).Format(tableTime) + ", passed ",
+		"waiter  " + clitest.JavaB + "  5         -      #1, deadline " + time.UnixMilli(first).Format(TableTime) + ", in 5m",
+		"#2, deadline " + time.UnixMilli(second).Format(TableTime) + ", in 10m",
+		"#1, deadline " + time.UnixMilli(now-1500).Format(TableTime) + ", passed ",
 		"ago; STALE: dropped when at the head",
 		"read/write (read)", "read/write (write)",
-		"reader  " + javaA + "  1         2      read hold TTLs: ",
+		"reader  " + clitest.JavaA + "  1         2      read hold TTLs: ",
 		"read hold TTLs: gone; STALE: a dead reader",
-		"writer  " + javaB + "  3         2\n",
-		"holder  " + javaA + "  1         2      fencing token 2\n",
+		"writer  " + clitest.JavaB + "  3         2\n",
+		"holder  " + clitest.JavaA + "  1         2      fencing token 2\n",
 		"no expiry",
 		"note: " + str + ": the key is a string, not a hash",
 	} {
@@ -202,7 +190,7 @@ func TestInspectFairQueue(t *testing.T) {
 
 	r := inspectJSON(t, lock)[0]
 	assert.Equal(t, kinds.Fair, r.Kind)
-	assert.Equal(t, []holder{{Field: c.ID() + ":1", ClientID: c.ID(), OwnerID: 1, Holds: 1}}, r.Holders)
+	assert.Equal(t, []Holder{{Field: c.ID() + ":1", ClientID: c.ID(), OwnerID: 1, Holds: 1}}, r.Holders)
 	require.Len(t, r.Queue, 2)
 	for i, w := range r.Queue {
 		assert.Equal(t, i+1, w.Position)
@@ -243,10 +231,10 @@ func TestInspectReadWriteLock(t *testing.T) {
 		assert.False(t, h.Write)
 		assert.False(t, h.Stale)
 		require.Len(t, h.ReadHoldTTLms, int(h.Holds))
-		assert.InDelta(t, interlock.DefaultWatchdogTimeout.Milliseconds(), h.ReadHoldTTLms[0], float64(slack.Milliseconds()))
+		assert.InDelta(t, interlock.DefaultWatchdogTimeout.Milliseconds(), h.ReadHoldTTLms[0], float64(clitest.Slack.Milliseconds()))
 		if h.OwnerID == 1 {
 			assert.Equal(t, int64(2), h.Holds)
-			assert.InDelta(t, 10000, h.ReadHoldTTLms[1], float64(slack.Milliseconds()))
+			assert.InDelta(t, 10000, h.ReadHoldTTLms[1], float64(clitest.Slack.Milliseconds()))
 		}
 	}
 	assert.Empty(t, r.Notes)
@@ -268,7 +256,7 @@ func TestInspectReadWriteLock(t *testing.T) {
 	require.Len(t, r.Holders, 2)
 	assert.Equal(t, c.ID()+":1", r.Holders[0].Field)
 	assert.Len(t, r.Holders[0].ReadHoldTTLms, 1)
-	assert.Equal(t, holder{Field: c.ID() + ":1:write", ClientID: c.ID(), OwnerID: 1, Write: true, Holds: 1}, r.Holders[1])
+	assert.Equal(t, Holder{Field: c.ID() + ":1:write", ClientID: c.ID(), OwnerID: 1, Write: true, Holds: 1}, r.Holders[1])
 	assert.Empty(t, r.Notes)
 	table := inspectTable(t, lock)
 	assert.Contains(t, table, "read/write (write)")
@@ -290,7 +278,7 @@ func TestInspectFencedLock(t *testing.T) {
 	r := inspectJSON(t, lock)[0]
 	assert.Equal(t, kinds.Fenced, r.Kind)
 	assert.Equal(t, want, r.FenceToken)
-	assert.Equal(t, []holder{{Field: c.ID() + ":4", ClientID: c.ID(), OwnerID: 4, Holds: 1}}, r.Holders)
+	assert.Equal(t, []Holder{{Field: c.ID() + ":4", ClientID: c.ID(), OwnerID: 4, Holds: 1}}, r.Holders)
 	assert.Empty(t, r.Notes)
 	assert.Contains(t, inspectTable(t, lock), "holder  "+c.ID()+"  4         1      fencing token "+want+"\n")
 
@@ -305,20 +293,20 @@ func TestInspectFencedLock(t *testing.T) {
 func TestDecodeFairQueue(t *testing.T) {
 	t.Parallel()
 	now := time.UnixMilli(1795995449072)
-	f := &facts{
-		name: "q", now: now, keyType: "none", pttl: -2,
+	f := &Facts{
+		Name: "q", now: now, KeyType: "none", pttl: -2,
 		queueType: "list", queue: []string{"u:1", "u:2", "junk", "u:2"}, queueLen: 5,
 		timesType: "zset", timesLen: 4,
 		deadlines: map[string]float64{"u:1": float64(now.UnixMilli()), "u:2": float64(now.UnixMilli() + 2500), "junk": math.NaN()},
 	}
-	r := decode(f)
+	r := Decode(f, "")
 	assert.Equal(t, kinds.Fair, r.Kind)
 	require.Len(t, r.Queue, 4)
-	assert.Equal(t, waiter{Position: 1, Owner: "u:1", ClientID: "u", OwnerID: 1, DeadlineMs: now.UnixMilli(),
-		Deadline: now.Format(jsonTime), Stale: true}, r.Queue[0], "a deadline that is now has passed")
+	assert.Equal(t, Waiter{Position: 1, Owner: "u:1", ClientID: "u", OwnerID: 1, DeadlineMs: now.UnixMilli(),
+		Deadline: now.Format(JSONTime), Stale: true}, r.Queue[0], "a deadline that is now has passed")
 	assert.Equal(t, int64(2500), r.Queue[1].RemainingMs)
 	assert.False(t, r.Queue[1].Stale)
-	assert.Equal(t, waiter{Position: 3, Owner: "junk"}, r.Queue[2])
+	assert.Equal(t, Waiter{Position: 3, Owner: "junk"}, r.Queue[2])
 	assert.Equal(t, []string{
 		`waiter 3 "junk": not "<client id>:<owner id>"`,
 		"waiter 3 junk has no usable deadline in redisson_lock_timeout:{q}: Redisson never drops it",
@@ -328,9 +316,9 @@ func TestDecodeFairQueue(t *testing.T) {
 	}, r.Notes)
 
 	var buf bytes.Buffer
-	require.NoError(t, writeTable(&buf, []lockReport{r}))
-	assert.Contains(t, buf.String(), "#1, deadline "+now.Format(tableTime)+", passed 0s ago; STALE")
-	assert.Contains(t, buf.String(), "#2, deadline "+now.Add(2500*time.Millisecond).Format(tableTime)+", in 2.5s\n")
+	require.NoError(t, writeTable(&buf, []Report{r}))
+	assert.Contains(t, buf.String(), "#1, deadline "+now.Format(TableTime)+", passed 0s ago; STALE")
+	assert.Contains(t, buf.String(), "#2, deadline "+now.Add(2500*time.Millisecond).Format(TableTime)+", in 2.5s\n")
 	assert.Contains(t, clitest.FieldLines(buf.String()), "q fair - waiter junk ? - #3, no deadline")
 }
 
@@ -339,48 +327,48 @@ func TestDecodeOddShapes(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
 		name string
-		f    facts
+		f    Facts
 		kind string
 		want []string
 	}{
-		{"aux keys of wrong types", facts{keyType: "hash", fields: map[string]string{"u:1": "1"},
+		{"aux keys of wrong types", Facts{KeyType: "hash", Fields: map[string]string{"u:1": "1"},
 			queueType: "string", timesType: "hash", tokenType: "list"}, kinds.Fenced, []string{
 			"redisson_lock_queue:{n} is a string, not a list",
 			"redisson_lock_timeout:{n} is a hash, not a sorted set",
 			"redisson_lock_token:{n} is a list, not a string",
 			"Redis also holds keys of a fair lock under this name",
 		}},
-		{"bad token", facts{keyType: "none", tokenType: "string", token: "x"}, kinds.Fenced, []string{
+		{"bad token", Facts{KeyType: "none", tokenType: "string", token: "x"}, kinds.Fenced, []string{
 			`fencing token "x" is not a non-negative integer`,
 		}},
-		{"odd mode", facts{keyType: "hash", fields: map[string]string{"mode": "both", "u:1": "-3"}, tokenType: "string", token: "1"},
+		{"odd mode", Facts{KeyType: "hash", Fields: map[string]string{"mode": "both", "u:1": "-3"}, tokenType: "string", token: "1"},
 			kinds.ReadWrite, []string{
 				`field "u:1": hold count -3 is not positive`,
 				`mode "both" is neither "read" nor "write"`,
 				"Redis also holds keys of a fenced lock under this name",
 			}},
-		{"write mode, no writer", facts{keyType: "hash", fields: map[string]string{"mode": "write"}}, kinds.ReadWrite, []string{
+		{"write mode, no writer", Facts{KeyType: "hash", Fields: map[string]string{"mode": "write"}}, kinds.ReadWrite, []string{
 			`mode is "write" but no field names a writer ("<client id>:<owner id>:write")`,
 		}},
-		{"read mode, two writers", facts{keyType: "hash", fields: map[string]string{"mode": "read", "a:1:write": "1", "b:2:write": "1"}},
+		{"read mode, two writers", Facts{KeyType: "hash", Fields: map[string]string{"mode": "read", "a:1:write": "1", "b:2:write": "1"}},
 			kinds.ReadWrite, []string{
 				`mode is "read" but a field names a writer`,
 				"2 fields name a writer; a read/write lock has one",
 			}},
-		{"many read holds", facts{keyType: "hash", fields: map[string]string{"mode": "read", "u:1": "5000"}}, kinds.ReadWrite, []string{
+		{"many read holds", Facts{KeyType: "hash", Fields: map[string]string{"mode": "read", "u:1": "5000"}}, kinds.ReadWrite, []string{
 			"reader u:1: 5000 read holds; the timeout keys of holds past the first 1000 were not read",
 		}},
-		{"reply errors", facts{keyType: "hash", replyErrors: []string{"HGETALL n: WRONGTYPE"}}, kinds.Reentrant, []string{
+		{"reply errors", Facts{KeyType: "hash", replyErrors: []string{"HGETALL n: WRONGTYPE"}}, kinds.Reentrant, []string{
 			"Redis replied with an error (did the lock change meanwhile?): HGETALL n: WRONGTYPE",
 		}},
-		{"nothing at all", facts{}, kinds.Unknown, nil},
+		{"nothing at all", Facts{}, kinds.Unknown, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			tc.f.name = "n"
-			r := decode(&tc.f)
+			tc.f.Name = "n"
+			r := Decode(&tc.f, "")
 			assert.Equal(t, tc.kind, r.Kind)
 			assert.Equal(t, tc.want, r.Notes)
-			require.NoError(t, writeTable(&bytes.Buffer{}, []lockReport{r}))
+			require.NoError(t, writeTable(&bytes.Buffer{}, []Report{r}))
 		})
 	}
 }
@@ -395,8 +383,8 @@ func FuzzDecode(f *testing.F) {
 		if mode != "" {
 			fields["mode"] = mode
 		}
-		fc := &facts{
-			name: "n", now: time.UnixMilli(1795995449072), keyType: "hash", pttl: ttl, fields: fields,
+		fc := &Facts{
+			Name: "n", now: time.UnixMilli(1795995449072), KeyType: "hash", pttl: ttl, Fields: fields,
 			queueType: "list", queue: []string{waiterOwner}, queueLen: 1, timesType: "zset", timesLen: 1,
 			deadlines: map[string]float64{waiterOwner: deadline}, tokenType: "string", token: token,
 		}
@@ -406,12 +394,12 @@ func FuzzDecode(f *testing.F) {
 				fc.holdTTLs[k] = ttl
 			}
 		}
-		r := decode(fc)
-		if err := writeTable(&bytes.Buffer{}, []lockReport{r}); err != nil {
+		r := Decode(fc, "")
+		if err := writeTable(&bytes.Buffer{}, []Report{r}); err != nil {
 			t.Fatal(err)
 		}
 		var buf bytes.Buffer
-		if err := writeJSON(&buf, []lockReport{r}); err != nil {
+		if err := writeJSON(&buf, []Report{r}); err != nil {
 			t.Fatal(err)
 		}
 		if !json.Valid(buf.Bytes()) {

@@ -1,4 +1,4 @@
-package main
+package inspect
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 
 	"github.com/redis/rueidis"
 
+	"github.com/interlock-go/interlock/cmd/interlock/internal/redisconn"
 	"github.com/interlock-go/interlock/internal/keys"
 )
 
@@ -22,18 +23,21 @@ const (
 	maxPermits  = 1000 // acquired permits of an expirable semaphore read
 )
 
-// facts is what Redis holds for one lock name (see probe). Decoding the
-// facts (decode) is separate from reading them so that it can be tested
+// Facts is what Redis holds for one lock name (see Probe). Decoding the
+// facts (Decode) is separate from reading them so that it can be tested
 // without Redis.
-type facts struct {
-	name string
+type Facts struct {
+	// Name is the name read: the key of the lock, semaphore or latch.
+	Name string
 	// now is this host's clock when the facts were read: fair-lock
 	// deadlines are epoch milliseconds of the clients' clocks.
-	now     time.Time
-	keyType string            // TYPE of the lock key: "none", "hash", ...
-	pttl    int64             // PTTL of the lock key: -2 absent, -1 no expiry
-	fields  map[string]string // the lock hash, when it is one
-	value   string            // the key's value, when it is a string (a semaphore's or latch's counter)
+	now time.Time
+	// KeyType is the TYPE of the name's key: "none", "hash", ...
+	KeyType string
+	pttl    int64 // PTTL of the name's key: -2 absent, -1 no expiry
+	// Fields are the lock hash, when the key is one.
+	Fields map[string]string
+	value  string // the key's value, when it is a string (a semaphore's or latch's counter)
 
 	queueType string   // TYPE of redisson_lock_queue:{name}
 	queue     []string // its first maxWaiters entries, when it is a list
@@ -47,9 +51,11 @@ type facts struct {
 	tokenType string // TYPE of redisson_lock_token:{name}
 	token     string // its value, when it is a string
 
-	permitsType string // TYPE of {name}:timeout, an expirable semaphore's acquired permits
+	// PermitsType is the TYPE of {name}:timeout, an expirable
+	// semaphore's acquired permits.
+	PermitsType string
 	// permits are its first maxPermits members (raw ids) and scores
-	// (expiries in epoch ms, or neverExpires), soonest expiry first, when
+	// (expiries in epoch ms, or NeverExpires), soonest expiry first, when
 	// it is a sorted set.
 	permits    []rueidis.ZScore
 	permitsLen int64 // its size, when it is a sorted set
@@ -62,16 +68,16 @@ type facts struct {
 	replyErrors []string
 }
 
-// probe reads the facts about one lock, semaphore or latch in at most two
+// Probe reads the facts about one lock, semaphore or latch in at most two
 // round trips: the key of the name and the keys beside it, then what those
 // name (the deadlines of the queued waiters, the TTLs of the read holds).
 // It only reads: unlike Redisson's own reads of an expirable semaphore, it
 // reclaims no expired permit. All the keys share the
 // lock's cluster slot (keys.Check made sure of it), so each pipeline goes
 // to one node. The reads are not one atomic snapshot: a lock that changes
-// meanwhile can show, say, the TTL of a key that has just vanished; decode
+// meanwhile can show, say, the TTL of a key that has just vanished; Decode
 // copes with that.
-func probe(ctx context.Context, rc rueidis.Client, name string) (*facts, error) {
+func Probe(ctx context.Context, rc rueidis.Client, name string) (*Facts, error) {
 	queueKey := keys.Prefix(keys.FairQueuePrefix, name)
 	timesKey := keys.Prefix(keys.FairTimeoutPrefix, name)
 	tokenKey := keys.Prefix(keys.FenceTokenPrefix, name)
@@ -93,17 +99,17 @@ func probe(ctx context.Context, rc rueidis.Client, name string) (*facts, error) 
 		b.Zcard().Key(permitsKey).Build(),
 		b.Zrange().Key(permitsKey).Min("0").Max(strconv.Itoa(maxPermits-1)).Withscores().Build(),
 	)
-	f := &facts{name: name, now: time.Now()}
+	f := &Facts{Name: name, now: time.Now()}
 	// Each read is used only when TYPE said the key has the type it
 	// reads; the others fail with WRONGTYPE or find nothing, as expected.
 	r := replies{f: f}
-	f.keyType = r.str(res[0], "TYPE "+name)
+	f.KeyType = r.str(res[0], "TYPE "+name)
 	f.pttl = r.int(res[1], "PTTL "+name)
 	f.queueType = r.str(res[3], "TYPE "+queueKey)
 	f.timesType = r.str(res[6], "TYPE "+timesKey)
 	f.tokenType = r.str(res[8], "TYPE "+tokenKey)
-	if f.keyType == "hash" {
-		f.fields = r.strMap(res[2], "HGETALL "+name)
+	if f.KeyType == "hash" {
+		f.Fields = r.strMap(res[2], "HGETALL "+name)
 	}
 	if f.queueType == "list" {
 		f.queue = r.strSlice(res[4], "LRANGE "+queueKey)
@@ -115,11 +121,11 @@ func probe(ctx context.Context, rc rueidis.Client, name string) (*facts, error) 
 	if f.tokenType == "string" {
 		f.token = r.str(res[9], "GET "+tokenKey)
 	}
-	if f.keyType == "string" {
+	if f.KeyType == "string" {
 		f.value = r.str(res[10], "GET "+name)
 	}
-	f.permitsType = r.str(res[11], "TYPE "+permitsKey)
-	if f.permitsType == "zset" {
+	f.PermitsType = r.str(res[11], "TYPE "+permitsKey)
+	if f.PermitsType == "zset" {
 		f.permitsLen = r.int(res[12], "ZCARD "+permitsKey)
 		f.permits = r.zscores(res[13], "ZRANGE "+permitsKey)
 	}
@@ -166,10 +172,10 @@ func probe(ctx context.Context, rc rueidis.Client, name string) (*facts, error) 
 }
 
 // replies sorts out the replies of a probe: the first failure to talk to
-// Redis is kept in err (probe then fails); an error reply is recorded in
+// Redis is kept in err (Probe then fails); an error reply is recorded in
 // the facts, to become a note, and the read counts as finding nothing.
 type replies struct {
-	f   *facts
+	f   *Facts
 	err error
 }
 
@@ -179,7 +185,7 @@ func (r *replies) failed(err error, what string) bool {
 	case err == nil:
 		return false
 	case rueidis.IsRedisNil(err):
-	case isRedisError(err):
+	case redisconn.IsErrorReply(err):
 		r.f.replyErrors = append(r.f.replyErrors, fmt.Sprintf("%s: %v", what, err))
 	case r.err == nil:
 		r.err = err
@@ -234,13 +240,6 @@ func (r *replies) strSlice(res rueidis.RedisResult, what string) []string {
 	return s
 }
 
-// isRedisError reports whether err is an error reply from Redis (such as
-// WRONGTYPE) rather than a failure to talk to it.
-func isRedisError(err error) bool {
-	_, ok := rueidis.IsRedisErr(err)
-	return ok
-}
-
 // readerKeys are the timeout keys of one reader's read holds.
 type readerKeys struct {
 	field string   // the reader's hash field, "<client id>:<owner id>"
@@ -252,25 +251,25 @@ type readerKeys struct {
 // keys.Suffix(name, "<owner>:rwlock_timeout:<k>") for k = 1..count, reader
 // by reader in field order, at most maxHoldKeys in all. Every field but
 // "mode" and the writer's ("...:write") is a reader's, the writer's own
-// read holds included. Both probe and decode call it, so decode knows
+// read holds included. Both Probe and Decode call it, so Decode knows
 // which keys were read.
-func holdKeys(f *facts) []readerKeys {
-	if _, ok := f.fields["mode"]; !ok {
+func holdKeys(f *Facts) []readerKeys {
+	if _, ok := f.Fields["mode"]; !ok {
 		return nil
 	}
 	var out []readerKeys
 	budget := maxHoldKeys
-	for _, field := range slices.Sorted(maps.Keys(f.fields)) {
+	for _, field := range slices.Sorted(maps.Keys(f.Fields)) {
 		if field == "mode" || strings.HasSuffix(field, ":write") {
 			continue
 		}
-		n, err := strconv.ParseInt(f.fields[field], 10, 64)
+		n, err := strconv.ParseInt(f.Fields[field], 10, 64)
 		if err != nil || n <= 0 {
-			continue // decode notes the bad count
+			continue // Decode notes the bad count
 		}
 		rk := readerKeys{field: field, holds: n}
 		for k := int64(1); k <= n && budget > 0; k++ {
-			rk.keys = append(rk.keys, readTimeoutKey(f.name, field, k))
+			rk.keys = append(rk.keys, ReadTimeoutKey(f.Name, field, k))
 			budget--
 		}
 		out = append(out, rk)
@@ -278,9 +277,9 @@ func holdKeys(f *facts) []readerKeys {
 	return out
 }
 
-// readTimeoutKey is the timeout key of hold k of reader owner:
+// ReadTimeoutKey is the timeout key of hold k of reader owner:
 // {name}:<owner>:rwlock_timeout:<k>.
-func readTimeoutKey(name, owner string, k int64) string {
+func ReadTimeoutKey(name, owner string, k int64) string {
 	return keys.Suffix(name, owner+":"+keys.ReadTimeoutSuffix+":"+strconv.FormatInt(k, 10))
 }
 

@@ -1,4 +1,4 @@
-package main
+package inspect
 
 import (
 	"encoding/hex"
@@ -12,20 +12,20 @@ import (
 	"github.com/interlock-go/interlock/internal/keys"
 )
 
-// inspectKinds are the values of inspect's --kind.
-var inspectKinds = []string{kinds.Semaphore, kinds.Expirable, kinds.Latch}
+// hintKinds are the values of inspect's --kind.
+var hintKinds = []string{kinds.Semaphore, kinds.Expirable, kinds.Latch}
 
 // rolePermit is the role of an expirable semaphore's acquired permit in
 // the table.
 const rolePermit = "permit"
 
-// neverExpires is the score of a permit acquired with no lease
+// NeverExpires is the score of a permit acquired with no lease
 // (Redisson's Long.MAX_VALUE/10000).
-const neverExpires = 922337203685477
+const NeverExpires = 922337203685477
 
 // permit is one acquired permit of an expirable semaphore: a member of
 // {NAME}:timeout.
-type permit struct {
+type Permit struct {
 	// ID is the member, 16 raw bytes, as 32 lower-case hex characters
 	// (Redisson's form, and INTERLOCK_PERMIT_IDS's).
 	ID string `json:"id"`
@@ -40,14 +40,14 @@ type permit struct {
 	Expired bool `json:"expired,omitempty"`
 }
 
-// isSyncKind reports whether kind is a semaphore, a latch, or a counter
+// IsSyncKind reports whether kind is a semaphore, a latch, or a counter
 // that is one or the other.
-func isSyncKind(kind string) bool {
+func IsSyncKind(kind string) bool {
 	return kinds.IsSemaphore(kind) || kind == kinds.Latch || kind == kinds.Counter
 }
 
 // syncKind names the semaphore or latch kind the facts show, given the
-// lock kind detectKind found and inspect's --kind hint. It reports false
+// lock kind DetectKind found and inspect's --kind hint. It reports false
 // for locks, and for keys that are no Redisson object at all.
 //
 // An expirable semaphore with acquired permits is told by its sorted set
@@ -55,47 +55,47 @@ func isSyncKind(kind string) bool {
 // a semaphore (an expirable one with no permit acquired) or a latch, as
 // the hint says, or kinds.Counter with no hint. With a hint, a name with
 // nothing under it is shown as that kind, not set up or open.
-func syncKind(f *facts, lockKind, hint string) (string, bool) {
+func syncKind(f *Facts, lockKind, hint string) (string, bool) {
 	if lockKind != kinds.Unknown && lockKind != kinds.None {
 		return "", false
 	}
-	if f.permitsType == "zset" {
+	if f.PermitsType == "zset" {
 		return kinds.Expirable, true
 	}
-	_, isInt := parseCounter(f.value)
+	_, isInt := ParseCounter(f.value)
 	switch {
-	case f.keyType == "string" && isInt && hint == "":
+	case f.KeyType == "string" && isInt && hint == "":
 		return kinds.Counter, true
-	case f.keyType == "string" && isInt, f.keyType == "none" && hint != "":
+	case f.KeyType == "string" && isInt, f.KeyType == "none" && hint != "":
 		return hint, true
 	}
 	return "", false
 }
 
-// parseCounter parses the value of a semaphore's or latch's key.
-func parseCounter(s string) (int64, bool) {
+// ParseCounter parses the value of a semaphore's or latch's key.
+func ParseCounter(s string) (int64, bool) {
 	n, err := strconv.ParseInt(s, 10, 64)
 	return n, err == nil
 }
 
 // decodeSync turns the facts about a semaphore, a latch or a counter of
 // one of them into a report.
-func decodeSync(f *facts, kind, hint string) lockReport {
-	r := lockReport{Name: f.name, Kind: kind, Holders: []holder{}, TTLms: max(f.pttl, 0)}
+func decodeSync(f *Facts, kind, hint string) Report {
+	r := Report{Name: f.Name, Kind: kind, Holders: []Holder{}, TTLms: max(f.pttl, 0)}
 	if f.pttl == -1 {
 		r.TTLms = -1
 	}
-	n, _ := parseCounter(f.value)
-	switch f.keyType {
+	n, _ := ParseCounter(f.value)
+	switch f.KeyType {
 	case "string":
-		if _, ok := parseCounter(f.value); !ok {
+		if _, ok := ParseCounter(f.value); !ok {
 			r.Notes = append(r.Notes, fmt.Sprintf("the key holds %s, not an integer: no free permit can be counted", quoteShort(f.value)))
 		}
 	case "none":
 		r.Notes = append(r.Notes, noKeyNote(f, kind))
 	default:
-		r.KeyType = f.keyType
-		r.Notes = append(r.Notes, fmt.Sprintf("the key is a %s, not a string holding the count of free permits", f.keyType))
+		r.KeyType = f.KeyType
+		r.Notes = append(r.Notes, fmt.Sprintf("the key is a %s, not a string holding the count of free permits", f.KeyType))
 	}
 	switch kind {
 	case kinds.Semaphore, kinds.Expirable:
@@ -106,12 +106,12 @@ func decodeSync(f *facts, kind, hint string) lockReport {
 		count := n
 		r.Permits, r.Count = &n, &count
 	}
-	permitsKey := keys.Suffix(f.name, keys.PermitsSuffix)
+	permitsKey := keys.Suffix(f.Name, keys.PermitsSuffix)
 	switch {
 	case kind == kinds.Expirable:
 		r.Notes = append(r.Notes, decodePermits(f, &r)...)
-	case f.permitsType != "none" && f.permitsType != "":
-		r.Notes = append(r.Notes, fmt.Sprintf("%s is a %s, not the sorted set of an expirable semaphore's permits", permitsKey, f.permitsType))
+	case f.PermitsType != "none" && f.PermitsType != "":
+		r.Notes = append(r.Notes, fmt.Sprintf("%s is a %s, not the sorted set of an expirable semaphore's permits", permitsKey, f.PermitsType))
 	}
 	if hint != "" && hint != kind && !(hint == kinds.Semaphore && kind == kinds.Expirable) {
 		r.Notes = append(r.Notes, fmt.Sprintf("--kind %s does not apply: %s exists, so this is an expirable semaphore", hint, permitsKey))
@@ -123,11 +123,11 @@ func decodeSync(f *facts, kind, hint string) lockReport {
 }
 
 // noKeyNote explains a kind shown for a name whose key does not exist.
-func noKeyNote(f *facts, kind string) string {
+func noKeyNote(f *Facts, kind string) string {
 	switch {
 	case kind == kinds.Latch:
 		return "there is no key: the latch is open (or was never set)"
-	case f.permitsType == "zset":
+	case f.PermitsType == "zset":
 		return "there is no key counting the free permits: none is free until one is released"
 	}
 	return "there is no key: the semaphore is not set up, and no permit is free"
@@ -135,17 +135,17 @@ func noKeyNote(f *facts, kind string) string {
 
 // decodePermits fills in an expirable semaphore's acquired permits and
 // returns notes on them.
-func decodePermits(f *facts, r *lockReport) []string {
+func decodePermits(f *Facts, r *Report) []string {
 	var notes []string
 	expired := 0
 	now := f.now.UnixMilli()
 	for _, z := range f.permits {
-		p := permit{ID: hex.EncodeToString([]byte(z.Member))}
+		p := Permit{ID: hex.EncodeToString([]byte(z.Member))}
 		if len(z.Member) != 16 {
 			notes = append(notes, fmt.Sprintf("permit %s is %d bytes long, not 16: no id Redisson makes", p.ID, len(z.Member)))
 		}
 		switch s := z.Score; {
-		case s == neverExpires:
+		case s == NeverExpires:
 			p.LeaseLeftMs = -1
 		case math.IsNaN(s) || math.IsInf(s, 0) || s < 0 || s >= 1e15:
 			notes = append(notes, fmt.Sprintf("permit %s has score %v: no expiry in epoch milliseconds", p.ID, s))
@@ -183,7 +183,7 @@ func quoteShort(s string) string {
 // syncRows returns the table rows of a semaphore, latch or counter report:
 // one for the object, then one per acquired permit. Each row has the
 // table's cells after LOCK, KIND and TTL.
-func syncRows(r *lockReport) [][]string {
+func syncRows(r *Report) [][]string {
 	var detail string
 	switch {
 	case r.Kind == kinds.Counter && r.Permits != nil:
@@ -208,12 +208,12 @@ func syncRows(r *lockReport) [][]string {
 	}
 	rows := [][]string{{"-", "-", "-", "-", detail}}
 	for _, p := range r.Acquired {
-		lease := "lease left " + formatTTL(time.Duration(p.LeaseLeftMs)*time.Millisecond)
+		lease := "lease left " + FormatTTL(time.Duration(p.LeaseLeftMs)*time.Millisecond)
 		switch {
 		case p.LeaseLeftMs < 0:
 			lease = "no expiry"
 		case p.Expired:
-			lease = "lease ended " + time.UnixMilli(p.ExpiryMs).Format(tableTime) + "; EXPIRED: given back by the next operation"
+			lease = "lease ended " + time.UnixMilli(p.ExpiryMs).Format(TableTime) + "; EXPIRED: given back by the next operation"
 		}
 		rows = append(rows, []string{rolePermit, "-", "-", "-", "id " + p.ID + ", " + lease})
 	}
