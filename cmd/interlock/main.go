@@ -8,6 +8,8 @@ import (
 	"github.com/interlock-go/interlock/cmd/interlock/internal/cli"
 	"github.com/interlock-go/interlock/cmd/interlock/internal/exit"
 	"github.com/interlock-go/interlock/cmd/interlock/internal/inspect"
+	"github.com/interlock-go/interlock/cmd/interlock/internal/ls"
+	"github.com/interlock-go/interlock/cmd/interlock/internal/unlock"
 )
 
 // commands lists the subcommands in the order the usage text gives them.
@@ -16,9 +18,9 @@ var commands = []cli.Command{
 	{Name: "semaphore", Usage: semaphoreUsage, Run: semaphoreCmd},
 	{Name: "latch", Usage: latchUsage, Run: latchCmd},
 	inspect.Command,
-	{Name: "ls", Usage: lsUsage, Run: lsCmd},
+	ls.Command,
 	{Name: "doctor", Usage: doctorUsage, Run: doctorCmd},
-	{Name: "unlock", Usage: unlockUsage, Run: unlockCmd},
+	unlock.Command,
 	{Name: "demo", Usage: demoUsage, Run: demoCmd},
 	{Name: holderCmdName, Run: holderCmd, Hidden: true},
 }

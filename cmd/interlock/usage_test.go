@@ -32,6 +32,7 @@ func TestHelp(t *testing.T) {
 		if c.Hidden {
 			continue
 		}
+		assert.Contains(t, mainUsage, "\n  interlock "+c.Name+" ", "the overview shows %s", c.Name)
 		res := runInProcess(t, "help", c.Name)
 		assert.Equal(t, 0, res.Code, c.Name)
 		assert.Equal(t, c.Usage, res.Stdout, c.Name)

@@ -1,6 +1,6 @@
 //go:build unix
 
-package main
+package unlock
 
 import (
 	"context"
@@ -32,14 +32,14 @@ func TestUnlockNeedsForce(t *testing.T) {
 	require.NoError(t, m.Lock(ctx))
 	guard := m.Guard(ctx)
 
-	res := runInProcess(t, "unlock", "--redis", clitest.RedisURL(), lock)
+	res := clitest.Run(t, Command, "--redis", clitest.RedisURL(), lock)
 	assert.Equal(t, exit.Usage, res.Code)
 	assert.Contains(t, res.Stderr, "interlock: unlock: refusing to unlock")
 	assert.Contains(t, res.Stderr, "--force")
 	assert.NotContains(t, res.Stderr, c.ID(), "errors never show owner ids")
 	assert.True(t, clitest.Exists(t, rc, lock), "the lock is still there")
 
-	res = runInProcess(t, "unlock", "--redis", clitest.RedisURL(), "--force", lock)
+	res = clitest.Run(t, Command, "--redis", clitest.RedisURL(), "--force", lock)
 	require.Equal(t, 0, res.Code, res.Stderr)
 	assert.Equal(t, lock+": unlocked (forced, reentrant)\n", res.Stdout)
 	assert.False(t, clitest.Exists(t, rc, lock))
@@ -47,17 +47,17 @@ func TestUnlockNeedsForce(t *testing.T) {
 	<-guard.Done()
 	assert.ErrorIs(t, context.Cause(guard), interlock.ErrLockLost)
 
-	res = runInProcess(t, "unlock", "--redis", clitest.RedisURL(), "--force", lock)
+	res = clitest.Run(t, Command, "--redis", clitest.RedisURL(), "--force", lock)
 	require.Equal(t, 0, res.Code, res.Stderr)
 	assert.Equal(t, lock+": was not locked\n", res.Stdout)
 }
 
 func TestUnlockUsage(t *testing.T) {
 	t.Parallel()
-	assert.Equal(t, exit.Usage, runInProcess(t, "unlock", "--force").Code)
-	assert.Equal(t, exit.Usage, runInProcess(t, "unlock", "--force", "a", "b").Code)
-	assert.Equal(t, exit.Usage, runInProcess(t, "unlock", "--force", "x}y").Code)
-	res := runInProcess(t, "unlock", "--force", "--kind", "spin", "x")
+	assert.Equal(t, exit.Usage, clitest.Run(t, Command, "--force").Code)
+	assert.Equal(t, exit.Usage, clitest.Run(t, Command, "--force", "a", "b").Code)
+	assert.Equal(t, exit.Usage, clitest.Run(t, Command, "--force", "x}y").Code)
+	res := clitest.Run(t, Command, "--force", "--kind", "spin", "x")
 	assert.Equal(t, exit.Usage, res.Code)
 	assert.Contains(t, res.Stderr, `unknown --kind "spin"`)
 }
@@ -85,7 +85,7 @@ func TestUnlockEveryKind(t *testing.T) {
 		go func() { acquired <- m.Lock(waiter) }()
 		require.Eventually(t, func() bool { return clitest.Exists(t, rc, queue) }, 10*time.Second, 5*time.Millisecond)
 
-		res := runInProcess(t, "unlock", "--redis", clitest.RedisURL(), "--force", lock)
+		res := clitest.Run(t, Command, "--redis", clitest.RedisURL(), "--force", lock)
 		require.Equal(t, 0, res.Code, res.Stderr)
 		assert.Equal(t, lock+": unlocked (forced, fair)\n", res.Stdout)
 		// The head of the queue is woken at once.
@@ -108,7 +108,7 @@ func TestUnlockEveryKind(t *testing.T) {
 		require.NoError(t, rw.Read().Lock(two))
 		guard := rw.Read().Guard(one)
 
-		res := runInProcess(t, "unlock", "--redis", clitest.RedisURL(), "--force", lock)
+		res := clitest.Run(t, Command, "--redis", clitest.RedisURL(), "--force", lock)
 		require.Equal(t, 0, res.Code, res.Stderr)
 		assert.Equal(t, lock+": unlocked (forced, read)\n", res.Stdout)
 		assert.False(t, clitest.Exists(t, rc, lock))
@@ -129,12 +129,12 @@ func TestUnlockEveryKind(t *testing.T) {
 		guard := rw.Write().Guard(one)
 
 		// Asked to unlock it as a read lock, unlock leaves it.
-		res := runInProcess(t, "unlock", "--redis", clitest.RedisURL(), "--force", "--kind", "read", lock)
+		res := clitest.Run(t, Command, "--redis", clitest.RedisURL(), "--force", "--kind", "read", lock)
 		assert.Equal(t, exit.Failure, res.Code)
 		assert.Contains(t, res.Stderr, "is still locked: it is not locked as a read lock")
 		assert.True(t, clitest.Exists(t, rc, lock))
 
-		res = runInProcess(t, "unlock", "--redis", clitest.RedisURL(), "--force", lock)
+		res = clitest.Run(t, Command, "--redis", clitest.RedisURL(), "--force", lock)
 		require.Equal(t, 0, res.Code, res.Stderr)
 		assert.Equal(t, lock+": unlocked (forced, write)\n", res.Stdout)
 		assert.False(t, clitest.Exists(t, rc, lock))
@@ -151,7 +151,7 @@ func TestUnlockEveryKind(t *testing.T) {
 		require.NoError(t, err)
 		guard := m.Guard(ctx)
 
-		res := runInProcess(t, "unlock", "--redis", clitest.RedisURL(), "--force", lock)
+		res := clitest.Run(t, Command, "--redis", clitest.RedisURL(), "--force", lock)
 		require.Equal(t, 0, res.Code, res.Stderr)
 		assert.Equal(t, lock+": unlocked (forced, fenced)\n", res.Stdout)
 		assert.False(t, clitest.Exists(t, rc, lock))
@@ -168,7 +168,7 @@ func TestUnlockEveryKind(t *testing.T) {
 		m := fairlock.New(c, lock)
 		ctx := interlock.WithOwner(t.Context(), 1)
 		require.NoError(t, m.Lock(ctx))
-		res := runInProcess(t, "unlock", "--redis", clitest.RedisURL(), "--force", "--kind", "fair", lock)
+		res := clitest.Run(t, Command, "--redis", clitest.RedisURL(), "--force", "--kind", "fair", lock)
 		require.Equal(t, 0, res.Code, res.Stderr)
 		assert.Equal(t, lock+": unlocked (forced, fair)\n", res.Stdout)
 	})
@@ -195,11 +195,11 @@ func TestUnlockRefusesOtherKinds(t *testing.T) {
 		{fair, "read", "is a fair lock, not a read lock"},
 		{str, "", "is a string key, not a Redisson lock; it was not deleted"},
 	} {
-		args := []string{"unlock", "--redis", clitest.RedisURL(), "--force", tc.lock}
+		args := []string{"--redis", clitest.RedisURL(), "--force", tc.lock}
 		if tc.kind != "" {
 			args = append(args, "--kind", tc.kind)
 		}
-		res := runInProcess(t, args...)
+		res := clitest.Run(t, Command, args...)
 		assert.Equal(t, exit.Usage, res.Code, tc)
 		assert.Contains(t, res.Stderr, tc.want, tc)
 	}

@@ -1,9 +1,9 @@
-package main
+package ls
 
 import "github.com/interlock-go/interlock/cmd/interlock/internal/redisconn"
 
-// lsUsage is the help of "interlock ls".
-const lsUsage = `Usage: interlock ls [flags] [PATTERN]
+// usage is the help of "interlock ls".
+const usage = `Usage: interlock ls [flags] [PATTERN]
 
 Lists the synchronizers in Redis, whoever wrote them (interlock or Java
 Redisson), one row each: name, kind, TTL, holders (as stored: the hash field

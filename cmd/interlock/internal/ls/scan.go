@@ -1,4 +1,4 @@
-package main
+package ls
 
 import (
 	"context"
@@ -30,10 +30,10 @@ const (
 	permitSample = 10
 )
 
-// lsCandidate is a name the scan found a trace of: a key of that name
+// candidate is a name the scan found a trace of: a key of that name
 // shaped like a synchronizer, a key Redisson derives from that name, or a
 // channel of that name with subscribers.
-type lsCandidate struct {
+type candidate struct {
 	name string
 	// primary: the key named name itself looked like a lock hash or (with
 	// --counters) a counter.
@@ -58,17 +58,17 @@ type readKey struct {
 	k     int64
 }
 
-// lsScan finds the synchronizers of one keyspace (lsCmd).
-type lsScan struct {
+// scan finds the synchronizers of one keyspace (Command).
+type scan struct {
 	rc       rueidis.Client
 	pattern  string // PATTERN: a glob on synchronizer names
 	match    string // SCAN's MATCH: containsPattern(pattern), "" for none
 	count    int64  // SCAN's COUNT hint
 	limit    int    // at most this many candidates; 0: no limit
 	counters bool   // --counters: integer strings are candidates too
-	progress *lsProgress
+	progress *progressWriter
 
-	cands     map[string]*lsCandidate
+	cands     map[string]*candidate
 	scanned   int64    // keys SCAN returned, over every node
 	latches   int64    // unlock latch keys seen (not listed)
 	receipts  int64    // receipt keys seen (not listed)
@@ -78,11 +78,11 @@ type lsScan struct {
 }
 
 // full reports whether the scan has as many candidates as it may list.
-func (s *lsScan) full() bool { return s.limit > 0 && len(s.cands) >= s.limit }
+func (s *scan) full() bool { return s.limit > 0 && len(s.cands) >= s.limit }
 
 // add returns the candidate called name, making it if need be, or nil
 // when name does not match PATTERN or the limit is reached.
-func (s *lsScan) add(name string, braced bool) *lsCandidate {
+func (s *scan) add(name string, braced bool) *candidate {
 	if !globMatch(s.pattern, name) {
 		return nil
 	}
@@ -92,7 +92,7 @@ func (s *lsScan) add(name string, braced bool) *lsCandidate {
 			s.truncated = true
 			return nil
 		}
-		c = &lsCandidate{name: name, braced: braced}
+		c = &candidate{name: name, braced: braced}
 		s.cands[name] = c
 	}
 	c.braced = c.braced && braced
@@ -125,7 +125,7 @@ func scanNodes(ctx context.Context, rc rueidis.Client) (map[string]rueidis.Clien
 }
 
 // scanAll scans every node of nodes, in address order, until the limit.
-func (s *lsScan) scanAll(ctx context.Context, nodes map[string]rueidis.Client) error {
+func (s *scan) scanAll(ctx context.Context, nodes map[string]rueidis.Client) error {
 	for _, addr := range slices.Sorted(maps.Keys(nodes)) {
 		if s.truncated {
 			break
@@ -140,7 +140,7 @@ func (s *lsScan) scanAll(ctx context.Context, nodes map[string]rueidis.Client) e
 
 // scanNode SCANs the keys of one node, a COUNT hint at a time, and
 // classifies each batch as it comes.
-func (s *lsScan) scanNode(ctx context.Context, addr string, n rueidis.Client) error {
+func (s *scan) scanNode(ctx context.Context, addr string, n rueidis.Client) error {
 	var cursor uint64
 	for {
 		var cmd rueidis.Completed
@@ -167,7 +167,7 @@ func (s *lsScan) scanNode(ctx context.Context, addr string, n rueidis.Client) er
 // classify looks at one batch of keys of node n: keys Redisson derives
 // from a name are told by their names; the others by their type and
 // shape, read in at most three pipelined round trips.
-func (s *lsScan) classify(ctx context.Context, n rueidis.Client, batch []string) error {
+func (s *scan) classify(ctx context.Context, n rueidis.Client, batch []string) error {
 	var typed []string
 	for _, k := range batch {
 		switch {
@@ -202,7 +202,7 @@ func (s *lsScan) classify(ctx context.Context, n rueidis.Client, batch []string)
 	for i, k := range typed {
 		cmds[i] = b.Type().Key(k).Build()
 	}
-	res, err := lsPipe(ctx, n, cmds)
+	res, err := pipe(ctx, n, cmds)
 	if err != nil {
 		return err
 	}
@@ -235,7 +235,7 @@ func (s *lsScan) classify(ctx context.Context, n rueidis.Client, batch []string)
 	if len(cmds) == 0 {
 		return nil
 	}
-	if res, err = lsPipe(ctx, n, cmds); err != nil {
+	if res, err = pipe(ctx, n, cmds); err != nil {
 		return err
 	}
 	var small []string
@@ -271,7 +271,7 @@ func (s *lsScan) classify(ctx context.Context, n rueidis.Client, batch []string)
 	for _, k := range small {
 		cmds = append(cmds, b.Hgetall().Key(k).Build())
 	}
-	if res, err = lsPipe(ctx, n, cmds); err != nil {
+	if res, err = pipe(ctx, n, cmds); err != nil {
 		return err
 	}
 	for i, k := range small {
@@ -286,7 +286,7 @@ func (s *lsScan) classify(ctx context.Context, n rueidis.Client, batch []string)
 
 // derivedName returns the name of a fair lock's queue or deadlines, or of
 // a fenced lock's token counter.
-func (s *lsScan) derivedName(key string) (name string, braced, ok bool) {
+func (s *scan) derivedName(key string) (name string, braced, ok bool) {
 	for _, prefix := range []string{keys.FairQueuePrefix, keys.FairTimeoutPrefix, keys.FenceTokenPrefix} {
 		if name, braced, ok = unprefixName(key, prefix); ok {
 			return name, braced, true
@@ -298,7 +298,7 @@ func (s *lsScan) derivedName(key string) (name string, braced, ok bool) {
 // permitsName returns the name of the expirable semaphore whose sorted
 // set of acquired permits key would be, when that name matches PATTERN;
 // else "".
-func (s *lsScan) permitsName(key string) string {
+func (s *scan) permitsName(key string) string {
 	name, _, ok := unsuffixName(key, keys.PermitsSuffix)
 	if !ok || !globMatch(s.pattern, name) {
 		return ""
@@ -306,10 +306,10 @@ func (s *lsScan) permitsName(key string) string {
 	return name
 }
 
-// lsPipe sends cmds to n. A failure to talk to Redis fails the whole
+// pipe sends cmds to n. A failure to talk to Redis fails the whole
 // pipeline; an error reply (a key that moved or changed type meanwhile)
 // is left in its result, for the caller to skip.
-func lsPipe(ctx context.Context, n rueidis.Client, cmds rueidis.Commands) ([]rueidis.RedisResult, error) {
+func pipe(ctx context.Context, n rueidis.Client, cmds rueidis.Commands) ([]rueidis.RedisResult, error) {
 	res := n.DoMulti(ctx, cmds...)
 	for _, r := range res {
 		if err := r.Error(); err != nil && !rueidis.IsRedisNil(err) && !redisconn.IsErrorReply(err) {
@@ -359,7 +359,7 @@ func permitShaped(members []string) bool {
 // subscribers on every node (replicas included: classic subscribers may
 // be connected anywhere), classic and sharded, and adds their counts to
 // the candidates.
-func (s *lsScan) countSubscribers(ctx context.Context) error {
+func (s *scan) countSubscribers(ctx context.Context) error {
 	pattern := "redisson*"
 	if m := containsPattern(s.pattern); m != "" {
 		pattern = "redisson" + m
@@ -434,7 +434,7 @@ func nodeSubscribers(ctx context.Context, n rueidis.Client, pattern string, shar
 // derived keys of the names "x" and "{x}" are the same. A candidate "x"
 // found only through such keys belongs to "{x}" when the key "{x}" is a
 // synchronizer and the key "x" is not.
-func (s *lsScan) resolveBraced() {
+func (s *scan) resolveBraced() {
 	for name, c := range s.cands {
 		if !c.braced || c.primary {
 			continue
@@ -451,9 +451,9 @@ func (s *lsScan) resolveBraced() {
 	}
 }
 
-// lsProgress writes progress lines on stderr while a scan is long: one
+// progressWriter writes progress lines on stderr while a scan is long: one
 // every interval (after every SCAN reply for 0; never when negative).
-type lsProgress struct {
+type progressWriter struct {
 	w       io.Writer
 	every   time.Duration
 	last    time.Time
@@ -462,7 +462,7 @@ type lsProgress struct {
 
 // tick reports the keys scanned and synchronizers found so far, when the
 // interval since the last line (or the start) has passed.
-func (p *lsProgress) tick(keys int64, found int) {
+func (p *progressWriter) tick(keys int64, found int) {
 	if p.every < 0 || time.Since(p.last) < p.every {
 		return
 	}
@@ -471,7 +471,7 @@ func (p *lsProgress) tick(keys int64, found int) {
 }
 
 // done ends the progress lines with the totals, if any line was written.
-func (p *lsProgress) done(keys int64, nodes, found int) {
+func (p *progressWriter) done(keys int64, nodes, found int) {
 	if !p.printed {
 		return
 	}

@@ -1,4 +1,7 @@
-package main
+// Package ls is "interlock ls": it walks the keyspace with SCAN, on every
+// master of a cluster, finds the synchronizers whose names match a
+// pattern, decodes each as inspect does and flags what looks wrong.
+package ls
 
 import (
 	"context"
@@ -19,11 +22,11 @@ import (
 
 // Defaults of ls's flags.
 const (
-	lsDefaultLimit    = 1000
-	lsDefaultCount    = 1000
-	lsDefaultProgress = time.Second
-	// lsProbers is how many synchronizers ls reads at once.
-	lsProbers = 8
+	defaultLimit    = 1000
+	defaultCount    = 1000
+	defaultProgress = time.Second
+	// probers is how many synchronizers ls reads at once.
+	probers = 8
 )
 
 // Flags of ls's entries: what looks wrong.
@@ -35,9 +38,9 @@ const (
 	flagLeaked       = "leaked-permits"       // expired permits not given back yet
 )
 
-// lsEntry is one synchronizer in ls's listing: inspect's report of its
+// entry is one synchronizer in ls's listing: inspect's report of its
 // name, and what ls adds.
-type lsEntry struct {
+type entry struct {
 	inspect.Report
 	// Alike are the other kinds Redis stores just like this one, which
 	// nothing in Redis tells apart from it.
@@ -60,9 +63,9 @@ type orphanKey struct {
 	TTLms int64  `json:"ttl_ms"`
 }
 
-// lsListing is ls's whole answer, the JSON object of --json.
-type lsListing struct {
-	Synchronizers []lsEntry `json:"synchronizers"`
+// listing is ls's whole answer, the JSON object of --json.
+type listing struct {
+	Synchronizers []entry `json:"synchronizers"`
 	// ScannedKeys is the number of keys SCAN returned, over every node.
 	ScannedKeys int64 `json:"scanned_keys"`
 	// Match is SCAN's MATCH pattern, derived from PATTERN ("" for none):
@@ -89,7 +92,7 @@ type progressFlag struct{ d time.Duration }
 // String returns the interval, or "off".
 func (f *progressFlag) String() string {
 	if f == nil {
-		return lsDefaultProgress.String()
+		return defaultProgress.String()
 	}
 	if f.d < 0 {
 		return "off"
@@ -111,15 +114,18 @@ func (f *progressFlag) Set(s string) error {
 	return nil
 }
 
-// lsCmd is "interlock ls": list the synchronizers in Redis.
-func lsCmd(ctx context.Context, io cli.Stdio, args []string) error {
-	fs := cli.NewFlagSet("ls", lsUsage)
+// Command is "interlock ls": it lists the synchronizers in Redis.
+var Command = cli.Command{Name: "ls", Usage: usage, Run: run}
+
+// run is Command's Run.
+func run(ctx context.Context, io cli.Stdio, args []string) error {
+	fs := cli.NewFlagSet("ls", usage)
 	redis := redisconn.AddFlag(fs.FlagSet, io.Getenv)
 	asJSON := fs.Bool("json", false, "print JSON")
-	limit := fs.Int("limit", lsDefaultLimit, "list at most N synchronizers; 0: no limit")
-	count := fs.Int64("count", lsDefaultCount, "SCAN's COUNT hint")
+	limit := fs.Int("limit", defaultLimit, "list at most N synchronizers; 0: no limit")
+	count := fs.Int64("count", defaultCount, "SCAN's COUNT hint")
 	counters := fs.Bool("counters", false, "list string keys holding an integer")
-	progress := &progressFlag{d: lsDefaultProgress}
+	progress := &progressFlag{d: defaultProgress}
 	fs.Var(progress, "progress", "interval of progress lines on stderr, or off")
 	pos, err := fs.ParseArgs(io, args)
 	if err != nil {
@@ -143,23 +149,23 @@ func lsCmd(ctx context.Context, io cli.Stdio, args []string) error {
 		return err
 	}
 	defer c.Close()
-	s := &lsScan{
+	s := &scan{
 		rc: c.Redis, pattern: pattern, match: containsPattern(pattern), count: *count,
-		limit: *limit, counters: *counters, cands: map[string]*lsCandidate{},
-		progress: &lsProgress{w: io.Err, every: progress.d, last: time.Now()},
+		limit: *limit, counters: *counters, cands: map[string]*candidate{},
+		progress: &progressWriter{w: io.Err, every: progress.d, last: time.Now()},
 	}
 	listing, err := s.run(ctx)
 	if err != nil {
 		return exit.Failed("ls", err)
 	}
 	if *asJSON {
-		return exit.WithCode(exit.Failure, writeLsJSON(io.Out, listing))
+		return exit.WithCode(exit.Failure, writeJSON(io.Out, listing))
 	}
-	return exit.WithCode(exit.Failure, writeLsTable(io.Out, listing))
+	return exit.WithCode(exit.Failure, writeTable(io.Out, listing))
 }
 
 // run scans, reads every candidate and returns the listing.
-func (s *lsScan) run(ctx context.Context) (*lsListing, error) {
+func (s *scan) run(ctx context.Context) (*listing, error) {
 	nodes, err := scanNodes(ctx, s.rc)
 	if err != nil {
 		return nil, err
@@ -174,11 +180,11 @@ func (s *lsScan) run(ctx context.Context) (*lsListing, error) {
 	s.progress.done(s.scanned, len(s.nodes), len(s.cands))
 
 	names := slices.Sorted(maps.Keys(s.cands))
-	entries := make([]*lsEntry, len(names))
+	entries := make([]*entry, len(names))
 	errs := make([]error, len(names))
 	next := make(chan int)
 	var wg sync.WaitGroup
-	for range min(lsProbers, len(names)) {
+	for range min(probers, len(names)) {
 		wg.Go(func() {
 			for i := range next {
 				entries[i], errs[i] = s.entry(ctx, s.cands[names[i]])
@@ -195,8 +201,8 @@ func (s *lsScan) run(ctx context.Context) (*lsListing, error) {
 			return nil, err // the first: the others are likely the same failure
 		}
 	}
-	l := &lsListing{
-		Synchronizers: []lsEntry{}, ScannedKeys: s.scanned, Match: s.match, Nodes: s.nodes, Truncated: s.truncated,
+	l := &listing{
+		Synchronizers: []entry{}, ScannedKeys: s.scanned, Match: s.match, Nodes: s.nodes, Truncated: s.truncated,
 		UnlockLatches: s.latches, Receipts: s.receipts, Counters: s.counters, Notes: s.notes,
 	}
 	for _, e := range entries {
@@ -209,7 +215,7 @@ func (s *lsScan) run(ctx context.Context) (*lsListing, error) {
 
 // entry reads and decodes one candidate as inspect does, and adds ls's
 // flags; nil when nothing of a synchronizer is left under its name.
-func (s *lsScan) entry(ctx context.Context, c *lsCandidate) (*lsEntry, error) {
+func (s *scan) entry(ctx context.Context, c *candidate) (*entry, error) {
 	f, err := inspect.Probe(ctx, s.rc, c.name)
 	if err != nil {
 		return nil, fmt.Errorf("reading %q: %w", c.name, err)
@@ -223,7 +229,7 @@ func (s *lsScan) entry(ctx context.Context, c *lsCandidate) (*lsEntry, error) {
 	case c.waitLatch && !c.waitSem:
 		hint = kinds.Latch
 	}
-	e := &lsEntry{Report: inspect.Decode(f, hint), Subscribers: c.subscribers}
+	e := &entry{Report: inspect.Decode(f, hint), Subscribers: c.subscribers}
 	if e.OrphanReadTimeouts, err = s.orphans(ctx, f, c.readKeys); err != nil {
 		return nil, fmt.Errorf("reading %q: %w", c.name, err)
 	}
@@ -259,7 +265,7 @@ var (
 
 // orphans returns the read hold timeout keys among seen that belong to no
 // read hold of the name's hash (probed in f) and still exist.
-func (s *lsScan) orphans(ctx context.Context, f *inspect.Facts, seen []readKey) ([]orphanKey, error) {
+func (s *scan) orphans(ctx context.Context, f *inspect.Facts, seen []readKey) ([]orphanKey, error) {
 	var suspects []readKey
 	for _, rk := range seen {
 		holds, isInt := inspect.ParseCounter(f.Fields[rk.owner])
@@ -274,7 +280,7 @@ func (s *lsScan) orphans(ctx context.Context, f *inspect.Facts, seen []readKey) 
 	for i, rk := range suspects {
 		cmds[i] = s.rc.B().Pttl().Key(rk.key).Build()
 	}
-	res, err := lsPipe(ctx, s.rc, cmds)
+	res, err := pipe(ctx, s.rc, cmds)
 	if err != nil {
 		return nil, err
 	}
@@ -297,7 +303,7 @@ func isLockKind(kind string) bool {
 }
 
 // flag sets the entry's flags and explains each in a note.
-func (e *lsEntry) flag() {
+func (e *entry) flag() {
 	add := func(flag, note string) {
 		if !slices.Contains(e.Flags, flag) {
 			e.Flags = append(e.Flags, flag)
@@ -315,7 +321,7 @@ func (e *lsEntry) flag() {
 			add(flagZombie, fmt.Sprintf("ZOMBIE: a read hold of %s has no TTL and never expires", h.Field))
 		}
 		if h.Stale {
-			add(flagStaleReaders, "") // decode's note explains it
+			add(flagStaleReaders, "") // inspect.Decode's note explains it
 		}
 	}
 	stale := 0
@@ -342,7 +348,7 @@ func (e *lsEntry) flag() {
 	}
 	for _, p := range e.Acquired {
 		if p.Expired {
-			add(flagLeaked, "") // decode's note explains it
+			add(flagLeaked, "") // inspect.Decode's note explains it
 			break
 		}
 	}

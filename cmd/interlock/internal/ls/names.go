@@ -1,4 +1,4 @@
-package main
+package ls
 
 import (
 	"strconv"
@@ -11,7 +11,7 @@ import (
 // unwrapName inverts keys.Prefix and keys.Suffix: given what they put
 // around a name ("{N}" for a name without braces, N itself for one with
 // them), it returns N. braced reports the "{N}" form, which the name
-// "{N}" itself would also give (see lsScan.resolveBraced); ok is false when
+// "{N}" itself would also give (see scan.resolveBraced); ok is false when
 // no name gives s.
 func unwrapName(s string) (name string, braced, ok bool) {
 	if inner, found := strings.CutPrefix(s, "{"); found {

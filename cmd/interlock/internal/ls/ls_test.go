@@ -1,6 +1,6 @@
 //go:build unix
 
-package main
+package ls
 
 import (
 	"context"
@@ -36,13 +36,13 @@ import (
 
 // lsJSON runs "ls --json" with args and returns the listing, with its
 // entries by name.
-func lsJSON(t *testing.T, args ...string) (lsListing, map[string]lsEntry) {
+func lsJSON(t *testing.T, args ...string) (listing, map[string]entry) {
 	t.Helper()
-	res := runInProcess(t, append([]string{"ls", "--json"}, args...)...)
+	res := clitest.Run(t, Command, append([]string{"--json"}, args...)...)
 	require.Equal(t, 0, res.Code, res.Stderr)
-	var l lsListing
+	var l listing
 	require.NoError(t, json.Unmarshal([]byte(res.Stdout), &l), res.Stdout)
-	byName := map[string]lsEntry{}
+	byName := map[string]entry{}
 	for _, e := range l.Synchronizers {
 		_, dup := byName[e.Name]
 		require.False(t, dup, "%s listed twice", e.Name)
@@ -220,7 +220,7 @@ func TestLsListsEveryKind(t *testing.T) {
 	assert.Len(t, got, 1, "PATTERN matches names: only the zombie")
 
 	// The table: one row each, the flags, the notes, the summary.
-	res := runInProcess(t, "ls", "--redis", clitest.RedisURL(), "--progress", "off", base+"*")
+	res := clitest.Run(t, Command, "--redis", clitest.RedisURL(), "--progress", "off", base+"*")
 	require.Equal(t, 0, res.Code, res.Stderr)
 	lines := strings.Split(strings.TrimSpace(res.Stdout), "\n")
 	assert.Equal(t, []string{"NAME", "KIND", "TTL", "HOLDERS", "WAITERS", "FLAGS"}, strings.Fields(lines[0]))
@@ -268,16 +268,16 @@ func TestLsLargeKeyspace(t *testing.T) {
 	require.NoError(t, rc.Do(ctx, rc.B().ConfigResetstat().Build()).Error())
 
 	start := time.Now()
-	res := runInProcess(t, "ls", "--redis", "redis://"+s.Addr(), "--json", "--progress", "0")
+	res := clitest.Run(t, Command, "--redis", "redis://"+s.Addr(), "--json", "--progress", "0")
 	took := time.Since(start)
 	require.Equal(t, 0, res.Code, res.Stderr)
-	var l lsListing
+	var l listing
 	require.NoError(t, json.Unmarshal([]byte(res.Stdout), &l))
 	require.Len(t, l.Synchronizers, 1)
 	assert.Equal(t, "the-lock", l.Synchronizers[0].Name)
 	assert.GreaterOrEqual(t, l.ScannedKeys, int64(total+1))
 	progress := strings.Split(strings.TrimSpace(res.Stderr), "\n")
-	assert.Greater(t, len(progress), total/lsDefaultCount/2, "a line per SCAN call")
+	assert.Greater(t, len(progress), total/defaultCount/2, "a line per SCAN call")
 	assert.Regexp(t, `^interlock ls: scanned \d+ keys, [01] synchronizers?$`, progress[0])
 	assert.Equal(t, fmt.Sprintf("interlock ls: scanned %d keys on 1 node, found 1 synchronizer", l.ScannedKeys),
 		progress[len(progress)-1])
@@ -392,16 +392,15 @@ func TestLsUsage(t *testing.T) {
 	for _, f := range []string{"json", "limit", "count", "counters", "progress"} {
 		fs.Bool(f, false, "")
 	}
-	fs.VisitAll(func(f *flag.Flag) { assert.Contains(t, lsUsage, "  --"+f.Name+" ", f.Name) })
-	assert.Contains(t, mainUsage, "\n  interlock ls ")
+	fs.VisitAll(func(f *flag.Flag) { assert.Contains(t, usage, "  --"+f.Name+" ", f.Name) })
 	for _, bad := range []string{"ls --nope", "ls a b", "ls --limit -1", "ls --count 0", "ls --progress never"} {
-		res := runInProcess(t, strings.Fields(bad)...)
+		res := clitest.Run(t, Command, strings.Fields(bad)[1:]...)
 		assert.Equal(t, exit.Usage, res.Code, bad)
 		assert.Contains(t, res.Stderr, "(see 'interlock help ls')", bad)
 	}
-	res := runInProcess(t, "ls", "--redis", "redis://127.0.0.1:1")
+	res := clitest.Run(t, Command, "--redis", "redis://127.0.0.1:1")
 	assert.Equal(t, exit.Unavailable, res.Code, res.Stderr)
-	res = runInProcess(t, "ls", "--help")
+	res = clitest.Run(t, Command, "--help")
 	assert.Equal(t, 0, res.Code)
-	assert.Equal(t, lsUsage, res.Stdout)
+	assert.Equal(t, usage, res.Stdout)
 }

@@ -1,4 +1,7 @@
-package main
+// Package unlock is "interlock unlock --force": it deletes a lock whoever
+// holds it, with the ForceUnlock of the kind inspect finds in Redis, or of
+// the kind --kind names when Redis does not contradict it.
+package unlock
 
 import (
 	"context"
@@ -15,10 +18,13 @@ import (
 	"github.com/interlock-go/interlock/internal/keys"
 )
 
-// unlockCmd is "interlock unlock --force [--kind KIND] LOCK": the
+// Command is "interlock unlock --force [--kind KIND] LOCK": the
 // ForceUnlock of the lock's kind, as found in Redis or as --kind says.
-func unlockCmd(ctx context.Context, io cli.Stdio, args []string) error {
-	fs := cli.NewFlagSet("unlock", unlockUsage)
+var Command = cli.Command{Name: "unlock", Usage: usage, Run: run}
+
+// run is Command's Run.
+func run(ctx context.Context, io cli.Stdio, args []string) error {
+	fs := cli.NewFlagSet("unlock", usage)
 	redis := redisconn.AddFlag(fs.FlagSet, io.Getenv)
 	prefix := cli.AddNamePrefixFlag(fs.FlagSet)
 	force := fs.Bool("force", false, "confirm breaking the lock")

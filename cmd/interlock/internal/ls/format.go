@@ -1,4 +1,4 @@
-package main
+package ls
 
 import (
 	"bytes"
@@ -15,17 +15,17 @@ import (
 	"github.com/interlock-go/interlock/cmd/interlock/internal/kinds"
 )
 
-// lsMaxHolders is how many holders a row of the table names.
-const lsMaxHolders = 3
+// maxHolders is how many holders a row of the table names.
+const maxHolders = 3
 
-// writeLsJSON prints the listing as one JSON object.
-func writeLsJSON(w io.Writer, l *lsListing) error {
+// writeJSON prints the listing as one JSON object.
+func writeJSON(w io.Writer, l *listing) error {
 	return json.NewEncoder(w).Encode(l)
 }
 
-// writeLsTable prints the listing as a table with one row per
+// writeTable prints the listing as a table with one row per
 // synchronizer, then the notes and a summary line.
-func writeLsTable(w io.Writer, l *lsListing) error {
+func writeTable(w io.Writer, l *listing) error {
 	var buf bytes.Buffer
 	tw := tabwriter.NewWriter(&buf, 0, 8, 2, ' ', 0)
 	row := func(cells ...string) { fmt.Fprintln(tw, strings.Join(cells, "\t")) }
@@ -53,7 +53,7 @@ func writeLsTable(w io.Writer, l *lsListing) error {
 			flags = strings.Join(e.Flags, ",")
 			flagged++
 		}
-		row(e.Name, kind, lsTTL(e), lsHolders(e), lsWaiters(e), flags)
+		row(e.Name, kind, ttlCell(e), holdersCell(e), waitersCell(e), flags)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -89,8 +89,8 @@ func writeLsTable(w io.Writer, l *lsListing) error {
 	return err
 }
 
-// lsTTL is the TTL cell: "-" when there is no key.
-func lsTTL(e *lsEntry) string {
+// ttlCell is the TTL cell: "-" when there is no key.
+func ttlCell(e *entry) string {
 	if inspect.IsSyncKind(e.Kind) {
 		if e.TTLms == 0 {
 			return "-"
@@ -103,9 +103,9 @@ func lsTTL(e *lsEntry) string {
 	return inspect.FormatTTL(e.TTL())
 }
 
-// lsHolders is the HOLDERS cell: a lock's holders as stored (hash field,
+// holdersCell is the HOLDERS cell: a lock's holders as stored (hash field,
 // then "xN" for N holds), or a semaphore's or latch's state.
-func lsHolders(e *lsEntry) string {
+func holdersCell(e *entry) string {
 	switch {
 	case e.Kind == kinds.Counter && e.Permits != nil:
 		return strconv.FormatInt(*e.Permits, 10) + " (permits or count)"
@@ -126,7 +126,7 @@ func lsHolders(e *lsEntry) string {
 	}
 	var cells []string
 	for i, h := range e.Holders {
-		if i == lsMaxHolders {
+		if i == maxHolders {
 			cells = append(cells, fmt.Sprintf("+%d more", len(e.Holders)-i))
 			break
 		}
@@ -139,9 +139,9 @@ func lsHolders(e *lsEntry) string {
 	return strings.Join(cells, ", ")
 }
 
-// lsWaiters is the WAITERS cell: a fair lock's queue, and the
+// waitersCell is the WAITERS cell: a fair lock's queue, and the
 // connections subscribed to the object's channels.
-func lsWaiters(e *lsEntry) string {
+func waitersCell(e *entry) string {
 	var cells []string
 	if len(e.Queue) > 0 {
 		cells = append(cells, strconv.Itoa(len(e.Queue))+" queued")
