@@ -8,6 +8,7 @@ import (
 	"github.com/interlock-go/interlock"
 	"github.com/interlock-go/interlock/cmd/interlock/internal/cli"
 	"github.com/interlock-go/interlock/cmd/interlock/internal/exit"
+	"github.com/interlock-go/interlock/cmd/interlock/internal/kinds"
 	"github.com/interlock-go/interlock/cmd/interlock/internal/redisconn"
 	"github.com/interlock-go/interlock/fenced"
 	"github.com/interlock-go/interlock/rlock"
@@ -103,7 +104,7 @@ func holderCmd(ctx context.Context, io cli.Stdio, args []string) error {
 		case line, ok := <-lines:
 			if !ok {
 				if guard.Err() == nil {
-					unlockQuietly(ctx, m.Unlock)
+					_ = kinds.Release(ctx, m.Unlock) // else it expires by itself
 				}
 				return nil
 			}

@@ -8,15 +8,18 @@ import (
 	"github.com/interlock-go/interlock/cmd/interlock/internal/cli"
 	"github.com/interlock-go/interlock/cmd/interlock/internal/exit"
 	"github.com/interlock-go/interlock/cmd/interlock/internal/inspect"
+	"github.com/interlock-go/interlock/cmd/interlock/internal/latchcmd"
 	"github.com/interlock-go/interlock/cmd/interlock/internal/ls"
+	"github.com/interlock-go/interlock/cmd/interlock/internal/run"
+	"github.com/interlock-go/interlock/cmd/interlock/internal/semaphorecmd"
 	"github.com/interlock-go/interlock/cmd/interlock/internal/unlock"
 )
 
 // commands lists the subcommands in the order the usage text gives them.
 var commands = []cli.Command{
-	{Name: "run", Usage: runUsage, Run: runCmd},
-	{Name: "semaphore", Usage: semaphoreUsage, Run: semaphoreCmd},
-	{Name: "latch", Usage: latchUsage, Run: latchCmd},
+	run.Command,
+	semaphorecmd.Command,
+	latchcmd.Command,
 	inspect.Command,
 	ls.Command,
 	{Name: "doctor", Usage: doctorUsage, Run: doctorCmd},

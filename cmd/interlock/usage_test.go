@@ -15,6 +15,7 @@ import (
 	"github.com/interlock-go/interlock/cmd/interlock/internal/exit"
 	"github.com/interlock-go/interlock/cmd/interlock/internal/inspect"
 	"github.com/interlock-go/interlock/cmd/interlock/internal/redisconn"
+	"github.com/interlock-go/interlock/cmd/interlock/internal/run"
 )
 
 func TestHelp(t *testing.T) {
@@ -39,7 +40,7 @@ func TestHelp(t *testing.T) {
 	}
 	res := runInProcess(t, "run", "-h")
 	assert.Equal(t, 0, res.Code)
-	assert.Equal(t, runUsage, res.Stdout)
+	assert.Equal(t, run.Command.Usage, res.Stdout)
 	res = runInProcess(t, "inspect", "--help")
 	assert.Equal(t, 0, res.Code)
 	assert.Equal(t, inspect.Command.Usage, res.Stdout)

@@ -1,11 +1,14 @@
 // Package kinds names the kinds of Redisson synchronizer the way
 // interlock's commands do, in --kind and in the KIND column of inspect and
-// ls, and makes the lock of each lock kind.
+// ls, makes the lock of each lock kind, and releases a hold whatever
+// became of the caller's context.
 package kinds
 
 import (
+	"context"
 	"errors"
 	"strconv"
+	"time"
 
 	"github.com/interlock-go/interlock"
 	"github.com/interlock-go/interlock/fairlock"
@@ -79,4 +82,17 @@ func NewLock(c *interlock.Client, kind, name string) (interlock.Locker, error) {
 		return spin.New(c, name), nil
 	}
 	return nil, errors.New("unknown lock kind " + strconv.Quote(kind))
+}
+
+// UnlockTimeout bounds Release.
+const UnlockTimeout = 5 * time.Second
+
+// Release calls unlock, the release of a hold, on a context that keeps
+// ctx's values but not its cancellation, for at most UnlockTimeout: a hold
+// is released even when the wait for it, or the work under it, was
+// cancelled. It returns unlock's error.
+func Release(ctx context.Context, unlock func(context.Context) error) error {
+	uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), UnlockTimeout)
+	defer cancel()
+	return unlock(uctx)
 }

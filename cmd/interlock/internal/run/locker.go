@@ -1,4 +1,4 @@
-package main
+package run
 
 import (
 	"context"
@@ -15,7 +15,7 @@ import (
 
 // runKinds are the values of run's --kind: the locks, the spin lock (whose
 // data is RLock's, so unlock --force needs no kind of its own for it), then
-// the semaphores (locker_semaphore.go).
+// the semaphores (semaphore.go).
 var runKinds = append(slices.Clip(kinds.Locks), kinds.Spin, kinds.Semaphore, kinds.Expirable)
 
 // envFenceToken names the variable that gives CMD the fencing token of

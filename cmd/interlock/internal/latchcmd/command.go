@@ -1,4 +1,6 @@
-package main
+// Package latchcmd is "interlock latch": it sets up a Redisson
+// count-down latch, counts it down, or waits until it is open.
+package latchcmd
 
 import (
 	"context"
@@ -15,11 +17,14 @@ import (
 	"github.com/interlock-go/interlock/latch"
 )
 
-// latchCmd is "interlock latch init NAME N", "latch countdown NAME" and
+// Command is "interlock latch init NAME N", "latch countdown NAME" and
 // "latch await [--wait D] NAME": RCountDownLatch's trySetCount, countDown
 // and await.
-func latchCmd(ctx context.Context, io cli.Stdio, args []string) error {
-	fs := cli.NewFlagSet("latch", latchUsage)
+var Command = cli.Command{Name: "latch", Usage: usage, Run: run}
+
+// run is Command's Run.
+func run(ctx context.Context, io cli.Stdio, args []string) error {
+	fs := cli.NewFlagSet("latch", usage)
 	redis := redisconn.AddFlag(fs.FlagSet, io.Getenv)
 	wait := &cli.DurationFlag{Unset: "forever"}
 	fs.Var(wait, "wait", "how long await waits")

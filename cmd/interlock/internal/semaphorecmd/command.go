@@ -1,4 +1,6 @@
-package main
+// Package semaphorecmd is "interlock semaphore": it sets up a Redisson
+// semaphore's permits, or adds some (run --kind semaphore holds them).
+package semaphorecmd
 
 import (
 	"context"
@@ -14,10 +16,13 @@ import (
 	"github.com/interlock-go/interlock/semaphore"
 )
 
-// semaphoreCmd is "interlock semaphore init|add NAME N": TrySetPermits
-// and AddPermits.
-func semaphoreCmd(ctx context.Context, io cli.Stdio, args []string) error {
-	fs := cli.NewFlagSet("semaphore", semaphoreUsage)
+// Command is "interlock semaphore init|add NAME N": TrySetPermits and
+// AddPermits.
+var Command = cli.Command{Name: "semaphore", Usage: usage, Run: run}
+
+// run is Command's Run.
+func run(ctx context.Context, io cli.Stdio, args []string) error {
+	fs := cli.NewFlagSet("semaphore", usage)
 	redis := redisconn.AddFlag(fs.FlagSet, io.Getenv)
 	kind := fs.String("kind", kinds.Semaphore, "semaphore kind")
 	ttl := &cli.DurationFlag{}

@@ -1,4 +1,7 @@
-package main
+// Package run is "interlock run", a distributed flock(1): it takes a lock
+// (or several, as one multilock, or a semaphore's permits), runs CMD while
+// it holds them, and ends CMD when the hold is lost.
+package run
 
 import (
 	"context"
@@ -21,9 +24,6 @@ import (
 // Defaults of run's flags.
 const (
 	defaultGrace = 10 * time.Second
-	// unlockTimeout bounds the unlock after CMD exited, and the unlock of a
-	// lock acquired just as a signal arrived.
-	unlockTimeout = 5 * time.Second
 	// maxExpirablePermits bounds --permits of an expirable semaphore, whose
 	// ids all travel in one script call and in CMD's environment.
 	maxExpirablePermits = 1000
@@ -48,7 +48,7 @@ type runConfig struct {
 // Every check is made here, before anything is sent.
 func parseRunArgs(io cli.Stdio, args []string) (*runConfig, error) {
 	cfg := &runConfig{wait: cli.DurationFlag{Unset: "forever"}}
-	fs := cli.NewFlagSet("run", runUsage)
+	fs := cli.NewFlagSet("run", usage)
 	redis := redisconn.AddFlag(fs.FlagSet, io.Getenv)
 	prefix := cli.AddNamePrefixFlag(fs.FlagSet)
 	fs.StringVar(&cfg.kind, "kind", kinds.Reentrant, "lock kind")
@@ -126,8 +126,11 @@ func checkPermits(cfg *runConfig, permits *cli.CountFlag, leaseSet bool) error {
 	return nil
 }
 
-// runCmd is "interlock run": lock, run CMD under the lock, unlock.
-func runCmd(ctx context.Context, io cli.Stdio, args []string) error {
+// Command is "interlock run": lock, run CMD under the lock, unlock.
+var Command = cli.Command{Name: "run", Usage: usage, Run: run}
+
+// run is Command's Run.
+func run(ctx context.Context, io cli.Stdio, args []string) error {
 	cfg, err := parseRunArgs(io, args)
 	if err != nil {
 		return err
@@ -178,7 +181,7 @@ func acquire(ctx context.Context, l locker, cfg *runConfig, sigs <-chan os.Signa
 	<-done
 	if got != nil {
 		if ok {
-			unlockQuietly(ctx, l.unlock)
+			_ = kinds.Release(ctx, l.unlock) // else it expires by itself
 		}
 		return exit.Errorf(exit.Signal(got), "%v while waiting for %s", got, cfg.describeLock())
 	}
@@ -225,9 +228,7 @@ func (cfg *runConfig) permitsWere() string {
 // release unlocks after CMD exited and decides the exit: CMD's status, or
 // exit.Lost when the lock was lost while CMD ran, or found gone at unlock.
 func release(ctx context.Context, io cli.Stdio, l locker, cfg *runConfig, lost bool, status error) error {
-	uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), unlockTimeout)
-	defer cancel()
-	err := l.unlock(uctx)
+	err := kinds.Release(ctx, l.unlock)
 	switch {
 	case lost:
 		return status // already exit.Lost
@@ -252,14 +253,6 @@ func release(ctx context.Context, io cli.Stdio, l locker, cfg *runConfig, lost b
 		fmt.Fprintf(io.Err, "interlock: warning: cannot unlock %q: %v; it expires by itself within %v\n", cfg.lock, err, holdLease(cfg))
 	}
 	return status
-}
-
-// unlockQuietly releases a hold nobody will use, ignoring errors: the
-// lock then expires by itself.
-func unlockQuietly(ctx context.Context, unlock func(context.Context) error) {
-	uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), unlockTimeout)
-	defer cancel()
-	_ = unlock(uctx)
 }
 
 // holdLease is the longest a hold of cfg survives without renewal.

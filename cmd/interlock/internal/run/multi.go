@@ -1,4 +1,4 @@
-package main
+package run
 
 import (
 	"context"
@@ -76,7 +76,7 @@ func (l *multiLocker) acquire(ctx context.Context, wait cli.DurationFlag, lease 
 		return ok, err
 	}
 	if err := l.readTokens(ctx); err != nil {
-		unlockQuietly(ctx, l.m.Unlock)
+		_ = kinds.Release(ctx, l.m.Unlock) // else it expires by itself
 		return false, err
 	}
 	return true, nil
