@@ -6,6 +6,7 @@ import (
 	"os"
 
 	"github.com/interlock-go/interlock/cmd/interlock/internal/cli"
+	"github.com/interlock-go/interlock/cmd/interlock/internal/doctor"
 	"github.com/interlock-go/interlock/cmd/interlock/internal/exit"
 	"github.com/interlock-go/interlock/cmd/interlock/internal/inspect"
 	"github.com/interlock-go/interlock/cmd/interlock/internal/latchcmd"
@@ -22,7 +23,7 @@ var commands = []cli.Command{
 	latchcmd.Command,
 	inspect.Command,
 	ls.Command,
-	{Name: "doctor", Usage: doctorUsage, Run: doctorCmd},
+	doctor.Command,
 	unlock.Command,
 	{Name: "demo", Usage: demoUsage, Run: demoCmd},
 	{Name: holderCmdName, Run: holderCmd, Hidden: true},

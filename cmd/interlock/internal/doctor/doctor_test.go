@@ -1,6 +1,6 @@
 //go:build unix
 
-package main
+package doctor
 
 import (
 	"encoding/json"
@@ -22,7 +22,7 @@ import (
 // the parsed report.
 func runDoctor(t *testing.T, args ...string) (int, doctorReport) {
 	t.Helper()
-	res := runInProcess(t, append([]string{"doctor", "--json"}, args...)...)
+	res := clitest.Run(t, Command, append([]string{"--json"}, args...)...)
 	var rep doctorReport
 	require.NoError(t, json.Unmarshal([]byte(res.Stdout), &rep), "stdout: %s\nstderr: %s", res.Stdout, res.Stderr)
 	assert.Equal(t, res.Code, rep.ExitStatus, "exit_status is the exit code")
@@ -61,7 +61,7 @@ func TestDoctorEvictionHazard(t *testing.T) {
 	assert.Equal(t, "allkeys-lru", f.Facts["policy"])
 	assert.EqualValues(t, 100<<20, f.Facts["maxmemory"])
 
-	res := runInProcess(t, "doctor", "--redis", url)
+	res := clitest.Run(t, Command, "--redis", url)
 	assert.Equal(t, exit.Hazard, res.Code)
 	assert.Regexp(t, `(?m)^  hazard  maxmemory-policy: allkeys-lru`, res.Stdout)
 	assert.Contains(t, res.Stdout, "Worst finding: hazard; exit status 2.")
@@ -90,7 +90,7 @@ func TestDoctorEvictionHazard(t *testing.T) {
 func TestDoctorPersistence(t *testing.T) {
 	t.Parallel()
 	defaults := redistest.Standalone(t, "--save", "3600 1 300 100 60 10000")
-	res := runInProcess(t, "doctor", "--redis", "redis://"+defaults.Addr())
+	res := clitest.Run(t, Command, "--redis", "redis://"+defaults.Addr())
 	assert.Equal(t, exit.OK, res.Code, res.Stdout+res.Stderr)
 	text := strings.Join(strings.Fields(res.Stdout), " ")
 	assert.Contains(t, text, " ok maxmemory-policy: noeviction, maxmemory 0 (no limit): lock keys are never evicted ")
@@ -171,7 +171,7 @@ func TestDoctorReplicaHazard(t *testing.T) {
 // user's name, "on" and password.
 func minimalACL(t *testing.T) [][]string {
 	t.Helper()
-	doc, err := os.ReadFile("../../docs/operations.md")
+	doc, err := os.ReadFile("../../../../docs/operations.md")
 	require.NoError(t, err)
 	var lines [][]string
 	for line := range strings.Lines(string(doc)) {
@@ -222,7 +222,7 @@ func TestDoctorRestrictedUser(t *testing.T) {
 	persistence := rep.finding(t, "persistence", s.Addr())
 	assert.Equal(t, "no AOF; RDB save points unknown", persistence.Summary)
 	assert.NotEmpty(t, persistence.Skipped)
-	res := runInProcess(t, "doctor", "--redis", "redis://noconfig:pw@"+s.Addr())
+	res := clitest.Run(t, Command, "--redis", "redis://noconfig:pw@"+s.Addr())
 	text := strings.Join(strings.Fields(res.Stdout), " ")
 	assert.Contains(t, text, "info busy-reply-threshold: not checked: CONFIG GET refused (NOPERM); INFO does not show it")
 	assert.Contains(t, text, "Refused: CONFIG GET: NOPERM this user has no permissions to run the 'config|get' command; read INFO instead")
@@ -327,7 +327,7 @@ func TestDoctorCluster(t *testing.T) {
 	assert.Equal(t, "cluster_state ok; 16384 of 16384 slots assigned, 16384 ok; 3 masters, 3 replicas", cf.Summary)
 	assert.EqualValues(t, 16384, cf.Facts["slots_assigned"])
 
-	res := runInProcess(t, "doctor", "--redis", "redis://"+cl.Addrs()[1])
+	res := clitest.Run(t, Command, "--redis", "redis://"+cl.Addrs()[1])
 	assert.Equal(t, exit.Hazard, res.Code)
 	assert.True(t, strings.HasPrefix(res.Stdout, "interlock doctor: cluster, redis "), res.Stdout)
 	assert.Contains(t, res.Stdout, "\ncluster\n  ok ")
@@ -350,18 +350,18 @@ func TestDoctorCluster(t *testing.T) {
 
 func TestDoctorUsage(t *testing.T) {
 	t.Parallel()
-	res := runInProcess(t, "doctor", "--redis", "redis://127.0.0.1:1")
+	res := clitest.Run(t, Command, "--redis", "redis://127.0.0.1:1")
 	assert.Equal(t, exit.Unavailable, res.Code)
 	assert.Contains(t, res.Stderr, "interlock: cannot connect to Redis at 127.0.0.1:1")
 	assert.Empty(t, res.Stdout)
-	res = runInProcess(t, "doctor", "--redis", clitest.RedisURL(), "extra")
+	res = clitest.Run(t, Command, "--redis", clitest.RedisURL(), "extra")
 	assert.Equal(t, exit.Usage, res.Code)
 	assert.Contains(t, res.Stderr, "interlock: doctor: unexpected argument")
-	res = runInProcess(t, "doctor", "--redis", clitest.RedisURL(), "--name", "a{b")
+	res = clitest.Run(t, Command, "--redis", clitest.RedisURL(), "--name", "a{b")
 	assert.Equal(t, exit.Usage, res.Code)
-	res = runInProcess(t, "doctor", "-h")
+	res = clitest.Run(t, Command, "-h")
 	assert.Equal(t, exit.OK, res.Code)
-	assert.Equal(t, doctorUsage, res.Stdout)
+	assert.Equal(t, usage, res.Stdout)
 }
 
 func TestDoctorSeverityJSON(t *testing.T) {

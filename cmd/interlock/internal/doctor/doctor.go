@@ -1,4 +1,7 @@
-package main
+// Package doctor is "interlock doctor": it checks a live Redis, node by
+// node on a cluster, for the settings that silently break locks, and
+// explains each finding: what it means for locks and what to do.
+package doctor
 
 import (
 	"bytes"
@@ -112,10 +115,13 @@ type doctor struct {
 	waitReplicas bool   // the applications wait for replicas
 }
 
-// doctorCmd is "interlock doctor": check a live server, node by node on a
+// Command is "interlock doctor": check a live server, node by node on a
 // cluster, for the settings that break locks, and explain each finding.
-func doctorCmd(ctx context.Context, io cli.Stdio, args []string) error {
-	fs := cli.NewFlagSet("doctor", doctorUsage)
+var Command = cli.Command{Name: "doctor", Usage: usage, Run: run}
+
+// run is Command's Run.
+func run(ctx context.Context, io cli.Stdio, args []string) error {
+	fs := cli.NewFlagSet("doctor", usage)
 	redis := redisconn.AddFlag(fs.FlagSet, io.Getenv)
 	asJSON := fs.Bool("json", false, "print JSON")
 	name := fs.String("name", doctorDefaultName, "lock name for the ACL check")
@@ -392,8 +398,8 @@ func wrapText(b *bytes.Buffer, first, indent, text string) {
 	b.WriteString(strings.TrimRight(line, " ") + "\n")
 }
 
-// doctorUsage is the help of "interlock doctor".
-const doctorUsage = `Usage: interlock doctor [flags]
+// usage is the help of "interlock doctor".
+const usage = `Usage: interlock doctor [flags]
 
 Checks a live Redis, node by node on a cluster (every master and replica
 that CLUSTER NODES lists), for what silently breaks locks, and explains

@@ -1,4 +1,4 @@
-package main
+package doctor
 
 import (
 	"context"
@@ -35,7 +35,7 @@ var doctorConfigParams = []string{
 var doctorCommands = []string{"publish", "subscribe", "spublish", "ssubscribe", "wait", "evalsha", "eval"}
 
 // doctorNode is what doctor read from one node. Reading is separate from
-// judging (the checks in doctor_checks.go), so that the checks can be
+// judging (the checks in checks.go), so that the checks can be
 // tested on made-up nodes.
 type doctorNode struct {
 	addr string

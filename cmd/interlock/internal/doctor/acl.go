@@ -1,4 +1,4 @@
-package main
+package doctor
 
 import (
 	"context"
@@ -20,7 +20,7 @@ import (
 // doctorACLScript asks the server, without running anything, whether the
 // connected user may run a list of commands (redis.acl_check_cmd, Redis 7+).
 //
-//go:embed doctor_acl.lua
+//go:embed acl.lua
 var doctorACLScript string
 
 // doctorACLSHA is doctorACLScript's SHA-1, as EVALSHA takes it.
