@@ -6,6 +6,7 @@ import (
 	"os"
 
 	"github.com/interlock-go/interlock/cmd/interlock/internal/cli"
+	"github.com/interlock-go/interlock/cmd/interlock/internal/demo"
 	"github.com/interlock-go/interlock/cmd/interlock/internal/doctor"
 	"github.com/interlock-go/interlock/cmd/interlock/internal/exit"
 	"github.com/interlock-go/interlock/cmd/interlock/internal/inspect"
@@ -25,8 +26,8 @@ var commands = []cli.Command{
 	ls.Command,
 	doctor.Command,
 	unlock.Command,
-	{Name: "demo", Usage: demoUsage, Run: demoCmd},
-	{Name: holderCmdName, Run: holderCmd, Hidden: true},
+	demo.Command,
+	demo.HolderCommand,
 }
 
 // main runs interlock with the process's arguments and exits with the code

@@ -1,4 +1,8 @@
-package main
+// Package demo is "interlock demo": it tells, with real Redis, real
+// processes and real timings, why a lock needs a watchdog, and with
+// --chart draws the scenes' timeline as an SVG image. Its holder process
+// is interlock itself, re-executed as the hidden HolderCommand.
+package demo
 
 import (
 	"context"
@@ -78,9 +82,12 @@ type demo struct {
 	chart   *chartRecorder // the scenes' timeline, with --chart; nil without
 }
 
-// demoCmd is "interlock demo".
-func demoCmd(ctx context.Context, io cli.Stdio, args []string) error {
-	fs := cli.NewFlagSet("demo", demoUsage)
+// Command is "interlock demo".
+var Command = cli.Command{Name: "demo", Usage: usage, Run: run}
+
+// run is Command's Run.
+func run(ctx context.Context, io cli.Stdio, args []string) error {
+	fs := cli.NewFlagSet("demo", usage)
 	redis := redisconn.AddFlag(fs.FlagSet, io.Getenv)
 	chartFile := fs.String("chart", "", "write the scenes' timeline to `FILE`, an SVG image")
 	rest, err := fs.ParseArgs(io, args)

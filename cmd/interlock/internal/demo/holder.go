@@ -1,4 +1,4 @@
-package main
+package demo
 
 import (
 	"bufio"
@@ -38,12 +38,16 @@ const (
 	holderWriteUnchecked = "write-unchecked"
 )
 
-// holderCmd is "interlock demo-holder [--redis URL] [--watchdog-timeout D]
-// --ledger KEY [--fence KEY] LOCK": a worker in a process of its own
-// (worker C of the demo). It locks LOCK, then follows the protocol above.
+// HolderCommand is the demo's holder process, hidden from the help: a
+// worker that holds a lock in a process of its own.
+var HolderCommand = cli.Command{Name: holderCmdName, Run: holderRun, Hidden: true}
+
+// holderRun is HolderCommand's Run: "interlock demo-holder [--redis URL]
+// [--watchdog-timeout D] --ledger KEY [--fence KEY] LOCK": a worker in a
+// process of its own (worker C of the demo). It locks LOCK, then follows the protocol above.
 // With --fence it takes the fenced lock, and writes to the ledger through
 // a RedisFence on that fence key with its token.
-func holderCmd(ctx context.Context, io cli.Stdio, args []string) error {
+func holderRun(ctx context.Context, io cli.Stdio, args []string) error {
 	fs := cli.NewFlagSet(holderCmdName, "")
 	redis := redisconn.AddFlag(fs.FlagSet, io.Getenv)
 	watchdog := &cli.DurationFlag{D: demoWatchdog}

@@ -1,4 +1,4 @@
-package main
+package demo
 
 import (
 	"encoding/json"
@@ -430,7 +430,7 @@ func sampleScenes() []chartScene {
 // "go run ./cmd/interlock demo --chart docs/demo-timeline.svg".
 func TestDocsChart(t *testing.T) {
 	t.Parallel()
-	svg, err := os.ReadFile(filepath.Join("..", "..", "docs", "demo-timeline.svg"))
+	svg, err := os.ReadFile(filepath.Join("..", "..", "..", "..", "docs", "demo-timeline.svg"))
 	require.NoError(t, err)
 	scenes := chartMetadata(t, svg)
 	require.Len(t, scenes, 4)
