@@ -143,13 +143,7 @@ func TestRunFairServesWaitersInOrder(t *testing.T) {
 			"sh", "-c", `echo "$1" >>"$2"`, "sh", name, served)
 		r := &runningCmd{Cmd: cmd}
 		cmd.Stderr = &r.stderr
-		require.NoError(t, cmd.Start())
-		t.Cleanup(func() {
-			if cmd.ProcessState == nil {
-				_ = cmd.Process.Kill()
-				_ = cmd.Wait()
-			}
-		})
+		clitest.Start(t, cmd)
 		waiters = append(waiters, r)
 		require.Eventually(t, func() bool {
 			n, err := rc.Do(ctx, rc.B().Llen().Key(queue).Build()).AsInt64()

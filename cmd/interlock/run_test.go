@@ -4,7 +4,6 @@ package main
 
 import (
 	"bufio"
-	"context"
 	"encoding/json"
 	"os"
 	"os/exec"
@@ -258,13 +257,7 @@ func startRunOn(t *testing.T, url string, args ...string) (*runningCmd, int) {
 	require.NoError(t, err)
 	r := &runningCmd{Cmd: cmd}
 	cmd.Stderr = &r.stderr
-	require.NoError(t, cmd.Start())
-	t.Cleanup(func() {
-		if cmd.ProcessState == nil {
-			_ = cmd.Process.Kill()
-			_ = cmd.Wait()
-		}
-	})
+	clitest.Start(t, cmd)
 	line, err := bufio.NewReader(stdout).ReadString('\n')
 	require.NoError(t, err, "stderr: %s", r.stderr.String())
 	pid, err := strconv.Atoi(strings.TrimSpace(line))
@@ -282,19 +275,5 @@ type runningCmd struct {
 // code and stderr.
 func waitRun(t *testing.T, r *runningCmd) (int, string) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
-	defer cancel()
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		_ = r.Wait()
-	}()
-	select {
-	case <-done:
-	case <-ctx.Done():
-		_ = r.Process.Kill()
-		<-done
-		t.Fatalf("interlock run did not exit; stderr:\n%s", r.stderr.String())
-	}
-	return r.ProcessState.ExitCode(), r.stderr.String()
+	return clitest.Wait(t, r.Cmd), r.stderr.String()
 }

@@ -4,7 +4,6 @@ package main
 
 import (
 	"os"
-	"os/exec"
 	"strconv"
 	"strings"
 	"sync"
@@ -70,30 +69,9 @@ func TestRunInTerminalForeground(t *testing.T) {
 
 	_, err = master.Write([]byte{3}) // Ctrl-C
 	require.NoError(t, err)
-	code := waitExit(t, cmd)
+	code := clitest.Wait(t, cmd)
 	assert.Equal(t, 7, code, "CMD's trap ran and interlock passed its status on; output: %q", out.String())
 	master.Close()
 	reader.Wait()
 	assert.NotContains(t, out.String(), "interlock:", "no message from interlock")
-}
-
-// waitExit waits up to a minute for cmd to exit and returns its exit code;
-// after that it kills it and fails the test.
-func waitExit(t *testing.T, cmd *exec.Cmd) int {
-	t.Helper()
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		_ = cmd.Wait()
-	}()
-	timer := time.NewTimer(time.Minute)
-	defer timer.Stop()
-	select {
-	case <-done:
-	case <-timer.C:
-		_ = cmd.Process.Kill()
-		<-done
-		t.Fatal("interlock did not exit")
-	}
-	return cmd.ProcessState.ExitCode()
 }

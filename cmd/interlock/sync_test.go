@@ -78,29 +78,8 @@ func TestRunSemaphore(t *testing.T) {
 		return err == nil && n[channel] > 0
 	}, 10*time.Second, 10*time.Millisecond, "run waits on the semaphore's channel")
 	require.NoError(t, s.Release(t.Context(), 3))
-	waitRunCmd(t, cmd, &stderr, 0)
+	assert.Equal(t, 0, clitest.Wait(t, cmd), stderr.String())
 	assert.Equal(t, int64(3), clitest.Available(t, rc, name))
-}
-
-// waitRunCmd waits, a minute at most, for cmd to exit with code.
-func waitRunCmd(t *testing.T, cmd interface {
-	Wait() error
-}, stderr *clitest.SyncBuffer, code int) {
-	t.Helper()
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	select {
-	case err := <-done:
-		got := 0
-		if e, ok := err.(interface{ ExitCode() int }); ok {
-			got = e.ExitCode()
-		} else {
-			require.NoError(t, err)
-		}
-		assert.Equal(t, code, got, stderr.String())
-	case <-time.After(time.Minute):
-		t.Fatalf("interlock did not exit; stderr:\n%s", stderr.String())
-	}
 }
 
 // run --kind expirable-semaphore gives CMD the ids of its permits, held by
@@ -222,13 +201,7 @@ func TestLatchInitCountdownAwait(t *testing.T) {
 	cmd := clitest.Command("latch", "--redis", clitest.RedisURL(), "await", name)
 	var stderr clitest.SyncBuffer
 	cmd.Stderr = &stderr
-	require.NoError(t, cmd.Start())
-	t.Cleanup(func() {
-		if cmd.ProcessState == nil {
-			_ = cmd.Process.Kill()
-			_ = cmd.Wait()
-		}
-	})
+	clitest.Start(t, cmd)
 	channel := keys.LatchChannel(name)
 	require.Eventually(t, func() bool {
 		n, err := rc.Do(t.Context(), rc.B().PubsubNumsub().Channel(channel).Build()).AsIntMap()
@@ -240,7 +213,7 @@ func TestLatchInitCountdownAwait(t *testing.T) {
 		assert.Empty(t, res.Stdout)
 	}
 	opened := time.Now()
-	waitRunCmd(t, cmd, &stderr, 0)
+	assert.Equal(t, 0, clitest.Wait(t, cmd), stderr.String())
 	assert.Less(t, time.Since(opened), clitest.Slack, "the countdown to 0 wakes the waiter")
 	assert.False(t, clitest.Exists(t, rc, name), "an open latch has no key")
 
@@ -269,7 +242,7 @@ func TestLatchAwaitInterrupted(t *testing.T) {
 		return err == nil && n[channel] > 0
 	}, 10*time.Second, 10*time.Millisecond)
 	require.NoError(t, cmd.Process.Signal(syscall.SIGINT))
-	waitRunCmd(t, cmd, &stderr, 128+int(syscall.SIGINT))
+	assert.Equal(t, 128+int(syscall.SIGINT), clitest.Wait(t, cmd), stderr.String())
 	assert.Contains(t, stderr.String(), "while waiting for latch")
 }
 

@@ -162,18 +162,46 @@ func RunBinary(t *testing.T, stdin string, args ...string) Result {
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	start := time.Now()
 	require.NoError(t, cmd.Start())
-	waited := make(chan error, 1)
-	go func() { waited <- cmd.Wait() }()
+	code := Wait(t, cmd)
+	return Result{Code: code, Stdout: stdout.String(), Stderr: stderr.String(), Took: time.Since(start)}
+}
+
+// Start starts cmd, and kills it when the test ends should it still run.
+func Start(t *testing.T, cmd *exec.Cmd) {
+	t.Helper()
+	require.NoError(t, cmd.Start())
+	t.Cleanup(func() {
+		if cmd.ProcessState == nil {
+			_ = cmd.Process.Kill()
+			_ = cmd.Wait()
+		}
+	})
+}
+
+// Wait waits, a minute at most, for the started cmd to exit and returns
+// its exit code. After a minute it kills cmd and fails the test, showing
+// cmd's stderr when that is a fmt.Stringer (such as a SyncBuffer).
+func Wait(t *testing.T, cmd *exec.Cmd) int {
+	t.Helper()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = cmd.Wait()
+	}()
 	timer := time.NewTimer(time.Minute)
 	defer timer.Stop()
 	select {
-	case <-waited:
+	case <-done:
 	case <-timer.C:
 		_ = cmd.Process.Kill()
-		<-waited
-		t.Fatalf("interlock %v did not exit within a minute; stderr:\n%s", args, stderr.String())
+		<-done
+		var stderr string
+		if s, ok := cmd.Stderr.(fmt.Stringer); ok {
+			stderr = s.String()
+		}
+		t.Fatalf("interlock %v did not exit within a minute; stderr:\n%s", cmd.Args[1:], stderr)
 	}
-	return Result{Code: cmd.ProcessState.ExitCode(), Stdout: stdout.String(), Stderr: stderr.String(), Took: time.Since(start)}
+	return cmd.ProcessState.ExitCode()
 }
 
 // NewLockClient returns an interlock client on the shared server, closed

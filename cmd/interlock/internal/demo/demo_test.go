@@ -76,13 +76,7 @@ func TestDemoInterrupted(t *testing.T) {
 	require.NoError(t, err)
 	var stderr clitest.SyncBuffer
 	cmd.Stderr = &stderr
-	require.NoError(t, cmd.Start())
-	t.Cleanup(func() {
-		if cmd.ProcessState == nil {
-			_ = cmd.Process.Kill()
-			_ = cmd.Wait()
-		}
-	})
+	clitest.Start(t, cmd)
 	holderLine := regexp.MustCompile(`C  \(pid (\d+)\) locked`)
 	pid := 0
 	var out strings.Builder

@@ -27,6 +27,18 @@ func (a *asyncLock) C() <-chan error { return a.done }
 // got records that the result was received from C.
 func (a *asyncLock) got() { a.received = true }
 
+// wait waits for the result of Lock, or for ctx to end, and returns the
+// result or ctx's error.
+func (a *asyncLock) wait(ctx context.Context) error {
+	select {
+	case err := <-a.C():
+		a.got()
+		return err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
 // stop abandons a Lock still waiting and waits for its goroutine to end.
 func (a *asyncLock) stop() {
 	a.cancel()

@@ -58,14 +58,8 @@ func (d *demo) sceneCrash(ctx context.Context) error {
 	b := lockAsync(ctxB, mb.Lock)
 	defer b.stop()
 	n.say("B", "waits for the lock")
-	select {
-	case err := <-b.C():
-		b.got()
-		if err != nil {
-			return err
-		}
-	case <-ctx.Done():
-		return ctx.Err()
+	if err := b.wait(ctx); err != nil {
+		return err
 	}
 	gap := n.elapsed() - crashedAt
 	d.chart.acquired(ctxB, "B", "")
@@ -79,14 +73,9 @@ func (d *demo) sceneCrash(ctx context.Context) error {
 	if err := sleepCtx(ctx, demoShortJob); err != nil {
 		return err
 	}
-	if err := d.record(ctxB, ledger, "B"); err != nil {
+	if err := d.recordAndUnlock(ctxB, ledger, "B", mb); err != nil {
 		return err
 	}
-	d.chart.note("B", "writes the ledger")
-	if err := mb.Unlock(ctxB); err != nil {
-		return err
-	}
-	d.chart.released("B", nil)
 	n.say("B", "done: recorded in the ledger, unlocked")
 	done, err := d.ledger(ctx, ledger)
 	if err != nil {

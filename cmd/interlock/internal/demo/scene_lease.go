@@ -26,14 +26,12 @@ func (d *demo) sceneLease(ctx context.Context) error {
 	}
 	d.chart.acquired(ctxA, "A", "lease "+secs(demoLease))
 	n.say("A", "locked %s with a %s lease and no watchdog", demoOrder, secs(demoLease))
-	if err := d.expectUnprocessed(ctxA, ledger, "A", demoLongJob); err != nil {
+	aJob, b, err := d.startJobs(ctxA, ctxB, ledger, demoLongJob, mb)
+	if err != nil {
 		return err
 	}
-	aJob := time.NewTimer(demoLongJob)
 	defer aJob.Stop()
-	b := lockAsync(ctxB, mb.Lock)
 	defer b.stop()
-	n.say("B", "waits for the lock")
 
 	var bStart, bEnd, aEnd time.Duration
 	var bJob <-chan time.Time
@@ -55,14 +53,9 @@ func (d *demo) sceneLease(ctx context.Context) error {
 			bJob = t.C
 		case <-bJob:
 			bJob = nil
-			if err := d.record(ctxB, ledger, "B"); err != nil {
+			if err := d.recordAndUnlock(ctxB, ledger, "B", mb); err != nil {
 				return err
 			}
-			d.chart.note("B", "writes the ledger")
-			if err := mb.Unlock(ctxB); err != nil {
-				return err
-			}
-			d.chart.released("B", nil)
 			bEnd = n.elapsed()
 			n.say("B", "done: recorded in the ledger, unlocked")
 		case <-aJob.C:
@@ -93,6 +86,19 @@ func (d *demo) sceneLease(ctx context.Context) error {
 		"A and B were both inside the lock for %s; A learned it only when its unlock failed.",
 		demoOrder, done, secs(overlap))
 	return nil
+}
+
+// startJobs is how scenes 1 and 2 go on once A holds the lock: A checks
+// the ledger and starts its job, of length job, on the returned timer;
+// then B starts waiting for the lock. The caller stops both.
+func (d *demo) startJobs(ctxA, ctxB context.Context, ledger string, job time.Duration, mb *rlock.Mutex) (*time.Timer, *asyncLock, error) {
+	if err := d.expectUnprocessed(ctxA, ledger, "A", job); err != nil {
+		return nil, nil, err
+	}
+	aJob := time.NewTimer(job)
+	b := lockAsync(ctxB, mb.Lock)
+	d.n.say("B", "waits for the lock")
+	return aJob, b, nil
 }
 
 // expectUnprocessed is a worker's check under the lock: it reads the

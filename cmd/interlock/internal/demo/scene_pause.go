@@ -52,14 +52,8 @@ func (d *demo) scenePause(ctx context.Context) error {
 	})
 	defer b.stop()
 	n.say("B", "waits for the lock")
-	select {
-	case err := <-b.C():
-		b.got()
-		if err != nil {
-			return err
-		}
-	case <-ctx.Done():
-		return ctx.Err()
+	if err := b.wait(ctx); err != nil {
+		return err
 	}
 	d.chart.acquired(ctxB, "B", fmt.Sprintf("token %d", tokenB))
 	n.say("B", "locked %s with token %d, %s into C's pause: C's lock expired", demoOrder, tokenB, secs(n.elapsed()-pausedAt))

@@ -28,14 +28,12 @@ func (d *demo) sceneWatchdog(ctx context.Context) error {
 	}
 	d.chart.acquired(ctxA, "A", "watchdog")
 	n.say("A", "locked %s with the watchdog", demoOrder)
-	if err := d.expectUnprocessed(ctxA, ledger, "A", demoSafeJob); err != nil {
+	aJob, b, err := d.startJobs(ctxA, ctxB, ledger, demoSafeJob, mb)
+	if err != nil {
 		return err
 	}
-	aJob := time.NewTimer(demoSafeJob)
 	defer aJob.Stop()
-	b := lockAsync(ctxB, mb.Lock)
 	defer b.stop()
-	n.say("B", "waits for the lock")
 	sample := time.NewTicker(demoSample)
 	defer sample.Stop()
 

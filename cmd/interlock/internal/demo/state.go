@@ -3,6 +3,8 @@ package demo
 import (
 	"context"
 	"time"
+
+	"github.com/interlock-go/interlock"
 )
 
 // ledger returns who processed the order in a scene, in order.
@@ -13,6 +15,20 @@ func (d *demo) ledger(ctx context.Context, key string) ([]string, error) {
 // record writes into the ledger that who processed the order.
 func (d *demo) record(ctx context.Context, key, who string) error {
 	return d.rc.Do(ctx, d.rc.B().Rpush().Key(key).Element(who).Build()).Error()
+}
+
+// recordAndUnlock is the end of who's job: it writes who into the ledger
+// and unlocks m, the lock who holds.
+func (d *demo) recordAndUnlock(ctx context.Context, ledger, who string, m interlock.Locker) error {
+	if err := d.record(ctx, ledger, who); err != nil {
+		return err
+	}
+	d.chart.note(who, "writes the ledger")
+	if err := m.Unlock(ctx); err != nil {
+		return err
+	}
+	d.chart.released(who, nil)
+	return nil
 }
 
 // ttl returns the lock's remaining TTL.

@@ -14,9 +14,21 @@ import (
 // SIGTERM, and a function that stops listening and reports the signal, if
 // any. The goroutine that listens ends when the context does.
 func Interruptible(parent context.Context) (context.Context, func() os.Signal) {
-	ctx, cancel := context.WithCancel(parent)
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
+	ctx, stop := CancelOnSignal(parent, sigs)
+	return ctx, func() os.Signal {
+		signal.Stop(sigs)
+		return stop()
+	}
+}
+
+// CancelOnSignal returns a context cancelled by the first signal received
+// from sigs, and a function that cancels it, waits until it no longer
+// receives, and reports that signal, if any; it may be called more than
+// once. The goroutine that receives ends when the context does.
+func CancelOnSignal(parent context.Context, sigs <-chan os.Signal) (context.Context, func() os.Signal) {
+	ctx, cancel := context.WithCancel(parent)
 	var got os.Signal
 	done := make(chan struct{})
 	go func() {
@@ -27,14 +39,9 @@ func Interruptible(parent context.Context) (context.Context, func() os.Signal) {
 		case <-ctx.Done():
 		}
 	}()
-	stopped := false
 	return ctx, func() os.Signal {
-		if !stopped {
-			stopped = true
-			signal.Stop(sigs)
-			cancel()
-			<-done
-		}
+		cancel()
+		<-done
 		return got
 	}
 }

@@ -165,21 +165,9 @@ func run(ctx context.Context, io cli.Stdio, args []string) error {
 // and ends interlock with 128+signal; should the lock have been taken at
 // that moment, it is released first.
 func acquire(ctx context.Context, l locker, cfg *runConfig, sigs <-chan os.Signal) error {
-	actx, cancel := context.WithCancel(ctx)
-	var got os.Signal
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		select {
-		case got = <-sigs:
-			cancel()
-		case <-actx.Done():
-		}
-	}()
+	actx, stop := proc.CancelOnSignal(ctx, sigs)
 	ok, err := l.acquire(actx, cfg.wait, cfg.lease)
-	cancel()
-	<-done
-	if got != nil {
+	if got := stop(); got != nil {
 		if ok {
 			_ = kinds.Release(ctx, l.unlock) // else it expires by itself
 		}
