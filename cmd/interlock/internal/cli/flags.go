@@ -28,13 +28,12 @@ func NewFlagSet(name, help string) *FlagSet {
 	return &FlagSet{FlagSet: fs, help: help}
 }
 
-// ParseArgs parses args, allowing flags before, between and after
-// positional arguments (the flag package alone stops at the first
-// positional one), and returns the positional arguments. "--" ends the
-// flags; what follows it is positional. -h and --help print the command's
-// help on io.Out and return an error that ends interlock with status 0
-// and prints nothing else.
+// ParseArgs parses args, with flags before, between or after the positional
+// arguments it returns ("--" ends the flags). -h and --help print the help
+// on io.Out and return an error that ends interlock with status 0, quietly.
 func (fs *FlagSet) ParseArgs(io Stdio, args []string) ([]string, error) {
+	// The flag package alone stops at the first positional argument: parse
+	// again after each one.
 	var positional []string
 	for {
 		err := fs.Parse(args)

@@ -97,17 +97,16 @@ func Status(code int) error {
 	return &Error{Code: code}
 }
 
-// Failed returns the error of what, a call into the interlock packages or
-// into Redis that failed with err: "what: err", ending interlock with
-// Usage when the call was refused before anything changed
-// (interlock.ErrInvalid: a key that holds another type of data, say), and
-// with Unavailable for every other failure, Redis's above all. nil stays
-// nil.
+// Failed returns "what: err" for what, a call into the interlock packages
+// or Redis that failed: it ends interlock with Usage when the call was
+// refused before anything changed (interlock.ErrInvalid), else Unavailable.
 func Failed(what string, err error) error {
 	switch {
 	case err == nil:
 		return nil
 	case errors.Is(err, interlock.ErrInvalid):
+		// A key that holds another type of data, say, or a latch name with
+		// braces on a cluster.
 		return Errorf(Usage, "%s: %w", what, err)
 	}
 	return Errorf(Unavailable, "%s: %w", what, err)

@@ -76,10 +76,9 @@ type Holder struct {
 	Write bool `json:"write,omitempty"`
 	// Holds is the hold count: how often the owner (re-)entered the lock.
 	Holds int64 `json:"holds"`
-	// ReadHoldTTLms are a reader's read holds' remaining times to live in
-	// milliseconds, hold 1 first: the PTTLs of the keys
-	// {LOCK}:<field>:rwlock_timeout:<k>. -2: the key is gone (that hold
-	// is dead), -1: it has no expiry.
+	// ReadHoldTTLms are the PTTLs of a reader's read holds' keys
+	// {LOCK}:<field>:rwlock_timeout:<k>, hold 1 first, in milliseconds: -2
+	// for a key that is gone (a dead hold), -1 for one with no expiry.
 	ReadHoldTTLms []int64 `json:"read_hold_ttl_ms,omitempty"`
 	// Stale marks a reader all of whose read holds' keys are gone: a
 	// reader that died without unlocking.
@@ -161,10 +160,9 @@ func DetectKind(f *Facts) string {
 	return kinds.Unknown
 }
 
-// Decode turns the facts about one lock, semaphore or latch into a
-// report; hint (inspect's --kind, or "") says what a counter that could
-// be either a semaphore or a latch is. It never fails: whatever does not
-// look like a Redisson object becomes a note.
+// Decode turns the facts about one lock, semaphore or latch into a report;
+// hint (inspect's --kind, or "") says what a counter that could be either
+// is. It never fails: what does not look like a Redisson object is a note.
 func Decode(f *Facts, hint string) Report {
 	kind := DetectKind(f)
 	if sk, ok := syncKind(f, kind, hint); ok {

@@ -68,16 +68,16 @@ type Facts struct {
 	replyErrors []string
 }
 
-// Probe reads the facts about one lock, semaphore or latch in at most two
-// round trips: the key of the name and the keys beside it, then what those
-// name (the deadlines of the queued waiters, the TTLs of the read holds).
-// It only reads: unlike Redisson's own reads of an expirable semaphore, it
-// reclaims no expired permit. All the keys share the
-// lock's cluster slot (keys.Check made sure of it), so each pipeline goes
-// to one node. The reads are not one atomic snapshot: a lock that changes
-// meanwhile can show, say, the TTL of a key that has just vanished; Decode
-// copes with that.
+// Probe reads the facts about the lock, semaphore or latch called name, in
+// at most two round trips to its node. It only reads: unlike Redisson's own
+// reads of an expirable semaphore, it reclaims no expired permit.
 func Probe(ctx context.Context, rc rueidis.Client, name string) (*Facts, error) {
+	// First the key of the name and the keys beside it, then what those
+	// name (the deadlines of the queued waiters, the TTLs of the read
+	// holds). All the keys share the lock's cluster slot (keys.Check made
+	// sure of it), so each pipeline goes to one node. The reads are not one
+	// atomic snapshot: a lock that changes meanwhile can show, say, the TTL
+	// of a key that has just vanished; Decode copes with that.
 	queueKey := keys.Prefix(keys.FairQueuePrefix, name)
 	timesKey := keys.Prefix(keys.FairTimeoutPrefix, name)
 	tokenKey := keys.Prefix(keys.FenceTokenPrefix, name)

@@ -87,10 +87,9 @@ func NewLock(c *interlock.Client, kind, name string) (interlock.Locker, error) {
 // UnlockTimeout bounds Release.
 const UnlockTimeout = 5 * time.Second
 
-// Release calls unlock, the release of a hold, on a context that keeps
-// ctx's values but not its cancellation, for at most UnlockTimeout: a hold
-// is released even when the wait for it, or the work under it, was
-// cancelled. It returns unlock's error.
+// Release calls unlock, a hold's release, on a context with ctx's values but
+// not its cancellation, for at most UnlockTimeout, so that a hold is released
+// even after its wait or work was cancelled; it returns unlock's error.
 func Release(ctx context.Context, unlock func(context.Context) error) error {
 	uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), UnlockTimeout)
 	defer cancel()

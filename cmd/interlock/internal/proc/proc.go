@@ -23,10 +23,9 @@ func Interruptible(parent context.Context) (context.Context, func() os.Signal) {
 	}
 }
 
-// CancelOnSignal returns a context cancelled by the first signal received
-// from sigs, and a function that cancels it, waits until it no longer
-// receives, and reports that signal, if any; it may be called more than
-// once. The goroutine that receives ends when the context does.
+// CancelOnSignal returns a context cancelled by the first signal from sigs,
+// and a stop function, safe to call again, that cancels it, waits until
+// sigs is no longer read, and returns that signal, if any.
 func CancelOnSignal(parent context.Context, sigs <-chan os.Signal) (context.Context, func() os.Signal) {
 	ctx, cancel := context.WithCancel(parent)
 	var got os.Signal

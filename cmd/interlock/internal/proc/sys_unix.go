@@ -32,10 +32,9 @@ func Kill(pid int, sig syscall.Signal) error {
 	return nil
 }
 
-// InTerminalForeground reports whether interlock has a controlling
-// terminal and is in its foreground process group: then CMD may want to
-// read the terminal, which a process in another group cannot do without
-// being stopped (SIGTTIN).
+// InTerminalForeground reports whether interlock has a controlling terminal
+// and is in its foreground process group, where CMD may read the terminal
+// (in another group, reading it would stop CMD with SIGTTIN).
 func InTerminalForeground() bool {
 	tty, err := os.OpenFile("/dev/tty", os.O_RDWR|syscall.O_NOCTTY, 0)
 	if err != nil {

@@ -15,10 +15,9 @@ import (
 	"github.com/interlock-go/interlock/cmd/interlock/internal/exit"
 )
 
-// Options turns --redis URLs into rueidis options. A URL without a
-// scheme is taken as redis://. Several URLs name nodes of one cluster:
-// their addresses are all used to discover it, and they must agree on
-// everything else (TLS, credentials, database).
+// Options turns --redis URLs into rueidis options; a URL without a scheme
+// is redis://. Several URLs name nodes of one cluster: all their addresses
+// seed it, and they must agree on TLS, credentials and database.
 func Options(urls []string) (rueidis.ClientOption, error) {
 	var opt rueidis.ClientOption
 	for i, u := range urls {
