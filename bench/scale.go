@@ -18,6 +18,7 @@ import (
 	"github.com/redis/rueidis"
 
 	"github.com/interlock-go/interlock"
+	"github.com/interlock-go/interlock/internal/keys"
 	"github.com/interlock-go/interlock/rlock"
 )
 
@@ -687,7 +688,7 @@ func runWaitingScale(ctx context.Context, cl *scaleCluster, cfg scaleConfig, w i
 	}
 	var shardSubs int64
 	for _, n := range names {
-		v, err := rc.Do(ctx, rc.B().PubsubShardnumsub().Channel("redisson_lock__channel:{"+n+"}").Build()).AsIntMap()
+		v, err := rc.Do(ctx, rc.B().PubsubShardnumsub().Channel(keys.LockChannel(n)).Build()).AsIntMap()
 		if err == nil {
 			for _, c := range v {
 				shardSubs += c

@@ -164,8 +164,7 @@ func (f *scriptFloor) Close() error {
 }
 
 func (f *scriptFloor) Permit(kind LockKind, name string) Mutex {
-	// The bench's names have no braces, so both keys get them.
-	p := floorPermit{c: f.cnt, del: f.del, name: name, ch: "redisson_sc:{" + name + "}", timeout: "{" + name + "}:timeout"}
+	p := floorPermit{c: f.cnt, del: f.del, name: name, ch: keys.SemaphoreChannel(name), timeout: keys.Suffix(name, keys.PermitsSuffix)}
 	if kind == KindExpirable {
 		return &floorExpirable{floorPermit: p}
 	}

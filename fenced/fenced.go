@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/interlock-go/interlock"
+	"github.com/interlock-go/interlock/internal/keys"
 	"github.com/interlock-go/interlock/internal/lockcore"
 	"github.com/interlock-go/interlock/internal/script"
 )
@@ -24,7 +25,7 @@ var (
 // a token from the counter redisson_lock_token:{name}.
 var kind = func() lockcore.Kind {
 	k := lockcore.Reentrant(interlock.KindFenced)
-	k.Keys = []func(string) string{lockcore.Prefixed("redisson_lock_token")}
+	k.Keys = []func(string) string{lockcore.Prefixed(keys.FenceTokenPrefix)}
 	k.Acquire = lockcore.Call{Script: script.FencedAcquire, Keys: []lockcore.Arg{lockcore.Name, lockcore.Key(0)},
 		Args: []lockcore.Arg{lockcore.Lease, lockcore.Owner}}
 	k.Reply = lockcore.ReplyToken

@@ -30,9 +30,9 @@ var (
 // also keep timeout keys {name}:<owner>:rwlock_timeout:<k>.
 var (
 	prefix   = lc.Key(0)
-	timeouts = lc.OwnerKey(0, ":rwlock_timeout")
+	timeouts = lc.OwnerKey(0, ":"+keys.ReadTimeoutSuffix)
 	derived  = []func(string) string{keyPrefix}
-	channel  = lc.Prefixed("redisson_rwlock")
+	channel  = lc.Prefixed(keys.ReadWriteChannelPrefix)
 
 	readKind = lc.Kind{
 		Event:    interlock.KindReadLock,

@@ -43,7 +43,7 @@ type Expirable struct {
 // a nil client is reported by every method, before anything is sent.
 func NewExpirable(c *interlock.Client, name string) *Expirable {
 	e := &Expirable{o: lockcore.NewObject(c, interlock.KindExpirable, name, keys.SemaphoreChannel)}
-	e.timeout = keys.Suffix(e.o.Key(), "timeout")
+	e.timeout = keys.Suffix(e.o.Key(), keys.PermitsSuffix)
 	return e
 }
 

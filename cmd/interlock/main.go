@@ -3,90 +3,91 @@ package main
 import (
 	"context"
 	"fmt"
-	"io"
 	"os"
+
+	"github.com/interlock-go/interlock/cmd/interlock/internal/cli"
+	"github.com/interlock-go/interlock/cmd/interlock/internal/demo"
+	"github.com/interlock-go/interlock/cmd/interlock/internal/doctor"
+	"github.com/interlock-go/interlock/cmd/interlock/internal/exit"
+	"github.com/interlock-go/interlock/cmd/interlock/internal/inspect"
+	"github.com/interlock-go/interlock/cmd/interlock/internal/latchcmd"
+	"github.com/interlock-go/interlock/cmd/interlock/internal/ls"
+	"github.com/interlock-go/interlock/cmd/interlock/internal/run"
+	"github.com/interlock-go/interlock/cmd/interlock/internal/semaphorecmd"
+	"github.com/interlock-go/interlock/cmd/interlock/internal/unlock"
 )
 
-// stdio is where a command reads and writes. run hands the files to CMD
-// as they are, so they are *os.File rather than io.Reader and io.Writer:
-// the child then shares them and no copying goroutine is needed.
-type stdio struct {
-	in       *os.File
-	out, err io.Writer
-	// getenv reads the environment (INTERLOCK_REDIS); tests replace it.
-	getenv func(string) string
-}
-
-// command is one subcommand: it parses args (everything after its name)
-// and does its work. The returned error decides the exit code (exitCode)
-// and what is printed on stderr (message).
-type command struct {
-	name   string
-	run    func(ctx context.Context, io stdio, args []string) error
-	hidden bool // left out of the usage text
-}
-
 // commands lists the subcommands in the order the usage text gives them.
-var commands = []command{
-	{name: "run", run: runCmd},
-	{name: "semaphore", run: semaphoreCmd},
-	{name: "latch", run: latchCmd},
-	{name: "inspect", run: inspectCmd},
-	{name: "ls", run: lsCmd},
-	{name: "doctor", run: doctorCmd},
-	{name: "unlock", run: unlockCmd},
-	{name: "demo", run: demoCmd},
-	{name: holderCmdName, run: holderCmd, hidden: true},
+var commands = []cli.Command{
+	run.Command,
+	semaphorecmd.Command,
+	latchcmd.Command,
+	inspect.Command,
+	ls.Command,
+	doctor.Command,
+	unlock.Command,
+	demo.Command,
+	demo.HolderCommand,
 }
 
 // main runs interlock with the process's arguments and exits with the code
-// cli returns.
+// runMain returns.
 func main() {
-	os.Exit(cli(context.Background(), stdio{in: os.Stdin, out: os.Stdout, err: os.Stderr, getenv: os.Getenv}, os.Args[1:]))
+	os.Exit(runMain(context.Background(), cli.Stdio{In: os.Stdin, Out: os.Stdout, Err: os.Stderr, Getenv: os.Getenv}, os.Args[1:]))
 }
 
-// cli runs interlock with args (without the program name) and returns the
-// exit code, after printing any error on io.err.
-func cli(ctx context.Context, io stdio, args []string) int {
-	err := dispatch(ctx, io, args)
-	if msg := message(err); msg != "" {
-		fmt.Fprintf(io.err, "interlock: %s\n", msg)
-	}
-	return exitCode(err)
+// runMain runs interlock with args (without the program name) and returns
+// the exit code, after printing any error on io.Err.
+func runMain(ctx context.Context, io cli.Stdio, args []string) int {
+	return exit.Report(io.Err, dispatch(ctx, io, args))
 }
 
 // dispatch finds the subcommand named by args[0] and runs it.
-func dispatch(ctx context.Context, io stdio, args []string) error {
+func dispatch(ctx context.Context, io cli.Stdio, args []string) error {
 	if len(args) == 0 {
-		fmt.Fprint(io.err, mainUsage)
-		return exitStatus(exitUsage)
+		fmt.Fprint(io.Err, mainUsage)
+		return exit.Status(exit.Usage)
 	}
 	switch args[0] {
 	case "help", "-h", "-help", "--help":
 		return helpCmd(io, args[1:])
 	}
 	for _, c := range commands {
-		if c.name == args[0] {
-			return c.run(ctx, io, args[1:])
+		if c.Name == args[0] {
+			return c.Run(ctx, io, args[1:])
 		}
 	}
-	return usageErrorf("", "unknown command %q", args[0])
+	return cli.Usagef("", "unknown command %q", args[0])
 }
 
 // helpCmd prints the usage of interlock, or of the command named in args,
 // on stdout.
-func helpCmd(io stdio, args []string) error {
+func helpCmd(io cli.Stdio, args []string) error {
 	switch {
 	case len(args) == 0:
-		fmt.Fprint(io.out, mainUsage)
+		fmt.Fprint(io.Out, mainUsage)
 		return nil
 	case len(args) > 1:
-		return usageErrorf("help", "help takes at most one command name")
+		return cli.Usagef("help", "help takes at most one command name")
 	}
-	text, ok := commandUsage[args[0]]
+	text, ok := commandUsage(args[0])
 	if !ok {
-		return usageErrorf("help", "unknown command %q", args[0])
+		return cli.Usagef("help", "unknown command %q", args[0])
 	}
-	fmt.Fprint(io.out, text)
+	fmt.Fprint(io.Out, text)
 	return nil
+}
+
+// commandUsage returns the help of the command called name ("help"
+// included), and false when no documented command has that name.
+func commandUsage(name string) (string, bool) {
+	if name == "help" {
+		return mainUsage, true
+	}
+	for _, c := range commands {
+		if c.Name == name && !c.Hidden {
+			return c.Usage, true
+		}
+	}
+	return "", false
 }

@@ -10,6 +10,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/interlock-go/interlock"
+	"github.com/interlock-go/interlock/cmd/interlock/internal/clitest"
+	"github.com/interlock-go/interlock/cmd/interlock/internal/exit"
 	"github.com/interlock-go/interlock/rlock"
 )
 
@@ -17,33 +19,33 @@ import (
 // fleet whose NameMapper prefixes P (interlock.PrefixNames).
 func TestNamePrefix(t *testing.T) {
 	t.Parallel()
-	lock := lockName(t)
+	lock := clitest.LockName(t)
 	key := "app:" + lock
-	c, rc := newLockClient(t, interlock.WithNameMapper(interlock.PrefixNames("app:")))
+	c, rc := clitest.NewLockClient(t, interlock.WithNameMapper(interlock.PrefixNames("app:")))
 	m := rlock.New(c, lock)
 	ctx := interlock.WithOwner(t.Context(), 1)
 	require.NoError(t, m.Lock(ctx))
-	require.True(t, exists(t, rc, key))
+	require.True(t, clitest.Exists(t, rc, key))
 
-	res := runInProcess(t, "inspect", "--redis", redisURL(), "--json", "--name-prefix", "app:", lock)
-	require.Equal(t, 0, res.code, res.stderr)
-	assert.Contains(t, res.stdout, `"name":"`+key+`"`)
-	assert.Contains(t, res.stdout, `"locked":true`)
+	res := runInProcess(t, "inspect", "--redis", clitest.RedisURL(), "--json", "--name-prefix", "app:", lock)
+	require.Equal(t, 0, res.Code, res.Stderr)
+	assert.Contains(t, res.Stdout, `"name":"`+key+`"`)
+	assert.Contains(t, res.Stdout, `"locked":true`)
 
-	res = runBinary(t, "", "run", "--redis", redisURL(), "--name-prefix", "app:", "--wait", "100ms", lock, "--", "true")
-	assert.Equal(t, exitBusy, res.code, "run on the prefixed key while it is held: %s", res.stderr)
-	res = runBinary(t, "", "run", "--redis", redisURL(), "--wait", "100ms", lock, "--", "true")
-	assert.Equal(t, 0, res.code, "run without the prefix is another lock: %s", res.stderr)
+	res = clitest.RunBinary(t, "", "run", "--redis", clitest.RedisURL(), "--name-prefix", "app:", "--wait", "100ms", lock, "--", "true")
+	assert.Equal(t, exit.Busy, res.Code, "run on the prefixed key while it is held: %s", res.Stderr)
+	res = clitest.RunBinary(t, "", "run", "--redis", clitest.RedisURL(), "--wait", "100ms", lock, "--", "true")
+	assert.Equal(t, 0, res.Code, "run without the prefix is another lock: %s", res.Stderr)
 
-	res = runInProcess(t, "unlock", "--redis", redisURL(), "--force", "--name-prefix", "app:", lock)
-	require.Equal(t, 0, res.code, res.stderr)
-	assert.Equal(t, key+": unlocked (forced, reentrant)\n", res.stdout)
-	assert.False(t, exists(t, rc, key))
+	res = runInProcess(t, "unlock", "--redis", clitest.RedisURL(), "--force", "--name-prefix", "app:", lock)
+	require.Equal(t, 0, res.Code, res.Stderr)
+	assert.Equal(t, key+": unlocked (forced, reentrant)\n", res.Stdout)
+	assert.False(t, clitest.Exists(t, rc, key))
 
-	res = runBinary(t, "", "run", "--redis", redisURL(), "--name-prefix", "app:", "--wait", "5s", lock, "--", "true")
-	assert.Equal(t, 0, res.code, res.stderr)
-	assert.Less(t, res.took, 5*time.Second)
+	res = clitest.RunBinary(t, "", "run", "--redis", clitest.RedisURL(), "--name-prefix", "app:", "--wait", "5s", lock, "--", "true")
+	assert.Equal(t, 0, res.Code, res.Stderr)
+	assert.Less(t, res.Took, 5*time.Second)
 
 	res = runInProcess(t, "unlock", "--force", "--name-prefix", "{", lock)
-	assert.Equal(t, exitUsage, res.code, "a prefixed name that is no valid lock name")
+	assert.Equal(t, exit.Usage, res.Code, "a prefixed name that is no valid lock name")
 }

@@ -9,6 +9,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/interlock-go/interlock/cmd/interlock/internal/clitest"
+	"github.com/interlock-go/interlock/cmd/interlock/internal/exit"
 	"github.com/interlock-go/interlock/internal/redistest"
 )
 
@@ -28,19 +30,19 @@ func TestRunServerFrozen(t *testing.T) {
 	frozenSrv, err := redistest.Start()
 	require.NoError(t, err)
 	t.Cleanup(frozenSrv.Stop)
-	cmd, pid := startRunOn(t, "redis://"+frozenSrv.Addr(), "--watchdog-timeout", lease.String(), lockName(t), "--",
+	cmd, pid := startRunOn(t, "redis://"+frozenSrv.Addr(), "--watchdog-timeout", lease.String(), clitest.LockName(t), "--",
 		"sh", "-c", "echo $$; exec sleep 30")
 
 	require.NoError(t, frozenSrv.Pause())
 	frozen := time.Now()
 	t.Cleanup(func() { _ = frozenSrv.Resume() })
-	require.Eventually(t, func() bool { return dead(pid) }, lease+interval+late+slack, time.Millisecond, "CMD still runs")
+	require.Eventually(t, func() bool { return clitest.Dead(pid) }, lease+interval+late+clitest.Slack, time.Millisecond, "CMD still runs")
 	cmdEnded := time.Since(frozen)
 	code, stderr := waitRun(t, cmd)
 	returned := time.Since(frozen)
 	t.Logf("frozen server, watchdog %v: CMD terminated %v after the freeze, run returned %v after CMD ended",
 		lease, cmdEnded.Round(time.Millisecond), (returned - cmdEnded).Round(time.Millisecond))
-	assert.Equal(t, exitLost, code, stderr)
+	assert.Equal(t, exit.Lost, code, stderr)
 	assert.Less(t, cmdEnded, lease+interval+late, "CMD terminated late")
 	// Nothing like the 5s of an unlock's resends; two seconds for a
 	// loaded machine (latency).

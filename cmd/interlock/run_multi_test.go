@@ -4,7 +4,6 @@ package main
 
 import (
 	"encoding/json"
-	"errors"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -17,13 +16,17 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/interlock-go/interlock"
+	"github.com/interlock-go/interlock/cmd/interlock/internal/clitest"
+	"github.com/interlock-go/interlock/cmd/interlock/internal/exit"
+	"github.com/interlock-go/interlock/cmd/interlock/internal/inspect"
+	"github.com/interlock-go/interlock/cmd/interlock/internal/kinds"
 	"github.com/interlock-go/interlock/internal/keys"
 	"github.com/interlock-go/interlock/rlock"
 )
 
 // multiNames returns n sorted lock names unique to the test.
 func multiNames(t *testing.T, n int) []string {
-	base := lockName(t)
+	base := clitest.LockName(t)
 	names := make([]string, n)
 	for i := range names {
 		names[i] = base + ":" + string(rune('a'+i))
@@ -41,33 +44,33 @@ func TestRunMultiHoldsEveryLock(t *testing.T) {
 		shows string // the kind inspect reports
 		mode  string
 	}{
-		{kindReentrant, kindReentrant, ""},
-		{kindWrite, kindReadWrite, "write"},
-		{kindSpin, kindReentrant, ""},
-		{kindFenced, kindFenced, ""},
+		{kinds.Reentrant, kinds.Reentrant, ""},
+		{kinds.Write, kinds.ReadWrite, "write"},
+		{kinds.Spin, kinds.Reentrant, ""},
+		{kinds.Fenced, kinds.Fenced, ""},
 	} {
 		t.Run(tc.kind, func(t *testing.T) {
 			t.Parallel()
 			names := multiNames(t, 3)
-			_, rc := newLockClient(t)
-			if tc.kind == kindFenced {
+			_, rc := clitest.NewLockClient(t)
+			if tc.kind == kinds.Fenced {
 				t.Cleanup(func() {
 					for _, n := range names {
-						rc.Do(t.Context(), rc.B().Del().Key(keys.Prefix(prefixFenceToken, n)).Build())
+						rc.Do(t.Context(), rc.B().Del().Key(keys.Prefix(keys.FenceTokenPrefix, n)).Build())
 					}
 				})
 			}
-			args := append([]string{"run", "--redis", redisURL(), "--kind", tc.kind}, names...)
+			args := append([]string{"run", "--redis", clitest.RedisURL(), "--kind", tc.kind}, names...)
 			args = append(args, "--", "sh", "-c", `echo "$INTERLOCK_LOCK"; echo "${INTERLOCK_FENCE_TOKEN-}"; exec "$@"`, "sh",
-				bin, "inspect", "--json", "--redis", redisURL())
-			res := runBinary(t, "", append(args, names...)...)
-			require.Equal(t, 0, res.code, res.stderr)
-			assert.Empty(t, res.stderr)
-			lines := strings.Split(strings.TrimSpace(res.stdout), "\n")
-			require.Len(t, lines, 2+len(names), res.stdout)
+				clitest.Binary(), "inspect", "--json", "--redis", clitest.RedisURL())
+			res := clitest.RunBinary(t, "", append(args, names...)...)
+			require.Equal(t, 0, res.Code, res.Stderr)
+			assert.Empty(t, res.Stderr)
+			lines := strings.Split(strings.TrimSpace(res.Stdout), "\n")
+			require.Len(t, lines, 2+len(names), res.Stdout)
 			assert.Equal(t, strings.Join(names, ","), lines[0], "INTERLOCK_LOCK has the names, comma-separated")
 
-			if tc.kind == kindFenced {
+			if tc.kind == kinds.Fenced {
 				tokens := strings.Split(lines[1], ",")
 				require.Len(t, tokens, len(names), "one token per lock: %q", lines[1])
 				for _, s := range tokens {
@@ -81,7 +84,7 @@ func TestRunMultiHoldsEveryLock(t *testing.T) {
 
 			var owner int64
 			for i, line := range lines[2:] {
-				var r lockReport
+				var r inspect.Report
 				require.NoError(t, json.Unmarshal([]byte(line), &r), line)
 				assert.Equal(t, names[i], r.Name)
 				assert.Equal(t, tc.shows, r.Kind, r.Name)
@@ -94,11 +97,11 @@ func TestRunMultiHoldsEveryLock(t *testing.T) {
 				}
 				owner = h.OwnerID
 				assert.Equal(t, int64(1), h.Holds)
-				assert.InDelta(t, interlock.DefaultWatchdogTimeout.Milliseconds(), r.TTLms, float64(slack.Milliseconds()),
+				assert.InDelta(t, interlock.DefaultWatchdogTimeout.Milliseconds(), r.TTLms, float64(clitest.Slack.Milliseconds()),
 					"a watchdog hold: %s", r.Name)
 			}
 			for _, n := range names {
-				assert.False(t, exists(t, rc, n), "run unlocks %s when CMD exits", n)
+				assert.False(t, clitest.Exists(t, rc, n), "run unlocks %s when CMD exits", n)
 			}
 		})
 	}
@@ -109,22 +112,22 @@ func TestRunMultiHoldsEveryLock(t *testing.T) {
 func TestRunMultiBusyMemberLeavesNothingHeld(t *testing.T) {
 	t.Parallel()
 	names := multiNames(t, 3)
-	c, rc := newLockClient(t)
+	c, rc := clitest.NewLockClient(t)
 	busy := rlock.New(c, names[1])
 	ctx := interlock.WithOwner(t.Context(), 1)
 	require.NoError(t, busy.Lock(ctx))
 	defer func() { require.NoError(t, busy.Unlock(ctx)) }()
 
 	for _, wait := range []time.Duration{300 * time.Millisecond, 0} {
-		args := append([]string{"run", "--redis", redisURL(), "--wait", wait.String()}, names...)
-		res := runBinary(t, "", append(args, "--", "echo", "must not run")...)
-		assert.Equal(t, exitBusy, res.code, res.stderr)
-		assert.Empty(t, res.stdout)
-		assert.Contains(t, res.stderr, `interlock: multilock of "`+names[0]+`", "`+names[1]+`", "`+names[2]+`" is busy`)
-		assert.GreaterOrEqual(t, res.took, wait)
-		assert.Less(t, res.took, wait+slack)
-		assert.False(t, exists(t, rc, names[0]), "the lock taken before the busy one was given back")
-		assert.False(t, exists(t, rc, names[2]))
+		args := append([]string{"run", "--redis", clitest.RedisURL(), "--wait", wait.String()}, names...)
+		res := clitest.RunBinary(t, "", append(args, "--", "echo", "must not run")...)
+		assert.Equal(t, exit.Busy, res.Code, res.Stderr)
+		assert.Empty(t, res.Stdout)
+		assert.Contains(t, res.Stderr, `interlock: multilock of "`+names[0]+`", "`+names[1]+`", "`+names[2]+`" is busy`)
+		assert.GreaterOrEqual(t, res.Took, wait)
+		assert.Less(t, res.Took, wait+clitest.Slack)
+		assert.False(t, clitest.Exists(t, rc, names[0]), "the lock taken before the busy one was given back")
+		assert.False(t, clitest.Exists(t, rc, names[2]))
 		n, err := busy.HoldCount(ctx)
 		require.NoError(t, err)
 		assert.Equal(t, 1, n, "the other owner's hold is untouched")
@@ -138,28 +141,28 @@ func TestRunMultiMemberLost(t *testing.T) {
 	t.Run("force-unlocked", func(t *testing.T) {
 		t.Parallel()
 		names := multiNames(t, 3)
-		_, rc := newLockClient(t)
+		_, rc := clitest.NewLockClient(t)
 		// The other locks outlive a loaded machine's late renewals: the
 		// forced one is the one lost.
 		args := append([]string{"--watchdog-timeout", "1s"}, names...)
 		cmd, pid := startRun(t, append(args, "--", "sh", "-c", "echo $$; exec sleep 30")...)
-		res := runInProcess(t, "unlock", "--redis", redisURL(), "--force", names[1])
-		require.Equal(t, 0, res.code, res.stderr)
+		res := runInProcess(t, "unlock", "--redis", clitest.RedisURL(), "--force", names[1])
+		require.Equal(t, 0, res.Code, res.Stderr)
 		unlocked := time.Now()
 		code, stderr := waitRun(t, cmd)
-		assert.Equal(t, exitLost, code, stderr)
-		assert.Less(t, time.Since(unlocked), time.Second+slack)
+		assert.Equal(t, exit.Lost, code, stderr)
+		assert.Less(t, time.Since(unlocked), time.Second+clitest.Slack)
 		assert.Contains(t, stderr, "lost while CMD ran")
 		assert.Contains(t, stderr, `(lock "`+names[1]+`": `, "the message names the lost lock")
-		assert.True(t, dead(pid), "CMD is gone")
+		assert.True(t, clitest.Dead(pid), "CMD is gone")
 		for _, n := range names {
-			assert.False(t, exists(t, rc, n), "%s is released", n)
+			assert.False(t, clitest.Exists(t, rc, n), "%s is released", n)
 		}
 	})
 	t.Run("gone at exit", func(t *testing.T) {
 		t.Parallel()
 		names := multiNames(t, 2)
-		_, rc := newLockClient(t)
+		_, rc := clitest.NewLockClient(t)
 		done := filepath.Join(t.TempDir(), "done")
 		// CMD holds the locks until the file exists; the watchdog renews
 		// only every 10s, so the loss is found at unlock.
@@ -168,20 +171,20 @@ func TestRunMultiMemberLost(t *testing.T) {
 		require.NoError(t, rc.Do(t.Context(), rc.B().Del().Key(names[0]).Build()).Error())
 		require.NoError(t, os.WriteFile(done, nil, 0o600))
 		code, stderr := waitRun(t, cmd)
-		assert.Equal(t, exitLost, code, stderr)
+		assert.Equal(t, exit.Lost, code, stderr)
 		assert.Contains(t, stderr, `: lock "`+names[0]+`" was gone when CMD exited`)
-		assert.False(t, exists(t, rc, names[1]), "the other lock is released")
+		assert.False(t, clitest.Exists(t, rc, names[1]), "the other lock is released")
 	})
 	t.Run("lease", func(t *testing.T) {
 		t.Parallel()
 		names := multiNames(t, 2)
-		_, rc := newLockClient(t)
-		args := append([]string{"run", "--redis", redisURL(), "--lease", "300ms"}, names...)
-		res := runBinary(t, "", append(args, "--", "sleep", "30")...)
-		assert.Equal(t, exitLost, res.code, res.stderr)
-		assert.Less(t, res.took, 300*time.Millisecond+slack)
+		_, rc := clitest.NewLockClient(t)
+		args := append([]string{"run", "--redis", clitest.RedisURL(), "--lease", "300ms"}, names...)
+		res := clitest.RunBinary(t, "", append(args, "--", "sleep", "30")...)
+		assert.Equal(t, exit.Lost, res.Code, res.Stderr)
+		assert.Less(t, res.Took, 300*time.Millisecond+clitest.Slack)
 		for _, n := range names {
-			assert.False(t, exists(t, rc, n), "%s is gone", n)
+			assert.False(t, clitest.Exists(t, rc, n), "%s is gone", n)
 		}
 	})
 }
@@ -203,20 +206,20 @@ func TestRunMultiUsageErrors(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			res := runInProcess(t, append([]string{"run", "--redis", "redis://127.0.0.1:1"}, tc.args...)...)
-			assert.Equal(t, exitUsage, res.code)
-			assert.Contains(t, res.stderr, tc.want)
-			assert.True(t, strings.HasPrefix(res.stderr, "interlock: run: "), res.stderr)
+			assert.Equal(t, exit.Usage, res.Code)
+			assert.Contains(t, res.Stderr, tc.want)
+			assert.True(t, strings.HasPrefix(res.Stderr, "interlock: run: "), res.Stderr)
 		})
 	}
 	// And through the binary, against the real server: nothing is created.
 	names := multiNames(t, 2)
-	_, rc := newLockClient(t)
-	res := runBinary(t, "", "run", "--redis", redisURL(), names[0], names[1], names[0], "--", "echo", "must not run")
-	assert.Equal(t, exitUsage, res.code)
-	assert.Empty(t, res.stdout)
-	assert.Contains(t, res.stderr, "is given twice")
+	_, rc := clitest.NewLockClient(t)
+	res := clitest.RunBinary(t, "", "run", "--redis", clitest.RedisURL(), names[0], names[1], names[0], "--", "echo", "must not run")
+	assert.Equal(t, exit.Usage, res.Code)
+	assert.Empty(t, res.Stdout)
+	assert.Contains(t, res.Stderr, "is given twice")
 	for _, n := range names {
-		assert.False(t, exists(t, rc, n))
+		assert.False(t, clitest.Exists(t, rc, n))
 	}
 }
 
@@ -225,14 +228,14 @@ func TestRunMultiUsageErrors(t *testing.T) {
 func TestRunMultiInterruptedWhileWaiting(t *testing.T) {
 	t.Parallel()
 	names := multiNames(t, 2)
-	c, rc := newLockClient(t)
+	c, rc := clitest.NewLockClient(t)
 	busy := rlock.New(c, names[1])
 	ctx := interlock.WithOwner(t.Context(), 1)
 	require.NoError(t, busy.Lock(ctx))
 	defer func() { require.NoError(t, busy.Unlock(ctx)) }()
 
-	cmd := interlockCmd(append(append([]string{"run", "--redis", redisURL()}, names...), "--", "true")...)
-	var stderr syncBuffer
+	cmd := clitest.Command(append(append([]string{"run", "--redis", clitest.RedisURL()}, names...), "--", "true")...)
+	var stderr clitest.SyncBuffer
 	cmd.Stderr = &stderr
 	require.NoError(t, cmd.Start())
 	// Once run subscribed to the busy lock's channel, it holds the first
@@ -242,28 +245,12 @@ func TestRunMultiInterruptedWhileWaiting(t *testing.T) {
 		n, err := rc.Do(ctx, rc.B().PubsubNumsub().Channel(channel).Build()).AsIntMap()
 		return err == nil && n[channel] > 0
 	}, 10*time.Second, 10*time.Millisecond)
-	assert.True(t, exists(t, rc, names[0]), "the first lock is held meanwhile")
+	assert.True(t, clitest.Exists(t, rc, names[0]), "the first lock is held meanwhile")
 	require.NoError(t, cmd.Process.Signal(syscall.SIGINT))
 	err := cmd.Wait()
 	var exitErr interface{ ExitCode() int }
 	require.ErrorAs(t, err, &exitErr)
 	assert.Equal(t, 128+int(syscall.SIGINT), exitErr.ExitCode(), stderr.String())
 	assert.Contains(t, stderr.String(), "while waiting for multilock of")
-	assert.False(t, exists(t, rc, names[0]), "the lock taken was given back")
-}
-
-// goneLocks names the members an unlock found gone, from a member's error
-// or from the multi-lock's Error that wraps several members' errors.
-func TestGoneLocksError(t *testing.T) {
-	t.Parallel()
-	gone := func(name string) error {
-		return &interlock.Error{Kind: interlock.KindRLock, Op: interlock.OpRelease, Name: name, Err: interlock.ErrNotHeld}
-	}
-	several := func(errs ...error) error {
-		return &interlock.Error{Kind: interlock.KindMultiLock, Op: interlock.OpRelease, Name: "A,B,C", Err: errors.Join(errs...)}
-	}
-	assert.Equal(t, `lock "B" was`, goneLocks(gone("B")))
-	assert.Equal(t, `locks "A", "C" were`, goneLocks(several(gone("A"), gone("C"))))
-	assert.Equal(t, `lock "C" was`, goneLocks(several(errors.New("timeout"), gone("C"))))
-	assert.Equal(t, "a lock was", goneLocks(interlock.ErrNotHeld))
+	assert.False(t, clitest.Exists(t, rc, names[0]), "the lock taken was given back")
 }

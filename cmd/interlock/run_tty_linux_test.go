@@ -4,7 +4,6 @@ package main
 
 import (
 	"os"
-	"os/exec"
 	"strconv"
 	"strings"
 	"sync"
@@ -15,6 +14,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"golang.org/x/sys/unix"
+
+	"github.com/interlock-go/interlock/cmd/interlock/internal/clitest"
 )
 
 // openPTY opens a pseudo-terminal pair; both ends are closed with the test.
@@ -40,7 +41,7 @@ func openPTY(t *testing.T) (master, slave *os.File) {
 func TestRunInTerminalForeground(t *testing.T) {
 	t.Parallel()
 	master, slave := openPTY(t)
-	cmd := interlockCmd("run", "--redis", redisURL(), lockName(t), "--",
+	cmd := clitest.Command("run", "--redis", clitest.RedisURL(), clitest.LockName(t), "--",
 		"sh", "-c", `trap "exit 7" INT; read x; echo "got $x"; sleep 30 & wait`)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = slave, slave, slave
 	// A session of its own with the terminal as controlling terminal: its
@@ -49,7 +50,7 @@ func TestRunInTerminalForeground(t *testing.T) {
 	require.NoError(t, cmd.Start())
 	slave.Close() // the child has its copies
 
-	var out syncBuffer
+	var out clitest.SyncBuffer
 	var reader sync.WaitGroup
 	reader.Go(func() {
 		buf := make([]byte, 1024)
@@ -68,30 +69,9 @@ func TestRunInTerminalForeground(t *testing.T) {
 
 	_, err = master.Write([]byte{3}) // Ctrl-C
 	require.NoError(t, err)
-	code := waitExit(t, cmd)
+	code := clitest.Wait(t, cmd)
 	assert.Equal(t, 7, code, "CMD's trap ran and interlock passed its status on; output: %q", out.String())
 	master.Close()
 	reader.Wait()
 	assert.NotContains(t, out.String(), "interlock:", "no message from interlock")
-}
-
-// waitExit waits up to a minute for cmd to exit and returns its exit code;
-// after that it kills it and fails the test.
-func waitExit(t *testing.T, cmd *exec.Cmd) int {
-	t.Helper()
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		_ = cmd.Wait()
-	}()
-	timer := time.NewTimer(time.Minute)
-	defer timer.Stop()
-	select {
-	case <-done:
-	case <-timer.C:
-		_ = cmd.Process.Kill()
-		<-done
-		t.Fatal("interlock did not exit")
-	}
-	return cmd.ProcessState.ExitCode()
 }

@@ -3,11 +3,7 @@
 package main
 
 import (
-	"bytes"
-	"context"
-	"encoding/hex"
 	"encoding/json"
-	"math"
 	"strings"
 	"syscall"
 	"testing"
@@ -18,39 +14,29 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/interlock-go/interlock"
+	"github.com/interlock-go/interlock/cmd/interlock/internal/clitest"
+	"github.com/interlock-go/interlock/cmd/interlock/internal/exit"
+	"github.com/interlock-go/interlock/cmd/interlock/internal/inspect"
+	"github.com/interlock-go/interlock/cmd/interlock/internal/kinds"
 	"github.com/interlock-go/interlock/internal/keys"
 	"github.com/interlock-go/interlock/latch"
 	"github.com/interlock-go/interlock/semaphore"
 )
 
 // permitsKey is an expirable semaphore's sorted set of acquired permits.
-func permitsKey(name string) string { return keys.Suffix(name, suffixPermits) }
-
-// cleanupKeys deletes keys when the test ends.
-func cleanupKeys(t *testing.T, rc rueidis.Client, keys ...string) {
-	t.Helper()
-	t.Cleanup(func() { rc.Do(context.Background(), rc.B().Del().Key(keys...).Build()) })
-}
+func permitsKey(name string) string { return keys.Suffix(name, keys.PermitsSuffix) }
 
 // newSemaphore returns a semaphore with permits free, deleted when the
 // test ends.
 func newSemaphore(t *testing.T, permits int) (*semaphore.Semaphore, rueidis.Client) {
 	t.Helper()
-	c, rc := newLockClient(t)
-	s := semaphore.New(c, lockName(t))
-	cleanupKeys(t, rc, s.Name())
+	c, rc := clitest.NewLockClient(t)
+	s := semaphore.New(c, clitest.LockName(t))
+	clitest.CleanupKeys(t, rc, s.Name())
 	ok, err := s.TrySetPermits(t.Context(), permits)
 	require.NoError(t, err)
 	require.True(t, ok)
 	return s, rc
-}
-
-// available returns a semaphore's free permits as stored.
-func available(t *testing.T, rc rueidis.Client, name string) int64 {
-	t.Helper()
-	n, err := rc.Do(t.Context(), rc.B().Get().Key(name).Build()).AsInt64()
-	require.NoError(t, err)
-	return n
 }
 
 // run --kind semaphore holds its permits while CMD runs (CMD inspects
@@ -60,30 +46,30 @@ func TestRunSemaphore(t *testing.T) {
 	t.Parallel()
 	s, rc := newSemaphore(t, 3)
 	name := s.Name()
-	res := runBinary(t, "", "run", "--redis", redisURL(), "--kind", "semaphore", "--permits", "2", name, "--",
-		bin, "inspect", "--json", "--kind", "semaphore", "--redis", redisURL(), name)
-	require.Equal(t, 0, res.code, res.stderr)
-	var r lockReport
-	require.NoError(t, json.Unmarshal([]byte(res.stdout), &r), res.stdout)
-	assert.Equal(t, kindSemaphore, r.Kind)
+	res := clitest.RunBinary(t, "", "run", "--redis", clitest.RedisURL(), "--kind", "semaphore", "--permits", "2", name, "--",
+		clitest.Binary(), "inspect", "--json", "--kind", "semaphore", "--redis", clitest.RedisURL(), name)
+	require.Equal(t, 0, res.Code, res.Stderr)
+	var r inspect.Report
+	require.NoError(t, json.Unmarshal([]byte(res.Stdout), &r), res.Stdout)
+	assert.Equal(t, kinds.Semaphore, r.Kind)
 	require.NotNil(t, r.Permits)
 	assert.Equal(t, int64(1), *r.Permits, "2 of 3 permits were held while CMD ran")
-	assert.Equal(t, int64(3), available(t, rc, name), "run gives the permits back when CMD exits")
+	assert.Equal(t, int64(3), clitest.Available(t, rc, name), "run gives the permits back when CMD exits")
 
 	// All permits taken by another holder: busy.
 	require.NoError(t, s.Acquire(t.Context(), 3))
-	res = runBinary(t, "", "run", "--redis", redisURL(), "--kind", "semaphore", "--wait", "200ms", name, "--", "echo", "must not run")
-	assert.Equal(t, exitBusy, res.code, res.stderr)
-	assert.Empty(t, res.stdout)
-	assert.Contains(t, res.stderr, `interlock: semaphore "`+name+`" is busy: 1 permit was not free within --wait 200ms`)
-	assert.GreaterOrEqual(t, res.took, 200*time.Millisecond)
-	assert.Less(t, res.took, 200*time.Millisecond+slack)
-	res = runBinary(t, "", "run", "--redis", redisURL(), "--kind", "semaphore", "--wait", "0", name, "--", "true")
-	assert.Equal(t, exitBusy, res.code, "--wait 0 makes one attempt")
+	res = clitest.RunBinary(t, "", "run", "--redis", clitest.RedisURL(), "--kind", "semaphore", "--wait", "200ms", name, "--", "echo", "must not run")
+	assert.Equal(t, exit.Busy, res.Code, res.Stderr)
+	assert.Empty(t, res.Stdout)
+	assert.Contains(t, res.Stderr, `interlock: semaphore "`+name+`" is busy: 1 permit was not free within --wait 200ms`)
+	assert.GreaterOrEqual(t, res.Took, 200*time.Millisecond)
+	assert.Less(t, res.Took, 200*time.Millisecond+clitest.Slack)
+	res = clitest.RunBinary(t, "", "run", "--redis", clitest.RedisURL(), "--kind", "semaphore", "--wait", "0", name, "--", "true")
+	assert.Equal(t, exit.Busy, res.Code, "--wait 0 makes one attempt")
 
 	// A waiter gets the permits once they are released.
-	cmd := interlockCmd("run", "--redis", redisURL(), "--kind", "semaphore", "--permits", "2", name, "--", "true")
-	var stderr syncBuffer
+	cmd := clitest.Command("run", "--redis", clitest.RedisURL(), "--kind", "semaphore", "--permits", "2", name, "--", "true")
+	var stderr clitest.SyncBuffer
 	cmd.Stderr = &stderr
 	require.NoError(t, cmd.Start())
 	channel := keys.SemaphoreChannel(name)
@@ -92,39 +78,18 @@ func TestRunSemaphore(t *testing.T) {
 		return err == nil && n[channel] > 0
 	}, 10*time.Second, 10*time.Millisecond, "run waits on the semaphore's channel")
 	require.NoError(t, s.Release(t.Context(), 3))
-	waitRunCmd(t, cmd, &stderr, 0)
-	assert.Equal(t, int64(3), available(t, rc, name))
-}
-
-// waitRunCmd waits, a minute at most, for cmd to exit with code.
-func waitRunCmd(t *testing.T, cmd interface {
-	Wait() error
-}, stderr *syncBuffer, code int) {
-	t.Helper()
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	select {
-	case err := <-done:
-		got := 0
-		if e, ok := err.(interface{ ExitCode() int }); ok {
-			got = e.ExitCode()
-		} else {
-			require.NoError(t, err)
-		}
-		assert.Equal(t, code, got, stderr.String())
-	case <-time.After(time.Minute):
-		t.Fatalf("interlock did not exit; stderr:\n%s", stderr.String())
-	}
+	assert.Equal(t, 0, clitest.Wait(t, cmd), stderr.String())
+	assert.Equal(t, int64(3), clitest.Available(t, rc, name))
 }
 
 // run --kind expirable-semaphore gives CMD the ids of its permits, held by
 // the watchdog or with --lease, and releases them when CMD exits.
 func TestRunExpirableSemaphore(t *testing.T) {
 	t.Parallel()
-	c, rc := newLockClient(t)
-	name := lockName(t)
+	c, rc := clitest.NewLockClient(t)
+	name := clitest.LockName(t)
 	e := semaphore.NewExpirable(c, name)
-	cleanupKeys(t, rc, name, permitsKey(name))
+	clitest.CleanupKeys(t, rc, name, permitsKey(name))
 	ok, err := e.TrySetPermits(t.Context(), 3)
 	require.NoError(t, err)
 	require.True(t, ok)
@@ -137,12 +102,12 @@ func TestRunExpirableSemaphore(t *testing.T) {
 		{"watchdog", nil, interlock.DefaultWatchdogTimeout},
 		{"lease", []string{"--lease", "10s"}, 10 * time.Second},
 	} {
-		args := append([]string{"run", "--redis", redisURL(), "--kind", "expirable-semaphore", "--permits", "2"}, tc.args...)
+		args := append([]string{"run", "--redis", clitest.RedisURL(), "--kind", "expirable-semaphore", "--permits", "2"}, tc.args...)
 		args = append(args, name, "--", "sh", "-c", `echo "$INTERLOCK_PERMIT_IDS"; exec "$0" inspect --json --redis "$1" "$2"`,
-			bin, redisURL(), name)
-		res := runBinary(t, "", args...)
-		require.Equal(t, 0, res.code, "%s: %s", tc.name, res.stderr)
-		line, report, _ := strings.Cut(res.stdout, "\n")
+			clitest.Binary(), clitest.RedisURL(), name)
+		res := clitest.RunBinary(t, "", args...)
+		require.Equal(t, 0, res.Code, "%s: %s", tc.name, res.Stderr)
+		line, report, _ := strings.Cut(res.Stdout, "\n")
 		ids := strings.Split(line, ",")
 		require.Len(t, ids, 2, tc.name)
 		for _, id := range ids {
@@ -150,31 +115,31 @@ func TestRunExpirableSemaphore(t *testing.T) {
 			require.NoError(t, err, tc.name)
 			assert.Equal(t, strings.ToLower(id), id, "lower-case hex")
 		}
-		var r lockReport
+		var r inspect.Report
 		require.NoError(t, json.Unmarshal([]byte(report), &r), report)
-		assert.Equal(t, kindExpirable, r.Kind, tc.name)
+		assert.Equal(t, kinds.Expirable, r.Kind, tc.name)
 		require.NotNil(t, r.Permits)
 		assert.Equal(t, int64(1), *r.Permits, tc.name)
 		require.Len(t, r.Acquired, 2, tc.name)
 		for _, p := range r.Acquired {
 			assert.Contains(t, ids, p.ID, tc.name)
-			assert.InDelta(t, tc.lease.Milliseconds(), p.LeaseLeftMs, float64(slack.Milliseconds()), tc.name)
+			assert.InDelta(t, tc.lease.Milliseconds(), p.LeaseLeftMs, float64(clitest.Slack.Milliseconds()), tc.name)
 			assert.False(t, p.Expired)
 		}
 		assert.Empty(t, r.Notes, tc.name)
 
-		assert.Equal(t, int64(3), available(t, rc, name), "%s: the permits are back", tc.name)
-		assert.False(t, exists(t, rc, permitsKey(name)), "%s: none is acquired", tc.name)
+		assert.Equal(t, int64(3), clitest.Available(t, rc, name), "%s: the permits are back", tc.name)
+		assert.False(t, clitest.Exists(t, rc, permitsKey(name)), "%s: none is acquired", tc.name)
 	}
 }
 
 // A permit taken away while CMD runs ends CMD as a lost lock does: exit 79.
 func TestRunExpirablePermitLost(t *testing.T) {
 	t.Parallel()
-	c, rc := newLockClient(t)
-	name := lockName(t)
+	c, rc := clitest.NewLockClient(t)
+	name := clitest.LockName(t)
 	e := semaphore.NewExpirable(c, name)
-	cleanupKeys(t, rc, name, permitsKey(name))
+	clitest.CleanupKeys(t, rc, name, permitsKey(name))
 	ok, err := e.TrySetPermits(t.Context(), 2)
 	require.NoError(t, err)
 	require.True(t, ok)
@@ -188,125 +153,87 @@ func TestRunExpirablePermitLost(t *testing.T) {
 	require.NoError(t, rc.Do(t.Context(), rc.B().Zrem().Key(permitsKey(name)).Member(members[0]).Build()).Error())
 	removed := time.Now()
 	code, stderr := waitRun(t, cmd)
-	assert.Equal(t, exitLost, code, stderr)
-	assert.Less(t, time.Since(removed), time.Second+slack)
+	assert.Equal(t, exit.Lost, code, stderr)
+	assert.Less(t, time.Since(removed), time.Second+clitest.Slack)
 	assert.Contains(t, stderr, "lost while CMD ran")
-	assert.True(t, dead(pid), "CMD is gone")
+	assert.True(t, clitest.Dead(pid), "CMD is gone")
 	// The permit still held was released; the one taken away is gone.
-	assert.Equal(t, int64(1), available(t, rc, name))
-	assert.False(t, exists(t, rc, permitsKey(name)))
+	assert.Equal(t, int64(1), clitest.Available(t, rc, name))
+	assert.False(t, clitest.Exists(t, rc, permitsKey(name)))
 }
 
 // With --lease, CMD is terminated when the permit's lease ends first.
 func TestRunExpirableLeaseEnds(t *testing.T) {
 	t.Parallel()
-	c, rc := newLockClient(t)
-	name := lockName(t)
-	cleanupKeys(t, rc, name, permitsKey(name))
+	c, rc := clitest.NewLockClient(t)
+	name := clitest.LockName(t)
+	clitest.CleanupKeys(t, rc, name, permitsKey(name))
 	ok, err := semaphore.NewExpirable(c, name).TrySetPermits(t.Context(), 1)
 	require.NoError(t, err)
 	require.True(t, ok)
-	res := runBinary(t, "", "run", "--redis", redisURL(), "--kind", "expirable-semaphore", "--lease", "300ms", name, "--", "sleep", "30")
-	assert.Equal(t, exitLost, res.code, res.stderr)
-	assert.Less(t, res.took, 300*time.Millisecond+slack)
-}
-
-func TestSemaphoreInitAdd(t *testing.T) {
-	t.Parallel()
-	_, rc := newLockClient(t)
-	name, ttlName := lockName(t), lockName(t)+":ttl"
-	cleanupKeys(t, rc, name, ttlName)
-
-	res := runInProcess(t, "semaphore", "--redis", redisURL(), "init", name, "2")
-	require.Equal(t, 0, res.code, res.stderr)
-	assert.Equal(t, name+": set to 2 permits\n", res.stdout)
-	res = runInProcess(t, "semaphore", "init", "--redis", redisURL(), name, "5")
-	assert.Equal(t, exitFailure, res.code)
-	assert.Equal(t, "interlock: semaphore init: \""+name+"\" is already set (2 permits available); nothing changed\n", res.stderr)
-	assert.Equal(t, int64(2), available(t, rc, name))
-
-	res = runInProcess(t, "semaphore", "add", name, "3", "--redis", redisURL())
-	require.Equal(t, 0, res.code, res.stderr)
-	assert.Equal(t, name+": added 3 permits\n", res.stdout)
-	assert.Equal(t, int64(5), available(t, rc, name))
-	res = runInProcess(t, "semaphore", "--redis", redisURL(), "add", name, "-2")
-	require.Equal(t, 0, res.code, res.stderr)
-	assert.Equal(t, name+": took away 2 permits\n", res.stdout)
-	res = runInProcess(t, "semaphore", "--redis", redisURL(), "--kind", "expirable-semaphore", "add", name, "--", "-1")
-	require.Equal(t, 0, res.code, res.stderr)
-	assert.Equal(t, int64(2), available(t, rc, name))
-
-	res = runInProcess(t, "semaphore", "--redis", redisURL(), "init", "--ttl", "10s", ttlName, "1")
-	require.Equal(t, 0, res.code, res.stderr)
-	ttl, err := rc.Do(t.Context(), rc.B().Pttl().Key(ttlName).Build()).AsInt64()
-	require.NoError(t, err)
-	assert.InDelta(t, 10000, ttl, float64(slack.Milliseconds()))
+	res := clitest.RunBinary(t, "", "run", "--redis", clitest.RedisURL(), "--kind", "expirable-semaphore", "--lease", "300ms", name, "--", "sleep", "30")
+	assert.Equal(t, exit.Lost, res.Code, res.Stderr)
+	assert.Less(t, res.Took, 300*time.Millisecond+clitest.Slack)
 }
 
 func TestLatchInitCountdownAwait(t *testing.T) {
 	t.Parallel()
-	_, rc := newLockClient(t)
-	name := lockName(t)
-	cleanupKeys(t, rc, name)
+	_, rc := clitest.NewLockClient(t)
+	name := clitest.LockName(t)
+	clitest.CleanupKeys(t, rc, name)
 
-	res := runInProcess(t, "latch", "--redis", redisURL(), "init", name, "2")
-	require.Equal(t, 0, res.code, res.stderr)
-	assert.Equal(t, name+": count set to 2\n", res.stdout)
-	res = runInProcess(t, "latch", "--redis", redisURL(), "init", name, "1")
-	assert.Equal(t, exitFailure, res.code)
-	assert.Contains(t, res.stderr, `"`+name+`" is already set (count 2); nothing changed`)
+	res := runInProcess(t, "latch", "--redis", clitest.RedisURL(), "init", name, "2")
+	require.Equal(t, 0, res.Code, res.Stderr)
+	assert.Equal(t, name+": count set to 2\n", res.Stdout)
+	res = runInProcess(t, "latch", "--redis", clitest.RedisURL(), "init", name, "1")
+	assert.Equal(t, exit.Failure, res.Code)
+	assert.Contains(t, res.Stderr, `"`+name+`" is already set (count 2); nothing changed`)
 
-	res = runBinary(t, "", "latch", "--redis", redisURL(), "await", "--wait", "200ms", name)
-	assert.Equal(t, exitBusy, res.code, res.stderr)
-	assert.Contains(t, res.stderr, `interlock: latch "`+name+`" is still closed after --wait 200ms: its count is 2`)
-	assert.GreaterOrEqual(t, res.took, 200*time.Millisecond)
-	assert.Less(t, res.took, 200*time.Millisecond+slack)
-	res = runBinary(t, "", "latch", "--redis", redisURL(), "await", "--wait", "0", name)
-	assert.Equal(t, exitBusy, res.code, res.stderr)
+	res = clitest.RunBinary(t, "", "latch", "--redis", clitest.RedisURL(), "await", "--wait", "200ms", name)
+	assert.Equal(t, exit.Busy, res.Code, res.Stderr)
+	assert.Contains(t, res.Stderr, `interlock: latch "`+name+`" is still closed after --wait 200ms: its count is 2`)
+	assert.GreaterOrEqual(t, res.Took, 200*time.Millisecond)
+	assert.Less(t, res.Took, 200*time.Millisecond+clitest.Slack)
+	res = clitest.RunBinary(t, "", "latch", "--redis", clitest.RedisURL(), "await", "--wait", "0", name)
+	assert.Equal(t, exit.Busy, res.Code, res.Stderr)
 
 	// A waiter with no --wait, released by countdowns of other processes.
-	cmd := interlockCmd("latch", "--redis", redisURL(), "await", name)
-	var stderr syncBuffer
+	cmd := clitest.Command("latch", "--redis", clitest.RedisURL(), "await", name)
+	var stderr clitest.SyncBuffer
 	cmd.Stderr = &stderr
-	require.NoError(t, cmd.Start())
-	t.Cleanup(func() {
-		if cmd.ProcessState == nil {
-			_ = cmd.Process.Kill()
-			_ = cmd.Wait()
-		}
-	})
+	clitest.Start(t, cmd)
 	channel := keys.LatchChannel(name)
 	require.Eventually(t, func() bool {
 		n, err := rc.Do(t.Context(), rc.B().PubsubNumsub().Channel(channel).Build()).AsIntMap()
 		return err == nil && n[channel] > 0
 	}, 10*time.Second, 10*time.Millisecond, "await waits on the latch's channel")
 	for range 2 {
-		res = runBinary(t, "", "latch", "--redis", redisURL(), "countdown", name)
-		require.Equal(t, 0, res.code, res.stderr)
-		assert.Empty(t, res.stdout)
+		res = clitest.RunBinary(t, "", "latch", "--redis", clitest.RedisURL(), "countdown", name)
+		require.Equal(t, 0, res.Code, res.Stderr)
+		assert.Empty(t, res.Stdout)
 	}
 	opened := time.Now()
-	waitRunCmd(t, cmd, &stderr, 0)
-	assert.Less(t, time.Since(opened), slack, "the countdown to 0 wakes the waiter")
-	assert.False(t, exists(t, rc, name), "an open latch has no key")
+	assert.Equal(t, 0, clitest.Wait(t, cmd), stderr.String())
+	assert.Less(t, time.Since(opened), clitest.Slack, "the countdown to 0 wakes the waiter")
+	assert.False(t, clitest.Exists(t, rc, name), "an open latch has no key")
 
-	res = runBinary(t, "", "latch", "--redis", redisURL(), "await", "--wait", "0", name)
-	assert.Equal(t, 0, res.code, "an open latch: at once")
-	res = runInProcess(t, "latch", "--redis", redisURL(), "countdown", name)
-	assert.Equal(t, 0, res.code, "counting down an open latch does nothing")
+	res = clitest.RunBinary(t, "", "latch", "--redis", clitest.RedisURL(), "await", "--wait", "0", name)
+	assert.Equal(t, 0, res.Code, "an open latch: at once")
+	res = runInProcess(t, "latch", "--redis", clitest.RedisURL(), "countdown", name)
+	assert.Equal(t, 0, res.Code, "counting down an open latch does nothing")
 }
 
 // A signal ends latch await with 128+signal.
 func TestLatchAwaitInterrupted(t *testing.T) {
 	t.Parallel()
-	c, rc := newLockClient(t)
-	name := lockName(t)
-	cleanupKeys(t, rc, name)
+	c, rc := clitest.NewLockClient(t)
+	name := clitest.LockName(t)
+	clitest.CleanupKeys(t, rc, name)
 	ok, err := latch.New(c, name).TrySetCount(t.Context(), 1)
 	require.NoError(t, err)
 	require.True(t, ok)
-	cmd := interlockCmd("latch", "--redis", redisURL(), "await", name)
-	var stderr syncBuffer
+	cmd := clitest.Command("latch", "--redis", clitest.RedisURL(), "await", name)
+	var stderr clitest.SyncBuffer
 	cmd.Stderr = &stderr
 	require.NoError(t, cmd.Start())
 	channel := keys.LatchChannel(name)
@@ -315,155 +242,8 @@ func TestLatchAwaitInterrupted(t *testing.T) {
 		return err == nil && n[channel] > 0
 	}, 10*time.Second, 10*time.Millisecond)
 	require.NoError(t, cmd.Process.Signal(syscall.SIGINT))
-	waitRunCmd(t, cmd, &stderr, 128+int(syscall.SIGINT))
+	assert.Equal(t, 128+int(syscall.SIGINT), clitest.Wait(t, cmd), stderr.String())
 	assert.Contains(t, stderr.String(), "while waiting for latch")
-}
-
-// Semaphores and latches as Java Redisson writes them (the reference's
-// vectors, §11), decoded without changing them.
-func TestInspectJavaWrittenSynchronizers(t *testing.T) {
-	t.Parallel()
-	_, rc := newLockClient(t)
-	base := lockName(t)
-	sem, semTTL, pes, lat := base+":sem", base+":semttl", base+":pes", base+":lat"
-	timeout := permitsKey(pes)
-	cleanupKeys(t, rc, sem, semTTL, pes, timeout, lat)
-	// Permit A leased for 10s, B with no lease, C whose lease ended 1.5s
-	// ago, not reclaimed yet.
-	a, _ := hex.DecodeString("f931c493916289a8b33eefa41cfb0ce3")
-	b, _ := hex.DecodeString("0123456789abcdef0123456789abcdef")
-	cc, _ := hex.DecodeString("fedcba9876543210fedcba9876543210")
-	now := time.Now().UnixMilli()
-	redisDo(t, rc, []string{
-		"SET " + sem + " 3",
-		"SET " + semTTL + " 4 PX 60000",
-		"SET " + pes + " 1",
-		"SET " + lat + " 2",
-	})
-	require.NoError(t, rc.Do(t.Context(), rc.B().Zadd().Key(timeout).ScoreMember().
-		ScoreMember(float64(now+10000), string(a)).ScoreMember(neverExpires, string(b)).ScoreMember(float64(now-1500), string(cc)).
-		Build()).Error())
-
-	reports := inspectJSON(t, sem, semTTL, pes, lat)
-	r := reports[0]
-	assert.Equal(t, kindCounter, r.Kind, "a bare counter is a semaphore or a latch")
-	require.NotNil(t, r.Permits)
-	require.NotNil(t, r.Count)
-	assert.Equal(t, int64(3), *r.Permits)
-	assert.Equal(t, int64(3), *r.Count)
-	assert.Equal(t, int64(-1), r.TTLms)
-	assert.False(t, r.Locked)
-	assert.Empty(t, r.Notes)
-
-	assert.InDelta(t, 60000, reports[1].TTLms, float64(slack.Milliseconds()))
-
-	r = reports[2]
-	assert.Equal(t, kindExpirable, r.Kind)
-	require.NotNil(t, r.Permits)
-	assert.Equal(t, int64(1), *r.Permits)
-	assert.Nil(t, r.Count)
-	require.Len(t, r.Acquired, 3)
-	// Soonest expiry first: C (expired), A, then B (never).
-	assert.Equal(t, permit{ID: hex.EncodeToString(cc), ExpiryMs: now - 1500, Expired: true}, r.Acquired[0])
-	assert.Equal(t, hex.EncodeToString(a), r.Acquired[1].ID)
-	assert.Equal(t, now+10000, r.Acquired[1].ExpiryMs)
-	assert.InDelta(t, 10000, r.Acquired[1].LeaseLeftMs, float64(slack.Milliseconds()))
-	assert.Equal(t, permit{ID: hex.EncodeToString(b), LeaseLeftMs: -1}, r.Acquired[2])
-	require.Len(t, r.Notes, 1)
-	assert.Contains(t, r.Notes[0], "1 acquired permit expired but not given back yet")
-
-	assert.Equal(t, kindCounter, reports[3].Kind)
-
-	// inspect only reads: the expired permit is still there.
-	assert.Equal(t, int64(1), available(t, rc, pes))
-	n, err := rc.Do(t.Context(), rc.B().Zcard().Key(timeout).Build()).AsInt64()
-	require.NoError(t, err)
-	assert.Equal(t, int64(3), n)
-
-	// --kind says what a counter is, and does not override what is plain.
-	res := runInProcess(t, "inspect", "--redis", redisURL(), "--json", "--kind", "latch", lat, pes, base+":nothing")
-	require.Equal(t, 0, res.code, res.stderr)
-	var hinted []lockReport
-	for line := range strings.Lines(res.stdout) {
-		var r lockReport
-		require.NoError(t, json.Unmarshal([]byte(line), &r), line)
-		hinted = append(hinted, r)
-	}
-	require.Len(t, hinted, 3)
-	assert.Equal(t, kindLatch, hinted[0].Kind)
-	require.NotNil(t, hinted[0].Count)
-	assert.Equal(t, int64(2), *hinted[0].Count)
-	assert.Nil(t, hinted[0].Permits)
-	assert.Equal(t, kindExpirable, hinted[1].Kind)
-	assert.Contains(t, hinted[1].Notes, "--kind latch does not apply: "+timeout+" exists, so this is an expirable semaphore")
-	assert.Equal(t, kindLatch, hinted[2].Kind)
-	assert.Equal(t, []string{"there is no key: the latch is open (or was never set)"}, hinted[2].Notes)
-	r = inspectJSONKind(t, "semaphore", sem)
-	assert.Equal(t, kindSemaphore, r.Kind)
-	assert.Equal(t, int64(3), *r.Permits)
-	assert.Nil(t, r.Count)
-
-	table := inspectTable(t, sem, semTTL, pes, lat)
-	for _, want := range []string{
-		sem + " semaphore/latch no expiry - - - - 3: as a semaphore, 3 permits available; as a latch, count 3 (closed); --kind tells which",
-		pes + " expirable-semaphore no expiry - - - - 1 permit available, 3 acquired",
-		pes + " expirable-semaphore no expiry permit - - - id " + hex.EncodeToString(cc) + ", lease ended " +
-			strings.Join(strings.Fields(time.UnixMilli(now-1500).Format(tableTime)), " ") + "; EXPIRED: given back by the next operation",
-		pes + " expirable-semaphore no expiry permit - - - id " + hex.EncodeToString(b) + ", no expiry",
-	} {
-		assert.Contains(t, fieldLines(table), want)
-	}
-	assert.Contains(t, table, "permit  -          -         -      id "+hex.EncodeToString(a)+", lease left ")
-	res = runInProcess(t, "inspect", "--redis", redisURL(), "--kind", "latch", lat)
-	require.Equal(t, 0, res.code, res.stderr)
-	assert.Contains(t, fieldLines(res.stdout), lat+" latch no expiry - - - - count 2: closed")
-}
-
-// inspectJSONKind runs "inspect --json --kind kind" on one name.
-func inspectJSONKind(t *testing.T, kind, name string) lockReport {
-	t.Helper()
-	res := runInProcess(t, "inspect", "--redis", redisURL(), "--json", "--kind", kind, name)
-	require.Equal(t, 0, res.code, res.stderr)
-	var r lockReport
-	require.NoError(t, json.Unmarshal([]byte(res.stdout), &r), res.stdout)
-	return r
-}
-
-// Semaphores and latches written by the Go packages, as inspect shows
-// them.
-func TestInspectGoWrittenSynchronizers(t *testing.T) {
-	t.Parallel()
-	c, rc := newLockClient(t)
-	base := lockName(t)
-	pes, lat := base+":pes", base+":lat"
-	cleanupKeys(t, rc, pes, permitsKey(pes), lat)
-	e := semaphore.NewExpirable(c, pes)
-	ok, err := e.TrySetPermits(t.Context(), 2)
-	require.NoError(t, err)
-	require.True(t, ok)
-	ids, err := e.Acquire(t.Context(), 1, semaphore.NoExpiry)
-	require.NoError(t, err)
-	l := latch.New(c, lat)
-	ok, err = l.TrySetCount(t.Context(), 1)
-	require.NoError(t, err)
-	require.True(t, ok)
-
-	r := inspectJSON(t, pes)[0]
-	assert.Equal(t, kindExpirable, r.Kind)
-	assert.Equal(t, []permit{{ID: ids[0].String(), LeaseLeftMs: -1}}, r.Acquired)
-	r = inspectJSONKind(t, "latch", lat)
-	assert.Equal(t, int64(1), *r.Count)
-
-	require.NoError(t, e.Release(t.Context(), ids...))
-	require.NoError(t, l.CountDown(t.Context()))
-	r = inspectJSON(t, pes)[0]
-	assert.Equal(t, kindCounter, r.Kind, "with no permit acquired, an expirable semaphore is a bare counter")
-	assert.Equal(t, int64(2), *r.Permits)
-	r = inspectJSONKind(t, "expirable-semaphore", pes)
-	assert.Equal(t, kindExpirable, r.Kind)
-	assert.Empty(t, r.Acquired)
-	r = inspectJSON(t, lat)[0]
-	assert.Equal(t, kindNone, r.Kind, "an open latch has no key")
 }
 
 // Bad input is a usage error, found before anything is sent: the Redis
@@ -507,99 +287,36 @@ func TestSyncUsageErrors(t *testing.T) {
 	} {
 		args := append([]string{tc.args[0], "--redis", nowhere}, tc.args[1:]...)
 		res := runInProcess(t, args...)
-		assert.Equal(t, exitUsage, res.code, "%v: %s", tc.args, res.stderr)
-		assert.Contains(t, res.stderr, tc.want, tc.args)
-		assert.True(t, strings.HasPrefix(res.stderr, "interlock: "+tc.args[0]+": "), res.stderr)
+		assert.Equal(t, exit.Usage, res.Code, "%v: %s", tc.args, res.Stderr)
+		assert.Contains(t, res.Stderr, tc.want, tc.args)
+		assert.True(t, strings.HasPrefix(res.Stderr, "interlock: "+tc.args[0]+": "), res.Stderr)
 	}
 	// And once through the binary, as scripts see it.
-	res := runBinary(t, "", "semaphore", "--redis", nowhere, "init", "S", "0")
-	assert.Equal(t, exitUsage, res.code, res.stderr)
+	res := clitest.RunBinary(t, "", "semaphore", "--redis", nowhere, "init", "S", "0")
+	assert.Equal(t, exit.Usage, res.Code, res.Stderr)
 }
 
 // A name whose key holds another type of data (a lock's hash) is refused
 // with a usage error, and left as it was.
 func TestSyncOnALock(t *testing.T) {
 	t.Parallel()
-	_, rc := newLockClient(t)
-	name := lockName(t)
-	redisDo(t, rc, []string{"HSET " + name + " " + javaA + ":1 1"}, name)
+	_, rc := clitest.NewLockClient(t)
+	name := clitest.LockName(t)
+	clitest.Do(t, rc, []string{"HSET " + name + " " + clitest.JavaA + ":1 1"}, name)
 	for _, args := range [][]string{
 		{"semaphore", "init", name, "2"},
 		{"semaphore", "add", name, "2"},
 		{"latch", "init", name, "2"},
 		{"latch", "countdown", name},
 	} {
-		res := runInProcess(t, append([]string{args[0], "--redis", redisURL()}, args[1:]...)...)
-		assert.Equal(t, exitUsage, res.code, "%v: %s", args, res.stderr)
-		assert.Contains(t, res.stderr, "holds another type of data", args)
+		res := runInProcess(t, append([]string{args[0], "--redis", clitest.RedisURL()}, args[1:]...)...)
+		assert.Equal(t, exit.Usage, res.Code, "%v: %s", args, res.Stderr)
+		assert.Contains(t, res.Stderr, "holds another type of data", args)
 	}
-	res := runBinary(t, "", "run", "--redis", redisURL(), "--kind", "semaphore", "--wait", "0", name, "--", "echo", "must not run")
-	assert.Equal(t, exitUsage, res.code, res.stderr)
-	assert.Empty(t, res.stdout)
+	res := clitest.RunBinary(t, "", "run", "--redis", clitest.RedisURL(), "--kind", "semaphore", "--wait", "0", name, "--", "echo", "must not run")
+	assert.Equal(t, exit.Usage, res.Code, res.Stderr)
+	assert.Empty(t, res.Stdout)
 	fields, err := rc.Do(t.Context(), rc.B().Hgetall().Key(name).Build()).AsStrMap()
 	require.NoError(t, err)
-	assert.Equal(t, map[string]string{javaA + ":1": "1"}, fields, "the lock is untouched")
-}
-
-// Whatever Redis holds beside a counter, decode explains it in notes.
-func TestDecodeSyncShapes(t *testing.T) {
-	t.Parallel()
-	now := time.UnixMilli(1795995449072)
-	for _, tc := range []struct {
-		name string
-		f    facts
-		hint string
-		kind string
-		want []string
-	}{
-		{"odd permits", facts{keyType: "string", value: "0", permitsType: "zset", permitsLen: 3, permits: []rueidis.ZScore{
-			{Member: "short", Score: neverExpires}, {Member: strings.Repeat("x", 16), Score: math.NaN()},
-		}}, "", kindExpirable, []string{
-			"permit 73686f7274 is 5 bytes long, not 16: no id Redisson makes",
-			"permit 78787878787878787878787878787878 has score NaN: no expiry in epoch milliseconds",
-			"3 permits are acquired; the 2 that expire first are shown",
-		}},
-		{"permits, no counter", facts{keyType: "none", pttl: -2, permitsType: "zset"}, "", kindExpirable, []string{
-			"there is no key counting the free permits: none is free until one is released",
-		}},
-		{"counter not a number", facts{keyType: "string", value: "many", pttl: -1, permitsType: "zset"}, "", kindExpirable, []string{
-			`the key holds "many", not an integer: no free permit can be counted`,
-		}},
-		{"counter a list", facts{keyType: "list", permitsType: "zset"}, "", kindExpirable, []string{
-			"the key is a list, not a string holding the count of free permits",
-		}},
-		{"timeout of another type", facts{keyType: "string", value: "4", permitsType: "hash"}, "semaphore", kindSemaphore, []string{
-			"{n}:timeout is a hash, not the sorted set of an expirable semaphore's permits",
-		}},
-		{"semaphore not set up", facts{keyType: "none", pttl: -2}, "semaphore", kindSemaphore, []string{
-			"there is no key: the semaphore is not set up, and no permit is free",
-		}},
-		{"hint on a lock", facts{keyType: "hash", fields: map[string]string{"u:1": "1"}}, "latch", kindReentrant, []string{
-			"--kind latch does not apply: this is no semaphore or latch",
-		}},
-		{"permits beside a lock", facts{keyType: "hash", fields: map[string]string{"u:1": "1"}, permitsType: "zset"}, "", kindReentrant, []string{
-			"Redis also holds acquired permits of an expirable semaphore under this name ({n}:timeout)",
-		}},
-		{"not a counter", facts{keyType: "string", value: "x"}, "latch", kindUnknown, []string{
-			`the key is a string, not a hash, and holds "x", no integer: not a Redisson lock, semaphore or latch`,
-			"--kind latch does not apply: this is no semaphore or latch",
-		}},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			tc.f.name, tc.f.now = "n", now
-			r := decodeAs(&tc.f, tc.hint)
-			assert.Equal(t, tc.kind, r.Kind)
-			assert.Equal(t, tc.want, r.Notes)
-			var buf bytes.Buffer
-			require.NoError(t, writeTable(&buf, []lockReport{r}))
-			require.NoError(t, writeJSON(&buf, []lockReport{r}))
-		})
-	}
-	// A negative count: an open latch, a semaphore short of permits.
-	f := &facts{name: "n", now: now, keyType: "string", value: "-2", pttl: 1500}
-	r := decode(f)
-	assert.Equal(t, int64(1500), r.TTLms)
-	var buf bytes.Buffer
-	require.NoError(t, writeTable(&buf, []lockReport{r}))
-	assert.Contains(t, fieldLines(buf.String()), "n semaphore/latch 1.5s - - - - -2: as a semaphore, -2 permits available; as a latch, count -2 (open); --kind tells which")
+	assert.Equal(t, map[string]string{clitest.JavaA + ":1": "1"}, fields, "the lock is untouched")
 }

@@ -10,48 +10,58 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/interlock-go/interlock/cmd/interlock/internal/cli"
+	"github.com/interlock-go/interlock/cmd/interlock/internal/exit"
+	"github.com/interlock-go/interlock/cmd/interlock/internal/inspect"
+	"github.com/interlock-go/interlock/cmd/interlock/internal/redisconn"
+	"github.com/interlock-go/interlock/cmd/interlock/internal/run"
 )
 
 func TestHelp(t *testing.T) {
 	t.Parallel()
 	for _, args := range [][]string{{"help"}, {"-h"}, {"--help"}} {
 		res := runInProcess(t, args...)
-		assert.Equal(t, 0, res.code, args)
-		assert.Equal(t, mainUsage, res.stdout, args)
-		assert.Empty(t, res.stderr, args)
+		assert.Equal(t, 0, res.Code, args)
+		assert.Equal(t, mainUsage, res.Stdout, args)
+		assert.Empty(t, res.Stderr, args)
 	}
-	for _, code := range []int{exitFailure, exitHazard, exitUsage, exitUnavailable, exitBusy, exitLost, exitCannotExec, exitNotFound} {
+	for _, code := range []int{exit.Failure, exit.Hazard, exit.Usage, exit.Unavailable, exit.Busy, exit.Lost, exit.CannotExec, exit.NotFound} {
 		assert.Contains(t, mainUsage, "\n  "+strconv.Itoa(code)+" ", "the exit codes are documented")
 	}
-	for name, text := range commandUsage {
-		res := runInProcess(t, "help", name)
-		assert.Equal(t, 0, res.code, name)
-		assert.Equal(t, text, res.stdout, name)
+	for _, c := range commands {
+		if c.Hidden {
+			continue
+		}
+		assert.Contains(t, mainUsage, "\n  interlock "+c.Name+" ", "the overview shows %s", c.Name)
+		res := runInProcess(t, "help", c.Name)
+		assert.Equal(t, 0, res.Code, c.Name)
+		assert.Equal(t, c.Usage, res.Stdout, c.Name)
 	}
 	res := runInProcess(t, "run", "-h")
-	assert.Equal(t, 0, res.code)
-	assert.Equal(t, runUsage, res.stdout)
+	assert.Equal(t, 0, res.Code)
+	assert.Equal(t, run.Command.Usage, res.Stdout)
 	res = runInProcess(t, "inspect", "--help")
-	assert.Equal(t, 0, res.code)
-	assert.Equal(t, inspectUsage, res.stdout)
+	assert.Equal(t, 0, res.Code)
+	assert.Equal(t, inspect.Command.Usage, res.Stdout)
 }
 
 func TestUsageErrors(t *testing.T) {
 	t.Parallel()
 	res := runInProcess(t)
-	assert.Equal(t, exitUsage, res.code)
-	assert.Equal(t, mainUsage, res.stderr)
+	assert.Equal(t, exit.Usage, res.Code)
+	assert.Equal(t, mainUsage, res.Stderr)
 
 	res = runInProcess(t, "frobnicate")
-	assert.Equal(t, exitUsage, res.code)
-	assert.Equal(t, "interlock: unknown command \"frobnicate\" (see 'interlock help')\n", res.stderr)
+	assert.Equal(t, exit.Usage, res.Code)
+	assert.Equal(t, "interlock: unknown command \"frobnicate\" (see 'interlock help')\n", res.Stderr)
 
 	res = runInProcess(t, "help", "frobnicate")
-	assert.Equal(t, exitUsage, res.code)
+	assert.Equal(t, exit.Usage, res.Code)
 
 	res = runInProcess(t, "demo", "extra")
-	assert.Equal(t, exitUsage, res.code)
-	assert.Contains(t, res.stderr, "interlock: demo: unexpected argument")
+	assert.Equal(t, exit.Usage, res.Code)
+	assert.Contains(t, res.Stderr, "interlock: demo: unexpected argument")
 }
 
 // Every flag of every command is documented in its help.
@@ -60,8 +70,8 @@ func TestUsageDocumentsEveryFlag(t *testing.T) {
 	getenv := func(string) string { return "" }
 	sets := map[string]*flag.FlagSet{}
 	for _, name := range []string{"run", "semaphore", "latch", "inspect", "unlock", "demo", "doctor"} {
-		fs := newFlagSet(name)
-		addRedisFlag(fs, getenv)
+		fs := flag.NewFlagSet(name, flag.ContinueOnError)
+		redisconn.AddFlag(fs, getenv)
 		sets[name] = fs
 	}
 	// The flags each command defines besides --redis.
@@ -84,41 +94,19 @@ func TestUsageDocumentsEveryFlag(t *testing.T) {
 	sets["doctor"].String("acl-user", "", "")
 	sets["doctor"].Bool("wait-replicas", false, "")
 	for _, name := range []string{"run", "inspect", "unlock"} {
-		addNamePrefixFlag(sets[name])
+		cli.AddNamePrefixFlag(sets[name])
 	}
 	for name, fs := range sets {
 		fs.VisitAll(func(f *flag.Flag) {
-			assert.Contains(t, commandUsage[name], "--"+f.Name+" ", "%s --%s", name, f.Name)
+			usage, _ := commandUsage(name)
+			assert.Contains(t, usage, "--"+f.Name+" ", "%s --%s", name, f.Name)
 		})
 	}
 	// And the real flag sets define no others: unknown flags are refused.
 	for _, bad := range []string{"run --nope L -- true", "inspect --nope L", "unlock --nope L", "demo --nope",
 		"semaphore --nope init S 1", "latch --nope await L", "doctor --nope"} {
 		res := runInProcess(t, strings.Fields(bad)...)
-		require.Equal(t, exitUsage, res.code, bad)
-		assert.Contains(t, res.stderr, "flag provided but not defined: -nope", bad)
+		require.Equal(t, exit.Usage, res.Code, bad)
+		assert.Contains(t, res.Stderr, "flag provided but not defined: -nope", bad)
 	}
-}
-
-func TestExitCode(t *testing.T) {
-	t.Parallel()
-	assert.Equal(t, 0, exitCode(nil))
-	assert.Equal(t, exitFailure, exitCode(assert.AnError))
-	assert.Equal(t, exitBusy, exitCode(failf(exitBusy, "busy")))
-	assert.Equal(t, 0, exitCode(errHelp))
-	assert.Empty(t, message(errHelp))
-	assert.Empty(t, message(exitStatus(3)))
-	assert.Equal(t, 3, exitCode(exitStatus(3)))
-	assert.NoError(t, exitStatus(0))
-	assert.NoError(t, withCode(exitUsage, nil))
-}
-
-func TestParseFlagsInterleaved(t *testing.T) {
-	t.Parallel()
-	fs := newFlagSet("inspect")
-	j := fs.Bool("json", false, "")
-	pos, err := parseFlags(fs, stdio{}, []string{"a", "--json", "b", "--", "--json"})
-	require.NoError(t, err)
-	assert.True(t, *j)
-	assert.Equal(t, []string{"a", "b", "--json"}, pos)
 }

@@ -16,6 +16,52 @@ import (
 	"strings"
 )
 
+// The prefixes Redisson puts before a name with Prefix, each naming one
+// kind of auxiliary key or channel. They are the wire format shared with
+// Java: every package that derives or recognises these names uses them.
+const (
+	// LockChannelPrefix names the channel on which reentrant, fair, fenced
+	// and spin locks announce a release (LockChannel); a fair waiter
+	// listens on LockChannel(name) + ":" + its owner.
+	LockChannelPrefix = "redisson_lock__channel"
+	// UnlockLatchPrefix names the keys that make an unlock idempotent
+	// (UnlockLatch).
+	UnlockLatchPrefix = "redisson_unlock_latch"
+	// ReceiptPrefix names the keys that make a semaphore or latch call
+	// safe to resend (Receipt); interlock's own, unknown to Redisson.
+	ReceiptPrefix = "interlock_receipt"
+	// SemaphoreChannelPrefix names the channel of both Redisson semaphores
+	// (SemaphoreChannel).
+	SemaphoreChannelPrefix = "redisson_sc"
+	// FairQueuePrefix names a fair lock's queue of waiting owners, a list:
+	// Prefix(FairQueuePrefix, name).
+	FairQueuePrefix = "redisson_lock_queue"
+	// FairTimeoutPrefix names a fair lock's sorted set of waiter
+	// deadlines: Prefix(FairTimeoutPrefix, name).
+	FairTimeoutPrefix = "redisson_lock_timeout"
+	// FenceTokenPrefix names a fenced lock's token counter:
+	// Prefix(FenceTokenPrefix, name).
+	FenceTokenPrefix = "redisson_lock_token"
+	// ReadWriteChannelPrefix names a read/write lock's channel:
+	// Prefix(ReadWriteChannelPrefix, name).
+	ReadWriteChannelPrefix = "redisson_rwlock"
+)
+
+// LatchChannelPrefix is what LatchChannel puts before "{name}"; unlike the
+// other prefixes it is not followed by ":".
+const LatchChannelPrefix = "redisson_countdownlatch__channel__"
+
+// The suffixes Redisson puts after a name with Suffix.
+const (
+	// ReadTimeoutSuffix names the timeout key of hold k of a read/write
+	// lock's reader owner: Suffix(name, owner + ":" + ReadTimeoutSuffix +
+	// ":" + k).
+	ReadTimeoutSuffix = "rwlock_timeout"
+	// PermitsSuffix names an expirable semaphore's sorted set of acquired
+	// permits: Suffix(name, PermitsSuffix).
+	PermitsSuffix = "timeout"
+)
+
 // Prefix returns prefix + ":" + name when name contains "{", and
 // prefix + ":{" + name + "}" otherwise (Redisson's prefixName).
 func Prefix(prefix, name string) string {
@@ -36,28 +82,28 @@ func Suffix(name, suffix string) string {
 
 // LockChannel is the channel on which reentrant and fenced locks announce
 // a release: redisson_lock__channel:{name}.
-func LockChannel(name string) string { return Prefix("redisson_lock__channel", name) }
+func LockChannel(name string) string { return Prefix(LockChannelPrefix, name) }
 
 // UnlockLatch is the key that makes one logical unlock idempotent:
 // redisson_unlock_latch:{name}:<requestID>.
 func UnlockLatch(name, requestID string) string {
-	return Prefix("redisson_unlock_latch", name) + ":" + requestID
+	return Prefix(UnlockLatchPrefix, name) + ":" + requestID
 }
 
 // Receipt is the key that makes one semaphore or latch operation safe to
 // resend: interlock_receipt:{name}:<requestID>, in the name's slot.
 func Receipt(name, requestID string) string {
-	return Prefix("interlock_receipt", name) + ":" + requestID
+	return Prefix(ReceiptPrefix, name) + ":" + requestID
 }
 
 // SemaphoreChannel is the channel on which both Redisson semaphores
 // announce permits: redisson_sc:{name}.
-func SemaphoreChannel(name string) string { return Prefix("redisson_sc", name) }
+func SemaphoreChannel(name string) string { return Prefix(SemaphoreChannelPrefix, name) }
 
 // LatchChannel is the count-down latch's channel. Unlike every other
 // channel it always wraps the name in braces, as Redisson does, so a name
 // with braces puts it in another cluster slot than the latch.
-func LatchChannel(name string) string { return "redisson_countdownlatch__channel__{" + name + "}" }
+func LatchChannel(name string) string { return LatchChannelPrefix + "{" + name + "}" }
 
 // RequestID returns 16 random bytes as 32 lower-case hex characters, the
 // form Redisson uses for unlock request ids.

@@ -45,6 +45,26 @@ func TestDerivedNames(t *testing.T) {
 	assert.Equal(t, "redisson_lock__channel:a{b", LockChannel("a{b"))
 }
 
+// The prefixes and suffixes are Redisson's wire format: a change here
+// moves every Go client off the keys Java uses.
+func TestPrefixesAndSuffixes(t *testing.T) {
+	for _, c := range []struct{ got, want string }{
+		{Prefix(LockChannelPrefix, "n"), "redisson_lock__channel:{n}"},
+		{Prefix(UnlockLatchPrefix, "n"), "redisson_unlock_latch:{n}"},
+		{Prefix(ReceiptPrefix, "n"), "interlock_receipt:{n}"},
+		{Prefix(SemaphoreChannelPrefix, "n"), "redisson_sc:{n}"},
+		{Prefix(FairQueuePrefix, "n"), "redisson_lock_queue:{n}"},
+		{Prefix(FairTimeoutPrefix, "n"), "redisson_lock_timeout:{n}"},
+		{Prefix(FenceTokenPrefix, "n"), "redisson_lock_token:{n}"},
+		{Prefix(ReadWriteChannelPrefix, "n"), "redisson_rwlock:{n}"},
+		{LatchChannel("n"), "redisson_countdownlatch__channel__{n}"},
+		{Suffix("n", "A:1:"+ReadTimeoutSuffix+":1"), "{n}:A:1:rwlock_timeout:1"},
+		{Suffix("n", PermitsSuffix), "{n}:timeout"},
+	} {
+		assert.Equal(t, c.want, c.got)
+	}
+}
+
 func TestCheck(t *testing.T) {
 	for _, ok := range []string{"myLock", "orders:42", "{order}:42", "a{b}c", "é:ü"} {
 		assert.NoError(t, Check(ok), ok)

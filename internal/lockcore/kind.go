@@ -209,7 +209,7 @@ func FairKind(event interlock.Kind) Kind {
 	return Kind{
 		Event:   event,
 		Channel: keys.LockChannel,
-		Keys:    []func(string) string{Prefixed("redisson_lock_queue"), Prefixed("redisson_lock_timeout")},
+		Keys:    []func(string) string{Prefixed(keys.FairQueuePrefix), Prefixed(keys.FairTimeoutPrefix)},
 		Acquire: Call{Script: script.FairAcquire, Keys: []Arg{Name, queue, timeouts}, Args: []Arg{Lease, Owner, Grace, Now}},
 		Fair: &Fair{
 			TryAcquire: Call{Script: script.FairTryAcquire, Keys: []Arg{Name, queue, timeouts}, Args: []Arg{Lease, Owner, Now, Grace}},

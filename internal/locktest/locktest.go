@@ -20,6 +20,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/interlock-go/interlock"
+	"github.com/interlock-go/interlock/internal/keys"
 	"github.com/interlock-go/interlock/internal/redistest"
 	"github.com/interlock-go/interlock/internal/script"
 )
@@ -119,7 +120,7 @@ func (s *suite) depth() int {
 
 // latchPrefix starts the keys of unlock latches, which the server keeps
 // for a moment after an unlock and which are no lock state.
-const latchPrefix = "redisson_unlock_latch:"
+const latchPrefix = keys.UnlockLatchPrefix + ":"
 
 // rival returns the lock on name that an owner must hold to keep another
 // out of k's lock: the lock itself, or the write half of a read half.

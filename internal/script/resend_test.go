@@ -23,8 +23,13 @@ import (
 func TestResendableSurvivesBrokenConnections(t *testing.T) {
 	srv := redistest.Standalone(t)
 	addr := resettingProxy(t, srv.Addr())
-	c, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{addr}, DisableCache: true})
-	require.NoError(t, err)
+	// The proxy may reset the client's first connection too: try again.
+	var c rueidis.Client
+	require.Eventually(t, func() bool {
+		var err error
+		c, err = rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{addr}, DisableCache: true})
+		return err == nil
+	}, 10*time.Second, time.Millisecond, "no client through the resetting proxy")
 	defer c.Close()
 
 	renew := lookup("renew")

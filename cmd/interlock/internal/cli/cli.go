@@ -1,0 +1,66 @@
+// Package cli is what every interlock command is written against: the
+// command itself (Command, Stdio), its flags and their parsing (FlagSet),
+// and the shape of its usage errors and messages.
+package cli
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/interlock-go/interlock/cmd/interlock/internal/exit"
+)
+
+// Stdio is where a command reads and writes. run hands the files to CMD
+// as they are, so In is an *os.File rather than an io.Reader: the child
+// then shares it and no copying goroutine is needed.
+type Stdio struct {
+	// In is standard input.
+	In *os.File
+	// Out and Err are standard output and standard error.
+	Out, Err io.Writer
+	// Getenv reads the environment (INTERLOCK_REDIS); tests replace it.
+	Getenv func(string) string
+}
+
+// Command is one subcommand of interlock, such as "run".
+type Command struct {
+	// Name is the word that selects the command after "interlock".
+	Name string
+	// Usage is the command's help, printed by "interlock help NAME" and
+	// by its -h flag.
+	Usage string
+	// Run parses args (everything after the name) and does the work. Its
+	// error decides the exit code and what is printed on stderr
+	// (exit.Report).
+	Run func(ctx context.Context, io Stdio, args []string) error
+	// Hidden leaves the command out of the help: it is for interlock's
+	// own use.
+	Hidden bool
+}
+
+// Usagef returns a usage error (exit.Usage) of the command cmd ("" for
+// interlock itself) whose message points to the command's help.
+func Usagef(cmd, format string, args ...any) error {
+	msg := fmt.Sprintf(format, args...)
+	help := "interlock help"
+	if cmd != "" {
+		msg = cmd + ": " + msg
+		help += " " + cmd
+	}
+	return exit.Errorf(exit.Usage, "%s (see '%s')", msg, help)
+}
+
+// Plural returns "1 key", "2 keys", "2 holder processes" and so on: n
+// things called noun, as every message counts them.
+func Plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	if strings.HasSuffix(noun, "s") {
+		return fmt.Sprintf("%d %ses", n, noun)
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
+}
