@@ -1,11 +1,10 @@
 package lockcore
 
 import (
-	"github.com/interlock-go/interlock"
-
 	"context"
 	"time"
 
+	"github.com/interlock-go/interlock"
 	"github.com/interlock-go/interlock/internal/wait"
 )
 

@@ -199,8 +199,8 @@ func Reentrant(event interlock.Kind) Kind {
 	}
 }
 
-// FairKind declares Redisson's RFairLock as the kind event: a reentrant lock whose waiters queue in
-// redisson_lock_queue:{name}, with deadlines in
+// FairKind declares Redisson's RFairLock as the kind event: a reentrant
+// lock whose waiters queue in redisson_lock_queue:{name}, with deadlines in
 // redisson_lock_timeout:{name}, each woken on
 // redisson_lock__channel:{name}:<owner>. Kinds that share its protocol
 // (the non-reentrant fair lock) start from it.
