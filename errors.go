@@ -1,31 +1,35 @@
 package interlock
 
-import "errors"
+import (
+	"errors"
+
+	"github.com/interlock-go/interlock/internal/report"
+)
 
 var (
 	// ErrNotHeld: the owner holds nothing on the lock (Unlock), or a Guard
 	// was asked for a hold that does not exist.
-	ErrNotHeld = errors.New("interlock: lock not held by this owner")
+	ErrNotHeld = report.ErrNotHeld
 	// ErrLockLost is the cause of a Guard cancelled because the hold was
 	// lost: its key vanished or was force-unlocked, renewal failed for a
 	// whole lease, or an explicit lease ran out before Unlock.
-	ErrLockLost = errors.New("interlock: lock lost")
+	ErrLockLost = report.ErrLockLost
 	// ErrClosed is returned by every acquisition, Unlock and ForceUnlock
 	// once the Client is closed, and is the cause of the guards Close ends.
-	ErrClosed = errors.New("interlock: client closed")
+	ErrClosed = report.ErrClosed
 	// ErrMaxHold is wrapped, with ErrLockLost, by the cause of a guard
 	// that WithMaxHold ended.
-	ErrMaxHold = errors.New("interlock: lock held longer than the maximum hold time")
+	ErrMaxHold = report.ErrMaxHold
 	// ErrInvalid is wrapped by every error about a bad argument, returned
 	// before anything is sent.
-	ErrInvalid = errors.New("interlock: invalid argument")
+	ErrInvalid = report.ErrInvalid
 	// ErrReplication is wrapped by the error of an acquisition or unlock
 	// that fewer replicas acknowledged than WithReplicaAcks asks for, or
 	// that none acknowledged under WithReplicaSync.
-	ErrReplication = errors.New("interlock: too few replicas acknowledged")
+	ErrReplication = report.ErrReplication
 	// ErrClockSkew is wrapped by the error of a fair-lock wait that the
 	// skew guard refused (WithClockSkewLimit).
-	ErrClockSkew = errors.New("interlock: wall clock too far from the Redis server's")
+	ErrClockSkew = report.ErrClockSkew
 )
 
 // Error is the error of an operation on a synchronizer (or a fence: Kind
@@ -51,3 +55,11 @@ func (e *Error) Error() string {
 
 // Unwrap returns the error the operation failed with.
 func (e *Error) Unwrap() error { return e.Err }
+
+// wrap is report.Wrap: it makes the engine's errors *Error.
+func wrap(kind string, op report.Op, name string, err error) error {
+	if _, ok := errors.AsType[*Error](err); ok {
+		return err
+	}
+	return &Error{Kind: Kind(kind), Op: Op(op), Name: name, Err: err}
+}

@@ -3,14 +3,16 @@ package interlock
 import (
 	"context"
 	"fmt"
-	"strconv"
 	"time"
 
 	"github.com/redis/rueidis"
 
+	"github.com/interlock-go/interlock/internal/report"
 	"github.com/interlock-go/interlock/internal/runtime"
 )
 
+// The engine cannot import this package: it reaches a Client's Runtime,
+// and makes its errors *Error, through these two.
 func init() {
 	runtime.Of = func(c any) *runtime.Runtime {
 		if c, ok := c.(*Client); ok && c != nil {
@@ -18,6 +20,7 @@ func init() {
 		}
 		return nil
 	}
+	report.Wrap = wrap
 }
 
 // Client is the process-side half of every lock: the client id in lock
@@ -42,7 +45,6 @@ func New(rc rueidis.Client, opts ...Option) (*Client, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	cfg.ErrClosed, cfg.ErrMaxHold, cfg.ErrClockSkew, cfg.ErrReplication = ErrClosed, ErrMaxHold, ErrClockSkew, ErrReplication
 	cfg.applyObserver()
 	rt, err := runtime.New(rc, cfg.Config)
 	if err != nil {
@@ -57,15 +59,7 @@ func (c *Client) ID() string { return c.rt.ID }
 
 // Owner returns the owner string for ctx, "<client id>:<owner id>": the
 // hash field Redisson writes for a holder (see OwnerID).
-func (c *Client) Owner(ctx context.Context) (string, error) {
-	id, err := OwnerID(ctx)
-	if err != nil {
-		return "", err
-	}
-	var buf [64]byte // an owner string is 36 + 1 + at most 20 bytes
-	b := append(append(buf[:0], c.rt.ID...), ':')
-	return string(strconv.AppendInt(b, id, 10)), nil
-}
+func (c *Client) Owner(ctx context.Context) (string, error) { return c.rt.Owner(ctx) }
 
 // ClockSkew measures how far the Redis server's clock (TIME) is ahead of
 // this machine's, to within half a round trip.

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/interlock-go/interlock/internal/renewal"
+	"github.com/interlock-go/interlock/internal/report"
 	"github.com/interlock-go/interlock/internal/runtime"
 )
 
@@ -148,7 +149,11 @@ func (os observers) Observe(ctx context.Context, e Event) {
 	}
 }
 
-func (v events) Observe(ctx context.Context, e Event) { v.o.Observe(ctx, e) }
+// Observe tells the Observer of one of the engine's events.
+func (v events) Observe(ctx context.Context, e report.Event) {
+	v.o.Observe(ctx, Event{Op: Op(e.Op), Kind: Kind(e.Kind), Name: e.Name, Outcome: e.Outcome, Duration: e.Duration,
+		Held: e.Held, Attempts: e.Attempts, Permits: e.Permits, Err: e.Err})
+}
 
 func (v events) Renewed(t renewal.Tick) {
 	e := Event{Op: OpRenew, Outcome: OutcomeOK, Duration: t.Duration, Entries: t.Entries, Chunks: t.Chunks,

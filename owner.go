@@ -2,13 +2,10 @@ package interlock
 
 import (
 	"context"
-	"fmt"
 	"sync/atomic"
 
-	"github.com/interlock-go/interlock/internal/goid"
+	"github.com/interlock-go/interlock/internal/runtime"
 )
-
-type ownerKey struct{}
 
 // WithOwner returns a context that makes every lock operation run with it
 // act for owner id, whatever goroutine runs it. Use it when work that holds
@@ -22,7 +19,7 @@ type ownerKey struct{}
 // to a goroutine's id is the same owner as that goroutine. NewOwnerID gives
 // ids that no goroutine has.
 func WithOwner(ctx context.Context, id int64) context.Context {
-	return context.WithValue(ctx, ownerKey{}, id)
+	return runtime.WithOwner(ctx, id)
 }
 
 // ownerIDs counts the ids NewOwnerID has given out, from 2^62 up: far above
@@ -38,12 +35,4 @@ func NewOwnerID() int64 { return ownerIDs.Add(1) }
 // OwnerID returns the owner id for ctx: the id given to WithOwner, or else
 // the calling goroutine's id (read in a few nanoseconds on amd64 and arm64,
 // see internal/goid).
-func OwnerID(ctx context.Context) (int64, error) {
-	if id, ok := ctx.Value(ownerKey{}).(int64); ok {
-		if id <= 0 {
-			return 0, fmt.Errorf("%w: owner id %d must be positive", ErrInvalid, id)
-		}
-		return id, nil
-	}
-	return goid.ID()
-}
+func OwnerID(ctx context.Context) (int64, error) { return runtime.OwnerID(ctx) }

@@ -19,7 +19,7 @@ var (
 const DefaultWaitTimeout = 5 * time.Minute
 
 // kind is Redisson's RFairLock, as the engine runs it.
-var kind = lc.FairKind(interlock.KindFairLock)
+var kind = lc.FairKind(string(interlock.KindFairLock))
 
 // Option configures a Mutex.
 type Option func(*options)

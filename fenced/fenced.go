@@ -8,6 +8,7 @@ import (
 	"github.com/interlock-go/interlock"
 	"github.com/interlock-go/interlock/internal/keys"
 	"github.com/interlock-go/interlock/internal/lockcore"
+	"github.com/interlock-go/interlock/internal/report"
 	"github.com/interlock-go/interlock/internal/script"
 )
 
@@ -24,7 +25,7 @@ var (
 // kind is Redisson's RFencedLock: an RLock whose acquire script also takes
 // a token from the counter redisson_lock_token:{name}.
 var kind = func() lockcore.Kind {
-	k := lockcore.Reentrant(interlock.KindFenced)
+	k := lockcore.Reentrant(string(interlock.KindFenced))
 	k.Keys = []func(string) string{lockcore.Prefixed(keys.FenceTokenPrefix)}
 	k.Acquire = lockcore.Call{Script: script.FencedAcquire, Keys: []lockcore.Arg{lockcore.Name, lockcore.Key(0)},
 		Args: []lockcore.Arg{lockcore.Lease, lockcore.Owner}}
@@ -54,7 +55,7 @@ func New(c *interlock.Client, name string) *Mutex {
 // LockToken is Lock, and returns the acquisition's token: larger than every
 // token handed out for this name before.
 func (m *Mutex) LockToken(ctx context.Context) (uint64, error) {
-	token, _, err := lockcore.Acquire(ctx, m.core(), 0, 0, true)
+	token, _, err := lockcore.Acquire(ctx, m.core(), lockcore.Request{Forever: true})
 	return token, err
 }
 
@@ -63,16 +64,16 @@ func (m *Mutex) LockToken(ctx context.Context) (uint64, error) {
 // instead; this method honours the lease.)
 func (m *Mutex) LockLeaseToken(ctx context.Context, lease time.Duration) (uint64, error) {
 	if lease < time.Millisecond {
-		return 0, lockcore.InvalidOf(m.core(), interlock.OpAcquire, "lease %v must be at least 1ms", lease)
+		return 0, m.core().Invalid(report.OpAcquire, "lease %v must be at least 1ms", lease)
 	}
-	token, _, err := lockcore.Acquire(ctx, m.core(), lease, 0, true)
+	token, _, err := lockcore.Acquire(ctx, m.core(), lockcore.Request{Lease: lease, Forever: true})
 	return token, err
 }
 
 // TryLockToken is TryLock, and returns the acquisition's token; a lock
 // still busy takes no token: (0, false, nil).
 func (m *Mutex) TryLockToken(ctx context.Context, wait, lease time.Duration) (uint64, bool, error) {
-	return lockcore.Acquire(ctx, m.core(), lease, wait, false)
+	return lockcore.Acquire(ctx, m.core(), lockcore.Request{Lease: lease, Wait: wait})
 }
 
 // Token returns the lock's token counter: the token of the latest

@@ -12,6 +12,7 @@ import (
 	"github.com/interlock-go/interlock/internal/keys"
 	"github.com/interlock-go/interlock/internal/lockcore"
 	"github.com/interlock-go/interlock/internal/pubsub"
+	"github.com/interlock-go/interlock/internal/report"
 	"github.com/interlock-go/interlock/internal/script"
 )
 
@@ -32,8 +33,8 @@ type Latch struct {
 // Cluster, a name with braces, whose latch channel Redisson puts in
 // another slot.
 func New(c *interlock.Client, name string) *Latch {
-	l := &Latch{lockcore.NewObject(c, interlock.KindLatch, name, keys.LatchChannel)}
-	if c != nil && l.o.Ready(interlock.OpInspect) == nil && strings.ContainsAny(l.o.Key(), "{}") && l.o.RT().RC.Mode() == rueidis.ClientModeCluster {
+	l := &Latch{lockcore.NewObject(c, string(interlock.KindLatch), name, keys.LatchChannel)}
+	if c != nil && l.o.Ready(report.OpInspect) == nil && strings.ContainsAny(l.o.Key(), "{}") && l.o.RT().RC.Mode() == rueidis.ClientModeCluster {
 		l.o.Refuse(lockcore.Invalid("name %q has braces: on a cluster its channel %q is in another slot, as Redisson names it", l.o.Key(), l.o.Channel()))
 	}
 	return l
@@ -46,28 +47,28 @@ func (l *Latch) Name() string { return l.o.Name() }
 // TrySetCount closes the latch with count, and reports whether it did: it
 // changes nothing when the latch exists.
 func (l *Latch) TrySetCount(ctx context.Context, count int64) (bool, error) {
-	if err := l.o.Ready(interlock.OpSet); err != nil {
+	if err := l.o.Ready(report.OpSet); err != nil {
 		return false, err
 	}
 	if count < 0 {
-		return false, l.o.Invalid(interlock.OpSet, "count %d must not be negative", count)
+		return false, l.o.Invalid(report.OpSet, "count %d must not be negative", count)
 	}
 	pub, err := l.o.Publish(ctx)
 	if err != nil {
-		return false, l.o.OpErr(interlock.OpSet, err)
+		return false, l.o.OpErr(report.OpSet, err)
 	}
 	n, err := lockcore.Int(l.o.Run(ctx, script.LatchTrySet(), []string{l.o.Key(), l.o.Channel()}, "1", strconv.FormatInt(count, 10), pub))
 	if err == nil && n != 1 {
 		err = l.o.CheckType(ctx, l.o.Key(), "string") // set, or another object's key
 	}
-	return n == 1, l.o.OpErr(interlock.OpSet, err)
+	return n == 1, l.o.OpErr(report.OpSet, err)
 }
 
 // CountDown takes one from the count; the count reaching 0 opens the
 // latch and wakes every waiter, Go or Java. On an open latch it does
 // nothing.
 func (l *Latch) CountDown(ctx context.Context) error {
-	if err := l.o.Ready(interlock.OpRelease); err != nil {
+	if err := l.o.Ready(report.OpRelease); err != nil {
 		return err
 	}
 	start := l.o.Begin()
@@ -75,18 +76,18 @@ func (l *Latch) CountDown(ctx context.Context) error {
 	if err == nil {
 		err = lockcore.Done(l.o.RunCounted(ctx, script.LatchCountDown(), []string{l.o.Key(), l.o.Channel()}, "0", pub))
 	}
-	err = l.o.OpErr(interlock.OpRelease, err)
+	err = l.o.OpErr(report.OpRelease, err)
 	l.o.Released(ctx, start, time.Time{}, 0, err == nil, err)
 	return err
 }
 
 // Count returns the count, 0 when the latch is open.
 func (l *Latch) Count(ctx context.Context) (int64, error) {
-	if err := l.o.Ready(interlock.OpInspect); err != nil {
+	if err := l.o.Ready(report.OpInspect); err != nil {
 		return 0, err
 	}
 	n, err := l.count(ctx)
-	return n, l.o.OpErr(interlock.OpInspect, err)
+	return n, l.o.OpErr(report.OpInspect, err)
 }
 
 // count reads the count; its error is the caller's to wrap.
@@ -99,17 +100,17 @@ func (l *Latch) count(ctx context.Context) (int64, error) {
 // first. It reads the count when a count-down to 0 is announced, after a
 // reconnection, and at least every 2s.
 func (l *Latch) Await(ctx context.Context) error {
-	if err := l.o.Ready(interlock.OpAcquire); err != nil {
+	if err := l.o.Ready(report.OpAcquire); err != nil {
 		return err
 	}
-	_, err := l.o.Wait(ctx, 0, pubsub.WakeOnZero, false, 0, true, func(ctx context.Context) (bool, time.Duration, error) {
+	_, err := l.o.Wait(ctx, lockcore.Await{Policy: pubsub.WakeOnZero, Forever: true}, func(ctx context.Context) (bool, time.Duration, error) {
 		if l.o.RT().Closed() {
 			return false, 0, interlock.ErrClosed
 		}
 		n, err := l.count(ctx)
 		return err == nil && n <= 0, -1, err // -1: nothing expires; the count only falls by a count-down
 	})
-	return l.o.OpErr(interlock.OpAcquire, err)
+	return l.o.OpErr(report.OpAcquire, err)
 }
 
 // Delete removes the latch, opening it, and reports whether it existed; a
@@ -117,16 +118,16 @@ func (l *Latch) Await(ctx context.Context) error {
 // As in Redisson, waiters are not woken: their next periodic read finds
 // the latch open.
 func (l *Latch) Delete(ctx context.Context) (bool, error) {
-	if err := l.o.Ready(interlock.OpDelete); err != nil {
+	if err := l.o.Ready(report.OpDelete); err != nil {
 		return false, err
 	}
 	if err := l.o.CheckType(ctx, l.o.Key(), "string"); err != nil {
-		return false, l.o.OpErr(interlock.OpDelete, err)
+		return false, l.o.OpErr(report.OpDelete, err)
 	}
 	pub, err := l.o.Publish(ctx)
 	if err != nil {
-		return false, l.o.OpErr(interlock.OpDelete, err)
+		return false, l.o.OpErr(report.OpDelete, err)
 	}
 	n, err := lockcore.Int(l.o.Run(ctx, script.LatchDelete(), []string{l.o.Key(), l.o.Channel()}, "1", pub))
-	return n == 1, l.o.OpErr(interlock.OpDelete, err)
+	return n == 1, l.o.OpErr(report.OpDelete, err)
 }

@@ -23,8 +23,8 @@ var (
 // reentrant kinds whose acquire scripts are given the re-entry token, on
 // which they refuse re-entry.
 var (
-	kind     = nonReentrant(lc.Reentrant(interlock.KindNonReentrant))
-	fairKind = nonReentrant(lc.FairKind(interlock.KindNonReentrantFair))
+	kind     = nonReentrant(lc.Reentrant(string(interlock.KindNonReentrant)))
+	fairKind = nonReentrant(lc.FairKind(string(interlock.KindNonReentrantFair)))
 )
 
 func nonReentrant(k lc.Kind) lc.Kind {

@@ -15,7 +15,7 @@ var (
 )
 
 // kind is Redisson's RLock, as the engine runs it.
-var kind = lockcore.Reentrant(interlock.KindRLock)
+var kind = lockcore.Reentrant(string(interlock.KindRLock))
 
 //go:generate go run ../internal/gen/locker Mutex
 
@@ -60,7 +60,7 @@ func New(c *interlock.Client, name string, opts ...Option) *Mutex {
 	m := &Mutex{lockcore.Embedded(lockcore.New(c, &kind, name))}
 	switch {
 	case o.err != nil:
-		lockcore.Refuse(m.core(), o.err)
+		m.core().Refuse(o.err)
 	case o.poll > 0:
 		lockcore.PollEvery(m.core(), o.poll)
 	}

@@ -35,7 +35,7 @@ var (
 	channel  = lc.Prefixed(keys.ReadWriteChannelPrefix)
 
 	readKind = lc.Kind{
-		Event:    interlock.KindReadLock,
+		Event:    string(interlock.KindReadLock),
 		Channel:  channel,
 		Keys:     derived,
 		ReadHalf: true,
@@ -48,7 +48,7 @@ var (
 		Renew:    &renewal.Task{Script: script.RWRenewRead(), Args: readRenewArgs, Lost: interlock.ErrLockLost, KeepLosses: true},
 	}
 	writeKind = lc.Kind{
-		Event:   interlock.KindWriteLock,
+		Event:   string(interlock.KindWriteLock),
 		Suffix:  ":write",
 		Channel: channel,
 		Keys:    derived,

@@ -14,6 +14,7 @@ import (
 	"github.com/interlock-go/interlock/internal/lockcore"
 	"github.com/interlock-go/interlock/internal/pubsub"
 	"github.com/interlock-go/interlock/internal/renewal"
+	"github.com/interlock-go/interlock/internal/report"
 	"github.com/interlock-go/interlock/internal/runtime"
 	"github.com/interlock-go/interlock/internal/script"
 )
@@ -42,7 +43,7 @@ type Expirable struct {
 // NewExpirable returns the expirable semaphore called name. A bad name or
 // a nil client is reported by every method, before anything is sent.
 func NewExpirable(c *interlock.Client, name string) *Expirable {
-	e := &Expirable{o: lockcore.NewObject(c, interlock.KindExpirable, name, keys.SemaphoreChannel)}
+	e := &Expirable{o: lockcore.NewObject(c, string(interlock.KindExpirable), name, keys.SemaphoreChannel)}
 	e.timeout = keys.Suffix(e.o.Key(), keys.PermitsSuffix)
 	return e
 }
@@ -89,18 +90,18 @@ func (e *Expirable) TrySetPermits(ctx context.Context, permits int) (bool, error
 // or taking away the difference; expired permits not yet reclaimed count
 // as acquired.
 func (e *Expirable) SetPermits(ctx context.Context, permits int) error {
-	if err := e.o.Ready(interlock.OpSet); err != nil {
+	if err := e.o.Ready(report.OpSet); err != nil {
 		return err
 	}
 	if permits < 0 {
-		return e.o.Invalid(interlock.OpSet, "%d permits: the count must not be negative", permits)
+		return e.o.Invalid(report.OpSet, "%d permits: the count must not be negative", permits)
 	}
 	pub, err := e.o.Publish(ctx)
 	if err != nil {
-		return e.o.OpErr(interlock.OpSet, err)
+		return e.o.OpErr(report.OpSet, err)
 	}
 	res := e.o.Run(ctx, script.PESSetPermits(), []string{e.o.Key(), e.o.Channel(), e.timeout}, strconv.Itoa(permits), pub)
-	return e.o.OpErr(interlock.OpSet, lockcore.Done(res))
+	return e.o.OpErr(report.OpSet, lockcore.Done(res))
 }
 
 // AddPermits adds delta free permits, or takes them away when delta is
@@ -128,20 +129,20 @@ func (e *Expirable) Acquired(ctx context.Context) (int64, error) {
 }
 
 func (e *Expirable) count(ctx context.Context, s *script.Script) (int64, error) {
-	if err := e.o.Ready(interlock.OpInspect); err != nil {
+	if err := e.o.Ready(report.OpInspect); err != nil {
 		return 0, err
 	}
 	pub, err := e.o.Publish(ctx)
 	if err != nil {
-		return 0, e.o.OpErr(interlock.OpInspect, err)
+		return 0, e.o.OpErr(report.OpInspect, err)
 	}
 	n, err := lockcore.Int(e.o.Run(ctx, s, []string{e.o.Key(), e.timeout, e.o.Channel()}, itoa(e.now()), pub))
-	return n, e.o.OpErr(interlock.OpInspect, err)
+	return n, e.o.OpErr(report.OpInspect, err)
 }
 
 // checkLease validates an acquisition's lease: 0 (the watchdog), NoExpiry,
 // or at least 1ms.
-func (e *Expirable) checkLease(op interlock.Op, lease time.Duration) error {
+func (e *Expirable) checkLease(op report.Op, lease time.Duration) error {
 	if lease != 0 && lease != NoExpiry && lease < time.Millisecond {
 		return e.o.Invalid(op, "lease %v must be at least 1ms, 0 (the watchdog) or NoExpiry", lease)
 	}
@@ -162,7 +163,7 @@ func (e *Expirable) expiry(now int64, lease time.Duration) string {
 // Acquire takes n permits with lease (0: held by the watchdog; NoExpiry:
 // never expiring), waiting until they are free or ctx ends.
 func (e *Expirable) Acquire(ctx context.Context, n int, lease time.Duration) ([]PermitID, error) {
-	ids, _, err := e.acquire(ctx, n, 0, lease, true)
+	ids, _, err := e.acquire(ctx, lockcore.Await{Permits: n, Forever: true}, lease)
 	return ids, err
 }
 
@@ -170,27 +171,30 @@ func (e *Expirable) Acquire(ctx context.Context, n int, lease time.Duration) ([]
 // when the permits were not free in time.
 func (e *Expirable) TryAcquire(ctx context.Context, n int, wait, lease time.Duration) (ids []PermitID, ok bool, err error) {
 	if wait < 0 {
-		return nil, false, e.o.Invalid(interlock.OpAcquire, "wait %v must not be negative", wait)
+		return nil, false, e.o.Invalid(report.OpAcquire, "wait %v must not be negative", wait)
 	}
-	return e.acquire(ctx, n, wait, lease, false)
+	return e.acquire(ctx, lockcore.Await{Permits: n, Wait: wait}, lease)
 }
 
-func (e *Expirable) acquire(ctx context.Context, n int, wait, lease time.Duration, forever bool) ([]PermitID, bool, error) {
-	if err := e.o.Ready(interlock.OpAcquire); err != nil {
+// acquire waits as w says for w.Permits permits, each with lease.
+func (e *Expirable) acquire(ctx context.Context, w lockcore.Await, lease time.Duration) ([]PermitID, bool, error) {
+	n := w.Permits
+	if err := e.o.Ready(report.OpAcquire); err != nil {
 		return nil, false, err
 	}
 	if n < 1 {
-		return nil, false, e.o.Invalid(interlock.OpAcquire, "%d permits: at least 1 is needed", n)
+		return nil, false, e.o.Invalid(report.OpAcquire, "%d permits: at least 1 is needed", n)
 	}
-	if err := e.checkLease(interlock.OpAcquire, lease); err != nil {
+	if err := e.checkLease(report.OpAcquire, lease); err != nil {
 		return nil, false, err
 	}
 	pub, err := e.o.Publish(ctx)
 	if err != nil {
-		return nil, false, e.o.OpErr(interlock.OpAcquire, err)
+		return nil, false, e.o.OpErr(report.OpAcquire, err)
 	}
 	var ids []PermitID
-	ok, err := e.o.Wait(ctx, n, pubsub.WakeCount, n > 1, wait, forever, func(ctx context.Context) (bool, time.Duration, error) {
+	w.Policy, w.HandOn = pubsub.WakeCount, n > 1
+	ok, err := e.o.Wait(ctx, w, func(ctx context.Context) (bool, time.Duration, error) {
 		got, ok, retryIn, err := e.try(ctx, n, lease, pub)
 		if ok {
 			ids = got
@@ -198,7 +202,7 @@ func (e *Expirable) acquire(ctx context.Context, n int, wait, lease time.Duratio
 		return ok, retryIn, err
 	})
 	if err != nil || !ok {
-		return nil, false, e.o.OpErr(interlock.OpAcquire, err)
+		return nil, false, e.o.OpErr(report.OpAcquire, err)
 	}
 	return ids, true, nil
 }
@@ -303,7 +307,7 @@ func (e *Expirable) releaseCall(ids []PermitID, pub, receipt string) (*script.Sc
 func (e *Expirable) Release(ctx context.Context, ids ...PermitID) error {
 	ok, why, err := e.tryRelease(ctx, ids)
 	if err == nil && !ok {
-		err = e.o.OpErr(interlock.OpRelease, why)
+		err = e.o.OpErr(report.OpRelease, why)
 	}
 	return err
 }
@@ -335,7 +339,7 @@ func (e *Expirable) tryRelease(ctx context.Context, ids []PermitID) (ok bool, wh
 func (e *Expirable) release(ctx context.Context, ids []PermitID) (ok bool, why error, err error) {
 	pub, err := e.o.Publish(ctx)
 	if err != nil {
-		return false, nil, e.o.OpErr(interlock.OpRelease, err)
+		return false, nil, e.o.OpErr(report.OpRelease, err)
 	}
 	// When the release of one id fails, the id is gone either way: an
 	// expired permit is given back, an unknown one was not there. For ids
@@ -366,7 +370,7 @@ func (e *Expirable) release(ctx context.Context, ids []PermitID) (ok bool, why e
 				e.forget(id, renewal.Unknown)
 			}
 		}
-		return false, nil, e.o.OpErr(interlock.OpRelease, err)
+		return false, nil, e.o.OpErr(report.OpRelease, err)
 	}
 	e.o.Answered(receipt)
 	if n == int64(len(ids)) {
@@ -424,16 +428,16 @@ func (e *Expirable) whyNot(ctx context.Context, ids []PermitID) error {
 
 // checkIDs validates a list of ids to release.
 func (e *Expirable) checkIDs(ids []PermitID) error {
-	if err := e.o.Ready(interlock.OpRelease); err != nil {
+	if err := e.o.Ready(report.OpRelease); err != nil {
 		return err
 	}
 	if len(ids) == 0 {
-		return e.o.Invalid(interlock.OpRelease, "no permit ids")
+		return e.o.Invalid(report.OpRelease, "no permit ids")
 	}
 	seen := make(map[PermitID]bool, len(ids))
 	for _, id := range ids {
 		if seen[id] {
-			return e.o.Invalid(interlock.OpRelease, "permit id %s given twice", id)
+			return e.o.Invalid(report.OpRelease, "permit id %s given twice", id)
 		}
 		seen[id] = true
 	}
@@ -444,21 +448,21 @@ func (e *Expirable) checkIDs(ids []PermitID) error {
 // watchdog; NoExpiry: none), and reports whether the permit was still
 // acquired: an expired one is reclaimed first, so it cannot be extended.
 func (e *Expirable) UpdateLease(ctx context.Context, id PermitID, lease time.Duration) (bool, error) {
-	if err := e.o.Ready(interlock.OpSet); err != nil {
+	if err := e.o.Ready(report.OpSet); err != nil {
 		return false, err
 	}
-	if err := e.checkLease(interlock.OpSet, lease); err != nil {
+	if err := e.checkLease(report.OpSet, lease); err != nil {
 		return false, err
 	}
 	pub, err := e.o.Publish(ctx)
 	if err != nil {
-		return false, e.o.OpErr(interlock.OpSet, err)
+		return false, e.o.OpErr(report.OpSet, err)
 	}
 	now, sent := e.now(), time.Now()
 	n, err := lockcore.Int(e.o.Run(ctx, script.PESUpdateLease(), []string{e.o.Key(), e.timeout, e.o.Channel()},
 		id.raw(), e.expiry(now, lease), itoa(now), pub))
 	if err != nil {
-		return false, e.o.OpErr(interlock.OpSet, err)
+		return false, e.o.OpErr(report.OpSet, err)
 	}
 	if n != 1 {
 		e.forget(id, renewal.NotHeld)
@@ -476,22 +480,22 @@ func (e *Expirable) UpdateLease(ctx context.Context, id PermitID, lease time.Dur
 // when it never expires. It fails with ErrUnknownPermit when id is not
 // acquired (or expired and was reclaimed).
 func (e *Expirable) LeaseLeft(ctx context.Context, id PermitID) (time.Duration, error) {
-	if err := e.o.Ready(interlock.OpInspect); err != nil {
+	if err := e.o.Ready(report.OpInspect); err != nil {
 		return 0, err
 	}
 	pub, err := e.o.Publish(ctx)
 	if err != nil {
-		return 0, e.o.OpErr(interlock.OpInspect, err)
+		return 0, e.o.OpErr(report.OpInspect, err)
 	}
 	ms, err := lockcore.Int(e.o.Run(ctx, script.PESLease(), []string{e.o.Key(), e.timeout, e.o.Channel()},
 		id.raw(), never, itoa(e.now()), pub))
 	switch {
 	case err != nil:
-		return 0, e.o.OpErr(interlock.OpInspect, err)
+		return 0, e.o.OpErr(report.OpInspect, err)
 	case ms == -1:
 		return NoExpiry, nil
 	case ms <= 0:
-		return 0, e.o.OpErr(interlock.OpInspect, fmt.Errorf("%w: %s", ErrUnknownPermit, id))
+		return 0, e.o.OpErr(report.OpInspect, fmt.Errorf("%w: %s", ErrUnknownPermit, id))
 	}
 	return time.Duration(ms) * time.Millisecond, nil
 }
@@ -503,13 +507,13 @@ func (e *Expirable) LeaseLeft(ctx context.Context, id PermitID) (time.Duration, 
 // this Client does not hold, and with the argument error of a bad name or
 // a nil client.
 func (e *Expirable) Guard(ctx context.Context, ids ...PermitID) context.Context {
-	if err := e.o.Refused(interlock.OpGuard); err != nil {
+	if err := e.o.Refused(report.OpGuard); err != nil {
 		return cancelled(ctx, err)
 	}
 	for _, id := range ids {
 		g, ok := e.o.RT().Renewal.Guard(ctx, e.timeout, id.raw())
 		if !ok {
-			return cancelled(ctx, e.o.OpErr(interlock.OpGuard, fmt.Errorf("%w: %s is not held by this client", ErrUnknownPermit, id)))
+			return cancelled(ctx, e.o.OpErr(report.OpGuard, fmt.Errorf("%w: %s is not held by this client", ErrUnknownPermit, id)))
 		}
 		ctx = g
 	}
@@ -527,7 +531,7 @@ func cancelled(ctx context.Context, cause error) context.Context {
 // certainly valid on the server, from what the Client last set; 0 when
 // the Client does not hold it. It sends nothing.
 func (e *Expirable) Remaining(id PermitID) time.Duration {
-	if e.o.Refused(interlock.OpInspect) != nil {
+	if e.o.Refused(report.OpInspect) != nil {
 		return 0
 	}
 	return e.o.RT().Renewal.Remaining(e.timeout, id.raw())

@@ -10,6 +10,7 @@ import (
 	"github.com/interlock-go/interlock/internal/keys"
 	"github.com/interlock-go/interlock/internal/lockcore"
 	"github.com/interlock-go/interlock/internal/pubsub"
+	"github.com/interlock-go/interlock/internal/report"
 	"github.com/interlock-go/interlock/internal/script"
 )
 
@@ -37,7 +38,7 @@ type Semaphore struct {
 // New returns the semaphore called name. A bad name or a nil client is
 // reported by every method, before anything is sent.
 func New(c *interlock.Client, name string) *Semaphore {
-	return &Semaphore{lockcore.NewObject(c, interlock.KindSemaphore, name, keys.SemaphoreChannel)}
+	return &Semaphore{lockcore.NewObject(c, string(interlock.KindSemaphore), name, keys.SemaphoreChannel)}
 }
 
 // Name returns the semaphore's name as given: its Redis key, unless the
@@ -54,29 +55,29 @@ func (s *Semaphore) TrySetPermits(ctx context.Context, permits int) (bool, error
 // after ttl, unless AddPermits or Drain clears the TTL (as in Redisson).
 func (s *Semaphore) TrySetPermitsTTL(ctx context.Context, permits int, ttl time.Duration) (bool, error) {
 	if ttl < time.Millisecond {
-		return false, s.o.Invalid(interlock.OpSet, "ttl %v must be at least 1ms", ttl)
+		return false, s.o.Invalid(report.OpSet, "ttl %v must be at least 1ms", ttl)
 	}
 	return trySet(ctx, &s.o, permits, ttl)
 }
 
 // trySet runs the try-set script both semaphores share.
 func trySet(ctx context.Context, o *lockcore.Object, permits int, ttl time.Duration) (bool, error) {
-	if err := o.Ready(interlock.OpSet); err != nil {
+	if err := o.Ready(report.OpSet); err != nil {
 		return false, err
 	}
 	if permits < 0 {
-		return false, o.Invalid(interlock.OpSet, "%d permits: the count must not be negative", permits)
+		return false, o.Invalid(report.OpSet, "%d permits: the count must not be negative", permits)
 	}
 	pub, err := o.Publish(ctx)
 	if err != nil {
-		return false, o.OpErr(interlock.OpSet, err)
+		return false, o.OpErr(report.OpSet, err)
 	}
 	args := []string{strconv.Itoa(permits), pub}
 	if ttl > 0 {
 		args = append(args, lockcore.MS(ttl))
 	}
 	n, err := lockcore.Int(o.Run(ctx, script.SemTrySet(), []string{o.Key(), o.Channel()}, args...))
-	return n == 1, o.OpErr(interlock.OpSet, err)
+	return n == 1, o.OpErr(report.OpSet, err)
 }
 
 // AddPermits adds delta free permits, or takes them away when delta is
@@ -87,22 +88,22 @@ func (s *Semaphore) AddPermits(ctx context.Context, delta int) error {
 
 // add runs an add script, under a receipt.
 func add(ctx context.Context, o *lockcore.Object, script *script.Script, delta int) error {
-	if err := o.Ready(interlock.OpSet); err != nil {
+	if err := o.Ready(report.OpSet); err != nil {
 		return err
 	}
 	if delta == 0 {
-		return o.Invalid(interlock.OpSet, "0 permits: nothing to add")
+		return o.Invalid(report.OpSet, "0 permits: nothing to add")
 	}
 	pub, err := o.Publish(ctx)
 	if err != nil {
-		return o.OpErr(interlock.OpSet, err)
+		return o.OpErr(report.OpSet, err)
 	}
-	return o.OpErr(interlock.OpSet, lockcore.Done(o.RunCounted(ctx, script, []string{o.Key(), o.Channel()}, strconv.Itoa(delta), pub)))
+	return o.OpErr(report.OpSet, lockcore.Done(o.RunCounted(ctx, script, []string{o.Key(), o.Channel()}, strconv.Itoa(delta), pub)))
 }
 
 // Acquire takes n permits, waiting until they are free or ctx ends.
 func (s *Semaphore) Acquire(ctx context.Context, n int) error {
-	_, err := s.acquire(ctx, n, 0, true)
+	_, err := s.acquire(ctx, lockcore.Await{Permits: n, Forever: true})
 	return err
 }
 
@@ -110,27 +111,29 @@ func (s *Semaphore) Acquire(ctx context.Context, n int) error {
 // and reports whether it did.
 func (s *Semaphore) TryAcquire(ctx context.Context, n int, wait time.Duration) (bool, error) {
 	if wait < 0 {
-		return false, s.o.Invalid(interlock.OpAcquire, "wait %v must not be negative", wait)
+		return false, s.o.Invalid(report.OpAcquire, "wait %v must not be negative", wait)
 	}
-	return s.acquire(ctx, n, wait, false)
+	return s.acquire(ctx, lockcore.Await{Permits: n, Wait: wait})
 }
 
-func (s *Semaphore) acquire(ctx context.Context, n int, wait time.Duration, forever bool) (bool, error) {
-	if err := s.check(interlock.OpAcquire, n); err != nil {
+// acquire waits as w says for w.Permits permits.
+func (s *Semaphore) acquire(ctx context.Context, w lockcore.Await) (bool, error) {
+	if err := s.check(report.OpAcquire, w.Permits); err != nil {
 		return false, err
 	}
-	p := strconv.Itoa(n)
-	ok, err := s.o.Wait(ctx, n, pubsub.WakeCount, n > 1, wait, forever, func(ctx context.Context) (bool, time.Duration, error) {
+	p := strconv.Itoa(w.Permits)
+	w.Policy, w.HandOn = pubsub.WakeCount, w.Permits > 1
+	ok, err := s.o.Wait(ctx, w, func(ctx context.Context) (bool, time.Duration, error) {
 		return s.try(ctx, p)
 	})
 	if err != nil {
-		return false, s.o.OpErr(interlock.OpAcquire, err)
+		return false, s.o.OpErr(report.OpAcquire, err)
 	}
 	return ok, nil
 }
 
 // check validates a permit count for acquire and release.
-func (s *Semaphore) check(op interlock.Op, n int) error {
+func (s *Semaphore) check(op report.Op, n int) error {
 	if err := s.o.Ready(op); err != nil {
 		return err
 	}
@@ -184,7 +187,7 @@ func (s *Semaphore) undo(receipt, p string) {
 // it does not check that the caller acquired them, and creates the
 // semaphore when it does not exist: ReleaseIfExists does not.
 func (s *Semaphore) Release(ctx context.Context, n int) error {
-	if err := s.check(interlock.OpRelease, n); err != nil {
+	if err := s.check(report.OpRelease, n); err != nil {
 		return err
 	}
 	start := s.o.Begin()
@@ -192,7 +195,7 @@ func (s *Semaphore) Release(ctx context.Context, n int) error {
 	if err == nil {
 		err = lockcore.Done(s.o.RunCounted(ctx, script.SemRelease(), []string{s.o.Key(), s.o.Channel()}, strconv.Itoa(n), pub))
 	}
-	err = s.o.OpErr(interlock.OpRelease, err)
+	err = s.o.OpErr(report.OpRelease, err)
 	s.o.Released(ctx, start, time.Time{}, n, err == nil, err)
 	return err
 }
@@ -200,7 +203,7 @@ func (s *Semaphore) Release(ctx context.Context, n int) error {
 // ReleaseIfExists is Release for an existing semaphore only, and reports
 // whether the semaphore existed.
 func (s *Semaphore) ReleaseIfExists(ctx context.Context, n int) (bool, error) {
-	if err := s.check(interlock.OpRelease, n); err != nil {
+	if err := s.check(report.OpRelease, n); err != nil {
 		return false, err
 	}
 	start := s.o.Begin()
@@ -209,7 +212,7 @@ func (s *Semaphore) ReleaseIfExists(ctx context.Context, n int) (bool, error) {
 	if err == nil {
 		r, err = lockcore.Int(s.o.RunCounted(ctx, script.SemReleaseIfExists(), []string{s.o.Key(), s.o.Channel()}, strconv.Itoa(n), pub))
 	}
-	err = s.o.OpErr(interlock.OpRelease, err)
+	err = s.o.OpErr(report.OpRelease, err)
 	s.o.Released(ctx, start, time.Time{}, n, r == 1, err)
 	return r == 1, err
 }
@@ -217,22 +220,22 @@ func (s *Semaphore) ReleaseIfExists(ctx context.Context, n int) (bool, error) {
 // Available returns the number of free permits, 0 when the semaphore does
 // not exist; it may be negative (see AddPermits).
 func (s *Semaphore) Available(ctx context.Context) (int64, error) {
-	if err := s.o.Ready(interlock.OpInspect); err != nil {
+	if err := s.o.Ready(report.OpInspect); err != nil {
 		return 0, err
 	}
 	rc := s.o.RT().RC
 	n, err := lockcore.Int(rc.Do(ctx, script.Resendable(rc.B().Get().Key(s.o.Key()).Build())))
-	return n, s.o.OpErr(interlock.OpInspect, err)
+	return n, s.o.OpErr(report.OpInspect, err)
 }
 
 // Drain takes every free permit and returns how many it took. It clears
 // the key's TTL and, as in Redisson, announces nothing.
 func (s *Semaphore) Drain(ctx context.Context) (int64, error) {
-	if err := s.o.Ready(interlock.OpSet); err != nil {
+	if err := s.o.Ready(report.OpSet); err != nil {
 		return 0, err
 	}
 	n, err := lockcore.Int(s.o.Run(ctx, script.SemDrain(), []string{s.o.Key()}))
-	return n, s.o.OpErr(interlock.OpSet, err)
+	return n, s.o.OpErr(report.OpSet, err)
 }
 
 // TTL returns the semaphore key's time to live: 0 when the semaphore does
@@ -242,11 +245,11 @@ func (s *Semaphore) TTL(ctx context.Context) (time.Duration, error) {
 }
 
 func pttl(ctx context.Context, o *lockcore.Object, key string) (time.Duration, error) {
-	if err := o.Ready(interlock.OpInspect); err != nil {
+	if err := o.Ready(report.OpInspect); err != nil {
 		return 0, err
 	}
 	d, err := lockcore.PTTL(ctx, o.RT().RC, key)
-	return d, o.OpErr(interlock.OpInspect, err)
+	return d, o.OpErr(report.OpInspect, err)
 }
 
 // Delete removes the semaphore, and reports whether it existed; a key of
@@ -257,18 +260,18 @@ func (s *Semaphore) Delete(ctx context.Context) (bool, error) {
 }
 
 func del(ctx context.Context, o *lockcore.Object, keys ...string) (bool, error) {
-	if err := o.Ready(interlock.OpDelete); err != nil {
+	if err := o.Ready(report.OpDelete); err != nil {
 		return false, err
 	}
 	rc := o.RT().RC
 	for i, k := range keys {
 		if err := o.CheckType(ctx, k, [...]string{"string", "zset"}[i]); err != nil {
-			return false, o.OpErr(interlock.OpDelete, err)
+			return false, o.OpErr(report.OpDelete, err)
 		}
 	}
 	n, err := rc.Do(ctx, rc.B().Del().Key(keys...).Build()).AsInt64() // one slot: the name's
 	if err != nil {
-		return false, o.OpErr(interlock.OpDelete, err)
+		return false, o.OpErr(report.OpDelete, err)
 	}
 	return n > 0, nil
 }

@@ -18,7 +18,7 @@ var (
 // kind is Redisson's RSpinLock: RLock's hash and scripts. Its waiters poll
 // (see Mutex), and its unlock publishes RLock's release message, which
 // Redisson's spin unlock does not: see the package documentation.
-var kind = lc.Reentrant(interlock.KindSpin)
+var kind = lc.Reentrant(string(interlock.KindSpin))
 
 // The backoff Redisson's LockOptions.defaults() gives a spin lock.
 const (

@@ -10,23 +10,35 @@ import (
 
 	"github.com/redis/rueidis"
 
-	"github.com/interlock-go/interlock"
+	"github.com/interlock-go/interlock/internal/report"
 	"github.com/interlock-go/interlock/internal/runtime"
 	"github.com/interlock-go/interlock/internal/script"
 	"github.com/interlock-go/interlock/internal/wait"
 )
 
-// Acquire acquires as Lock (forever) or TryLock (for up to maxWait) do, and
-// returns the fencing token of a ReplyToken kind's acquisition.
-func Acquire(ctx context.Context, l *Common, lease, maxWait time.Duration, forever bool) (uint64, bool, error) {
-	if !forever {
-		if err := l.checkTry(maxWait, lease); err != nil {
+// Request is an acquisition's terms: the lease its hold gets (0: the
+// watchdog's, renewed), and how long it waits for it: Forever, until it
+// holds it or its context ends, or else up to Wait (0: one try).
+type Request struct {
+	Lease   time.Duration
+	Wait    time.Duration
+	Forever bool
+}
+
+// waits reports whether r may wait at all.
+func (r Request) waits() bool { return r.Forever || r.Wait > 0 }
+
+// Acquire acquires as Lock (Forever) or TryLock do, and returns the fencing
+// token of a ReplyToken kind's acquisition.
+func Acquire(ctx context.Context, l *Common, r Request) (uint64, bool, error) {
+	if !r.Forever {
+		if err := l.checkTry(r.Wait, r.Lease); err != nil {
 			return 0, false, err
 		}
-	} else if lease != 0 && lease < time.Millisecond {
-		return 0, false, l.invalid(interlock.OpAcquire, "lease %v must be at least 1ms", lease)
+	} else if r.Lease != 0 && r.Lease < time.Millisecond {
+		return 0, false, l.Invalid(report.OpAcquire, "lease %v must be at least 1ms", r.Lease)
 	}
-	return l.acquire(ctx, lease, maxWait, forever)
+	return l.acquire(ctx, r)
 }
 
 // attempt is one acquisition's state across its tries.
@@ -85,19 +97,19 @@ var errSendPending = errors.New("the acquisition to take back has not answered y
 // acquire runs the waiting algorithm of internal/wait with the kind's
 // acquire script; a fair kind takes acquireFair instead. The Observer, if
 // any, hears of it once it ended.
-func (l *Common) acquire(ctx context.Context, lease, maxWait time.Duration, forever bool) (uint64, bool, error) {
-	owner, holder, err := l.owner(ctx, interlock.OpAcquire)
+func (l *Common) acquire(ctx context.Context, r Request) (uint64, bool, error) {
+	owner, holder, err := l.owner(ctx, report.OpAcquire)
 	if err != nil {
 		return 0, false, err
 	}
-	a := &attempt{l: l, owner: owner, holder: holder, lease: lease, call: &l.kind.Acquire}
+	a := &attempt{l: l, owner: owner, holder: holder, lease: r.Lease, call: &l.kind.Acquire}
 	if l.obs == nil {
-		return a.run(ctx, maxWait, forever)
+		return a.run(ctx, r)
 	}
 	start := time.Now()
-	token, ok, err := a.run(ctx, maxWait, forever)
-	outcome, cause := acquireOutcome(ok, err, !forever && maxWait == 0)
-	l.observe(ctx, interlock.Event{Op: interlock.OpAcquire, Outcome: outcome, Duration: time.Since(start), Attempts: int(a.sends), Err: cause})
+	token, ok, err := a.run(ctx, r)
+	outcome, cause := acquireOutcome(ok, err, !r.waits())
+	l.observe(ctx, report.Event{Op: report.OpAcquire, Outcome: outcome, Duration: time.Since(start), Attempts: int(a.sends), Err: cause})
 	return token, ok, err
 }
 
@@ -106,33 +118,33 @@ func (l *Common) acquire(ctx context.Context, lease, maxWait time.Duration, fore
 func acquireOutcome(ok bool, err error, try bool) (string, error) {
 	switch {
 	case ok:
-		return interlock.OutcomeAcquired, nil
+		return report.OutcomeAcquired, nil
 	case errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded):
-		return interlock.OutcomeCancelled, nil
+		return report.OutcomeCancelled, nil
 	case err != nil:
-		return interlock.OutcomeError, err
+		return report.OutcomeError, err
 	case try:
-		return interlock.OutcomeBusy, nil
+		return report.OutcomeBusy, nil
 	}
-	return interlock.OutcomeTimedOut, nil
+	return report.OutcomeTimedOut, nil
 }
 
 // run is the acquisition, with the owner resolved.
-func (a *attempt) run(ctx context.Context, maxWait time.Duration, forever bool) (uint64, bool, error) {
+func (a *attempt) run(ctx context.Context, r Request) (uint64, bool, error) {
 	l := a.l
 	if l.kind.Fair != nil {
-		ok, err := a.acquireFair(ctx, maxWait, forever)
+		ok, err := a.acquireFair(ctx, r)
 		return 0, ok, err
 	}
 	if err := a.refuseUpgrade(); err != nil {
 		return 0, false, err
 	}
-	waits := forever || maxWait > 0
+	waits := r.waits()
 	spec := wait.Spec{
 		Hub:      l.rt.Hub,
 		Channel:  l.channel,
-		Forever:  forever,
-		Deadline: time.Now().Add(maxWait),
+		Forever:  r.Forever,
+		Deadline: time.Now().Add(r.Wait),
 		// A holder re-enters at once; a reader may share with readers
 		// that this process's parked writers wait behind.
 		Queue:   !l.kind.ReadHalf && l.holds(a.holder) == 0,
@@ -147,16 +159,16 @@ func (a *attempt) run(ctx context.Context, maxWait time.Duration, forever bool) 
 	var err error
 	if waits && l.backoff == nil {
 		if spec.Sharded, err = l.rt.Sharded(ctx); err != nil {
-			return 0, false, l.opErr(interlock.OpAcquire, err)
+			return 0, false, l.OpErr(report.OpAcquire, err)
 		}
 		if l.kind.Upgrade != nil {
-			l.rt.AddWriteWait(l.name, a.owner, 1)
-			defer l.rt.AddWriteWait(l.name, a.owner, -1)
+			l.rt.CountWait(l.name, a.owner, 1)
+			defer l.rt.CountWait(l.name, a.owner, -1)
 		}
 	}
 	ok, err := wait.Acquire(ctx, spec)
 	if err != nil || !ok {
-		return 0, false, l.opErrIf(interlock.OpAcquire, err)
+		return 0, false, l.opErrIf(report.OpAcquire, err)
 	}
 	return a.token, true, nil
 }
@@ -177,7 +189,7 @@ func (l *Common) transfers() bool {
 // Stand offers this attempt to a releasing holder of this Client
 // (wait.Transfer).
 func (a *attempt) Stand(wake func()) {
-	a.l.rt.Transfers.Stand(a.newOffer(), a.l.name, a.l.kind, wake)
+	a.l.rt.Transfers.Stand(a.newOffer(), a.l.name, a.l.kindName, wake)
 }
 
 // newOffer returns the attempt's offer, made on first use.
@@ -228,7 +240,7 @@ func (a *attempt) Taken(ctx context.Context) (bool, error) {
 	}
 	if err := l.rt.Renewal.HoldLabeled(l.name, a.holder, l.kind.Renew, a.lease, g.Sent, l.label); err != nil {
 		a.undo(ctx, 1)
-		return false, interlock.ErrClosed
+		return false, report.ErrClosed
 	}
 	a.token = g.Token
 	a.queued = false // a fair waiter left the queue with the lock
@@ -236,18 +248,18 @@ func (a *attempt) Taken(ctx context.Context) (bool, error) {
 }
 
 // HoldOff is what is left of a yield of this lock (wait.Transfer).
-func (a *attempt) HoldOff() time.Duration { return a.l.rt.Transfers.HoldOff(a.l.name, a.l.kind) }
+func (a *attempt) HoldOff() time.Duration { return a.l.rt.Transfers.HoldOff(a.l.name, a.l.kindName) }
 
 // errTransferPending is the clean-up step's "try again" while the
 // outcome of a transfer its waiter left is still to come.
 var errTransferPending = errors.New("a transfer to a waiter that left has not answered yet")
 
 // opErrIf is opErr for a possibly nil error.
-func (l *Common) opErrIf(op interlock.Op, err error) error {
+func (l *Common) opErrIf(op report.Op, err error) error {
 	if err == nil {
 		return nil
 	}
-	return l.opErr(op, err)
+	return l.OpErr(op, err)
 }
 
 // refuseUpgrade returns the kind's Upgrade error when this Client records
@@ -255,7 +267,7 @@ func (l *Common) opErrIf(op interlock.Op, err error) error {
 func (a *attempt) refuseUpgrade() error {
 	l := a.l
 	if l.kind.Upgrade != nil && l.holds(a.owner) > 0 && l.holds(a.holder) == 0 {
-		return l.opErr(interlock.OpAcquire, l.kind.Upgrade)
+		return l.OpErr(report.OpAcquire, l.kind.Upgrade)
 	}
 	return nil
 }
@@ -270,10 +282,10 @@ func (a *attempt) try(ctx context.Context) (bool, time.Duration, error) {
 		return false, 0, err
 	}
 	if l.rt.Closed() {
-		return false, 0, interlock.ErrClosed
+		return false, 0, report.ErrClosed
 	}
 	if err := l.rt.Settle(ctx, l.name, a.holder); err != nil {
-		return false, 0, l.opErr(interlock.OpAcquire, fmt.Errorf("taking back an earlier attempt: %w", err))
+		return false, 0, l.OpErr(report.OpAcquire, fmt.Errorf("taking back an earlier attempt: %w", err))
 	}
 	var acks runtime.Acks
 	lease := a.lease
@@ -294,9 +306,9 @@ func (a *attempt) try(ctx context.Context) (bool, time.Duration, error) {
 			a.undo(ctx, l.holds(a.holder)+1)
 		case l.kind.Reentered != nil && strings.Contains(re.Error(), ReenterToken):
 			a.queued = false // the script refused before queueing anyone
-			return false, 0, l.opErr(interlock.OpAcquire, l.kind.Reentered)
+			return false, 0, l.OpErr(report.OpAcquire, l.kind.Reentered)
 		}
-		return false, 0, l.opErr(interlock.OpAcquire, err)
+		return false, 0, l.OpErr(report.OpAcquire, err)
 	}
 	ok, retryIn, err := a.parse(ctx, res)
 	if err != nil || !ok {
@@ -304,17 +316,17 @@ func (a *attempt) try(ctx context.Context) (bool, time.Duration, error) {
 	}
 	if err := l.rt.CheckAcks(&acks); err != nil {
 		a.undo(ctx, l.holds(a.holder)+1)
-		err = l.opErr(interlock.OpAcquire, err)
-		if l.obs != nil && errors.Is(err, interlock.ErrReplication) {
-			l.observe(ctx, interlock.Event{Op: interlock.OpRefused, Outcome: interlock.OutcomeError, Err: err})
+		err = l.OpErr(report.OpAcquire, err)
+		if l.obs != nil && errors.Is(err, report.ErrReplication) {
+			l.observe(ctx, report.Event{Op: report.OpRefused, Outcome: report.OutcomeError, Err: err})
 		}
 		return false, 0, err
 	}
 	if err := l.rt.Renewal.HoldLabeled(l.name, a.holder, l.kind.Renew, a.lease, sent, l.label); err != nil {
 		a.undo(ctx, 1)
-		return false, 0, interlock.ErrClosed
+		return false, 0, report.ErrClosed
 	}
-	if l.kind.ReadHalf && l.rt.WriteWaiting(l.name, a.owner) {
+	if l.kind.ReadHalf && l.rt.Waiting(l.name, a.owner) {
 		// This owner's write acquisition waits, now for this very hold:
 		// wake it to fail with the upgrade error.
 		l.rt.WakeAll(ctx, l.channel)
@@ -332,7 +344,7 @@ func (a *attempt) parse(ctx context.Context, r rueidis.RedisResult) (bool, time.
 	case rueidis.IsRedisNil(err):
 		return true, 0, nil
 	case err != nil:
-		return false, 0, a.l.opErr(interlock.OpAcquire, err)
+		return false, 0, a.l.OpErr(report.OpAcquire, err)
 	}
 	return false, time.Duration(ttl) * time.Millisecond, nil
 }
@@ -350,7 +362,7 @@ func (a *attempt) parseToken(ctx context.Context, r rueidis.RedisResult) (bool, 
 		err = fmt.Errorf("acquire script answered %d values, want 2", len(reply))
 	}
 	if err != nil {
-		return false, 0, l.opErr(interlock.OpAcquire, err)
+		return false, 0, l.OpErr(report.OpAcquire, err)
 	}
 	pttl, t := reply[0], reply[1]
 	switch {
@@ -365,11 +377,11 @@ func (a *attempt) parseToken(ctx context.Context, r rueidis.RedisResult) (bool, 
 	took, err := a.undoNow(uctx, l.holds(a.holder)+1)
 	switch {
 	case err != nil:
-		return false, 0, l.opErr(interlock.OpAcquire, fmt.Errorf("unclear reply {%d, %d}, and taking it back failed: %w", pttl, t, err))
+		return false, 0, l.OpErr(report.OpAcquire, fmt.Errorf("unclear reply {%d, %d}, and taking it back failed: %w", pttl, t, err))
 	case t == -1 && !took:
 		return false, -1, nil // busy, and the lock has no TTL: wait for a message
 	}
-	return false, 0, l.opErr(interlock.OpAcquire, fmt.Errorf("the token counter %s gave token %d; fencing tokens start at 1 (was the key overwritten?)", l.keys[0], t))
+	return false, 0, l.OpErr(report.OpAcquire, fmt.Errorf("the token counter %s gave token %d; fencing tokens start at 1 (was the key overwritten?)", l.keys[0], t))
 }
 
 // undo takes back what a try may have acquired, if the holder's count on
@@ -404,11 +416,11 @@ func (a *attempt) undo(ctx context.Context, expected int) {
 }
 
 // undoEvent is the Event of one try of the undo queue that ended with err.
-func undoEvent(err error) interlock.Event {
+func undoEvent(err error) report.Event {
 	if err != nil {
-		return interlock.Event{Op: interlock.OpUndo, Outcome: interlock.OutcomeError, Err: err}
+		return report.Event{Op: report.OpUndo, Outcome: report.OutcomeError, Err: err}
 	}
-	return interlock.Event{Op: interlock.OpUndo, Outcome: interlock.OutcomeOK}
+	return report.Event{Op: report.OpUndo, Outcome: report.OutcomeOK}
 }
 
 // undoNow sends the undo script and reports whether it released a hold.
@@ -430,7 +442,7 @@ func (a *attempt) undoNow(ctx context.Context, expected int) (bool, error) {
 // 0 when none was.
 func Token(ctx context.Context, l *Common) (uint64, error) {
 	if l.err != nil {
-		return 0, l.opErr(interlock.OpInspect, l.err)
+		return 0, l.OpErr(report.OpInspect, l.err)
 	}
 	rc := l.rt.RC
 	s, err := rc.Do(ctx, script.Resendable(rc.B().Get().Key(l.keys[0]).Build())).ToString()
@@ -438,11 +450,11 @@ func Token(ctx context.Context, l *Common) (uint64, error) {
 	case rueidis.IsRedisNil(err):
 		return 0, nil
 	case err != nil:
-		return 0, l.opErr(interlock.OpInspect, err)
+		return 0, l.OpErr(report.OpInspect, err)
 	}
 	t, err := strconv.ParseUint(s, 10, 64)
 	if err != nil || t == 0 {
-		return 0, l.opErr(interlock.OpInspect, fmt.Errorf("%s holds %q, not a fencing token", l.keys[0], s))
+		return 0, l.OpErr(report.OpInspect, fmt.Errorf("%s holds %q, not a fencing token", l.keys[0], s))
 	}
 	return t, nil
 }

@@ -2,7 +2,6 @@ package lockcore
 
 import (
 	"context"
-	"errors"
 	"io"
 	"sync"
 	"testing"
@@ -14,6 +13,7 @@ import (
 
 	"github.com/interlock-go/interlock"
 	"github.com/interlock-go/interlock/internal/goid"
+	"github.com/interlock-go/interlock/internal/report"
 	"github.com/interlock-go/interlock/internal/runtime"
 	"github.com/interlock-go/interlock/internal/script"
 )
@@ -40,7 +40,7 @@ func TestSafeModeWithoutReplicas(t *testing.T) {
 	ctx := testCtx(t)
 	name := lockName(t)
 	l := New(c, &testKind, name)
-	_, holder, err := l.owner(ctx, interlock.OpAcquire)
+	_, holder, err := l.owner(ctx, report.OpAcquire)
 	require.NoError(t, err)
 
 	start := time.Now()
@@ -130,7 +130,7 @@ func TestLostAcquireReplyIsUndone(t *testing.T) {
 			ctx := testCtx(t)
 			name := lockName(t)
 			l := New(c, &testKind, name)
-			_, holder, err := l.owner(ctx, interlock.OpAcquire)
+			_, holder, err := l.owner(ctx, report.OpAcquire)
 			require.NoError(t, err)
 			for range tc.held {
 				require.NoError(t, l.Lock(ctx))
@@ -158,7 +158,9 @@ func TestLostAcquireReplyIsUndone(t *testing.T) {
 	}
 }
 
-// A Redis error reply means the script did not run: nothing is undone.
+// A Redis error reply means the script did not run: nothing is undone. A
+// key of another type under the lock's name is a bad argument, as it is
+// for every synchronizer.
 func TestRedisErrorIsNotUndone(t *testing.T) {
 	c, tp := newClient(t)
 	ctx := testCtx(t)
@@ -167,9 +169,10 @@ func TestRedisErrorIsNotUndone(t *testing.T) {
 	require.NoError(t, tp.Client.Do(ctx, tp.Client.B().Set().Key(name).Value("not a hash").Build()).Error())
 	err := l.Lock(ctx)
 	require.Error(t, err)
-	_, isRedisErr := rueidis.IsRedisErr(errors.Unwrap(err))
-	assert.True(t, isRedisErr, "%v", err)
-	assert.ErrorContains(t, err, "rlock: acquire "+name+": WRONGTYPE")
+	var re *rueidis.RedisError
+	assert.ErrorAs(t, err, &re)
+	assert.ErrorIs(t, err, interlock.ErrInvalid)
+	assert.ErrorContains(t, err, "rlock: acquire "+name+": interlock: invalid argument: a key of "+name+" holds another type of data (WRONGTYPE")
 	assert.Empty(t, tp.sent(script.UndoAcquire()))
 	assert.Zero(t, c.Stats().UndoQueue)
 }
@@ -211,7 +214,7 @@ func TestNextAcquisitionWaitsForTheUndo(t *testing.T) {
 	ctx := testCtx(t)
 	name := lockName(t)
 	l := New(c, &testKind, name)
-	_, holder, err := l.owner(ctx, interlock.OpAcquire)
+	_, holder, err := l.owner(ctx, report.OpAcquire)
 	require.NoError(t, err)
 
 	gate := make(chan struct{})

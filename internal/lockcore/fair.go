@@ -4,7 +4,7 @@ import (
 	"context"
 	"time"
 
-	"github.com/interlock-go/interlock"
+	"github.com/interlock-go/interlock/internal/report"
 	"github.com/interlock-go/interlock/internal/wait"
 )
 
@@ -34,35 +34,35 @@ func queuedWait(grace time.Duration) time.Duration {
 // acquireFair is acquire for a fair kind: waiters queue on the server and
 // each waits on its own channel, "<channel>:<owner>", for its turn. A
 // waiter that stops without the lock leaves the queue.
-func (a *attempt) acquireFair(ctx context.Context, maxWait time.Duration, forever bool) (bool, error) {
+func (a *attempt) acquireFair(ctx context.Context, r Request) (bool, error) {
 	l := a.l
 	if err := ctx.Err(); err != nil {
 		return false, err // nothing sent, nothing to clean up
 	}
 	fair := l.kind.Fair
-	if !forever && maxWait == 0 {
+	if !r.waits() {
 		a.call, a.grace = &fair.TryAcquire, l.grace
 		ok, _, err := a.try(ctx)
 		return ok, err
 	}
 	a.grace, a.queues = l.grace, true
-	if !forever {
-		a.grace = maxWait // Redisson's tryLock(wait, ...) queues with its wait
+	if !r.Forever {
+		a.grace = r.Wait // Redisson's tryLock(wait, ...) queues with its wait
 	}
 	if err := l.rt.CheckClockSkew(ctx); err != nil {
-		return false, l.opErr(interlock.OpAcquire, err) // nothing queued yet
+		return false, l.OpErr(report.OpAcquire, err) // nothing queued yet
 	}
 	sharded, err := l.rt.Sharded(ctx)
 	if err != nil {
-		return false, l.opErr(interlock.OpAcquire, err)
+		return false, l.OpErr(report.OpAcquire, err)
 	}
 	busy := 0 // consecutive "free, but not your turn" answers
 	spec := wait.Spec{
 		Hub:      l.rt.Hub,
 		Channel:  l.channel + ":" + a.owner,
 		Sharded:  sharded,
-		Forever:  forever,
-		Deadline: time.Now().Add(maxWait),
+		Forever:  r.Forever,
+		Deadline: time.Now().Add(r.Wait),
 		MaxWait:  queuedWait(a.grace),
 		Waiters:  l.rt.Waiters(),
 		Try: func(ctx context.Context) (bool, time.Duration, error) {
@@ -95,7 +95,7 @@ func (a *attempt) acquireFair(ctx context.Context, maxWait time.Duration, foreve
 		}
 	}
 	ok, err := wait.Acquire(ctx, spec)
-	err = l.opErrIf(interlock.OpAcquire, err)
+	err = l.opErrIf(report.OpAcquire, err)
 	if !ok && a.queued {
 		// Whatever ended the wait, the owner must not keep a place in the
 		// queue, where it would hold up everyone behind it.

@@ -4,9 +4,9 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/interlock-go/interlock"
 	"github.com/interlock-go/interlock/internal/keys"
 	"github.com/interlock-go/interlock/internal/renewal"
+	"github.com/interlock-go/interlock/internal/report"
 	"github.com/interlock-go/interlock/internal/script"
 )
 
@@ -17,7 +17,7 @@ import (
 type Kind struct {
 	// Event is the kind in errors and in the Observer's events
 	// (interlock.KindRLock).
-	Event interlock.Kind
+	Event string
 	// Suffix is appended to the owner string in hash fields (":write").
 	Suffix string
 	// Channel derives the release channel from the lock's name.
@@ -168,7 +168,7 @@ func Prefixed(prefix string) func(string) string {
 
 // RenewTask renews holds whose hash field is the holder (Redisson's
 // LockTask): reentrant, fair, fenced and write locks.
-var RenewTask = &renewal.Task{Script: script.Renew(), Args: RenewArgs, Lost: interlock.ErrLockLost, KeepLosses: true}
+var RenewTask = &renewal.Task{Script: script.Renew(), Args: RenewArgs, Lost: report.ErrLockLost, KeepLosses: true}
 
 // RenewArgs builds the KEYS and ARGV of script.Renew for a chunk of holds.
 func RenewArgs(lease time.Duration, chunk []*renewal.Entry) (keys, argv []string) {
@@ -184,7 +184,7 @@ func RenewArgs(lease time.Duration, chunk []*renewal.Entry) (keys, argv []string
 
 // Reentrant declares Redisson's RLock as the kind event. Kinds that share
 // its protocol (the fenced lock) start from it.
-func Reentrant(event interlock.Kind) Kind {
+func Reentrant(event string) Kind {
 	return Kind{
 		Event:   event,
 		Channel: keys.LockChannel,
@@ -204,7 +204,7 @@ func Reentrant(event interlock.Kind) Kind {
 // redisson_lock_timeout:{name}, each woken on
 // redisson_lock__channel:{name}:<owner>. Kinds that share its protocol
 // (the non-reentrant fair lock) start from it.
-func FairKind(event interlock.Kind) Kind {
+func FairKind(event string) Kind {
 	queue, timeouts := Key(0), Key(1)
 	return Kind{
 		Event:   event,

@@ -16,6 +16,7 @@ import (
 	"github.com/interlock-go/interlock"
 	"github.com/interlock-go/interlock/internal/keys"
 	"github.com/interlock-go/interlock/internal/renewal"
+	"github.com/interlock-go/interlock/internal/report"
 	"github.com/interlock-go/interlock/internal/runtime"
 	"github.com/interlock-go/interlock/internal/script"
 )
@@ -41,13 +42,13 @@ func TestFillEveryArg(t *testing.T) {
 	c, _ := newClient(t)
 	runtime.Of(c).SetWallClock(func() time.Time { return time.UnixMilli(1_700_000_000_123) })
 	kind := Kind{
-		Event:   interlock.KindRLock,
+		Event:   string(interlock.KindRLock),
 		Suffix:  ":write",
 		Channel: keys.LockChannel,
 		Keys:    []func(string) string{Prefixed("redisson_lock_queue"), func(n string) string { return keys.Suffix(n, "fence") }},
 	}
 	l := New(c, &kind, "orders")
-	owner, holder, err := l.owner(interlock.WithOwner(context.Background(), 42), interlock.OpAcquire)
+	owner, holder, err := l.owner(interlock.WithOwner(context.Background(), 42), report.OpAcquire)
 	require.NoError(t, err)
 	require.Equal(t, c.ID()+":42", owner)
 	require.Equal(t, owner+":write", holder, "the holder is the owner plus Kind.Suffix")

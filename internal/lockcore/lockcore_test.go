@@ -13,6 +13,7 @@ import (
 	"github.com/interlock-go/interlock"
 	"github.com/interlock-go/interlock/internal/keys"
 	"github.com/interlock-go/interlock/internal/pubsub"
+	"github.com/interlock-go/interlock/internal/report"
 	"github.com/interlock-go/interlock/internal/script"
 )
 
@@ -26,23 +27,23 @@ func TestOpErr(t *testing.T) {
 	already := &interlock.Error{Kind: interlock.KindFairLock, Op: interlock.OpRenew, Name: "x", Err: boom}
 	inner := fmt.Errorf("while waiting: %w", already)
 
-	assert.Same(t, context.Canceled, l.opErr(interlock.OpAcquire, context.Canceled))
-	assert.Equal(t, deadline, l.opErr(interlock.OpAcquire, deadline))
-	assert.Same(t, interlock.ErrClosed, l.opErr(interlock.OpRelease, interlock.ErrClosed))
-	assert.Same(t, interlock.ErrClosed, l.opErr(interlock.OpRelease, pubsub.ErrClosed))
-	assert.Same(t, interlock.ErrClosed, l.opErr(interlock.OpRelease, fmt.Errorf("subscribing: %w", pubsub.ErrClosed)))
-	assert.Same(t, already, l.opErr(interlock.OpAcquire, already), "an *interlock.Error stays as is")
-	assert.Equal(t, inner, l.opErr(interlock.OpAcquire, inner), "so does an error that wraps one")
+	assert.Same(t, context.Canceled, l.OpErr(report.OpAcquire, context.Canceled))
+	assert.Equal(t, deadline, l.OpErr(report.OpAcquire, deadline))
+	assert.Same(t, interlock.ErrClosed, l.OpErr(report.OpRelease, interlock.ErrClosed))
+	assert.Same(t, interlock.ErrClosed, l.OpErr(report.OpRelease, pubsub.ErrClosed))
+	assert.Same(t, interlock.ErrClosed, l.OpErr(report.OpRelease, fmt.Errorf("subscribing: %w", pubsub.ErrClosed)))
+	assert.Same(t, already, l.OpErr(report.OpAcquire, already), "an *interlock.Error stays as is")
+	assert.Equal(t, inner, l.OpErr(report.OpAcquire, inner), "so does an error that wraps one")
 
-	err := l.opErr(interlock.OpAcquire, boom)
+	err := l.OpErr(report.OpAcquire, boom)
 	assert.Equal(t, &interlock.Error{Kind: interlock.KindRLock, Op: interlock.OpAcquire, Name: "orders", Err: boom}, err)
 	assert.EqualError(t, err, "rlock: acquire orders: boom")
-	assert.Same(t, err, l.opErr(interlock.OpRelease, err), "wrapped once")
+	assert.Same(t, err, l.OpErr(report.OpRelease, err), "wrapped once")
 
 	rep := fmt.Errorf("%w: 0 of 1 replicas acknowledged within 50ms", interlock.ErrReplication)
-	assert.ErrorIs(t, l.opErr(interlock.OpRelease, rep), interlock.ErrReplication)
-	assert.NoError(t, l.opErrIf(interlock.OpAcquire, nil))
-	assert.Equal(t, err, l.opErrIf(interlock.OpAcquire, boom))
+	assert.ErrorIs(t, l.OpErr(report.OpRelease, rep), interlock.ErrReplication)
+	assert.NoError(t, l.opErrIf(report.OpAcquire, nil))
+	assert.Equal(t, err, l.opErrIf(report.OpAcquire, boom))
 }
 
 // An unlock of a lock the owner does not hold is an *interlock.Error
@@ -80,7 +81,7 @@ func TestExpiredReplyIsNotHeld(t *testing.T) {
 	ctx := testCtx(t)
 	queue, timeouts := Key(0), Key(1)
 	kind := Kind{
-		Event:   interlock.KindRLock,
+		Event:   string(interlock.KindRLock),
 		Channel: keys.LockChannel,
 		Keys:    []func(string) string{Prefixed("redisson_lock_queue"), Prefixed("redisson_lock_timeout")},
 		Unlock: Call{Script: script.FairUnlock, Keys: []Arg{Name, queue, timeouts, Channel, Latch},
@@ -123,7 +124,7 @@ func TestBadInputSendsNothing(t *testing.T) {
 		assert.ErrorIs(t, l.LockLease(ctx, time.Second), interlock.ErrInvalid)
 		_, err := l.TryLock(ctx, 0, 0)
 		assert.ErrorIs(t, err, interlock.ErrInvalid)
-		_, _, err = Acquire(ctx, &l, 0, 0, true)
+		_, _, err = Acquire(ctx, &l, Request{Forever: true})
 		assert.ErrorIs(t, err, interlock.ErrInvalid)
 		assert.ErrorIs(t, l.Unlock(ctx), interlock.ErrInvalid)
 		_, err = l.ForceUnlock(ctx)
@@ -150,9 +151,9 @@ func TestBadInputSendsNothing(t *testing.T) {
 		_, err := l.TryLock(ctx, wl[0], wl[1])
 		assert.ErrorIs(t, err, interlock.ErrInvalid, "wait %v lease %v", wl[0], wl[1])
 	}
-	_, _, err := Acquire(ctx, &l, 500*time.Microsecond, 0, true)
+	_, _, err := Acquire(ctx, &l, Request{Lease: 500 * time.Microsecond, Forever: true})
 	assert.ErrorIs(t, err, interlock.ErrInvalid)
-	fair := Kind{Event: interlock.KindFairLock, Fair: &Fair{}}
+	fair := Kind{Event: string(interlock.KindFairLock), Fair: &Fair{}}
 	f := New(c, &fair, lockName(t))
 	_, err = f.TryLock(ctx, 500*time.Microsecond, 0)
 	assert.ErrorIs(t, err, interlock.ErrInvalid, "a fair wait below 1ms")

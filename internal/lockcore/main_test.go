@@ -32,7 +32,7 @@ func TestMain(m *testing.M) {
 }
 
 // testKind is Redisson's RLock, as the rlock package declares it.
-var testKind = Reentrant(interlock.KindRLock)
+var testKind = Reentrant(string(interlock.KindRLock))
 
 // record is one command a tap saw: when it was handed on, when its reply
 // came back, the script it runs (nil: none), and its words.

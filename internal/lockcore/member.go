@@ -4,8 +4,8 @@ import (
 	"context"
 	"time"
 
-	"github.com/interlock-go/interlock"
 	"github.com/interlock-go/interlock/internal/renewal"
+	"github.com/interlock-go/interlock/internal/report"
 )
 
 // Embed is how a lock kind holds its Common: embedded through an
@@ -27,7 +27,7 @@ func (e *Embed) common() *Common { return &e.c }
 
 // MemberOf returns the engine lock behind m when m is one of interlock's
 // lock kinds, for what a multi-lock needs beyond interlock.Locker.
-func MemberOf(m interlock.Locker) (*Common, bool) {
+func MemberOf(m any) (*Common, bool) {
 	if c, ok := m.(member); ok {
 		return c.common(), true
 	}
@@ -46,7 +46,7 @@ func SameClient(a, b *Common) bool { return a.rt == b.rt }
 // Client's records, and reports whether the owner still held it. This is
 // how a multi-lock gives all its members one lease once it has them.
 func Relet(ctx context.Context, l *Common, lease time.Duration) (bool, error) {
-	_, holder, err := l.owner(ctx, interlock.OpAcquire)
+	_, holder, err := l.owner(ctx, report.OpAcquire)
 	if err != nil {
 		return false, err
 	}
@@ -58,7 +58,7 @@ func Relet(ctx context.Context, l *Common, lease time.Duration) (bool, error) {
 	sent := time.Now()
 	renewed, err := task.Script.Exec(ctx, l.rt.RC, k, a).AsIntSlice()
 	if err != nil {
-		return false, l.opErr(interlock.OpAcquire, err)
+		return false, l.OpErr(report.OpAcquire, err)
 	}
 	if len(renewed) != 1 || renewed[0] != 1 {
 		l.rt.Renewal.Lose(l.name, holder) // gone on the server
@@ -70,6 +70,6 @@ func Relet(ctx context.Context, l *Common, lease time.Duration) (bool, error) {
 // Recorded reports whether this Client records a hold of l by the calling
 // owner; it sends nothing.
 func Recorded(ctx context.Context, l *Common) bool {
-	_, holder, err := l.owner(ctx, interlock.OpInspect)
+	_, holder, err := l.owner(ctx, report.OpInspect)
 	return err == nil && l.holds(holder) > 0
 }

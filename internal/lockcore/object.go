@@ -4,15 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/redis/rueidis"
 
-	"github.com/interlock-go/interlock"
 	"github.com/interlock-go/interlock/internal/keys"
 	"github.com/interlock-go/interlock/internal/pubsub"
 	"github.com/interlock-go/interlock/internal/renewal"
+	"github.com/interlock-go/interlock/internal/report"
 	"github.com/interlock-go/interlock/internal/runtime"
 	"github.com/interlock-go/interlock/internal/script"
 	"github.com/interlock-go/interlock/internal/wait"
@@ -26,39 +25,19 @@ const ReceiptTTL = 30 * time.Second
 // on one Client: what it shares with the locks, from argument checks to
 // errors, scripts, receipts and waiting. Kinds embed it.
 type Object struct {
-	rt      *runtime.Runtime
-	kind    interlock.Kind // in errors and events
-	name    string         // the mapped name: the object's key, and what its other keys derive from
-	given   string         // the name the caller gave, for Name and errors
-	channel string
-	err     error              // the argument error every method returns
-	obs     interlock.Observer // nil: no events are built
-	label   *renewal.Label     // names its holds' losses, with an Observer only
+	base
 }
 
 // NewObject returns the object called name of kind (interlock.KindSemaphore)
-// on c, announced on the channel that channel derives from name as c's
-// NameMapper maps it. A bad (mapped) name or a nil client is reported by
-// every method, before anything is sent.
-func NewObject(c *interlock.Client, kind interlock.Kind, name string, channel func(string) string) Object {
-	rt := runtime.Of(c)
-	o := Object{rt: rt, kind: kind, name: mapName(rt, name), given: name, obs: observer(rt)}
-	if o.obs != nil {
-		o.label = &renewal.Label{Kind: string(kind), Name: name}
-	}
+// on client (an *interlock.Client), announced on the channel that channel
+// derives from name as the Client's NameMapper maps it. A bad (mapped)
+// name or a nil client is reported by every method, before anything is
+// sent.
+func NewObject(client any, kind, name string, channel func(string) string) Object {
+	o := Object{newBase(client, kind, name)}
 	o.channel = channel(o.name)
-	switch err := checkName(o.name, name); {
-	case c == nil:
-		o.err = Invalid("nil client")
-	case err != nil:
-		o.err = fmt.Errorf("%w: %w", interlock.ErrInvalid, err)
-	}
 	return o
 }
-
-// Name returns the object's name as given; its Redis key (Key) is that
-// name as the Client's NameMapper maps it (interlock.WithNameMapper).
-func (o *Object) Name() string { return o.given }
 
 // Key returns the object's Redis key, from which its other keys derive.
 func (o *Object) Key() string { return o.name }
@@ -72,12 +51,6 @@ func (o *Object) RT() *runtime.Runtime { return o.rt }
 // Label returns the label of the object's holds (an expirable semaphore's
 // permits), which names their losses; nil without an Observer.
 func (o *Object) Label() *renewal.Label { return o.label }
-
-// observe tells the Observer, which must be set, about e on this object.
-func (o *Object) observe(ctx context.Context, e interlock.Event) {
-	e.Kind, e.Name = o.kind, o.given
-	o.obs.Observe(ctx, e)
-}
 
 // Begin returns when an operation that Released reports began: the zero
 // time, read from no clock, when the Client has no Observer.
@@ -96,73 +69,16 @@ func (o *Object) Released(ctx context.Context, start, since time.Time, permits i
 	if o.obs == nil {
 		return
 	}
-	e := interlock.Event{Op: interlock.OpRelease, Outcome: interlock.OutcomeReleased, Duration: time.Since(start), Permits: permits}
+	e := report.Event{Op: report.OpRelease, Outcome: report.OutcomeReleased, Duration: time.Since(start), Permits: permits}
 	switch {
 	case err != nil:
-		e.Outcome, e.Err = interlock.OutcomeError, err
+		e.Outcome, e.Err = report.OutcomeError, err
 	case !ok:
-		e.Outcome = interlock.OutcomeNotHeld
+		e.Outcome = report.OutcomeNotHeld
 	case !since.IsZero():
 		e.Held = start.Sub(since)
 	}
 	o.observe(ctx, e)
-}
-
-// Refuse makes every method fail with err, an argument error found after
-// NewObject (a latch name a cluster cannot serve), made by Invalid.
-func (o *Object) Refuse(err error) {
-	if o.err == nil {
-		o.err = err
-	}
-}
-
-// Ready returns the argument error as the error of operation op, or
-// interlock.ErrClosed once the Client is closed.
-func (o *Object) Ready(op interlock.Op) error {
-	if o.err != nil {
-		return o.OpErr(op, o.err)
-	}
-	if o.rt.Closed() {
-		return interlock.ErrClosed
-	}
-	return nil
-}
-
-// Refused returns the argument error as the error of operation op, nil
-// when there is none, for the methods that send nothing (Guard,
-// Remaining): they do not refuse a closed Client.
-func (o *Object) Refused(op interlock.Op) error {
-	if o.err != nil {
-		return o.OpErr(op, o.err)
-	}
-	return nil
-}
-
-// Invalid returns the *interlock.Error of operation op about a bad
-// argument.
-func (o *Object) Invalid(op interlock.Op, format string, args ...any) error {
-	return o.OpErr(op, Invalid(format, args...))
-}
-
-// OpErr wraps err from operation op in an *interlock.Error, once; context
-// errors and a closed Client are returned as themselves, and a key of
-// another type is reported as such.
-func (o *Object) OpErr(op interlock.Op, err error) error {
-	var wrapped *interlock.Error
-	switch {
-	case err == nil:
-		return nil
-	case errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded):
-		return err
-	case errors.Is(err, pubsub.ErrClosed) || errors.Is(err, interlock.ErrClosed):
-		return interlock.ErrClosed
-	case errors.As(err, &wrapped):
-		return err
-	}
-	if re, ok := rueidis.IsRedisErr(err); ok && strings.HasPrefix(re.Error(), "WRONGTYPE") {
-		err = fmt.Errorf("%w: a key of %s holds another type of data (%w)", interlock.ErrInvalid, o.given, re)
-	}
-	return &interlock.Error{Kind: o.kind, Op: op, Name: o.given, Err: err}
 }
 
 // Publish returns the command the object's scripts announce with.
@@ -186,8 +102,8 @@ func (o *Object) RunAcked(ctx context.Context, s *script.Script, keys []string, 
 	}
 	return res, func() error {
 		err := o.rt.CheckAcks(&acks)
-		if errors.Is(err, interlock.ErrReplication) {
-			o.observe(ctx, interlock.Event{Op: interlock.OpRefused, Outcome: interlock.OutcomeError, Err: err})
+		if errors.Is(err, report.ErrReplication) {
+			o.observe(ctx, report.Event{Op: report.OpRefused, Outcome: report.OutcomeError, Err: err})
 		}
 		return err
 	}
@@ -207,7 +123,7 @@ func (o *Object) CheckType(ctx context.Context, key, want string) error {
 	case err != nil:
 		return err
 	case t != want && t != "none":
-		return fmt.Errorf("%w: %s holds another type of data (a %s, not a %s's %s)", interlock.ErrInvalid, key, t, o.kind, want)
+		return fmt.Errorf("%w: %s holds another type of data (a %s, not a %s's %s)", report.ErrInvalid, key, t, o.kindName, want)
 	}
 	return nil
 }
@@ -276,41 +192,50 @@ const Repoll = 2 * time.Second
 // at most 100 attempts a second per waiter.
 var objectPace = wait.Pace{Burst: 8, Interval: 10 * time.Millisecond}
 
-// Wait runs the locks' waiting algorithm (internal/wait) for one
-// acquisition of permits (0: a latch's await) of the object under the
-// channel's wake policy: forever, or for up to maxWait, trying with try.
-// handOn passes on wake-ups the acquisition could not use
-// (wait.Spec.HandOn). The Observer, if any, hears of it once it ended.
-func (o *Object) Wait(ctx context.Context, permits int, policy pubsub.Policy, handOn bool, maxWait time.Duration, forever bool, try wait.Attempt) (bool, error) {
+// Await is one wait of an Object: for Permits (0: a latch's await), woken
+// under Policy, passing on the wake-ups it could not use when HandOn
+// (wait.Spec.HandOn), Forever or else for up to Wait (0: one try).
+type Await struct {
+	Permits int
+	Policy  pubsub.Policy
+	HandOn  bool
+	Wait    time.Duration
+	Forever bool
+}
+
+// Wait runs the locks' waiting algorithm (internal/wait) for one Await of
+// the object, trying with try. The Observer, if any, hears of it once it
+// ended.
+func (o *Object) Wait(ctx context.Context, w Await, try wait.Attempt) (bool, error) {
 	if o.obs == nil {
-		return o.wait(ctx, policy, handOn, maxWait, forever, try)
+		return o.wait(ctx, w, try)
 	}
 	start, tries := time.Now(), 0
-	ok, err := o.wait(ctx, policy, handOn, maxWait, forever, func(ctx context.Context) (bool, time.Duration, error) {
+	ok, err := o.wait(ctx, w, func(ctx context.Context) (bool, time.Duration, error) {
 		tries++
 		return try(ctx)
 	})
-	outcome, cause := acquireOutcome(ok, err, !forever && maxWait == 0)
-	o.observe(ctx, interlock.Event{Op: interlock.OpAcquire, Outcome: outcome, Duration: time.Since(start),
-		Attempts: tries, Permits: permits, Err: cause})
+	outcome, cause := acquireOutcome(ok, err, !w.Forever && w.Wait == 0)
+	o.observe(ctx, report.Event{Op: report.OpAcquire, Outcome: outcome, Duration: time.Since(start),
+		Attempts: tries, Permits: w.Permits, Err: cause})
 	return ok, err
 }
 
-func (o *Object) wait(ctx context.Context, policy pubsub.Policy, handOn bool, maxWait time.Duration, forever bool, try wait.Attempt) (bool, error) {
+func (o *Object) wait(ctx context.Context, w Await, try wait.Attempt) (bool, error) {
 	spec := wait.Spec{
 		Hub:      o.rt.Hub,
 		Channel:  o.channel,
-		Policy:   policy,
-		HandOn:   handOn,
-		Forever:  forever,
-		Deadline: time.Now().Add(maxWait),
-		Queue:    policy == pubsub.WakeCount, // acquisitions queue; a latch's awaiters need not
+		Policy:   w.Policy,
+		HandOn:   w.HandOn,
+		Forever:  w.Forever,
+		Deadline: time.Now().Add(w.Wait),
+		Queue:    w.Policy == pubsub.WakeCount, // acquisitions queue; a latch's awaiters need not
 		MaxWait:  Repoll,
 		Pace:     objectPace,
 		Try:      try,
 		Waiters:  o.rt.Waiters(),
 	}
-	if forever || maxWait > 0 {
+	if w.Forever || w.Wait > 0 {
 		var err error
 		if spec.Sharded, err = o.rt.Sharded(ctx); err != nil {
 			return false, err

@@ -8,9 +8,9 @@ import (
 
 	"github.com/redis/rueidis"
 
-	"github.com/interlock-go/interlock"
 	"github.com/interlock-go/interlock/internal/keys"
 	"github.com/interlock-go/interlock/internal/renewal"
+	"github.com/interlock-go/interlock/internal/report"
 	"github.com/interlock-go/interlock/internal/runtime"
 	"github.com/interlock-go/interlock/internal/wait"
 )
@@ -29,7 +29,7 @@ const (
 // Unlock releases one hold of the calling owner, as interlock.Locker says.
 // The Observer, if any, hears of it once it ended.
 func (l *Common) Unlock(ctx context.Context) error {
-	owner, holder, err := l.owner(ctx, interlock.OpRelease)
+	owner, holder, err := l.owner(ctx, report.OpRelease)
 	if err != nil {
 		return err
 	}
@@ -40,23 +40,23 @@ func (l *Common) Unlock(ctx context.Context) error {
 	start := time.Now()
 	since := l.rt.Renewal.HeldSince(l.name, holder)
 	outcome, sends, passed, err := l.unlock(ctx, owner, holder)
-	e := interlock.Event{Op: interlock.OpRelease, Duration: time.Since(start), Attempts: sends, Err: err}
+	e := report.Event{Op: report.OpRelease, Duration: time.Since(start), Attempts: sends, Err: err}
 	switch outcome {
 	case renewal.Released, renewal.Decremented:
-		e.Outcome = interlock.OutcomeReleased
+		e.Outcome = report.OutcomeReleased
 		switch {
 		case outcome == renewal.Decremented:
-			e.Outcome = interlock.OutcomeDecremented
+			e.Outcome = report.OutcomeDecremented
 		case passed:
-			e.Outcome = interlock.OutcomeTransferred
+			e.Outcome = report.OutcomeTransferred
 		}
 		if !since.IsZero() {
 			e.Held = start.Sub(since)
 		}
 	case renewal.NotHeld:
-		e.Outcome, e.Err = interlock.OutcomeNotHeld, nil
+		e.Outcome, e.Err = report.OutcomeNotHeld, nil
 	default:
-		e.Outcome = interlock.OutcomeError
+		e.Outcome = report.OutcomeError
 	}
 	l.observe(ctx, e)
 	return err
@@ -74,13 +74,13 @@ func (l *Common) unlock(ctx context.Context, owner, holder string) (outcome rene
 	if !held {
 		lost = l.rt.Renewal.LostCause(l.name, holder)
 	}
-	lostErr := func() error { return l.opErr(interlock.OpRelease, fmt.Errorf("%w: %w", interlock.ErrNotHeld, lost)) }
+	lostErr := func() error { return l.OpErr(report.OpRelease, fmt.Errorf("%w: %w", report.ErrNotHeld, lost)) }
 	pub, err := l.rt.PublishCommand(ctx)
 	switch {
 	case err != nil && lost != nil:
 		return renewal.NotHeld, 0, false, lostErr()
 	case err != nil:
-		return renewal.Unknown, 0, false, l.opErr(interlock.OpRelease, err)
+		return renewal.Unknown, 0, false, l.OpErr(report.OpRelease, err)
 	}
 	v := &vals{owner: owner, holder: holder, lease: lease, publish: pub,
 		latch: keys.UnlockLatch(l.name, keys.RequestID())}
@@ -113,19 +113,19 @@ func (l *Common) unlock(ctx context.Context, owner, holder string) (outcome rene
 		return outcome, sends, false, lostErr()
 	case rueidis.IsRedisNil(err):
 		outcome = renewal.NotHeld
-		return outcome, sends, false, l.opErr(interlock.OpRelease, interlock.ErrNotHeld)
+		return outcome, sends, false, l.OpErr(report.OpRelease, report.ErrNotHeld)
 	case err != nil:
-		return renewal.Unknown, sends, false, l.opErr(interlock.OpRelease, err)
+		return renewal.Unknown, sends, false, l.OpErr(report.OpRelease, err)
 	case n == 1:
 		outcome = renewal.Released
 	default:
 		outcome = renewal.Decremented
 	}
 	err = l.rt.CheckAcks(&acks)
-	if n == 1 && l.kind.Upgrade != nil && l.holds(owner) > 0 && (err == nil || errors.Is(err, interlock.ErrReplication)) {
+	if n == 1 && l.kind.Upgrade != nil && l.holds(owner) > 0 && (err == nil || errors.Is(err, report.ErrReplication)) {
 		l.rt.WakeAll(ctx, l.channel) // a downgrade: readers may enter, and nothing was published
 	}
-	return outcome, sends, false, l.opErrIf(interlock.OpRelease, err)
+	return outcome, sends, false, l.opErrIf(report.OpRelease, err)
 }
 
 // resend sends the unlock until a reply comes back: a connection error
@@ -140,9 +140,9 @@ func (l *Common) resend(ctx context.Context, acks *runtime.Acks, call *Call, v *
 		res := l.exec(ctx, acks, call, v)
 		replied := Answered(res) // nil ("not held") included
 		if n > 1 && l.obs != nil {
-			e := interlock.Event{Op: interlock.OpResend, Outcome: interlock.OutcomeOK, Attempts: n}
+			e := report.Event{Op: report.OpResend, Outcome: report.OutcomeOK, Attempts: n}
 			if !replied {
-				e.Outcome, e.Err = interlock.OutcomeError, res.Error()
+				e.Outcome, e.Err = report.OutcomeError, res.Error()
 			}
 			l.observe(ctx, e)
 		}
@@ -199,7 +199,7 @@ func (l *Common) claim(last bool, owner string) (*runtime.Offer, bool) {
 	if !last || (l.kind.Upgrade != nil && l.holds(owner) > 0) {
 		return nil, false
 	}
-	return l.rt.Transfers.Claim(l.name, l.kind, time.Now(), l.kind.Fair == nil)
+	return l.rt.Transfers.Claim(l.name, l.kindName, time.Now(), l.kind.Fair == nil)
 }
 
 // transfer is unlock's release of the owner's last hold by passing it to
@@ -222,13 +222,13 @@ func (l *Common) transfer(ctx context.Context, v *vals, o *runtime.Offer) (outco
 	l.rt.DeleteLater(v.latch)
 	if !Answered(res) {
 		g.Unknown = true
-		return renewal.Unknown, sends, false, l.opErr(interlock.OpRelease, res.Error())
+		return renewal.Unknown, sends, false, l.OpErr(report.OpRelease, res.Error())
 	}
 	if reply, err := res.AsIntSlice(); err == nil {
 		if len(reply) != 2 || reply[0] != 2 || reply[1] < 0 {
 			// Not this script's answer: whatever ran, take it back.
 			g.Unknown = true
-			return renewal.Unknown, sends, false, l.opErr(interlock.OpRelease, fmt.Errorf("transfer script answered %v", reply))
+			return renewal.Unknown, sends, false, l.OpErr(report.OpRelease, fmt.Errorf("transfer script answered %v", reply))
 		}
 		g.Passed, g.Token = true, uint64(reply[1])
 		return renewal.Released, sends, true, nil
@@ -239,10 +239,10 @@ func (l *Common) transfer(ctx context.Context, v *vals, o *runtime.Offer) (outco
 	}
 	switch {
 	case rueidis.IsRedisNil(err):
-		return renewal.NotHeld, sends, false, l.opErr(interlock.OpRelease, interlock.ErrNotHeld)
+		return renewal.NotHeld, sends, false, l.OpErr(report.OpRelease, report.ErrNotHeld)
 	case err != nil:
 		g.Unknown = true
-		return renewal.Unknown, sends, false, l.opErr(interlock.OpRelease, err)
+		return renewal.Unknown, sends, false, l.OpErr(report.OpRelease, err)
 	}
 	keep = true
 	switch n {

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/interlock-go/interlock"
+	"github.com/interlock-go/interlock/internal/report"
 	"github.com/interlock-go/interlock/internal/runtime"
 	"github.com/interlock-go/interlock/internal/script"
 )
@@ -64,7 +65,7 @@ func TestUnlockResendsUntilAReply(t *testing.T) {
 			ctx := testCtx(t)
 			name := lockName(t)
 			l := New(c, &testKind, name)
-			_, holder, err := l.owner(ctx, interlock.OpAcquire)
+			_, holder, err := l.owner(ctx, report.OpAcquire)
 			require.NoError(t, err)
 			require.NoError(t, l.Lock(ctx))
 			require.NoError(t, l.Lock(ctx))

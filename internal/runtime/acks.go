@@ -9,6 +9,7 @@ import (
 	"github.com/redis/rueidis"
 
 	"github.com/interlock-go/interlock/internal/keys"
+	"github.com/interlock-go/interlock/internal/report"
 	"github.com/interlock-go/interlock/internal/script"
 )
 
@@ -117,7 +118,7 @@ func (r *Runtime) execWait(ctx context.Context, a *Acks, s *script.Script, ks, a
 	return res[0], infoRes
 }
 
-// CheckAcks returns an error wrapping Config.ErrReplication when the last
+// CheckAcks returns an error wrapping report.ErrReplication when the last
 // script a recorded ran in safe mode and fewer replicas than wanted
 // acknowledged it, or in replica-sync mode and none of the master's replicas
 // did, or when the WAIT or the reading of the replica count failed; a
@@ -130,13 +131,13 @@ func (r *Runtime) CheckAcks(a *Acks) error {
 	case errors.Is(a.err, context.Canceled) || errors.Is(a.err, context.DeadlineExceeded):
 		return a.err
 	case a.err != nil && a.probe:
-		return fmt.Errorf("%w: reading the replica count (INFO replication) failed: %w", r.Cfg.ErrReplication, a.err)
+		return fmt.Errorf("%w: reading the replica count (INFO replication) failed: %w", report.ErrReplication, a.err)
 	case a.err != nil:
-		return fmt.Errorf("%w: WAIT %d %d failed: %w", r.Cfg.ErrReplication, a.want, timeout.Milliseconds(), a.err)
+		return fmt.Errorf("%w: WAIT %d %d failed: %w", report.ErrReplication, a.want, timeout.Milliseconds(), a.err)
 	case a.want == 0:
 		return nil
 	case a.got == 0 || (!r.Cfg.ReplicaSync && a.got < a.want):
-		return fmt.Errorf("%w: %d of %d replicas acknowledged within %v", r.Cfg.ErrReplication, a.got, a.want, timeout)
+		return fmt.Errorf("%w: %d of %d replicas acknowledged within %v", report.ErrReplication, a.got, a.want, timeout)
 	}
 	return nil
 }

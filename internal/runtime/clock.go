@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/interlock-go/interlock/internal/report"
 	"github.com/interlock-go/interlock/internal/script"
 )
 
@@ -69,7 +70,7 @@ func (r *Runtime) ClockSkew(ctx context.Context) (time.Duration, error) {
 
 // CheckClockSkew is the skew guard: nil when it is off or the last
 // measurement (at most a minute old, else taken now) is within the limit,
-// else an error wrapping Config.ErrClockSkew. A failed measurement's error
+// else an error wrapping report.ErrClockSkew. A failed measurement's error
 // is returned as it is.
 func (r *Runtime) CheckClockSkew(ctx context.Context) error {
 	w := &r.clock
@@ -91,7 +92,7 @@ func (r *Runtime) CheckClockSkew(ctx context.Context) error {
 	}
 	if skew > w.limit || skew < -w.limit {
 		return fmt.Errorf("%w: server time minus client time is %v, beyond the limit of ±%v",
-			r.Cfg.ErrClockSkew, skew.Round(time.Millisecond), w.limit)
+			report.ErrClockSkew, skew.Round(time.Millisecond), w.limit)
 	}
 	return nil
 }

@@ -2,7 +2,6 @@ package runtime
 
 import (
 	"context"
-	"errors"
 	"testing"
 	"time"
 
@@ -104,9 +103,8 @@ func TestParseReplication(t *testing.T) {
 func TestReplicaSyncRecheckFindsNewReplicas(t *testing.T) {
 	master, _ := redistest.Replicated(t)
 	rc := redistest.NewClient(t, master.Addr())
-	errRepl := errors.New("replication")
 	r, err := New(rc, Config{Watchdog: 30 * time.Second, BatchSize: 100, ReplicaSync: true,
-		ReplicaTimeout: time.Second, ErrClosed: errors.New("closed"), ErrReplication: errRepl})
+		ReplicaTimeout: time.Second})
 	require.NoError(t, err)
 	t.Cleanup(r.Close)
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)

@@ -20,6 +20,7 @@ import (
 
 	"github.com/interlock-go/interlock/internal/pubsub"
 	"github.com/interlock-go/interlock/internal/renewal"
+	"github.com/interlock-go/interlock/internal/report"
 	"github.com/interlock-go/interlock/internal/script"
 )
 
@@ -49,15 +50,12 @@ type Config struct {
 	SkewLimit      time.Duration // 0: no skew guard
 	// Names maps every object name before a key is derived (nil: as is).
 	Names NameMapper
-
-	// The root's sentinels, which the runtime's errors wrap.
-	ErrClosed, ErrMaxHold, ErrClockSkew, ErrReplication error
 }
 
 // Observer is what the root makes of an interlock.Observer: it hears the
-// renewal Scheduler and the pub/sub Hub, and is an interlock.Observer
-// itself, which the engine asserts to build its own events.
+// engine's events, the renewal Scheduler and the pub/sub Hub.
 type Observer interface {
+	report.Observer
 	renewal.Observer
 	// PubSubFailed hears the Hub's background failures.
 	PubSubFailed(err error)
@@ -97,9 +95,9 @@ type Runtime struct {
 	sharded   bool
 	probing   chan struct{} // closed when the probe in flight ends; nil: none
 
-	writeWaits waitCounts
-	replicas   replicaCounts // replica-sync mode
-	waiters    atomic.Int64  // acquisitions and awaits parked in a wait
+	waits    waitCounts
+	replicas replicaCounts // replica-sync mode
+	waiters  atomic.Int64  // acquisitions and awaits parked in a wait
 
 	tasksMu sync.Mutex
 	tasks   map[string]*renewal.Task
@@ -137,9 +135,9 @@ func New(rc rueidis.Client, cfg Config) (*Runtime, error) {
 		BatchSize:  cfg.BatchSize,
 		Cluster:    cluster,
 		Observer:   observer,
-		Closed:     cfg.ErrClosed,
+		Closed:     report.ErrClosed,
 		MaxHold:    cfg.MaxHold,
-		MaxHoldErr: cfg.ErrMaxHold,
+		MaxHoldErr: report.ErrMaxHold,
 	})
 	if err != nil {
 		return nil, err
@@ -150,16 +148,16 @@ func New(rc rueidis.Client, cfg Config) (*Runtime, error) {
 		return nil, err
 	}
 	r := &Runtime{
-		RC:         rc,
-		ID:         newUUID(),
-		Cfg:        cfg,
-		Hub:        hub,
-		Renewal:    sched,
-		Transfers:  newTransfers(),
-		latches:    newDeleter(rc, cluster),
-		settle:     newSettler(cfg.ErrClosed),
-		detached:   newDetacher(),
-		writeWaits: waitCounts{m: make(map[waitKey]int)},
+		RC:        rc,
+		ID:        newUUID(),
+		Cfg:       cfg,
+		Hub:       hub,
+		Renewal:   sched,
+		Transfers: newTransfers(),
+		latches:   newDeleter(rc, cluster),
+		settle:    newSettler(report.ErrClosed),
+		detached:  newDetacher(),
+		waits:     waitCounts{m: make(map[waitKey]int)},
 	}
 	r.clock.limit = cfg.SkewLimit
 	r.watchdogMS = strconv.FormatInt(cfg.Watchdog.Milliseconds(), 10)
@@ -279,21 +277,22 @@ func (r *Runtime) WakeAll(ctx context.Context, channel string) {
 	}
 }
 
-// waitKey names the write acquisitions of one owner on one lock.
+// waitKey names one owner's acquisitions of one lock.
 type waitKey struct{ name, owner string }
 
-// waitCounts counts the write acquisitions that may be waiting, so that a
-// read acquisition by the same owner can wake them to refuse the upgrade
-// rather than wait for their own read hold.
+// waitCounts counts the acquisitions that may be waiting, by lock and
+// owner, of the kinds that ask (CountWait): a read/write lock's read half
+// wakes its owner's waiting write acquisition, to refuse the upgrade rather
+// than wait for the read hold it just took.
 type waitCounts struct {
 	mu sync.Mutex
 	m  map[waitKey]int
 }
 
-// AddWriteWait counts a write acquisition of owner on name that may wait
-// (d = 1) or has ended (d = -1).
-func (r *Runtime) AddWriteWait(name, owner string, d int) {
-	w := &r.writeWaits
+// CountWait counts an acquisition by owner of name that may wait (d = 1)
+// or has ended (d = -1).
+func (r *Runtime) CountWait(name, owner string, d int) {
+	w := &r.waits
 	k := waitKey{name, owner}
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -302,10 +301,10 @@ func (r *Runtime) AddWriteWait(name, owner string, d int) {
 	}
 }
 
-// WriteWaiting reports whether a write acquisition of owner on name may be
-// waiting.
-func (r *Runtime) WriteWaiting(name, owner string) bool {
-	w := &r.writeWaits
+// Waiting reports whether an acquisition by owner of name that CountWait
+// counted may be waiting.
+func (r *Runtime) Waiting(name, owner string) bool {
+	w := &r.waits
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return w.m[waitKey{name, owner}] > 0

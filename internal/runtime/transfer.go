@@ -42,7 +42,7 @@ func (t *Transfers) Passed() uint64 { return t.passed.Load() }
 
 type lineKey struct {
 	name string
-	kind any
+	kind string
 }
 
 // line is one lock's standing offers, and its current run of transfers.
@@ -114,7 +114,7 @@ func (t *Transfers) Place(o *Offer) {
 
 // Stand puts o in the line of the lock name of kind; wake ends its wait
 // once a claim of it is resolved.
-func (t *Transfers) Stand(o *Offer, name string, kind any, wake func()) {
+func (t *Transfers) Stand(o *Offer, name string, kind string, wake func()) {
 	if o.done == nil {
 		o.done = make(chan struct{}, 1)
 	}
@@ -243,7 +243,7 @@ func (t *Transfers) Result(o *Offer) (Grant, bool) {
 // bounded, a claim that ends a run of transfers says so (yield): the
 // caller's script then releases for real if another process waits, and
 // the caller calls Yield. The caller Resolves or Unclaims the offer.
-func (t *Transfers) Claim(name string, kind any, now time.Time, bounded bool) (o *Offer, yield bool) {
+func (t *Transfers) Claim(name string, kind string, now time.Time, bounded bool) (o *Offer, yield bool) {
 	if !t.Standing() {
 		return nil, false
 	}
@@ -287,7 +287,7 @@ func (t *Transfers) Yield(o *Offer, now time.Time) {
 // HoldOff returns how long a waiter of this Client on the lock name of
 // kind is to wait before it tries, after a yield: the first one asking
 // waits out what is left of it, the others none.
-func (t *Transfers) HoldOff(name string, kind any) time.Duration {
+func (t *Transfers) HoldOff(name, kind string) time.Duration {
 	if !t.Standing() {
 		return 0
 	}

@@ -17,10 +17,10 @@ import (
 // under -race.
 const transferPrompt = 10 * time.Second
 
-// Two lock kinds, as the engine's kind values are: compared by identity.
-var (
-	kindA = &struct{ name string }{"a"}
-	kindB = &struct{ name string }{"b"}
+// Two lock kinds, by the names the engine gives them.
+const (
+	kindA = "a"
+	kindB = "b"
 )
 
 // waker counts the calls of an offer's wake func.
@@ -31,14 +31,14 @@ func (w *waker) wake() { w.n.Add(1) }
 func offer(holder string) *Offer { return &Offer{Holder: holder, Lease: time.Second} }
 
 // stand stands a fresh offer with a counting wake func.
-func stand(t *Transfers, holder, name string, kind any) (*Offer, *waker) {
+func stand(t *Transfers, holder, name string, kind string) (*Offer, *waker) {
 	o, w := offer(holder), &waker{}
 	t.Stand(o, name, kind, w.wake)
 	return o, w
 }
 
 // claim is Claim of a line without runs.
-func claim(tr *Transfers, name string, kind any, now time.Time) *Offer {
+func claim(tr *Transfers, name string, kind string, now time.Time) *Offer {
 	o, _ := tr.Claim(name, kind, now, false)
 	return o
 }
@@ -51,7 +51,7 @@ func lineCount(tr *Transfers) int {
 }
 
 // hasLine reports whether tr keeps the line of name and kind.
-func hasLine(tr *Transfers, name string, kind any) bool {
+func hasLine(tr *Transfers, name string, kind string) bool {
 	tr.mu.Lock()
 	defer tr.mu.Unlock()
 	return tr.lines[lineKey{name, kind}] != nil
