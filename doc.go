@@ -117,10 +117,8 @@
 // anything is sent. A multi-lock returns a member's error as it is, or an
 // Error of its own wrapping several members' errors. Once the Client is
 // closed, acquisitions, Unlock and ForceUnlock return ErrClosed. The calls
-// that concern no synchronizer (New, OwnerID, Client.Owner,
-// semaphore.ParsePermitID) report a bad argument as an error wrapping
-// ErrInvalid, and ClockSkew returns the error of its TIME round trip.
-// Remote state never causes a panic.
+// that concern no synchronizer (New, OwnerID, Client.Owner, ClockSkew)
+// fail with an Error of KindClient. Remote state never causes a panic.
 //
 // # Observing
 //

@@ -36,19 +36,19 @@ type Client struct {
 // starts the Client's goroutines and sends nothing to Redis.
 func New(rc rueidis.Client, opts ...Option) (*Client, error) {
 	if rc == nil {
-		return nil, fmt.Errorf("%w: nil rueidis client", ErrInvalid)
+		return nil, newErr(fmt.Errorf("%w: nil rueidis client", ErrInvalid))
 	}
 	cfg := defaultConfig()
 	for _, o := range opts {
 		o(&cfg)
 	}
 	if err := cfg.validate(); err != nil {
-		return nil, err
+		return nil, newErr(err)
 	}
 	cfg.applyObserver()
 	rt, err := runtime.New(rc, cfg.Config)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrInvalid, err)
+		return nil, newErr(fmt.Errorf("%w: %w", ErrInvalid, err))
 	}
 	return &Client{rt: rt}, nil
 }
@@ -59,13 +59,26 @@ func (c *Client) ID() string { return c.rt.ID }
 
 // Owner returns the owner string for ctx, "<client id>:<owner id>": the
 // hash field Redisson writes for a holder (see OwnerID).
-func (c *Client) Owner(ctx context.Context) (string, error) { return c.rt.Owner(ctx) }
+func (c *Client) Owner(ctx context.Context) (string, error) {
+	owner, err := c.rt.Owner(ctx)
+	if err != nil {
+		return "", &Error{Kind: KindClient, Op: OpOwner, Err: err}
+	}
+	return owner, nil
+}
 
 // ClockSkew measures how far the Redis server's clock (TIME) is ahead of
 // this machine's, to within half a round trip.
 func (c *Client) ClockSkew(ctx context.Context) (time.Duration, error) {
-	return c.rt.ClockSkew(ctx)
+	skew, err := c.rt.ClockSkew(ctx)
+	if err != nil && ctx.Err() == nil {
+		return 0, &Error{Kind: KindClient, Op: OpInspect, Err: err}
+	}
+	return skew, err
 }
+
+// newErr is the *Error of New.
+func newErr(err error) error { return &Error{Kind: KindClient, Op: OpNew, Err: err} }
 
 // Stats is a snapshot of what a Client keeps in memory.
 type Stats struct {

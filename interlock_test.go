@@ -93,10 +93,15 @@ func TestOptionsAreValidated(t *testing.T) {
 	} {
 		c, err := interlock.New(rc, opt)
 		assert.ErrorIs(t, err, interlock.ErrInvalid, name)
+		assertClientErr(t, err, interlock.OpNew)
 		assert.Nil(t, c, name)
 	}
 	_, err := interlock.New(nil)
 	assert.ErrorIs(t, err, interlock.ErrInvalid)
+	assertClientErr(t, err, interlock.OpNew)
+	_, err = interlock.OwnerID(interlock.WithOwner(t.Context(), -1))
+	assert.ErrorIs(t, err, interlock.ErrInvalid)
+	assertClientErr(t, err, interlock.OpOwner)
 
 	newClient(t, interlock.WithWatchdogTimeout(3*time.Second), interlock.WithLogger(slog.New(slog.DiscardHandler)),
 		interlock.WithResubscribeBackoff(func(int) time.Duration { return 10 * time.Millisecond }))
@@ -227,4 +232,15 @@ func (s *syncBuffer) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.String()
+}
+
+// assertClientErr asserts that err is an *interlock.Error of the Client
+// itself, of operation op.
+func assertClientErr(t *testing.T, err error, op interlock.Op) {
+	t.Helper()
+	var e *interlock.Error
+	if assert.ErrorAs(t, err, &e) {
+		assert.Equal(t, interlock.KindClient, e.Kind)
+		assert.Equal(t, op, e.Op)
+	}
 }

@@ -78,6 +78,7 @@ const (
 	KindLatch            Kind = "latch"
 	KindMultiLock        Kind = "multilock" // in errors only: its members' events are theirs
 	KindRedLock          Kind = "redlock"   // in errors only, as KindMultiLock
+	KindClient           Kind = "client"    // in errors only: New, OwnerID, Client.Owner, ClockSkew
 )
 
 // Op names an operation, in an Event and in an Error.
@@ -95,7 +96,7 @@ const (
 	OpPubSub  Op = "pubsub"  // a subscription failed, or its connection came back
 )
 
-// The Ops that only Errors name.
+// The Ops that only Errors name. ClockSkew's is OpInspect.
 const (
 	OpForceUnlock Op = "force unlock" // ForceUnlock
 	OpGuard       Op = "guard"        // Guard, and a permit lease's
@@ -103,6 +104,9 @@ const (
 	OpSet         Op = "set"          // TrySetPermits, SetPermits, AddPermits, TrySetCount, UpdateLease, Drain
 	OpDelete      Op = "delete"       // Delete
 	OpFence       Op = "fence"        // a fence's Admit, Do and writes
+	OpNew         Op = "new"          // New
+	OpOwner       Op = "owner"        // OwnerID and Client.Owner
+	OpParse       Op = "parse"        // semaphore.ParsePermitID
 )
 
 // Outcomes of an Event.

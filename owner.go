@@ -35,4 +35,10 @@ func NewOwnerID() int64 { return ownerIDs.Add(1) }
 // OwnerID returns the owner id for ctx: the id given to WithOwner, or else
 // the calling goroutine's id (read in a few nanoseconds on amd64 and arm64,
 // see internal/goid).
-func OwnerID(ctx context.Context) (int64, error) { return runtime.OwnerID(ctx) }
+func OwnerID(ctx context.Context) (int64, error) {
+	id, err := runtime.OwnerID(ctx)
+	if err != nil {
+		return 0, &Error{Kind: KindClient, Op: OpOwner, Err: err}
+	}
+	return id, nil
+}

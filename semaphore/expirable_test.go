@@ -597,6 +597,8 @@ func TestExpirableBadInput(t *testing.T) {
 		}
 		for op, err := range invalid {
 			assert.ErrorIs(t, err, interlock.ErrInvalid, op)
+			var ie *interlock.Error
+			assert.ErrorAs(t, err, &ie, op)
 		}
 		upper, err := semaphore.ParsePermitID("00112233445566778899AABBCCDDEEFF")
 		require.NoError(t, err)

@@ -4,6 +4,8 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+
+	"github.com/interlock-go/interlock"
 )
 
 // PermitID names one permit of an Expirable semaphore. On the wire and in
@@ -14,14 +16,18 @@ type PermitID [16]byte
 // String returns the id as 32 lower-case hex characters, Redisson's form.
 func (id PermitID) String() string { return hex.EncodeToString(id[:]) }
 
-// ParsePermitID parses 32 hex characters, in either case.
+// ParsePermitID parses 32 hex characters, in either case. A bad id is an
+// *interlock.Error of KindExpirable and OpParse wrapping ErrInvalid.
 func ParsePermitID(s string) (PermitID, error) {
 	var id PermitID
+	var err error
 	if len(s) != 2*len(id) {
-		return id, fmt.Errorf("%w: semaphore: permit id %q: want 32 hex characters, got %d", ErrInvalid, s, len(s))
+		err = fmt.Errorf("%w: permit id %q: want 32 hex characters, got %d", ErrInvalid, s, len(s))
+	} else if _, bad := hex.Decode(id[:], []byte(s)); bad != nil {
+		err = fmt.Errorf("%w: permit id %q is not hex", ErrInvalid, s)
 	}
-	if _, err := hex.Decode(id[:], []byte(s)); err != nil {
-		return id, fmt.Errorf("%w: semaphore: permit id %q is not hex", ErrInvalid, s)
+	if err != nil {
+		return PermitID{}, &interlock.Error{Kind: interlock.KindExpirable, Op: interlock.OpParse, Err: err}
 	}
 	return id, nil
 }
