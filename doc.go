@@ -13,6 +13,7 @@
 //	fenced        fenced lock with monotonic tokens (Redisson RFencedLock)
 //	nonreentrant  locks that refuse re-entry (RNonReentrantLock, RNonReentrantFairLock)
 //	spin          lock whose waiters poll instead of subscribing (RSpinLock)
+//	multilock     several locks held as one (RedissonMultiLock, RedissonRedLock)
 //	semaphore     counting semaphores (RSemaphore, RPermitExpirableSemaphore)
 //	latch         count-down latch (RCountDownLatch)
 //

@@ -14,6 +14,7 @@ import (
 	"github.com/interlock-go/interlock/fairlock"
 	"github.com/interlock-go/interlock/fenced"
 	"github.com/interlock-go/interlock/internal/redistest"
+	"github.com/interlock-go/interlock/multilock"
 	"github.com/interlock-go/interlock/nonreentrant"
 	"github.com/interlock-go/interlock/rlock"
 	"github.com/interlock-go/interlock/rwlock"
@@ -40,6 +41,11 @@ func heldLocks() []heldLock {
 		{"nonreentrant", func(c *interlock.Client, k string) interlock.Locker { return nonreentrant.New(c, k) }, field},
 		{"nonreentrant.fair", func(c *interlock.Client, k string) interlock.Locker { return nonreentrant.NewFair(c, k) }, field},
 		{"spin", func(c *interlock.Client, k string) interlock.Locker { return spin.New(c, k) }, field},
+		{"multilock", func(c *interlock.Client, k string) interlock.Locker {
+			return multilock.New(rlock.New(c, k+":a"), fairlock.New(c, k+":b"))
+		}, func(key, owner string) map[string]string {
+			return map[string]string{key + ":a": owner, key + ":b": owner}
+		}},
 	}
 }
 
@@ -99,9 +105,11 @@ func TestHoldUnlocksFromAnotherGoroutine(t *testing.T) {
 			require.NoError(t, err)
 			assert.Equal(t, mine, c.ID()+":"+itoa(id), "the guard does not carry the hold's owner")
 			require.NoError(t, got.h.Unlock(ctx))
-			n, err := rc.Do(ctx, rc.B().Exists().Key(key).Build()).AsInt64()
-			require.NoError(t, err)
-			assert.Zero(t, n, "the lock is released")
+			for key := range k.fields(key, "") {
+				n, err := rc.Do(ctx, rc.B().Exists().Key(key).Build()).AsInt64()
+				require.NoError(t, err)
+				assert.Zero(t, n, "%s is released", key)
+			}
 			select {
 			case <-guard.Done():
 				assert.ErrorIs(t, context.Cause(guard), context.Canceled)

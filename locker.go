@@ -6,8 +6,10 @@ import (
 )
 
 // Locker is the method set every lock kind has: rlock.Mutex,
-// fairlock.Mutex, the halves of rwlock.Mutex, fenced.Mutex. Its contracts
-// hold for every kind; a kind's package documents what it adds.
+// fairlock.Mutex, the halves of rwlock.Mutex, fenced.Mutex, the
+// nonreentrant and spin locks, and multilock.Mutex. Its contracts hold for
+// every kind; a kind's package documents what it adds (a multi-lock, how
+// its members add up).
 type Locker interface {
 	// Name returns the lock's name as given: its Redis key, unless the
 	// Client maps names (interlock.WithNameMapper).

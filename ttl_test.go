@@ -41,7 +41,9 @@ func TestTTLNoExpiry(t *testing.T) {
 			ttl, err := l.TTL(ctx)
 			require.NoError(t, err)
 			assert.Greater(t, ttl, 50*time.Second)
-			persist(key)
+			for key := range k.fields(key, "") {
+				persist(key)
+			}
 			ttl, err = l.TTL(ctx)
 			require.NoError(t, err)
 			assert.Equal(t, interlock.NoExpiry, ttl)
