@@ -372,8 +372,10 @@ func snippetSource(imports []string, givens string, snippets []snippet) string {
 }
 
 // checkSnippets type-checks src, from snippetSource, and returns the
-// errors a compiler would report but for unused variables and imports, and
-// the import paths src uses.
+// errors a compiler would report but for unused variables and imports,
+// and an error for each Unlock whose error is dropped (a lost hold goes
+// unnoticed, and a reader copies the snippet); and the import paths src
+// uses.
 func checkSnippets(src string, exports map[string]string) (errs []error, used map[string]bool) {
 	fset := token.NewFileSet()
 	f, err := parser.ParseFile(fset, "snippets.go", src, parser.SkipObjectResolution)
@@ -394,6 +396,23 @@ func checkSnippets(src string, exports map[string]string) (errs []error, used ma
 			}
 		},
 	}
+	ast.Inspect(f, func(n ast.Node) bool {
+		var call ast.Expr
+		switch st := n.(type) {
+		case *ast.ExprStmt:
+			call = st.X
+		case *ast.DeferStmt:
+			call = st.Call
+		case *ast.GoStmt:
+			call = st.Call
+		}
+		if c, ok := call.(*ast.CallExpr); ok {
+			if sel, ok := c.Fun.(*ast.SelectorExpr); ok && sel.Sel.Name == "Unlock" {
+				errs = append(errs, fmt.Errorf("%s: Unlock's error is discarded: check it (or join it to the function's)", fset.Position(c.Pos())))
+			}
+		}
+		return true
+	})
 	info := &types.Info{Uses: map[*ast.Ident]types.Object{}}
 	_, _ = conf.Check("main", fset, []*ast.File{f}, info)
 	used = map[string]bool{}
@@ -502,14 +521,16 @@ unused := 1
 	bad := snippet{file: "x.md", line: 20, code: `m := rlock.New(c, "a")
 
 m.Lock(ctx, 1)
+defer m.Unlock(ctx)
 `}
 	givens := "var ctx context.Context\nvar c *interlock.Client"
 	errs, _ := checkSnippets(snippetSource(snippetImports, givens, []snippet{good}), exports)
 	assert.Empty(t, errs)
 	errs, _ = checkSnippets(snippetSource(snippetImports, givens, []snippet{good, bad}), exports)
-	require.Len(t, errs, 1)
-	assert.Contains(t, errs[0].Error(), "x.md:22:")
-	assert.Contains(t, errs[0].Error(), "too many arguments")
+	require.Len(t, errs, 2)
+	assert.Contains(t, errs[0].Error(), "x.md:23: Unlock's error is discarded")
+	assert.Contains(t, errs[1].Error(), "x.md:22:")
+	assert.Contains(t, errs[1].Error(), "too many arguments")
 
 	fset := token.NewFileSet()
 	f, err := parser.ParseFile(fset, "p.go", "// Package p.\n//\n//\tx := 1\n//\n//\ty := x\n//\n// Text.\n//\n//\tz := 2\npackage p\n", parser.ParseComments)
