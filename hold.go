@@ -96,9 +96,9 @@ func (h *Hold) Guard(ctx context.Context) context.Context {
 	return runtime.OwnerOf(h.l.Guard(h.ctx(ctx)), ctx)
 }
 
-// Remaining returns how long the hold's owner is still certainly holding
-// the lock, as Locker.Remaining says; 0 once it is released or lost. It
-// sends nothing.
+// Remaining returns how long the hold's owner still certainly holds the
+// lock, as Locker.Remaining says: 0 once the owner holds nothing (this
+// hold released or lost, and no other). It sends nothing.
 func (h *Hold) Remaining() time.Duration {
 	return h.l.Remaining(h.ctx(context.Background()))
 }
