@@ -13,6 +13,7 @@
 //	fenced        fenced lock with monotonic tokens (Redisson RFencedLock)
 //	nonreentrant  locks that refuse re-entry (RNonReentrantLock, RNonReentrantFairLock)
 //	spin          lock whose waiters poll instead of subscribing (RSpinLock)
+//	multilock     several locks held as one (RedissonMultiLock, RedissonRedLock)
 //	semaphore     counting semaphores (RSemaphore, RPermitExpirableSemaphore)
 //	latch         count-down latch (RCountDownLatch)
 //
@@ -26,7 +27,9 @@
 //
 //	m := rlock.New(c, "orders:42")
 //	if err := m.Lock(ctx); err != nil { ... }
-//	defer m.Unlock(ctx)
+//	defer func() {
+//		if err := m.Unlock(ctx); err != nil { ... } // e.g. ErrNotHeld: the hold was lost
+//	}()
 //
 // # What a Client shares
 //
@@ -43,16 +46,33 @@
 // An owner is "<client id>:<owner id>". The owner id is the calling
 // goroutine's id, so nested calls on one goroutine re-enter a lock the way
 // nested calls on one Java thread do, unless the context carries an
-// explicit owner (WithOwner), which always wins. Use WithOwner when the
-// work that holds a lock moves between goroutines: a goroutine that did
-// not lock gets ErrNotHeld from Unlock.
+// explicit owner (WithOwner), which always wins. A goroutine that did not
+// lock gets ErrNotHeld from Unlock, and the hold stays.
+//
+// To lock on one goroutine and unlock on another (a worker pool, errgroup,
+// a callback), take a Hold: Lock(ctx, m), LockLease or TryLock acquire m
+// for the owner ctx names, exactly as m.Lock would (the owner string on the
+// server is the acquiring goroutine's), and the Hold carries that owner:
+// its Unlock, Guard and Remaining act for it from any goroutine. Hold.Unlock
+// releases once; a second call releases nothing.
+//
+//	h, err := interlock.Lock(ctx, m)
+//	if err != nil { ... }
+//	go func() {
+//		work(h.Guard(ctx))
+//		if err := h.Unlock(ctx); err != nil { ... }
+//	}()
+//
+// Where a whole piece of work moves between goroutines and makes many
+// calls, give its context an owner instead: every call made with
+// WithOwner(ctx, NewOwnerID()) acts for that one owner, wherever it runs.
 //
 // # Holds
 //
-// Lock, and TryLock with a lease of 0, take a watchdog hold: its lease is
-// the watchdog timeout (WithWatchdogTimeout, 30s by default), renewed every
-// third of it until Unlock. LockLease, and TryLock with a lease, take a
-// hold that ends by itself and is never renewed. Every acquisition resets
+// A Locker's Lock, and TryLock with a lease of 0, take a watchdog hold: its
+// lease is the watchdog timeout (WithWatchdogTimeout, 30s by default),
+// renewed every third of it until Unlock. LockLease, and TryLock with a
+// lease, take a hold that ends by itself and is never renewed. Every acquisition resets
 // the lock's TTL to its own lease, as in Redisson.
 //
 // A hold can be lost at any moment: a pause longer than the lease, a

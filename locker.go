@@ -6,8 +6,10 @@ import (
 )
 
 // Locker is the method set every lock kind has: rlock.Mutex,
-// fairlock.Mutex, the halves of rwlock.Mutex, fenced.Mutex. Its contracts
-// hold for every kind; a kind's package documents what it adds.
+// fairlock.Mutex, the halves of rwlock.Mutex, fenced.Mutex, the
+// nonreentrant and spin locks, and multilock.Mutex. Its contracts hold for
+// every kind; a kind's package documents what it adds (a multi-lock, how
+// its members add up).
 type Locker interface {
 	// Name returns the lock's name as given: its Redis key, unless the
 	// Client maps names (interlock.WithNameMapper).
@@ -51,6 +53,15 @@ type Locker interface {
 	// them, 0 when it holds none.
 	HoldCount(ctx context.Context) (int, error)
 	// TTL returns the lock's time to live: 0 when it is not locked,
-	// negative when it has no expiry (only a foreign writer causes that).
+	// interlock.NoExpiry (-1) when its key never expires (only a foreign
+	// writer leaves it so).
 	TTL(ctx context.Context) (time.Duration, error)
 }
+
+// NoExpiry is the time to live of what never expires: every TTL method
+// (Locker.TTL, a semaphore's) returns it for a key that exists without an
+// expiry (Redis's PTTL -1), and an expirable permit acquired with it as
+// its lease never expires (semaphore.NoExpiry, Redisson's -1; LeaseLeft
+// returns it). A TTL of 0 means there is no key; a positive one is the
+// time left.
+const NoExpiry time.Duration = -1

@@ -8,10 +8,11 @@ import (
 )
 
 // WithOwner returns a context that makes every lock operation run with it
-// act for owner id, whatever goroutine runs it. Use it when work that holds
-// a lock moves between goroutines (errgroup, worker pools, callbacks): the
-// goroutine that unlocks must present the same owner as the one that
-// locked. id plays the role of a Java thread id and must be positive.
+// act for owner id, whatever goroutine runs it, for work that moves between
+// goroutines as a whole: the goroutine that unlocks must present the same
+// owner as the one that locked (a Hold carries it for one acquisition; see
+// "Owners" in the package documentation). id plays the role of a Java
+// thread id and must be positive.
 //
 // Without it, the owner is the calling goroutine, so that nested calls on
 // one goroutine re-enter a lock the way nested calls on one Java thread do.

@@ -37,9 +37,9 @@
 // owner must unlock as many times as it locked).
 //
 // The owner is the calling goroutine, unless the context carries an owner
-// from interlock.WithOwner. Work that moves to another goroutine must carry
-// its owner in the context; a goroutine that did not lock gets ErrNotHeld
-// from Unlock.
+// from interlock.WithOwner. A goroutine that did not lock gets ErrNotHeld
+// from Unlock: to unlock elsewhere, take an interlock.Hold, or carry the
+// owner in the context (see "Owners" in package interlock).
 //
 // # Leaving the queue, and dead waiters
 //

@@ -46,8 +46,10 @@
 // script:
 //
 //	token, err := m.LockToken(ctx)
-//	...
-//	defer m.Unlock(ctx)
+//	if err != nil { ... }
+//	defer func() {
+//		if err := m.Unlock(ctx); err != nil { ... }
+//	}()
 //	fence := fenced.NewRedisFence(rc, "{ledger}:fence")
 //	err = fence.Set(ctx, token, "{ledger}:balance", "100")
 //	// errors.Is(err, fenced.ErrStale) if a newer holder has written

@@ -73,5 +73,6 @@ func (m *Mutex) IsHeld(ctx context.Context) (bool, error) { return m.core().IsHe
 func (m *Mutex) HoldCount(ctx context.Context) (int, error) { return m.core().HoldCount(ctx) }
 
 // TTL returns the lock's time to live: 0 when it is not locked,
-// negative when it has no expiry (only a foreign writer causes that).
+// interlock.NoExpiry (-1) when its key never expires (only a foreign
+// writer leaves it so).
 func (m *Mutex) TTL(ctx context.Context) (time.Duration, error) { return m.core().TTL(ctx) }

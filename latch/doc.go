@@ -14,7 +14,8 @@
 //
 // A latch called N is the Redis string N holding its count. It is open
 // when its count is 0 or the key does not exist, so a latch that was never
-// set is open. Changes are announced on
+// set is open. The key never expires (its TTL is interlock.NoExpiry): no
+// latch operation, here or in Redisson, gives it one. Changes are announced on
 // redisson_countdownlatch__channel__{N} (SPUBLISH on a cluster in sharded
 // mode): "1" when TrySetCount closes the latch or Delete removes it, "0"
 // when CountDown brings it to zero.

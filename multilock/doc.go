@@ -47,6 +47,21 @@
 // minority have), with that member's cause; Remaining is the time the
 // members (a RedLock: a majority) are all still certainly held.
 //
+// # A Locker
+//
+// A Mutex is an interlock.Locker, so it can be a member of another
+// multi-lock or be taken with interlock.Lock. Redisson's multi-locks throw
+// on the queries below; here they answer for the set as a whole, which is
+// either taken (an acquisition would wait) or held (by the calling owner):
+// IsLocked and TTL count the members locked by anyone, and the lock is
+// taken as soon as one is (a RedLock: more than a minority); TTL is how
+// long until none is (a RedLock: until only a minority is), unless they
+// are renewed or released. IsHeld, HoldCount and Remaining count the
+// calling owner's holds, and the lock is held only while every member is
+// (a RedLock: a majority). ForceUnlock force-unlocks every member. Members
+// are asked side by side; one that fails matters only when the answer
+// depends on it, and then its error comes back.
+//
 // # RedLock
 //
 // A RedLock needs at least 3 members, each through its own Client, and

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"reflect"
 	"slices"
@@ -18,6 +19,8 @@ import (
 	"github.com/interlock-go/interlock/nonreentrant"
 	"github.com/interlock-go/interlock/rwlock"
 )
+
+var _ interlock.Locker = (*Mutex)(nil)
 
 const (
 	// roundPerMember is Redisson's base wait of one Lock round, per member.
@@ -42,7 +45,9 @@ const (
 // Mutex holds a set of locks together: all of them (New, Redisson's
 // RedissonMultiLock) or a majority (NewRedLock, Redisson's
 // RedissonRedLock). It adds no keys or messages; each member does its own
-// kind's traffic under the calling owner. It is safe for concurrent use.
+// kind's traffic under the calling owner. It is an interlock.Locker, so a
+// multi-lock can be a member of another, or taken with interlock.Lock. It
+// is safe for concurrent use.
 type Mutex struct {
 	members []interlock.Locker
 	quorum  int            // how many members a hold needs
@@ -617,6 +622,121 @@ func (m *Mutex) IsHeld(ctx context.Context) (bool, error) {
 		return true, nil
 	}
 	return false, m.joined(interlock.OpInspect, errs...)
+}
+
+// ForceUnlock deletes every member whoever holds it, as each member's
+// ForceUnlock does (waking its waiters), side by side and past failures,
+// and reports whether any member was locked. This Client's holds of the
+// members are lost. (Redisson's multi-locks do not support it.)
+func (m *Mutex) ForceUnlock(ctx context.Context) (bool, error) {
+	if err := m.ready(interlock.OpForceUnlock); err != nil {
+		return false, err
+	}
+	deleted, errs := each(ctx, m.members, func(ctx context.Context, l interlock.Locker) (bool, error) {
+		return l.ForceUnlock(ctx)
+	})
+	return slices.Contains(deleted, true), m.joined(interlock.OpForceUnlock, errs...)
+}
+
+// IsLocked reports whether anyone holds the lock in part: a member (a
+// RedLock: more than a minority), whichever owners hold them, so that an
+// acquisition would have to wait. A member that fails counts only when
+// the answer depends on it; then the error comes back.
+func (m *Mutex) IsLocked(ctx context.Context) (bool, error) {
+	if err := m.ready(interlock.OpInspect); err != nil {
+		return false, err
+	}
+	locked, errs := each(ctx, m.members, func(ctx context.Context, l interlock.Locker) (int64, error) {
+		ok, err := l.IsLocked(ctx)
+		if ok {
+			return 1, err
+		}
+		return 0, err
+	})
+	n, err := m.settle(locked, errs, m.blocking())
+	return n == 1, err
+}
+
+// HoldCount returns the calling owner's holds of the lock as the servers
+// count them: the fewest of any member (a RedLock: the most a majority
+// all have), 0 when it holds none. A member that fails counts only when
+// the answer depends on it; then the error comes back.
+func (m *Mutex) HoldCount(ctx context.Context) (int, error) {
+	if err := m.ready(interlock.OpInspect); err != nil {
+		return 0, err
+	}
+	// The members are asked on goroutines of their own: they carry the
+	// caller's owner, which may be the calling goroutine.
+	id, err := interlock.OwnerID(ctx)
+	if err != nil {
+		return 0, err
+	}
+	counts, errs := each(interlock.WithOwner(ctx, id), m.members, func(ctx context.Context, l interlock.Locker) (int64, error) {
+		n, err := l.HoldCount(ctx)
+		return int64(n), err
+	})
+	n, err := m.settle(counts, errs, m.quorum)
+	return int(n), err
+}
+
+// TTL returns how long the lock stays taken unless renewed or released:
+// the longest time to live among the members (a RedLock: the time until
+// no more than a minority are locked), 0 when it is not locked (IsLocked),
+// interlock.NoExpiry when that member's key never expires. A member that
+// fails counts only when the answer depends on it; then the error comes
+// back.
+func (m *Mutex) TTL(ctx context.Context) (time.Duration, error) {
+	if err := m.ready(interlock.OpInspect); err != nil {
+		return 0, err
+	}
+	ttls, errs := each(ctx, m.members, func(ctx context.Context, l interlock.Locker) (int64, error) {
+		d, err := l.TTL(ctx)
+		if d == interlock.NoExpiry {
+			return math.MaxInt64, err
+		}
+		return int64(d), err
+	})
+	d, err := m.settle(ttls, errs, m.blocking())
+	if d == math.MaxInt64 {
+		return interlock.NoExpiry, err
+	}
+	return time.Duration(d), err
+}
+
+// blocking is how many members locked by others keep the lock from being
+// taken: one of a multi-lock, a minority plus one of a RedLock's.
+func (m *Mutex) blocking() int { return len(m.members) - m.quorum + 1 }
+
+// settle returns the r-th largest of the members' answers, 0 and more,
+// when the members that failed (errs) cannot change it whatever their
+// answer would have been; otherwise 0 and the members' errors.
+func (m *Mutex) settle(answers []int64, errs []error, r int) (int64, error) {
+	low, high := slices.Clone(answers), slices.Clone(answers)
+	for i, err := range errs {
+		if err != nil {
+			low[i], high[i] = 0, math.MaxInt64
+		}
+	}
+	slices.Sort(low)
+	slices.Sort(high)
+	at := len(answers) - r
+	if low[at] != high[at] {
+		return 0, m.joined(interlock.OpInspect, errs...)
+	}
+	return low[at], nil
+}
+
+// each calls f for every member side by side, with ctx, so that a master
+// that does not answer holds up no other member, and returns the answers
+// and errors in member order.
+func each[T any](ctx context.Context, members []interlock.Locker, f func(context.Context, interlock.Locker) (T, error)) ([]T, []error) {
+	out, errs := make([]T, len(members)), make([]error, len(members))
+	var wg sync.WaitGroup
+	for i, member := range members {
+		wg.Go(func() { out[i], errs[i] = f(ctx, member) })
+	}
+	wg.Wait()
+	return out, errs
 }
 
 // recorded reports whether member's Client records a hold of it by the

@@ -14,9 +14,10 @@
 // The owner is the calling goroutine, unless the context carries an owner
 // from interlock.WithOwner. An owner that already holds the lock acquires
 // it again at once, and must unlock as many times as it locked. Every
-// acquisition resets the TTL to its lease, as in Redisson. Work that moves
-// to another goroutine must carry its owner in the context; a goroutine
-// that did not lock gets ErrNotHeld from Unlock.
+// acquisition resets the TTL to its lease, as in Redisson. A goroutine
+// that did not lock gets ErrNotHeld from Unlock: to unlock elsewhere, take
+// an interlock.Hold (interlock.Lock(ctx, m)), or carry the owner in the
+// context (see "Owners" in package interlock).
 //
 // # Waiting
 //

@@ -3,11 +3,20 @@
 // share it, exclude each other and wake each other up.
 //
 //	rw := rwlock.New(c, "doc:9")
-//	if err := rw.Read().Lock(ctx); err != nil { ... }  // shared
-//	defer rw.Read().Unlock(ctx)
 //
-//	if err := rw.Write().Lock(ctx); err != nil { ... } // exclusive
-//	defer rw.Write().Unlock(ctx)
+//	// Readers, on any number of goroutines and processes at once:
+//	if err := rw.Read().Lock(ctx); err != nil { ... }
+//	... read ...
+//	if err := rw.Read().Unlock(ctx); err != nil { ... }
+//
+//	// A writer, on a goroutine of its own, waits until nobody reads:
+//	if err := rw.Write().Lock(ctx); err != nil { ... }
+//	... write ...
+//	if err := rw.Write().Unlock(ctx); err != nil { ... }
+//
+// One owner cannot take the write lock while it holds the read lock (see
+// "Policy"); a writer may take the read lock and then release the write
+// lock, a downgrade.
 //
 // # Policy
 //

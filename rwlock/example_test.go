@@ -111,3 +111,60 @@ func ExampleReadLock_Guard() {
 	// true
 	// true
 }
+
+// Readers share the lock; a writer on a goroutine of its own waits until
+// the last of them has left, as the package documentation shows.
+func ExampleMutex_readersAndWriter() {
+	rc, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{addr}})
+	if err != nil {
+		panic(err)
+	}
+	defer rc.Close()
+	c, err := interlock.New(rc)
+	if err != nil {
+		panic(err)
+	}
+	defer c.Close()
+	ctx := context.Background()
+	rw := rwlock.New(c, "example:doc:9")
+
+	in, leave, out := make(chan error), make(chan struct{}), make(chan error)
+	for range 2 { // two readers, each on its own goroutine
+		go func() {
+			if err := rw.Read().Lock(ctx); err != nil {
+				in <- err
+				return
+			}
+			in <- nil
+			<-leave // ... read ...
+			out <- rw.Read().Unlock(ctx)
+		}()
+	}
+	fmt.Println("readers in:", <-in, <-in)
+
+	wrote := make(chan string)
+	go func() { // the writer
+		if err := rw.Write().Lock(ctx); err != nil {
+			wrote <- err.Error()
+			return
+		}
+		readers, _ := rw.Read().IsLocked(ctx) // ... write ...
+		err := rw.Write().Unlock(ctx)
+		wrote <- fmt.Sprintf("writer was in alone: %v, out: %v", !readers, err)
+	}()
+	select {
+	case s := <-wrote:
+		fmt.Println("the writer did not wait:", s)
+	case <-time.After(200 * time.Millisecond):
+		fmt.Println("writer waits for the readers")
+	}
+
+	close(leave)
+	fmt.Println("readers out:", <-out, <-out)
+	fmt.Println(<-wrote)
+	// Output:
+	// readers in: <nil> <nil>
+	// writer waits for the readers
+	// readers out: <nil> <nil>
+	// writer was in alone: true, out: <nil>
+}

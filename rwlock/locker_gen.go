@@ -73,7 +73,8 @@ func (m *ReadLock) IsHeld(ctx context.Context) (bool, error) { return m.core().I
 func (m *ReadLock) HoldCount(ctx context.Context) (int, error) { return m.core().HoldCount(ctx) }
 
 // TTL returns the lock's time to live: 0 when it is not locked,
-// negative when it has no expiry (only a foreign writer causes that).
+// interlock.NoExpiry (-1) when its key never expires (only a foreign
+// writer leaves it so).
 func (m *ReadLock) TTL(ctx context.Context) (time.Duration, error) { return m.core().TTL(ctx) }
 
 // core returns m's engine lock.
@@ -136,5 +137,6 @@ func (m *WriteLock) IsHeld(ctx context.Context) (bool, error) { return m.core().
 func (m *WriteLock) HoldCount(ctx context.Context) (int, error) { return m.core().HoldCount(ctx) }
 
 // TTL returns the lock's time to live: 0 when it is not locked,
-// negative when it has no expiry (only a foreign writer causes that).
+// interlock.NoExpiry (-1) when its key never expires (only a foreign
+// writer leaves it so).
 func (m *WriteLock) TTL(ctx context.Context) (time.Duration, error) { return m.core().TTL(ctx) }

@@ -19,8 +19,10 @@ import (
 	"github.com/interlock-go/interlock/internal/script"
 )
 
-// NoExpiry is the lease of a permit that never expires (Redisson's -1).
-const NoExpiry time.Duration = -1
+// NoExpiry is the lease of a permit that never expires (Redisson's -1),
+// and what LeaseLeft returns for one: interlock.NoExpiry, which the TTL
+// methods return for a semaphore that never expires.
+const NoExpiry = interlock.NoExpiry
 
 const (
 	// never is the score of a permit without a lease.
@@ -538,7 +540,7 @@ func (e *Expirable) Remaining(id PermitID) time.Duration {
 }
 
 // TTL returns the semaphore key's time to live: 0 when the semaphore does
-// not exist, -1 when it never expires.
+// not exist, NoExpiry when it never expires.
 func (e *Expirable) TTL(ctx context.Context) (time.Duration, error) {
 	return pttl(ctx, &e.o, e.o.Key())
 }

@@ -239,7 +239,7 @@ func (s *Semaphore) Drain(ctx context.Context) (int64, error) {
 }
 
 // TTL returns the semaphore key's time to live: 0 when the semaphore does
-// not exist, -1 when it never expires.
+// not exist, NoExpiry when it never expires.
 func (s *Semaphore) TTL(ctx context.Context) (time.Duration, error) {
 	return pttl(ctx, &s.o, s.o.Key())
 }

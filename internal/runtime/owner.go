@@ -38,3 +38,27 @@ func (r *Runtime) Owner(ctx context.Context) (string, error) {
 	b := append(append(buf[:0], r.ID...), ':')
 	return string(strconv.AppendInt(b, id, 10)), nil
 }
+
+// OwnerOf returns ctx seen with from's owner: its end, deadline, cause and
+// other values are ctx's, while the owner WithOwner gave it (if any) is
+// replaced by from's (or none). A guard made for a hold's owner is handed
+// back this way, so that work run under the guard does not act for that
+// owner unless the caller's context already did.
+func OwnerOf(ctx, from context.Context) context.Context {
+	return ownerOf{Context: ctx, from: from}
+}
+
+type ownerOf struct {
+	context.Context
+	from context.Context
+}
+
+// Value answers the owner key from from, every other key from the context.
+func (c ownerOf) Value(key any) any {
+	if _, ok := key.(ownerKey); ok {
+		return c.from.Value(key)
+	}
+	return c.Context.Value(key)
+}
+
+func (c ownerOf) String() string { return fmt.Sprintf("%v", c.Context) }
