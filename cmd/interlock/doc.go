@@ -80,7 +80,9 @@
 // clock skew, the ACL each kind needs, slot coverage, sharded pub/sub),
 // explains each finding and exits with the worst one's status. unlock
 // --force deletes a lock whoever holds it, with the forceUnlock of its
-// kind (found in Redis, or given with --kind). demo tells, with real
+// kind (found in Redis, or given with --kind), and only a key shaped as
+// that kind's lock: anything else (an application's hash, a string, a
+// semaphore) is refused with exit 64 and left as it is. demo tells, with real
 // timings, why locks need a watchdog; with no Redis at hand it starts a
 // throwaway redis-server from PATH. demo --chart FILE also
 // writes the scenes' timeline as an SVG image: each holder's remaining TTL
