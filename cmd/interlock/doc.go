@@ -67,7 +67,9 @@
 // latch its count. A string key holding an integer, with nothing beside it,
 // is an RSemaphore or an RCountDownLatch alike: inspect shows it as
 // "semaphore/latch" with both readings, unless --kind semaphore, latch or
-// expirable-semaphore says which. It prints a table or JSON (one object per
+// expirable-semaphore says which, or clients waiting on the name's
+// channels do (inspect counts them, and shows a semaphore nobody set up
+// that has waiters as such). It prints a table or JSON (one object per
 // line); what does not look like a Redisson object becomes a note, never a
 // failure. ls walks the keyspace with SCAN (never KEYS; every master of a
 // cluster) and lists every synchronizer whose name matches PATTERN, with
