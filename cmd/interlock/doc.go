@@ -56,6 +56,14 @@
 // exists (exit 1); latch countdown NAME counts it down; latch await NAME
 // waits until it is open, for at most --wait D (exit 75 when it runs out).
 //
+// Every command that acts on a name first makes sure its key holds what
+// the kind works on: another type of data, a hash that is no lock, a lock
+// of another kind or a count that is no integer is refused with exit 64
+// before anything changes. A wait (run, latch await) that lasts more than
+// 3s says once, on stderr, what it waits for (the lock's holders and TTL,
+// the free permits, a semaphore nobody set up, the latch's count) and
+// which inspect command shows it.
+//
 // inspect decodes what Redis holds for a lock, whoever wrote it (Go or
 // Java): its kind and TTL; its holders (client id, owner id, hold count),
 // for a read/write lock its mode, readers with the TTL of each read hold
@@ -106,8 +114,9 @@
 //	2      doctor: a hazard, a setting that can silently break locks
 //	64     usage error: bad flags or arguments (permits below 1, a negative
 //	       count, a lease under 1ms), an unusable name, a name whose key
-//	       holds another type of data, unlock without --force or of a key
-//	       that is no lock of that kind
+//	       holds another type of data, another kind of lock or a count
+//	       that is no integer, unlock without --force or of a key that is
+//	       no lock of that kind
 //	69     Redis unreachable or failing, or another failure before CMD started
 //	       (doctor: an error, such as a node that cannot be reached)
 //	75     run: the lock or permits were still busy when --wait ran out;

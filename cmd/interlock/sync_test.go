@@ -308,10 +308,11 @@ func TestSyncOnALock(t *testing.T) {
 		{"semaphore", "add", name, "2"},
 		{"latch", "init", name, "2"},
 		{"latch", "countdown", name},
+		{"latch", "await", name},
 	} {
 		res := runInProcess(t, append([]string{args[0], "--redis", clitest.RedisURL()}, args[1:]...)...)
 		assert.Equal(t, exit.Usage, res.Code, "%v: %s", args, res.Stderr)
-		assert.Contains(t, res.Stderr, "holds another type of data", args)
+		assert.Contains(t, res.Stderr, `"`+name+`" is no `+args[0]+`: it holds a lock (a hash of holders); nothing was changed`, args)
 	}
 	res := clitest.RunBinary(t, "", "run", "--redis", clitest.RedisURL(), "--kind", "semaphore", "--wait", "0", name, "--", "echo", "must not run")
 	assert.Equal(t, exit.Usage, res.Code, res.Stderr)
@@ -320,3 +321,4 @@ func TestSyncOnALock(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, map[string]string{clitest.JavaA + ":1": "1"}, fields, "the lock is untouched")
 }
+

@@ -54,6 +54,10 @@ KIND is the kind of lock or semaphore, the same as Redisson's of that name:
 Latches are Redisson's RCountDownLatch (getCountDownLatch).
 
 Flags may be written -flag or --flag. Durations look like 500ms, 10s, 2m.
+A name whose key holds what the command cannot work on (another type of
+data, a lock of another kind, a counter that is no integer) is refused with
+exit 64 before anything changes. A wait that lasts more than 3s says once,
+on stderr, what it waits for and which 'interlock inspect' shows it.
 
 ` + redisconn.FlagHelp + `
 ` + exit.Help

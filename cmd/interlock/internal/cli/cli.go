@@ -83,3 +83,20 @@ func Short(s string) string {
 	}
 	return s[:cut] + suffix
 }
+
+// ShellQuote returns s as one word of a POSIX shell command line: as it
+// is when that is safe, else in single quotes.
+func ShellQuote(s string) string {
+	safe := s != ""
+	for _, r := range s {
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', strings.ContainsRune("_-.:/@%+=", r):
+		default:
+			safe = false
+		}
+	}
+	if safe {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}

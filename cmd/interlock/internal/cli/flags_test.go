@@ -74,3 +74,11 @@ func TestShort(t *testing.T) {
 	assert.True(t, utf8.ValidString(wide), wide)
 	assert.True(t, strings.HasSuffix(wide, "…(200 bytes)"), wide)
 }
+
+func TestShellQuote(t *testing.T) {
+	t.Parallel()
+	assert.Equal(t, "orders:42", ShellQuote("orders:42"))
+	assert.Equal(t, "'{orders}:42'", ShellQuote("{orders}:42"), "braces expand in bash")
+	assert.Equal(t, `'it'\''s'`, ShellQuote("it's"))
+	assert.Equal(t, "''", ShellQuote(""))
+}

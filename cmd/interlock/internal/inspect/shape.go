@@ -146,17 +146,17 @@ func lockMisfit(f *Facts, kind string) string {
 	switch f.KeyType {
 	case "none", "":
 	case "hash":
-		if _, notes := decodeHolders(f.Fields, HasMode(f)); len(notes) > 0 {
-			return "it holds a hash that is no lock: " + notes[0]
+		if s := foreignHash(f); s != "" {
+			return s
 		}
 		mode, hasMode := f.Fields["mode"]
 		switch {
 		case hasMode && mode != "read" && mode != "write":
-			return fmt.Sprintf("it holds a hash that is no lock: mode %q is neither \"read\" nor \"write\"", mode)
+			return fmt.Sprintf("it holds a hash, no lock (mode %q is neither \"read\" nor \"write\")", mode)
 		case hasMode && !readWrite:
 			return fmt.Sprintf("it holds a read/write lock (mode %q): use --kind read or --kind write", mode)
 		case !hasMode && readWrite:
-			return "it holds a reentrant, fair or fenced lock (a hash of holders with no \"mode\"), not the two halves of a read/write lock"
+			return "it holds a reentrant, fair or fenced lock (a hash of holders with no \"mode\")"
 		}
 	default:
 		return holdsKey(f)
@@ -206,8 +206,8 @@ func counterMisfit(f *Facts, kind string) string {
 func holdsKey(f *Facts) string {
 	switch f.KeyType {
 	case "hash":
-		if _, notes := decodeHolders(f.Fields, HasMode(f)); len(notes) > 0 {
-			return "it holds a hash that is no lock: " + notes[0]
+		if s := foreignHash(f); s != "" {
+			return s
 		}
 		if HasMode(f) {
 			return fmt.Sprintf("it holds a read/write lock (mode %q)", f.Fields["mode"])
@@ -220,6 +220,15 @@ func holdsKey(f *Facts) string {
 		return fmt.Sprintf("it holds a string, %s, not an integer", quoteShort(f.value))
 	}
 	return "it holds " + typeNoun(f.KeyType)
+}
+
+// foreignHash says why the name's hash is no lock's, or "" when its
+// fields (as far as read) are all holders.
+func foreignHash(f *Facts) string {
+	if _, notes := decodeHolders(f.Fields, HasMode(f)); len(notes) > 0 {
+		return "it holds a hash, no lock (" + notes[0] + ")"
+	}
+	return ""
 }
 
 // typeNoun names a Redis TYPE in a sentence: "a list", "a sorted set".

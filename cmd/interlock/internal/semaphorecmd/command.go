@@ -10,6 +10,7 @@ import (
 
 	"github.com/interlock-go/interlock/cmd/interlock/internal/cli"
 	"github.com/interlock-go/interlock/cmd/interlock/internal/exit"
+	"github.com/interlock-go/interlock/cmd/interlock/internal/inspect"
 	"github.com/interlock-go/interlock/cmd/interlock/internal/kinds"
 	"github.com/interlock-go/interlock/cmd/interlock/internal/redisconn"
 	"github.com/interlock-go/interlock/internal/keys"
@@ -71,6 +72,11 @@ func run(ctx context.Context, io cli.Stdio, args []string) error {
 		return err
 	}
 	defer c.Close()
+	// Refused before anything changes: a key of other data, or a
+	// counter that is no integer, which the scripts may find only halfway.
+	if err := inspect.Check(ctx, c.Redis, name, *kind); err != nil {
+		return inspect.Refusal("semaphore "+sub, err, inspect.CommandLine(redis, *kind, name))
+	}
 	plain := semaphore.New(c.Client, name)
 	if sub == "add" {
 		if *kind == kinds.Expirable {

@@ -18,7 +18,9 @@ permits lost with a crashed holder of --kind semaphore are given back.
 
 Either works on both kinds of semaphore, which share the key of free
 permits; --kind expirable-semaphore makes add announce the permits as an
-RPermitExpirableSemaphore does, for Java waiters on one.
+RPermitExpirableSemaphore does, for Java waiters on one. A NAME whose key
+holds anything but an integer (a lock's hash, a string, a list...) is
+refused with exit 64 before anything changes.
 
 Flags:
 ` + redisconn.FlagHelp + `  --kind KIND        semaphore (the default: RSemaphore) or
@@ -27,6 +29,7 @@ Flags:
                      Not for expirable-semaphore.
 
 Exit status: 0 on success, 1 when init found the semaphore already set, 64
-for bad arguments (N not an integer, init of fewer than 1 permit, add of 0)
-or a name whose key holds another type of data, 69 when Redis fails.
+for bad arguments (N not an integer, init of fewer than 1 permit, add of
+0) or a name whose key holds another type of data or no integer, 69 when
+Redis fails.
 `
