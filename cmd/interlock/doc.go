@@ -7,19 +7,24 @@
 //
 // Usage:
 //
-//	interlock run       [--redis URL] [--kind KIND] [--permits N] [--wait D]
-//	                    [--lease D] [--watchdog-timeout D] [--grace D]
+//	interlock run       [--redis URL] [--name-prefix P] [--kind KIND]
+//	                    [--permits N] [--wait D] [--lease D]
+//	                    [--watchdog-timeout D] [--grace D]
 //	                    LOCK... -- CMD [ARGS...]
-//	interlock semaphore init [--redis URL] [--kind KIND] [--ttl D] NAME N
-//	interlock semaphore add  [--redis URL] [--kind KIND] NAME N
-//	interlock latch     init [--redis URL] NAME N
-//	interlock latch     countdown [--redis URL] NAME
-//	interlock latch     await [--redis URL] [--wait D] NAME
-//	interlock inspect   [--redis URL] [--json] [--kind KIND] NAME...
+//	interlock semaphore init [--redis URL] [--name-prefix P] [--kind KIND]
+//	                    [--ttl D] NAME N
+//	interlock semaphore add  [--redis URL] [--name-prefix P] [--kind KIND]
+//	                    NAME N
+//	interlock latch     init [--redis URL] [--name-prefix P] NAME N
+//	interlock latch     countdown [--redis URL] [--name-prefix P] NAME
+//	interlock latch     await [--redis URL] [--name-prefix P] [--wait D] NAME
+//	interlock inspect   [--redis URL] [--name-prefix P] [--json] [--kind KIND]
+//	                    NAME...
 //	interlock ls        [--redis URL] [--json] [--limit N] [--counters] [PATTERN]
 //	interlock doctor    [--redis URL] [--json] [--name NAME] [--acl-user USER]
 //	                    [--wait-replicas]
-//	interlock unlock    [--redis URL] [--kind KIND] --force LOCK
+//	interlock unlock    [--redis URL] [--name-prefix P] [--kind KIND] --force
+//	                    LOCK
 //	interlock demo      [--redis URL] [--chart FILE]
 //	interlock help      [COMMAND]
 //
@@ -50,11 +55,12 @@
 // 32 hex characters each), and a permit lost while CMD runs ends CMD as a
 // lost lock does, with exit 79.
 //
-// semaphore init NAME N sets up a semaphore with N permits unless it is set
-// up already (exit 1); semaphore add NAME N adds N permits (a negative N
-// takes some away). latch init NAME N closes a latch with count N unless it
-// exists (exit 1); latch countdown NAME counts it down; latch await NAME
-// waits until it is open, for at most --wait D (exit 75 when it runs out).
+// semaphore init NAME N sets up a semaphore with N permits (0 or more)
+// unless it is set up already (exit 1); semaphore add NAME N adds N
+// permits (a negative N takes some away). latch init NAME N closes a latch
+// with count N unless it exists (exit 1); latch countdown NAME counts it
+// down; latch await NAME waits until it is open, for at most --wait D
+// (exit 75 when it runs out).
 //
 // Every command that acts on a name first makes sure its key holds what
 // the kind works on: another type of data, a hash that is no lock, a lock
@@ -100,7 +106,11 @@
 //
 // --redis takes redis://, rediss:// and unix:// URLs (or host:port);
 // several, repeated or comma-separated, name the nodes of a cluster. The
-// default is $INTERLOCK_REDIS, else redis://127.0.0.1:6379.
+// default is $INTERLOCK_REDIS, else redis://127.0.0.1:6379. A server that
+// wants a password takes it in the URL, redis://:PASSWORD@host:port. With
+// --name-prefix P, every NAME is P+NAME in Redis, as a Java fleet's
+// NameMapper makes it. Tables shorten names longer than 64 bytes (with
+// their length); JSON has them whole.
 //
 // # Exit status
 //
@@ -117,7 +127,8 @@
 //	       holds another type of data, another kind of lock or a count
 //	       that is no integer, unlock without --force or of a key that is
 //	       no lock of that kind
-//	69     Redis unreachable or failing, or another failure before CMD started
+//	69     Redis unreachable or failing (a password it wants missing or
+//	       refused included), or another failure before CMD started
 //	       (doctor: an error, such as a node that cannot be reached)
 //	75     run: the lock or permits were still busy when --wait ran out;
 //	       latch await: the latch was still closed when --wait ran out

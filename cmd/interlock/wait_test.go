@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/interlock-go/interlock"
+	"github.com/interlock-go/interlock/cmd/interlock/internal/cli"
 	"github.com/interlock-go/interlock/cmd/interlock/internal/clitest"
 	"github.com/interlock-go/interlock/cmd/interlock/internal/exit"
 	"github.com/interlock-go/interlock/cmd/interlock/internal/waitnote"
@@ -85,4 +86,36 @@ func TestShortWaitSaysNothing(t *testing.T) {
 	require.Equal(t, 0, res.Code, res.Stderr)
 	assert.Empty(t, res.Stderr)
 	assert.Less(t, res.Took, waitnote.After)
+}
+
+// A name of 120 KB is shortened in the tables of inspect and ls, with an
+// ellipsis and its length, and kept whole in their JSON.
+func TestLongNamesInTables(t *testing.T) {
+	t.Parallel()
+	_, rc := clitest.NewLockClient(t)
+	base := clitest.LockName(t)
+	name := base + ":" + strings.Repeat("n", 120*1024)
+	clitest.Do(t, rc, []string{"HSET " + name + " " + clitest.JavaA + ":1 1", "PEXPIRE " + name + " 60000"}, name)
+	shown := cli.Short(name)
+	require.True(t, strings.HasSuffix(shown, "…(122918 bytes)"), shown)
+
+	res := runInProcess(t, "inspect", "--redis", clitest.RedisURL(), name)
+	require.Equal(t, 0, res.Code, res.Stderr)
+	lines := clitest.FieldLines(res.Stdout)
+	require.Len(t, lines, 2, res.Stdout)
+	assert.True(t, strings.HasPrefix(lines[1], shown+" reentrant "), lines[1])
+	assert.Less(t, len(res.Stdout), 400, "no column holds the whole name")
+	reports := inspectJSON(t, name)
+	require.Len(t, reports, 1)
+	assert.Equal(t, name, reports[0].Name, "JSON has it whole")
+
+	res = runInProcess(t, "ls", "--redis", clitest.RedisURL(), base+":*")
+	require.Equal(t, 0, res.Code, res.Stderr)
+	lines = clitest.FieldLines(res.Stdout)
+	require.GreaterOrEqual(t, len(lines), 2, res.Stdout)
+	assert.True(t, strings.HasPrefix(lines[1], shown+" reentrant* "), lines[1])
+	assert.NotContains(t, res.Stdout, strings.Repeat("n", 100))
+	res = runInProcess(t, "ls", "--redis", clitest.RedisURL(), "--json", base+":*")
+	require.Equal(t, 0, res.Code, res.Stderr)
+	assert.Contains(t, res.Stdout, `"name":"`+name+`"`)
 }

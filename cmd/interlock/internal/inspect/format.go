@@ -37,7 +37,7 @@ func writeTable(w io.Writer, reports []Report) error {
 	row("LOCK", "KIND", "TTL", "ROLE", "CLIENT ID", "OWNER ID", "HOLDS", "DETAIL")
 	var notes []string
 	for _, r := range reports {
-		name := r.Name
+		name := cli.Short(r.Name) // JSON has it whole
 		for _, n := range r.Notes {
 			notes = append(notes, name+": "+n)
 		}
@@ -76,9 +76,9 @@ func writeTable(w io.Writer, reports []Report) error {
 			row(name, kind, ttl, "-", "-", "-", "-", token)
 		}
 		for _, h := range r.Holders {
-			client, owner := h.ClientID, strconv.FormatInt(h.OwnerID, 10)
-			if client == "" { // unparsed field: show it whole
-				client, owner = h.Field, "?"
+			client, owner := cli.Short(h.ClientID), strconv.FormatInt(h.OwnerID, 10)
+			if h.ClientID == "" { // unparsed field: show it as stored
+				client, owner = cli.Short(h.Field), "?"
 			}
 			role, detail := roleHolder, token
 			switch {
@@ -90,9 +90,9 @@ func writeTable(w io.Writer, reports []Report) error {
 			row(name, kind, ttl, role, client, owner, strconv.FormatInt(h.Holds, 10), detail)
 		}
 		for _, q := range r.Queue {
-			client, owner := q.ClientID, strconv.FormatInt(q.OwnerID, 10)
-			if client == "" {
-				client, owner = q.Owner, "?"
+			client, owner := cli.Short(q.ClientID), strconv.FormatInt(q.OwnerID, 10)
+			if q.ClientID == "" {
+				client, owner = cli.Short(q.Owner), "?"
 			}
 			row(name, kind, ttl, roleWaiter, client, owner, "-", waiterDetail(q))
 		}

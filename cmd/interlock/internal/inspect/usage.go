@@ -53,7 +53,8 @@ clients tell them apart: inspect counts the connections subscribed to the
 name's channels (PUBSUB NUMSUB and SHARDNUMSUB, on every node), and a name
 with nothing under it, or a counter, that clients wait on as a semaphore
 shows as a semaphore (with no permits, say, and its waiters); as a latch,
-as a latch. A
+as a latch. Names longer than 64 bytes are shortened in the table, with
+their length; --json has them whole. A
 multi-lock (run with several LOCKs, Redisson's RedissonMultiLock) has no
 keys of its own: inspect each of its locks by name.
 

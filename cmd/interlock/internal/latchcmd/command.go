@@ -31,6 +31,7 @@ var Command = cli.Command{Name: "latch", Usage: usage, Run: run}
 func run(ctx context.Context, io cli.Stdio, args []string) error {
 	fs := cli.NewFlagSet("latch", usage)
 	redis := redisconn.AddFlag(fs.FlagSet, io.Getenv)
+	prefix := cli.AddNamePrefixFlag(fs.FlagSet)
 	wait := &cli.DurationFlag{Unset: "forever"}
 	fs.Var(wait, "wait", "how long await waits")
 	positional, err := fs.ParseNumbers(io, args)
@@ -56,7 +57,7 @@ func run(ctx context.Context, io cli.Stdio, args []string) error {
 		}
 		return cli.Usagef("latch", "%s: want %s, got %d arguments", sub, args, len(rest))
 	}
-	name := rest[0]
+	name := *prefix + rest[0] // the key: what a prefixing NameMapper maps it to
 	if err := keys.Check(name); err != nil {
 		return cli.Usagef("latch", "%v", err)
 	}

@@ -1,6 +1,9 @@
 package latchcmd
 
-import "github.com/interlock-go/interlock/cmd/interlock/internal/redisconn"
+import (
+	"github.com/interlock-go/interlock/cmd/interlock/internal/cli"
+	"github.com/interlock-go/interlock/cmd/interlock/internal/redisconn"
+)
 
 // usage is the help of "interlock latch".
 const usage = `Usage: interlock latch init [flags] NAME N
@@ -26,7 +29,7 @@ A NAME whose key holds anything but an integer (a lock's hash, a string, an
 expirable semaphore...) is refused with exit 64 before anything changes.
 
 Flags:
-` + redisconn.FlagHelp + `  --wait D           await: give up after D and exit 75 if the latch is still
+` + redisconn.FlagHelp + cli.NamePrefixHelp + `  --wait D           await: give up after D and exit 75 if the latch is still
                      closed; 0 looks once. Default: wait until it opens or
                      interlock gets SIGINT or SIGTERM (exit 128+N).
 

@@ -25,6 +25,7 @@ var Command = cli.Command{Name: "semaphore", Usage: usage, Run: run}
 func run(ctx context.Context, io cli.Stdio, args []string) error {
 	fs := cli.NewFlagSet("semaphore", usage)
 	redis := redisconn.AddFlag(fs.FlagSet, io.Getenv)
+	prefix := cli.AddNamePrefixFlag(fs.FlagSet)
 	kind := fs.String("kind", kinds.Semaphore, "semaphore kind")
 	ttl := &cli.DurationFlag{}
 	fs.Var(ttl, "ttl", "time to live of a new semaphore")
@@ -42,7 +43,7 @@ func run(ctx context.Context, io cli.Stdio, args []string) error {
 	if len(rest) != 2 {
 		return cli.Usagef("semaphore", "%s: want NAME and N, got %d arguments", sub, len(rest))
 	}
-	name := rest[0]
+	name := *prefix + rest[0] // the key: what a prefixing NameMapper maps it to
 	if err := keys.Check(name); err != nil {
 		return cli.Usagef("semaphore", "%v", err)
 	}
@@ -54,8 +55,8 @@ func run(ctx context.Context, io cli.Stdio, args []string) error {
 		return cli.Usagef("semaphore", "%s: N %q is not an integer", sub, rest[1])
 	}
 	switch {
-	case sub == "init" && n < 1:
-		return cli.Usagef("semaphore", "init: %d permits: at least 1 is needed", n)
+	case sub == "init" && n < 0:
+		return cli.Usagef("semaphore", "init: %d permits: the count must not be negative", n)
 	case sub == "add" && n == 0:
 		return cli.Usagef("semaphore", "add: 0 permits: nothing to add (a negative N takes permits away)")
 	case ttl.Given && sub != "init":
