@@ -3,16 +3,22 @@
 package inspect
 
 import (
+	"context"
 	"fmt"
 	"strconv"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/redis/rueidis"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/interlock-go/interlock"
 	"github.com/interlock-go/interlock/cmd/interlock/internal/clitest"
 	"github.com/interlock-go/interlock/cmd/interlock/internal/kinds"
+	"github.com/interlock-go/interlock/internal/redistest"
+	"github.com/interlock-go/interlock/semaphore"
 )
 
 // Fits accepts what each kind writes, and nothing under the name, and
@@ -103,4 +109,42 @@ func TestProbeShapeLargeKeys(t *testing.T) {
 	f, err := ProbeShape(t.Context(), rc, readers)
 	require.NoError(t, err)
 	assert.LessOrEqual(t, len(f.Fields), 2*shapeFields, "a sample, not the whole hash")
+}
+
+// On a cluster, the shape check reads the name's node, and inspect counts
+// a semaphore's waiters wherever they subscribed (sharded pub/sub, on the
+// slot's node).
+func TestInspectCluster(t *testing.T) {
+	t.Parallel()
+	cl := redistest.ClusterWith(t, redistest.WithReplicas(1))
+	rc := cl.Client(t)
+	c, err := interlock.New(rc)
+	require.NoError(t, err)
+	t.Cleanup(func() { c.Close() })
+	urls := strings.Join(cl.Addrs(), ",")
+	name := "inspect-cluster:sem"
+	other := "inspect-cluster:str"
+	require.NoError(t, rc.Do(t.Context(), rc.B().Set().Key(other).Value("hello").Build()).Error())
+	assert.NoError(t, Check(t.Context(), rc, name, kinds.Semaphore))
+	assert.ErrorContains(t, Check(t.Context(), rc, other, kinds.Semaphore), `it holds a string, "hello", not an integer`)
+
+	wctx, cancel := context.WithCancel(t.Context())
+	waited := make(chan error, 1)
+	go func() { waited <- semaphore.New(c, name).Acquire(wctx, 1) }()
+	defer func() {
+		cancel()
+		assert.ErrorIs(t, <-waited, context.Canceled)
+	}()
+	var r Report
+	require.Eventually(t, func() bool {
+		res := clitest.Run(t, Command, "--redis", urls, "--json", name)
+		if res.Code != 0 {
+			return false
+		}
+		r = clitest.JSONLines[Report](t, res.Stdout)[0]
+		return r.Subscribers > 0
+	}, 10*time.Second, 20*time.Millisecond, "the waiter is counted")
+	assert.Equal(t, kinds.Semaphore, r.Kind)
+	require.NotNil(t, r.Permits)
+	assert.Equal(t, int64(0), *r.Permits)
 }
