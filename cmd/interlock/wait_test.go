@@ -3,6 +3,7 @@
 package main
 
 import (
+	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -20,7 +21,7 @@ import (
 
 // longWait is the --wait of the waits below: long enough for the note,
 // short enough for the test.
-const longWait = "4s"
+const longWait = "6s"
 
 // A wait that lasts says once, on stderr, what it waits for and which
 // inspect command shows it: a lock held by another owner, a semaphore
@@ -37,6 +38,12 @@ func TestWaitSaysWhatItWaitsFor(t *testing.T) {
 	unset, short, closed := clitest.LockName(t)+":unset", clitest.LockName(t)+":short", clitest.LockName(t)+":closed"
 	clitest.Do(t, rc, []string{"SET " + short + " 1", "SET " + closed + " 2"}, unset, short, closed)
 
+	type wait struct {
+		name, want string
+		cmd        *exec.Cmd
+		stderr     *clitest.SyncBuffer
+	}
+	var waits []wait
 	for _, tc := range []struct {
 		name string
 		args []string
@@ -60,15 +67,20 @@ func TestWaitSaysWhatItWaitsFor(t *testing.T) {
 			`still waiting for latch "` + closed + `" after 3s: its count is 2, and each 'interlock latch countdown --redis ` + redis + ` ` + closed + `' takes 1 off; ` +
 				`'interlock inspect --redis ` + redis + ` --kind latch ` + closed + `' shows more`},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel()
-			res := clitest.RunBinary(t, "", tc.args...)
-			assert.Equal(t, exit.Busy, res.Code, res.Stderr)
-			assert.Contains(t, res.Stderr, "interlock: "+tc.want)
-			assert.Equal(t, 1, strings.Count(res.Stderr, "still waiting"), "said once: %s", res.Stderr)
-			lines := strings.Split(strings.TrimSpace(res.Stderr), "\n")
-			assert.Len(t, lines, 2, "the note, then the busy error: %s", res.Stderr)
-		})
+		// All at once: each waits longWait.
+		cmd := clitest.Command(tc.args...)
+		stderr := &clitest.SyncBuffer{}
+		cmd.Stderr = stderr
+		clitest.Start(t, cmd)
+		waits = append(waits, wait{tc.name, tc.want, cmd, stderr})
+	}
+	for _, w := range waits {
+		assert.Equal(t, exit.Busy, clitest.Wait(t, w.cmd), "%s: %s", w.name, w.stderr)
+		out := w.stderr.String()
+		assert.Contains(t, out, "interlock: "+w.want, w.name)
+		assert.Equal(t, 1, strings.Count(out, "still waiting"), "%s: said once: %s", w.name, out)
+		lines := strings.Split(strings.TrimSpace(out), "\n")
+		assert.Len(t, lines, 2, "%s: the note, then the busy error: %s", w.name, out)
 	}
 }
 
