@@ -85,13 +85,13 @@ func (cfg *runConfig) state(f *inspect.Facts, self string) string {
 	}
 	switch {
 	case kinds.IsSemaphore(cfg.kind) && f.KeyType == "none" && len(r.Acquired) == 0:
-		init := []string{"interlock", "semaphore", "init"}
+		setUp := []string{"interlock", "semaphore", "init"}
 		if a := cfg.redis.Arg(); a != "" {
-			init = append(init, a)
+			setUp = append(setUp, a)
 		}
-		init = append(init, cli.ShellQuote(r.Name), "N")
+		setUp = append(setUp, cli.ShellQuote(r.Name), "N")
 		return fmt.Sprintf("%s is not set up, so no permit is free until '%s' or a release provides some",
-			subject, strings.Join(init, " "))
+			subject, strings.Join(setUp, " "))
 	case kinds.IsSemaphore(cfg.kind) && r.Permits != nil:
 		s := fmt.Sprintf("%d free, %d wanted", *r.Permits, cfg.permits)
 		if cfg.kind == kinds.Expirable {
