@@ -34,7 +34,8 @@ type Locker interface {
 	Unlock(ctx context.Context) error
 	// ForceUnlock deletes the lock whoever holds it, wakes its waiters and
 	// reports whether there was one to delete; this Client's holds on it
-	// are lost.
+	// are lost. As Redisson's, it deletes whatever the key holds (a
+	// read/write half: any hash in its mode).
 	ForceUnlock(ctx context.Context) (bool, error)
 	// Guard returns a context that ends with the calling owner's hold:
 	// cause ErrLockLost when lost, context.Canceled when released, a cause

@@ -48,7 +48,8 @@ func (m *Mutex) Unlock(ctx context.Context) error { return m.core().Unlock(ctx) 
 
 // ForceUnlock deletes the lock whoever holds it, wakes its waiters and
 // reports whether there was one to delete; this Client's holds on it
-// are lost.
+// are lost. As Redisson's, it deletes whatever the key holds (a
+// read/write half: any hash in its mode).
 func (m *Mutex) ForceUnlock(ctx context.Context) (bool, error) { return m.core().ForceUnlock(ctx) }
 
 // Guard returns a context that ends with the calling owner's hold:

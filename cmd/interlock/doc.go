@@ -7,19 +7,24 @@
 //
 // Usage:
 //
-//	interlock run       [--redis URL] [--kind KIND] [--permits N] [--wait D]
-//	                    [--lease D] [--watchdog-timeout D] [--grace D]
+//	interlock run       [--redis URL] [--name-prefix P] [--kind KIND]
+//	                    [--permits N] [--wait D] [--lease D]
+//	                    [--watchdog-timeout D] [--grace D]
 //	                    LOCK... -- CMD [ARGS...]
-//	interlock semaphore init [--redis URL] [--kind KIND] [--ttl D] NAME N
-//	interlock semaphore add  [--redis URL] [--kind KIND] NAME N
-//	interlock latch     init [--redis URL] NAME N
-//	interlock latch     countdown [--redis URL] NAME
-//	interlock latch     await [--redis URL] [--wait D] NAME
-//	interlock inspect   [--redis URL] [--json] [--kind KIND] NAME...
+//	interlock semaphore init [--redis URL] [--name-prefix P] [--kind KIND]
+//	                    [--ttl D] NAME N
+//	interlock semaphore add  [--redis URL] [--name-prefix P] [--kind KIND]
+//	                    NAME N
+//	interlock latch     init [--redis URL] [--name-prefix P] NAME N
+//	interlock latch     countdown [--redis URL] [--name-prefix P] NAME
+//	interlock latch     await [--redis URL] [--name-prefix P] [--wait D] NAME
+//	interlock inspect   [--redis URL] [--name-prefix P] [--json] [--kind KIND]
+//	                    NAME...
 //	interlock ls        [--redis URL] [--json] [--limit N] [--counters] [PATTERN]
 //	interlock doctor    [--redis URL] [--json] [--name NAME] [--acl-user USER]
 //	                    [--wait-replicas]
-//	interlock unlock    [--redis URL] [--kind KIND] --force LOCK
+//	interlock unlock    [--redis URL] [--name-prefix P] [--kind KIND] --force
+//	                    LOCK
 //	interlock demo      [--redis URL] [--chart FILE]
 //	interlock help      [COMMAND]
 //
@@ -50,11 +55,20 @@
 // 32 hex characters each), and a permit lost while CMD runs ends CMD as a
 // lost lock does, with exit 79.
 //
-// semaphore init NAME N sets up a semaphore with N permits unless it is set
-// up already (exit 1); semaphore add NAME N adds N permits (a negative N
-// takes some away). latch init NAME N closes a latch with count N unless it
-// exists (exit 1); latch countdown NAME counts it down; latch await NAME
-// waits until it is open, for at most --wait D (exit 75 when it runs out).
+// semaphore init NAME N sets up a semaphore with N permits (0 or more)
+// unless it is set up already (exit 1); semaphore add NAME N adds N
+// permits (a negative N takes some away). latch init NAME N closes a latch
+// with count N unless it exists (exit 1); latch countdown NAME counts it
+// down; latch await NAME waits until it is open, for at most --wait D
+// (exit 75 when it runs out).
+//
+// Every command that acts on a name first makes sure its key holds what
+// the kind works on: another type of data, a hash that is no lock, a lock
+// of another kind or a count that is no integer is refused with exit 64
+// before anything changes. A wait (run, latch await) that lasts more than
+// 3s says once, on stderr, what it waits for (the lock's holders and TTL,
+// the free permits, a semaphore nobody set up, the latch's count) and
+// which inspect command shows it.
 //
 // inspect decodes what Redis holds for a lock, whoever wrote it (Go or
 // Java): its kind and TTL; its holders (client id, owner id, hold count),
@@ -67,7 +81,9 @@
 // latch its count. A string key holding an integer, with nothing beside it,
 // is an RSemaphore or an RCountDownLatch alike: inspect shows it as
 // "semaphore/latch" with both readings, unless --kind semaphore, latch or
-// expirable-semaphore says which. It prints a table or JSON (one object per
+// expirable-semaphore says which, or clients waiting on the name's
+// channels do (inspect counts them, and shows a semaphore nobody set up
+// that has waiters as such). It prints a table or JSON (one object per
 // line); what does not look like a Redisson object becomes a note, never a
 // failure. ls walks the keyspace with SCAN (never KEYS; every master of a
 // cluster) and lists every synchronizer whose name matches PATTERN, with
@@ -80,7 +96,9 @@
 // clock skew, the ACL each kind needs, slot coverage, sharded pub/sub),
 // explains each finding and exits with the worst one's status. unlock
 // --force deletes a lock whoever holds it, with the forceUnlock of its
-// kind (found in Redis, or given with --kind). demo tells, with real
+// kind (found in Redis, or given with --kind), and only a key shaped as
+// that kind's lock: anything else (an application's hash, a string, a
+// semaphore) is refused with exit 64 and left as it is. demo tells, with real
 // timings, why locks need a watchdog; with no Redis at hand it starts a
 // throwaway redis-server from PATH. demo --chart FILE also
 // writes the scenes' timeline as an SVG image: each holder's remaining TTL
@@ -88,7 +106,11 @@
 //
 // --redis takes redis://, rediss:// and unix:// URLs (or host:port);
 // several, repeated or comma-separated, name the nodes of a cluster. The
-// default is $INTERLOCK_REDIS, else redis://127.0.0.1:6379.
+// default is $INTERLOCK_REDIS, else redis://127.0.0.1:6379. A server that
+// wants a password takes it in the URL, redis://:PASSWORD@host:port. With
+// --name-prefix P, every NAME is P+NAME in Redis, as a Java fleet's
+// NameMapper makes it. Tables shorten names longer than 64 bytes (with
+// their length); JSON has them whole.
 //
 // # Exit status
 //
@@ -102,9 +124,11 @@
 //	2      doctor: a hazard, a setting that can silently break locks
 //	64     usage error: bad flags or arguments (permits below 1, a negative
 //	       count, a lease under 1ms), an unusable name, a name whose key
-//	       holds another type of data, unlock without --force or of a key
-//	       that is no lock of that kind
-//	69     Redis unreachable or failing, or another failure before CMD started
+//	       holds another type of data, another kind of lock or a count
+//	       that is no integer, unlock without --force or of a key that is
+//	       no lock of that kind
+//	69     Redis unreachable or failing (a password it wants missing or
+//	       refused included), or another failure before CMD started
 //	       (doctor: an error, such as a node that cannot be reached)
 //	75     run: the lock or permits were still busy when --wait ran out;
 //	       latch await: the latch was still closed when --wait ran out

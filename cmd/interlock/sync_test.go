@@ -266,8 +266,7 @@ func TestSyncUsageErrors(t *testing.T) {
 		{[]string{"semaphore"}, "semaphore: want a subcommand: init or add"},
 		{[]string{"semaphore", "drain", "S"}, `unknown subcommand "drain"`},
 		{[]string{"semaphore", "init", "S"}, "init: want NAME and N, got 1 arguments"},
-		{[]string{"semaphore", "init", "S", "0"}, "init: 0 permits: at least 1 is needed"},
-		{[]string{"semaphore", "init", "S", "-3"}, "init: -3 permits: at least 1 is needed"},
+		{[]string{"semaphore", "init", "S", "-3"}, "init: -3 permits: the count must not be negative"},
 		{[]string{"semaphore", "init", "S", "x"}, `init: N "x" is not an integer`},
 		{[]string{"semaphore", "add", "S", "0"}, "add: 0 permits: nothing to add"},
 		{[]string{"semaphore", "add", "--ttl", "1s", "S", "1"}, "--ttl is for init only"},
@@ -292,7 +291,7 @@ func TestSyncUsageErrors(t *testing.T) {
 		assert.True(t, strings.HasPrefix(res.Stderr, "interlock: "+tc.args[0]+": "), res.Stderr)
 	}
 	// And once through the binary, as scripts see it.
-	res := clitest.RunBinary(t, "", "semaphore", "--redis", nowhere, "init", "S", "0")
+	res := clitest.RunBinary(t, "", "semaphore", "--redis", nowhere, "init", "S", "-1")
 	assert.Equal(t, exit.Usage, res.Code, res.Stderr)
 }
 
@@ -308,10 +307,11 @@ func TestSyncOnALock(t *testing.T) {
 		{"semaphore", "add", name, "2"},
 		{"latch", "init", name, "2"},
 		{"latch", "countdown", name},
+		{"latch", "await", name},
 	} {
 		res := runInProcess(t, append([]string{args[0], "--redis", clitest.RedisURL()}, args[1:]...)...)
 		assert.Equal(t, exit.Usage, res.Code, "%v: %s", args, res.Stderr)
-		assert.Contains(t, res.Stderr, "holds another type of data", args)
+		assert.Contains(t, res.Stderr, `"`+name+`" is no `+args[0]+`: it holds a lock (a hash of holders); nothing was changed`, args)
 	}
 	res := clitest.RunBinary(t, "", "run", "--redis", clitest.RedisURL(), "--kind", "semaphore", "--wait", "0", name, "--", "echo", "must not run")
 	assert.Equal(t, exit.Usage, res.Code, res.Stderr)
@@ -319,4 +319,19 @@ func TestSyncOnALock(t *testing.T) {
 	fields, err := rc.Do(t.Context(), rc.B().Hgetall().Key(name).Build()).AsStrMap()
 	require.NoError(t, err)
 	assert.Equal(t, map[string]string{clitest.JavaA + ":1": "1"}, fields, "the lock is untouched")
+}
+
+// "semaphore init NAME 0" sets up a semaphore with no free permit, as the
+// library's TrySetPermits(0) does: a waiter then waits for a release.
+func TestSemaphoreInitZero(t *testing.T) {
+	t.Parallel()
+	_, rc := clitest.NewLockClient(t)
+	name := clitest.LockName(t)
+	clitest.CleanupKeys(t, rc, name)
+	res := clitest.RunBinary(t, "", "semaphore", "--redis", clitest.RedisURL(), "init", name, "0")
+	require.Equal(t, 0, res.Code, res.Stderr)
+	assert.Equal(t, name+": set to 0 permits\n", res.Stdout)
+	assert.Equal(t, int64(0), clitest.Available(t, rc, name))
+	res = clitest.RunBinary(t, "", "run", "--redis", clitest.RedisURL(), "--kind", "semaphore", "--wait", "0", name, "--", "true")
+	assert.Equal(t, exit.Busy, res.Code, res.Stderr)
 }

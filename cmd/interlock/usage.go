@@ -1,6 +1,7 @@
 package main
 
 import (
+	"github.com/interlock-go/interlock/cmd/interlock/internal/cli"
 	"github.com/interlock-go/interlock/cmd/interlock/internal/exit"
 	"github.com/interlock-go/interlock/cmd/interlock/internal/redisconn"
 )
@@ -10,19 +11,24 @@ const mainUsage = `interlock: Redisson-compatible distributed locks, semaphores 
 the shell.
 
 Usage:
-  interlock run       [--redis URL] [--kind KIND] [--permits N] [--wait D]
-                      [--lease D] [--watchdog-timeout D] [--grace D]
+  interlock run       [--redis URL] [--name-prefix P] [--kind KIND]
+                      [--permits N] [--wait D] [--lease D]
+                      [--watchdog-timeout D] [--grace D]
                       LOCK... -- CMD [ARGS...]
-  interlock semaphore init [--redis URL] [--kind KIND] [--ttl D] NAME N
-  interlock semaphore add  [--redis URL] [--kind KIND] NAME N
-  interlock latch     init [--redis URL] NAME N
-  interlock latch     countdown [--redis URL] NAME
-  interlock latch     await [--redis URL] [--wait D] NAME
-  interlock inspect   [--redis URL] [--json] [--kind KIND] NAME...
+  interlock semaphore init [--redis URL] [--name-prefix P] [--kind KIND]
+                      [--ttl D] NAME N
+  interlock semaphore add  [--redis URL] [--name-prefix P] [--kind KIND]
+                      NAME N
+  interlock latch     init [--redis URL] [--name-prefix P] NAME N
+  interlock latch     countdown [--redis URL] [--name-prefix P] NAME
+  interlock latch     await [--redis URL] [--name-prefix P] [--wait D] NAME
+  interlock inspect   [--redis URL] [--name-prefix P] [--json] [--kind KIND]
+                      NAME...
   interlock ls        [--redis URL] [--json] [--limit N] [--counters] [PATTERN]
   interlock doctor    [--redis URL] [--json] [--name NAME] [--acl-user USER]
                       [--wait-replicas]
-  interlock unlock    [--redis URL] [--kind KIND] --force LOCK
+  interlock unlock    [--redis URL] [--name-prefix P] [--kind KIND] --force
+                      LOCK
   interlock demo      [--redis URL] [--chart FILE]
   interlock help      [COMMAND]
 
@@ -54,6 +60,10 @@ KIND is the kind of lock or semaphore, the same as Redisson's of that name:
 Latches are Redisson's RCountDownLatch (getCountDownLatch).
 
 Flags may be written -flag or --flag. Durations look like 500ms, 10s, 2m.
+A name whose key holds what the command cannot work on (another type of
+data, a lock of another kind, a counter that is no integer) is refused with
+exit 64 before anything changes. A wait that lasts more than 3s says once,
+on stderr, what it waits for and which 'interlock inspect' shows it.
 
-` + redisconn.FlagHelp + `
+` + redisconn.FlagHelp + cli.NamePrefixHelp + `
 ` + exit.Help

@@ -34,6 +34,9 @@ func TestHelp(t *testing.T) {
 			continue
 		}
 		assert.Contains(t, mainUsage, "\n  interlock "+c.Name+" ", "the overview shows %s", c.Name)
+		if strings.Contains(c.Usage, "--name-prefix ") {
+			assert.Regexp(t, `\n  interlock `+c.Name+` [^\n]*\[--name-prefix P\]`, mainUsage, "the overview shows %s --name-prefix", c.Name)
+		}
 		res := runInProcess(t, "help", c.Name)
 		assert.Equal(t, 0, res.Code, c.Name)
 		assert.Equal(t, c.Usage, res.Stdout, c.Name)
@@ -93,7 +96,7 @@ func TestUsageDocumentsEveryFlag(t *testing.T) {
 	sets["doctor"].String("name", "", "")
 	sets["doctor"].String("acl-user", "", "")
 	sets["doctor"].Bool("wait-replicas", false, "")
-	for _, name := range []string{"run", "inspect", "unlock"} {
+	for _, name := range []string{"run", "semaphore", "latch", "inspect", "unlock"} {
 		cli.AddNamePrefixFlag(sets[name])
 	}
 	for name, fs := range sets {

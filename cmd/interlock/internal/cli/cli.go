@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/interlock-go/interlock/cmd/interlock/internal/exit"
 )
@@ -63,4 +64,39 @@ func Plural(n int, noun string) string {
 		return fmt.Sprintf("%d %ses", n, noun)
 	}
 	return fmt.Sprintf("%d %ss", n, noun)
+}
+
+// MaxShown is the longest name (in bytes) a table shows whole.
+const MaxShown = 64
+
+// Short returns s for a table cell: s itself when it is at most MaxShown
+// bytes long, else its start, an ellipsis and its length, such as
+// "orders:2024:aaaa…(122880 bytes)". JSON keeps names whole.
+func Short(s string) string {
+	if len(s) <= MaxShown {
+		return s
+	}
+	suffix := fmt.Sprintf("…(%d bytes)", len(s))
+	cut := MaxShown - len(suffix)
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut-- // never split a character
+	}
+	return s[:cut] + suffix
+}
+
+// ShellQuote returns s as one word of a POSIX shell command line: as it
+// is when that is safe, else in single quotes.
+func ShellQuote(s string) string {
+	safe := s != ""
+	for _, r := range s {
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', strings.ContainsRune("_-.:/@%+=", r):
+		default:
+			safe = false
+		}
+	}
+	if safe {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }

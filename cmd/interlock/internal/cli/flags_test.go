@@ -2,7 +2,9 @@ package cli
 
 import (
 	"bytes"
+	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -56,4 +58,27 @@ func TestPlural(t *testing.T) {
 	assert.Equal(t, "1 key", Plural(1, "key"))
 	assert.Equal(t, "0 keys", Plural(0, "key"))
 	assert.Equal(t, "2 holder processes", Plural(2, "holder process"))
+}
+
+// Long names are cut for tables, to at most MaxShown bytes, with their
+// length, never in the middle of a character.
+func TestShort(t *testing.T) {
+	t.Parallel()
+	assert.Equal(t, "orders:42", Short("orders:42"))
+	exact := strings.Repeat("a", MaxShown)
+	assert.Equal(t, exact, Short(exact))
+	long := Short(strings.Repeat("a", 122880))
+	assert.Equal(t, strings.Repeat("a", MaxShown-len("…(122880 bytes)"))+"…(122880 bytes)", long)
+	assert.LessOrEqual(t, len(long), MaxShown)
+	wide := Short(strings.Repeat("é", 100))
+	assert.True(t, utf8.ValidString(wide), wide)
+	assert.True(t, strings.HasSuffix(wide, "…(200 bytes)"), wide)
+}
+
+func TestShellQuote(t *testing.T) {
+	t.Parallel()
+	assert.Equal(t, "orders:42", ShellQuote("orders:42"))
+	assert.Equal(t, "'{orders}:42'", ShellQuote("{orders}:42"), "braces expand in bash")
+	assert.Equal(t, `'it'\''s'`, ShellQuote("it's"))
+	assert.Equal(t, "''", ShellQuote(""))
 }

@@ -113,9 +113,10 @@ func Addr() string { return srv.Addr() }
 // RedisURL returns the --redis value of the shared server.
 func RedisURL() string { return "redis://" + srv.Addr() }
 
-// LockName returns a lock name unique to the test.
+// LockName returns a lock name unique to the test, short enough for the
+// tables to show it whole (cli.MaxShown) with a suffix of a few bytes.
 func LockName(t *testing.T) string {
-	return fmt.Sprintf("interlock-cli-test:%s:%d", t.Name(), time.Now().UnixNano())
+	return fmt.Sprintf("it:%s:%s", t.Name(), strconv.FormatInt(time.Now().UnixNano(), 36))
 }
 
 // Result is how a run of a command or of the binary ended.

@@ -174,7 +174,7 @@ func (d *doctor) run(ctx context.Context) (*doctorReport, error) {
 	}
 	if seed == nil {
 		first := tried[d.opt.InitAddress[0]]
-		return nil, exit.Errorf(exit.Unavailable, "cannot connect to Redis at %s: %w", strings.Join(d.opt.InitAddress, ","), first.connErr)
+		return nil, redisconn.ConnectFailed(d.opt.InitAddress, first.connErr)
 	}
 	rep := &doctorReport{Deployment: "standalone", Name: d.name}
 	switch {

@@ -29,12 +29,13 @@ const (
 	// break mutual exclusion (doctor's warnings exit with Failure).
 	Hazard = 2
 	// Usage is for bad flags or arguments, a name Redisson's key rules
-	// refuse, a key that holds another type of data, an unlock of a key
-	// that is no lock of the kind asked for (sysexits EX_USAGE).
+	// refuse, a key that holds another type of data, another kind of lock
+	// or a count that is no integer, an unlock of a key that is no lock of
+	// the kind asked for (sysexits EX_USAGE).
 	Usage = 64
-	// Unavailable is for a Redis that is unreachable or failed, or
-	// anything else that went wrong before CMD started (sysexits
-	// EX_UNAVAILABLE).
+	// Unavailable is for a Redis that is unreachable, failed or refused
+	// the connection (a password missing or wrong), or anything else that
+	// went wrong before CMD started (sysexits EX_UNAVAILABLE).
 	Unavailable = 69
 	// Busy is for a lock still held by another owner when --wait ran out,
 	// or a latch still closed (sysexits EX_TEMPFAIL: try again later).

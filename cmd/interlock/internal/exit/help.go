@@ -11,10 +11,12 @@ const Help = `Exit status:
   2       doctor: a hazard, a setting that can silently break locks
   64      usage error: bad flags or arguments (such as permits below 1, a
           negative count, a lease under 1ms), an unusable name, a name whose
-          key holds another type of data, unlock without --force or of a
-          key that is no lock of that kind
-  69      Redis unreachable or failing, or another failure before CMD started
-          (doctor: an error, such as a node that cannot be reached)
+          key holds another type of data, another kind of lock or a count
+          that is no integer, unlock without --force or of a key that is no
+          lock of that kind
+  69      Redis unreachable or failing (a password it wants missing or
+          refused included), or another failure before CMD started (doctor:
+          an error, such as a node that cannot be reached)
   75      run: the lock or the permits were still busy when --wait ran out;
           latch await: the latch was still closed when --wait ran out
   79      run: the lock or an expirable permit was lost while CMD ran (CMD

@@ -54,7 +54,19 @@ func run(ctx context.Context, io cli.Stdio, args []string) error {
 		if err != nil {
 			return exit.Failed(fmt.Sprintf("inspect %q", name), err)
 		}
-		reports = append(reports, Decode(f, *hint))
+		subs, err := CountSubscribers(ctx, c.Redis, name)
+		if err != nil {
+			return exit.Failed(fmt.Sprintf("inspect %q", name), err)
+		}
+		// Waiters tell a semaphore (or a latch) nobody set up from a free
+		// name.
+		h := *hint
+		if h == "" {
+			h = subs.Hint(f)
+		}
+		r := Decode(f, h)
+		r.Subscribers = subs.Total()
+		reports = append(reports, r)
 	}
 	if *asJSON {
 		err = writeJSON(io.Out, reports)

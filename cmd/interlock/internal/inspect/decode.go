@@ -57,6 +57,11 @@ type Report struct {
 	// Acquired are an expirable semaphore's acquired permits, the soonest
 	// to expire first.
 	Acquired []Permit `json:"acquired,omitempty"`
+	// Subscribers is the number of connections subscribed to the name's
+	// channels, over every node: clients waiting for it (a client that has
+	// just stopped waiting may still count). A fair lock's waiters listen
+	// on channels of their own, and show in Queue.
+	Subscribers int64 `json:"subscribers"`
 	// Notes say what was found but is not decoded, or looks wrong.
 	Notes []string `json:"notes,omitempty"`
 }

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+
+	"github.com/interlock-go/interlock/cmd/interlock/internal/cli"
 )
 
 // writeJSON prints each report as one JSON object on a line of its own.
@@ -35,8 +37,9 @@ func writeTable(w io.Writer, reports []Report) error {
 	row("LOCK", "KIND", "TTL", "ROLE", "CLIENT ID", "OWNER ID", "HOLDS", "DETAIL")
 	var notes []string
 	for _, r := range reports {
+		name := cli.Short(r.Name) // JSON has it whole
 		for _, n := range r.Notes {
-			notes = append(notes, r.Name+": "+n)
+			notes = append(notes, name+": "+n)
 		}
 		if IsSyncKind(r.Kind) {
 			ttl := "-" // no key
@@ -44,9 +47,12 @@ func writeTable(w io.Writer, reports []Report) error {
 				ttl = FormatTTL(r.TTL())
 			}
 			for _, cells := range syncRows(&r) {
-				row(append([]string{r.Name, r.Kind, ttl}, cells...)...)
+				row(append([]string{name, r.Kind, ttl}, cells...)...)
 			}
 			continue
+		}
+		if r.Subscribers > 0 {
+			notes = append(notes, fmt.Sprintf("%s: %s subscribed to its channel: clients waiting for it", name, cli.Plural(int(r.Subscribers), "connection")))
 		}
 		kind := r.Kind
 		if r.Mode != "" {
@@ -65,14 +71,14 @@ func writeTable(w io.Writer, reports []Report) error {
 		}
 		switch {
 		case !r.Locked:
-			row(r.Name, kind, ttl, "-", "not locked", "", "", token)
+			row(name, kind, ttl, "-", "not locked", "", "", token)
 		case len(r.Holders) == 0:
-			row(r.Name, kind, ttl, "-", "-", "-", "-", token)
+			row(name, kind, ttl, "-", "-", "-", "-", token)
 		}
 		for _, h := range r.Holders {
-			client, owner := h.ClientID, strconv.FormatInt(h.OwnerID, 10)
-			if client == "" { // unparsed field: show it whole
-				client, owner = h.Field, "?"
+			client, owner := cli.Short(h.ClientID), strconv.FormatInt(h.OwnerID, 10)
+			if h.ClientID == "" { // unparsed field: show it as stored
+				client, owner = cli.Short(h.Field), "?"
 			}
 			role, detail := roleHolder, token
 			switch {
@@ -81,14 +87,14 @@ func writeTable(w io.Writer, reports []Report) error {
 			case r.Mode != "":
 				role, detail = roleReader, readHoldsDetail(h)
 			}
-			row(r.Name, kind, ttl, role, client, owner, strconv.FormatInt(h.Holds, 10), detail)
+			row(name, kind, ttl, role, client, owner, strconv.FormatInt(h.Holds, 10), detail)
 		}
 		for _, q := range r.Queue {
-			client, owner := q.ClientID, strconv.FormatInt(q.OwnerID, 10)
-			if client == "" {
-				client, owner = q.Owner, "?"
+			client, owner := cli.Short(q.ClientID), strconv.FormatInt(q.OwnerID, 10)
+			if q.ClientID == "" {
+				client, owner = cli.Short(q.Owner), "?"
 			}
-			row(r.Name, kind, ttl, roleWaiter, client, owner, "-", waiterDetail(q))
+			row(name, kind, ttl, roleWaiter, client, owner, "-", waiterDetail(q))
 		}
 	}
 	if err := tw.Flush(); err != nil {

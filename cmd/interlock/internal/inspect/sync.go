@@ -206,6 +206,9 @@ func syncRows(r *Report) [][]string {
 			detail += ", " + strconv.Itoa(len(r.Acquired)) + " acquired"
 		}
 	}
+	if r.Subscribers > 0 {
+		detail += ", " + strconv.FormatInt(r.Subscribers, 10) + " subscribed (waiting)"
+	}
 	rows := [][]string{{"-", "-", "-", "-", detail}}
 	for _, p := range r.Acquired {
 		lease := "lease left " + FormatTTL(time.Duration(p.LeaseLeftMs)*time.Millisecond)

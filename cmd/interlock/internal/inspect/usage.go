@@ -48,7 +48,13 @@ Kinds are detected by Redisson's keys:
 What does not look like a Redisson object (another key type, fields that do
 not parse, keys of several kinds) is shown as far as it goes and explained
 in notes below the table. A name with nothing under it is "none", not
-locked: an open latch, or a semaphore never set up, looks the same. A
+locked: an open latch, or a semaphore never set up, looks the same. Waiting
+clients tell them apart: inspect counts the connections subscribed to the
+name's channels (PUBSUB NUMSUB and SHARDNUMSUB, on every node), and a name
+with nothing under it, or a counter, that clients wait on as a semaphore
+shows as a semaphore (with no permits, say, and its waiters); as a latch,
+as a latch. Names longer than 64 bytes are shortened in the table, with
+their length; --json has them whole. A
 multi-lock (run with several LOCKs, Redisson's RedissonMultiLock) has no
 keys of its own: inspect each of its locks by name.
 
@@ -60,7 +66,8 @@ Flags:
                      client_id, owner_id, deadline_ms, deadline,
                      remaining_ms, stale), fence_token, permits (free
                      permits), count (a latch's), acquired (id, expiry_ms,
-                     lease_left_ms, expired), key_type, notes. TTLs are
+                     lease_left_ms, expired), key_type, subscribers
+                     (connections waiting on its channels), notes. TTLs are
                      milliseconds: -1 no expiry, -2 (read holds) gone;
                      lease_left_ms is -1 for no expiry and 0 once expired.
                      A semaphore/latch has both permits and count.

@@ -7,6 +7,7 @@ package kinds
 import (
 	"context"
 	"errors"
+	"slices"
 	"strconv"
 	"time"
 
@@ -57,6 +58,11 @@ const (
 // Locks are the lock kinds, in the order the help lists them: the values
 // of unlock's --kind. Callers must not modify it.
 var Locks = []string{Reentrant, Fair, Read, Write, Fenced}
+
+// IsLock reports whether kind is one of the lock kinds (Locks, or Spin).
+func IsLock(kind string) bool {
+	return kind == Spin || slices.Contains(Locks, kind)
+}
 
 // IsSemaphore reports whether kind is one of the semaphore kinds.
 func IsSemaphore(kind string) bool {

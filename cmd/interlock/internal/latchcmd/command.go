@@ -6,13 +6,18 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/interlock-go/interlock"
 	"github.com/interlock-go/interlock/cmd/interlock/internal/cli"
 	"github.com/interlock-go/interlock/cmd/interlock/internal/exit"
+	"github.com/interlock-go/interlock/cmd/interlock/internal/inspect"
+	"github.com/interlock-go/interlock/cmd/interlock/internal/kinds"
 	"github.com/interlock-go/interlock/cmd/interlock/internal/proc"
 	"github.com/interlock-go/interlock/cmd/interlock/internal/redisconn"
+	"github.com/interlock-go/interlock/cmd/interlock/internal/waitnote"
 	"github.com/interlock-go/interlock/internal/keys"
 	"github.com/interlock-go/interlock/latch"
 )
@@ -26,6 +31,7 @@ var Command = cli.Command{Name: "latch", Usage: usage, Run: run}
 func run(ctx context.Context, io cli.Stdio, args []string) error {
 	fs := cli.NewFlagSet("latch", usage)
 	redis := redisconn.AddFlag(fs.FlagSet, io.Getenv)
+	prefix := cli.AddNamePrefixFlag(fs.FlagSet)
 	wait := &cli.DurationFlag{Unset: "forever"}
 	fs.Var(wait, "wait", "how long await waits")
 	positional, err := fs.ParseNumbers(io, args)
@@ -51,7 +57,7 @@ func run(ctx context.Context, io cli.Stdio, args []string) error {
 		}
 		return cli.Usagef("latch", "%s: want %s, got %d arguments", sub, args, len(rest))
 	}
-	name := rest[0]
+	name := *prefix + rest[0] // the key: what a prefixing NameMapper maps it to
 	if err := keys.Check(name); err != nil {
 		return cli.Usagef("latch", "%v", err)
 	}
@@ -73,9 +79,13 @@ func run(ctx context.Context, io cli.Stdio, args []string) error {
 		return err
 	}
 	defer c.Close()
+	look := inspect.CommandLine(redis, kinds.Latch, name)
 	l := latch.New(c.Client, name)
 	switch sub {
 	case "init":
+		if err := inspect.Check(ctx, c.Redis, name, kinds.Latch); err != nil {
+			return inspect.Refusal("latch init", err, look)
+		}
 		ok, err := l.TrySetCount(ctx, count)
 		if err != nil {
 			return exit.Failed("latch init", err)
@@ -93,30 +103,49 @@ func run(ctx context.Context, io cli.Stdio, args []string) error {
 		fmt.Fprintf(io.Out, "%s: count set to %d\n", name, count)
 		return nil
 	case "countdown":
+		if err := inspect.Check(ctx, c.Redis, name, kinds.Latch); err != nil {
+			return inspect.Refusal("latch countdown", err, look)
+		}
 		return exit.Failed("latch countdown", l.CountDown(ctx))
 	}
-	return awaitLatch(ctx, l, name, *wait)
+	countdown := strings.Join(slices.DeleteFunc([]string{"interlock", "latch", "countdown", redis.Arg(), cli.ShellQuote(name)},
+		func(s string) bool { return s == "" }), " ")
+	return awaitLatch(ctx, io, c, l, look, countdown, *wait)
 }
 
 // awaitLatch waits until the latch is open: forever, or for wait when it
-// is set. SIGINT or SIGTERM ends the wait with 128+N.
-func awaitLatch(ctx context.Context, l *latch.Latch, name string, wait cli.DurationFlag) error {
+// is set, saying once on io.Err what it waits for when that lasts. SIGINT
+// or SIGTERM ends the wait with 128+N.
+func awaitLatch(ctx context.Context, io cli.Stdio, c *redisconn.Conn, l *latch.Latch, look, countdown string, wait cli.DurationFlag) error {
 	ictx, interrupted := proc.Interruptible(ctx)
 	defer interrupted()
-	wctx, cancel := ictx, context.CancelFunc(func() {})
-	if wait.Given {
-		wctx, cancel = context.WithTimeout(ictx, wait.D)
-	}
-	defer cancel()
-	err := l.Await(wctx)
+	err := await(ictx, io, c, l, look, countdown, wait)
 	// Stop listening: from here on a signal ends interlock as usual.
 	if sig := interrupted(); sig != nil {
-		return exit.Errorf(exit.Signal(sig), "%v while waiting for latch %q", sig, name)
+		return exit.Errorf(exit.Signal(sig), "%v while waiting for latch %q", sig, l.Name())
 	}
-	if err == nil {
+	return err
+}
+
+// await is awaitLatch's work, ended by ctx: it checks the latch's key,
+// waits, and returns the command's error. look and countdown are the
+// command lines that inspect the latch and count it down.
+func await(ctx context.Context, io cli.Stdio, c *redisconn.Conn, l *latch.Latch, look, countdown string, wait cli.DurationFlag) error {
+	if err := inspect.Check(ctx, c.Redis, l.Name(), kinds.Latch); err != nil {
+		return inspect.Refusal("latch await", err, look)
+	}
+	wctx, cancel := ctx, context.CancelFunc(func() {})
+	if wait.Given {
+		wctx, cancel = context.WithTimeout(ctx, wait.D)
+	}
+	defer cancel()
+	quiet := waitnote.Start(wctx, io.Err, waitnote.After, waitNote(c, l.Name(), look, countdown))
+	err := l.Await(wctx)
+	quiet()
+	switch {
+	case err == nil:
 		return nil
-	}
-	if !wait.Given || !errors.Is(wctx.Err(), context.DeadlineExceeded) {
+	case !wait.Given || !errors.Is(wctx.Err(), context.DeadlineExceeded):
 		return exit.Failed("latch await", err)
 	}
 	// The last look, at the deadline: a latch opened just then, or
@@ -126,7 +155,24 @@ func awaitLatch(ctx context.Context, l *latch.Latch, name string, wait cli.Durat
 	case err != nil:
 		return exit.Failed("latch await", err)
 	case n > 0:
-		return exit.Errorf(exit.Busy, "latch %q is still closed after --wait %v: its count is %d", name, wait.D, n)
+		return exit.Errorf(exit.Busy, "latch %q is still closed after --wait %v: its count is %d", l.Name(), wait.D, n)
 	}
 	return nil
+}
+
+// waitNote returns what latch await says once it has waited
+// waitnote.After: the latch's count, and how to count it down and look.
+func waitNote(c *redisconn.Conn, name, look, countdown string) func(context.Context) string {
+	return func(ctx context.Context) string {
+		f, err := inspect.Probe(ctx, c.Redis, name)
+		if err != nil {
+			return "" // the wait itself reports a Redis that fails
+		}
+		r := inspect.Decode(f, kinds.Latch)
+		if r.Count == nil || *r.Count <= 0 {
+			return "" // open by now
+		}
+		return fmt.Sprintf("still waiting for latch %q after %v: its count is %d, and each '%s' takes 1 off; '%s' shows more",
+			name, waitnote.After, *r.Count, countdown, look)
+	}
 }

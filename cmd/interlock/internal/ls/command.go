@@ -45,10 +45,6 @@ type entry struct {
 	// Alike are the other kinds Redis stores just like this one, which
 	// nothing in Redis tells apart from it.
 	Alike []string `json:"alike,omitempty"`
-	// Subscribers is the number of connections subscribed to the
-	// object's channels, over every node: its waiting clients (a client
-	// that has just stopped waiting may still count).
-	Subscribers int64 `json:"subscribers"`
 	// Flags name what looks wrong; the notes explain each.
 	Flags []string `json:"flags,omitempty"`
 	// OrphanReadTimeouts are read hold timeout keys of the name that
@@ -229,7 +225,8 @@ func (s *scan) entry(ctx context.Context, c *candidate) (*entry, error) {
 	case c.waitLatch && !c.waitSem:
 		hint = kinds.Latch
 	}
-	e := &entry{Report: inspect.Decode(f, hint), Subscribers: c.subscribers}
+	e := &entry{Report: inspect.Decode(f, hint)}
+	e.Subscribers = c.subscribers // over every channel of the name, a fair waiter's too
 	if e.OrphanReadTimeouts, err = s.orphans(ctx, f, c.readKeys); err != nil {
 		return nil, fmt.Errorf("reading %q: %w", c.name, err)
 	}

@@ -35,8 +35,9 @@ func writeTable(w io.Writer, l *listing) error {
 	flagged := 0
 	for i := range l.Synchronizers {
 		e := &l.Synchronizers[i]
+		name := cli.Short(e.Name) // JSON has it whole
 		for _, n := range e.Notes {
-			notes = append(notes, e.Name+": "+n)
+			notes = append(notes, name+": "+n)
 		}
 		kind := e.Kind
 		if e.Mode != "" {
@@ -53,7 +54,7 @@ func writeTable(w io.Writer, l *listing) error {
 			flags = strings.Join(e.Flags, ",")
 			flagged++
 		}
-		row(e.Name, kind, ttlCell(e), holdersCell(e), waitersCell(e), flags)
+		row(name, kind, ttlCell(e), holdersCell(e), waitersCell(e), flags)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -130,7 +131,7 @@ func holdersCell(e *entry) string {
 			cells = append(cells, fmt.Sprintf("+%d more", len(e.Holders)-i))
 			break
 		}
-		c := h.Field
+		c := cli.Short(h.Field)
 		if h.Holds != 1 {
 			c += " x" + strconv.FormatInt(h.Holds, 10)
 		}

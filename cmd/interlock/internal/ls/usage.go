@@ -46,6 +46,8 @@ WAITERS shows a fair lock's queue, and for every kind the number of
 connections subscribed to its channels (classic and sharded, on every
 node): its waiting clients, Java or Go, one per client process however many
 of its threads wait; one that has just stopped waiting may still count.
+Names (and holders) longer than 64 bytes are shortened in the table, with
+their length; --json has them whole.
 
 Flags (FLAGS column; JSON "flags"):
   zombie      a lock with no TTL (or a read hold whose key has none): it

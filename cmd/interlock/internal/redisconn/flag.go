@@ -37,6 +37,21 @@ func (f *Flag) String() string {
 	return strings.Join(f.URLs, ",")
 }
 
+// Arg returns the flag as a command line shows it, "--redis URL,..."
+// with any password hidden, or "" when it was not given: a command
+// suggested to the user then finds the same Redis ($INTERLOCK_REDIS
+// still applies).
+func (f *Flag) Arg() string {
+	if f == nil || !f.Given {
+		return ""
+	}
+	shown := make([]string, len(f.URLs))
+	for i, u := range f.URLs {
+		shown[i] = redactURL(u)
+	}
+	return "--redis " + strings.Join(shown, ",")
+}
+
 // Set adds the comma-separated URLs in s.
 func (f *Flag) Set(s string) error {
 	if !f.Given {

@@ -4,6 +4,7 @@
 package redisconn
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -79,6 +80,35 @@ func IsErrorReply(err error) bool {
 	return ok
 }
 
+// ConnectFailed returns the error of a failed connection to addrs:
+// exit.Unavailable, with a hint when the server wants a password (NOAUTH)
+// or refused the one given (WRONGPASS).
+func ConnectFailed(addrs []string, err error) error {
+	at := strings.Join(addrs, ",")
+	if hint := authHint(err); hint != "" {
+		return exit.Errorf(exit.Unavailable, "cannot connect to Redis at %s: %s (%w)", at, hint, err)
+	}
+	return exit.Errorf(exit.Unavailable, "cannot connect to Redis at %s: %w", at, err)
+}
+
+// authHint says how to pass a password when err is Redis refusing a
+// connection for the lack of one, or for a wrong one; else "".
+func authHint(err error) string {
+	re, ok := errors.AsType[*rueidis.RedisError](err)
+	if !ok {
+		return ""
+	}
+	switch msg := re.Error(); {
+	case strings.HasPrefix(msg, "NOAUTH"):
+		return "the server wants a password: give it in the URL, --redis redis://:PASSWORD@host:port " +
+			"(redis://USER:PASSWORD@host:port for an ACL user), or in $" + EnvVar
+	case strings.HasPrefix(msg, "WRONGPASS"):
+		return "the server refused the user or password given: check them in --redis " +
+			"redis://[USER]:PASSWORD@host:port, or in $" + EnvVar
+	}
+	return ""
+}
+
 // Conn is an open connection to Redis: the rueidis client and the
 // interlock Client on top of it.
 type Conn struct {
@@ -98,7 +128,7 @@ func Connect(urls []string, opts ...interlock.Option) (*Conn, error) {
 	}
 	rc, err := rueidis.NewClient(opt)
 	if err != nil {
-		return nil, exit.Errorf(exit.Unavailable, "cannot connect to Redis at %s: %w", strings.Join(opt.InitAddress, ","), err)
+		return nil, ConnectFailed(opt.InitAddress, err)
 	}
 	lc, err := interlock.New(rc, opts...)
 	if err != nil {

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/signal"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -19,6 +20,7 @@ import (
 	"github.com/interlock-go/interlock/cmd/interlock/internal/kinds"
 	"github.com/interlock-go/interlock/cmd/interlock/internal/proc"
 	"github.com/interlock-go/interlock/cmd/interlock/internal/redisconn"
+	"github.com/interlock-go/interlock/cmd/interlock/internal/waitnote"
 )
 
 // Defaults of run's flags.
@@ -31,7 +33,7 @@ const (
 
 // runConfig is what "interlock run" was asked to do.
 type runConfig struct {
-	redis    []string
+	redis    *redisconn.Flag // --redis
 	kind     string
 	permits  int              // the permits a semaphore kind holds; 0 for locks
 	wait     cli.DurationFlag // not set: wait until acquired or interrupted
@@ -81,7 +83,7 @@ func parseRunArgs(io cli.Stdio, args []string) (*runConfig, error) {
 	if err := checkKind(cfg.kind); err != nil {
 		return nil, err
 	}
-	cfg.redis, cfg.prefix, cfg.argv = redis.URLs, *prefix, argv
+	cfg.redis, cfg.prefix, cfg.argv = redis, *prefix, argv
 	cfg.lease, cfg.watchdog, cfg.grace = lease.D, watchdog.D, grace.D
 	if err := checkNames(cfg, positional); err != nil {
 		return nil, err
@@ -141,7 +143,7 @@ func run(ctx context.Context, io cli.Stdio, args []string) error {
 	signal.Notify(sigs, proc.Forwarded...)
 	defer signal.Stop(sigs)
 
-	c, err := redisconn.Connect(cfg.redis, interlock.WithWatchdogTimeout(cfg.watchdog),
+	c, err := redisconn.Connect(cfg.redis.URLs, interlock.WithWatchdogTimeout(cfg.watchdog),
 		interlock.WithNameMapper(interlock.PrefixNames(cfg.prefix)))
 	if err != nil {
 		return err
@@ -154,19 +156,31 @@ func run(ctx context.Context, io cli.Stdio, args []string) error {
 	if err != nil {
 		return exit.WithCode(exit.Usage, err)
 	}
-	if err := acquire(ctx, l, cfg, sigs); err != nil {
+	if err := acquire(ctx, io, c, l, cfg, sigs); err != nil {
 		return err
 	}
 	lost, status := supervise(ctx, io, l, cfg, sigs)
 	return release(ctx, io, l, cfg, lost, status)
 }
 
-// acquire takes the lock as cfg says. A signal from sigs abandons the wait
-// and ends interlock with 128+signal; should the lock have been taken at
-// that moment, it is released first.
-func acquire(ctx context.Context, l locker, cfg *runConfig, sigs <-chan os.Signal) error {
+// acquire takes the lock as cfg says, after checking that its keys hold
+// what cfg.kind works on. A wait that lasts says once on io.Err what it
+// waits for. A signal from sigs abandons the wait and ends interlock with
+// 128+signal; should the lock have been taken at that moment, it is
+// released first.
+func acquire(ctx context.Context, io cli.Stdio, c *redisconn.Conn, l locker, cfg *runConfig, sigs <-chan os.Signal) error {
 	actx, stop := proc.CancelOnSignal(ctx, sigs)
-	ok, err := l.acquire(actx, cfg.wait, cfg.lease)
+	refused := cfg.checkKeys(actx, c.Redis)
+	var (
+		ok  bool
+		err error
+	)
+	if refused == nil {
+		self := c.Client.ID() + ":" + strconv.Itoa(os.Getpid())
+		quiet := waitnote.Start(actx, io.Err, waitnote.After, cfg.waitNote(c.Redis, self))
+		ok, err = l.acquire(actx, cfg.wait, cfg.lease)
+		quiet()
+	}
 	if got := stop(); got != nil {
 		if ok {
 			_ = kinds.Release(ctx, l.unlock) // else it expires by itself
@@ -174,6 +188,8 @@ func acquire(ctx context.Context, l locker, cfg *runConfig, sigs <-chan os.Signa
 		return exit.Errorf(exit.Signal(got), "%v while waiting for %s", got, cfg.describeLock())
 	}
 	switch {
+	case refused != nil:
+		return refused
 	case err != nil:
 		return exit.Failed("cannot take "+cfg.describeLock(), err)
 	case !ok && kinds.IsSemaphore(cfg.kind):

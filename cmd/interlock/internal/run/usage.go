@@ -62,6 +62,14 @@ deleted), CMD is terminated as for a lost lock and run exits 79; it also
 exits 79 when a permit is gone at release. Permits are acquired all at once
 or not at all; at most 1000.
 
+Before anything changes, run refuses (exit 64) a name whose key holds what
+--kind cannot work on: another type of data, a hash that is no lock (fields
+that are not "<client id>:<owner id>"), a read/write lock for another kind
+or the reverse, a semaphore's count for a lock, a lock or a string that is
+no integer for a semaphore. A wait that lasts more than 3s says once, on
+stderr, what it waits for (the lock's holders and TTL, the free permits, a
+semaphore nobody set up) and which 'interlock inspect' shows it.
+
 CMD runs in a process group of its own, so that these signals reach its
 children too; SIGINT, SIGTERM, SIGHUP and SIGQUIT sent to interlock are
 passed on to that group. When interlock runs in the foreground of its

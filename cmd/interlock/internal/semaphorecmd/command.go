@@ -10,6 +10,7 @@ import (
 
 	"github.com/interlock-go/interlock/cmd/interlock/internal/cli"
 	"github.com/interlock-go/interlock/cmd/interlock/internal/exit"
+	"github.com/interlock-go/interlock/cmd/interlock/internal/inspect"
 	"github.com/interlock-go/interlock/cmd/interlock/internal/kinds"
 	"github.com/interlock-go/interlock/cmd/interlock/internal/redisconn"
 	"github.com/interlock-go/interlock/internal/keys"
@@ -24,6 +25,7 @@ var Command = cli.Command{Name: "semaphore", Usage: usage, Run: run}
 func run(ctx context.Context, io cli.Stdio, args []string) error {
 	fs := cli.NewFlagSet("semaphore", usage)
 	redis := redisconn.AddFlag(fs.FlagSet, io.Getenv)
+	prefix := cli.AddNamePrefixFlag(fs.FlagSet)
 	kind := fs.String("kind", kinds.Semaphore, "semaphore kind")
 	ttl := &cli.DurationFlag{}
 	fs.Var(ttl, "ttl", "time to live of a new semaphore")
@@ -41,7 +43,7 @@ func run(ctx context.Context, io cli.Stdio, args []string) error {
 	if len(rest) != 2 {
 		return cli.Usagef("semaphore", "%s: want NAME and N, got %d arguments", sub, len(rest))
 	}
-	name := rest[0]
+	name := *prefix + rest[0] // the key: what a prefixing NameMapper maps it to
 	if err := keys.Check(name); err != nil {
 		return cli.Usagef("semaphore", "%v", err)
 	}
@@ -53,8 +55,8 @@ func run(ctx context.Context, io cli.Stdio, args []string) error {
 		return cli.Usagef("semaphore", "%s: N %q is not an integer", sub, rest[1])
 	}
 	switch {
-	case sub == "init" && n < 1:
-		return cli.Usagef("semaphore", "init: %d permits: at least 1 is needed", n)
+	case sub == "init" && n < 0:
+		return cli.Usagef("semaphore", "init: %d permits: the count must not be negative", n)
 	case sub == "add" && n == 0:
 		return cli.Usagef("semaphore", "add: 0 permits: nothing to add (a negative N takes permits away)")
 	case ttl.Given && sub != "init":
@@ -71,6 +73,11 @@ func run(ctx context.Context, io cli.Stdio, args []string) error {
 		return err
 	}
 	defer c.Close()
+	// Refused before anything changes: a key of other data, or a
+	// counter that is no integer, which the scripts may find only halfway.
+	if err := inspect.Check(ctx, c.Redis, name, *kind); err != nil {
+		return inspect.Refusal("semaphore "+sub, err, inspect.CommandLine(redis, *kind, name))
+	}
 	plain := semaphore.New(c.Client, name)
 	if sub == "add" {
 		if *kind == kinds.Expirable {

@@ -1,6 +1,7 @@
 // Package unlock is "interlock unlock --force": it deletes a lock whoever
 // holds it, with the ForceUnlock of the kind inspect finds in Redis, or of
-// the kind --kind names when Redis does not contradict it.
+// the kind --kind names when Redis does not contradict it, and refuses a
+// key that is no lock of that kind.
 package unlock
 
 import (
@@ -61,6 +62,12 @@ func run(ctx context.Context, io cli.Stdio, args []string) error {
 	if err != nil {
 		return err
 	}
+	// Deleting is only for a key shaped as kind's lock: never an
+	// application's data under the same name (ForceUnlock would delete
+	// whatever is there, as Redisson's does).
+	if err := inspect.Fits(f, kind); err != nil {
+		return exit.Errorf(exit.Usage, "unlock: %v; it was not deleted (see 'interlock inspect %s')", err, name)
+	}
 	deleted, err := forceUnlock(ctx, c.Client, kind, name)
 	if err != nil {
 		return exit.Failed(fmt.Sprintf("unlock %q", name), err)
@@ -86,15 +93,13 @@ func run(ctx context.Context, io cli.Stdio, args []string) error {
 // unlockKind chooses the ForceUnlock for the lock the facts show: the
 // kind asked for with --kind, unless it contradicts what Redis holds, or
 // else the kind found there (a read/write lock's mode tells read from
-// write). A lock that is no Redisson lock is refused.
+// write). Whether the key is a lock of that kind at all is Fits's to say.
 func unlockKind(f *inspect.Facts, asked string) (string, error) {
 	detected := inspect.DetectKind(f)
 	refuse := func(want string) error {
 		return exit.Errorf(exit.Usage, "unlock: %q is a %s lock, not a %s lock; use %s", f.Name, detected, asked, want)
 	}
 	switch detected {
-	case kinds.Unknown:
-		return "", exit.Errorf(exit.Usage, "unlock: %q is a %s key, not a Redisson lock; it was not deleted", f.Name, f.KeyType)
 	case kinds.ReadWrite:
 		switch mode := f.Fields["mode"]; {
 		case asked == kinds.Read || asked == kinds.Write:
@@ -120,7 +125,7 @@ func unlockKind(f *inspect.Facts, asked string) (string, error) {
 	switch {
 	case asked != "":
 		return asked, nil
-	case detected == kinds.None:
+	case detected == kinds.None, detected == kinds.Unknown:
 		return kinds.Reentrant, nil
 	}
 	return detected, nil

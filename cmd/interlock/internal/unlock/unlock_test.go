@@ -175,25 +175,41 @@ func TestUnlockEveryKind(t *testing.T) {
 }
 
 // unlock refuses a --kind that contradicts what Redis holds, and keys
-// that are no locks.
+// that are no locks of the kind, with 64, naming the key and what it
+// holds; nothing is deleted.
 func TestUnlockRefusesOtherKinds(t *testing.T) {
 	t.Parallel()
 	_, rc := clitest.NewLockClient(t)
 	base := clitest.LockName(t)
 	fair, rw, str := base+":fair", base+":rw", base+":str"
 	queue := keys.Prefix(keys.FairQueuePrefix, fair)
+	app, count, list, sem := base+":app", base+":count", base+":list", base+":sem"
+	badQueue := base + ":badqueue"
+	badQueueKey := keys.Prefix(keys.FairQueuePrefix, badQueue)
 	clitest.Do(t, rc, []string{
 		"HSET " + fair + " u:1 1", "RPUSH " + queue + " u:2",
 		"HSET " + rw + " mode read u:1 1",
 		"SET " + str + " x",
-	}, fair, queue, rw, str)
+		"HSET " + app + " a 1 " + clitest.JavaA + ":1 1",
+		"HSET " + count + " " + clitest.JavaA + ":1 many",
+		"RPUSH " + list + " job",
+		"SET " + sem + " 5",
+		"HSET " + badQueue + " " + clitest.JavaA + ":1 1", "SET " + badQueueKey + " x",
+	}, fair, queue, rw, str, app, count, list, sem, badQueue, badQueueKey)
 	for _, tc := range []struct {
 		lock, kind, want string
 	}{
 		{fair, "reentrant", "is a fair lock, not a reentrant lock; use --kind fair, or no --kind"},
 		{rw, "fenced", "is a read/write lock, not a fenced lock; use --kind read or --kind write"},
 		{fair, "read", "is a fair lock, not a read lock"},
-		{str, "", "is a string key, not a Redisson lock; it was not deleted"},
+		{str, "", `"` + str + `" is no reentrant lock: it holds a string, "x", not an integer; it was not deleted`},
+		{app, "", `"` + app + `" is no reentrant lock: it holds a hash, no lock (field "a": not "<client id>:<owner id>"); it was not deleted`},
+		{app, "fenced", `"` + app + `" is no fenced lock: it holds a hash, no lock (field "a"`},
+		{count, "", `it holds a hash, no lock (field "` + clitest.JavaA + `:1": hold count "many" is not an integer)`},
+		{list, "", `"` + list + `" is no reentrant lock: it holds a list; it was not deleted`},
+		{sem, "", `"` + sem + `" is no reentrant lock: it holds the integer 5, the count of a semaphore or a latch`},
+		{sem, "fair", `"` + sem + `" is no fair lock: it holds the integer 5`},
+		{badQueue, "fair", badQueueKey + ` holds a string, not a fair lock's queue (a list)`},
 	} {
 		args := []string{"--redis", clitest.RedisURL(), "--force", tc.lock}
 		if tc.kind != "" {
@@ -202,8 +218,12 @@ func TestUnlockRefusesOtherKinds(t *testing.T) {
 		res := clitest.Run(t, Command, args...)
 		assert.Equal(t, exit.Usage, res.Code, tc)
 		assert.Contains(t, res.Stderr, tc.want, tc)
+		assert.Empty(t, res.Stdout, tc)
 	}
-	for _, k := range []string{fair, rw, str} {
+	for _, k := range []string{fair, queue, rw, str, app, count, list, sem, badQueue, badQueueKey} {
 		assert.True(t, clitest.Exists(t, rc, k), "%s is still there", k)
 	}
+	fields, err := rc.Do(t.Context(), rc.B().Hgetall().Key(app).Build()).AsStrMap()
+	require.NoError(t, err)
+	assert.Equal(t, map[string]string{"a": "1", clitest.JavaA + ":1": "1"}, fields, "the application's hash is untouched")
 }

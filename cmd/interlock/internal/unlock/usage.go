@@ -20,6 +20,11 @@ which stays; a fenced lock keeps its token counter. A fair lock that nobody
 waits for looks like a reentrant one, and is unlocked as one, which comes to
 the same; --kind fair makes sure a waiter that queued meanwhile is woken.
 
+Only a key shaped as a lock of that kind is deleted: a hash whose fields are
+all "<client id>:<owner id>" with a hold count (and "mode" for a read/write
+lock). Anything else under the name, such as an application's hash, a string,
+a list or a semaphore's count, is refused (exit 64) and left as it is.
+
 Flags:
 ` + redisconn.FlagHelp + cli.NamePrefixHelp + `  --force            required: confirms that breaking the lock is intended.
   --kind KIND        unlock LOCK as this kind of lock (reentrant, fair,
