@@ -1,4 +1,4 @@
-package locktest
+package conformance_test
 
 import (
 	"context"

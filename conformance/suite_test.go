@@ -1,9 +1,10 @@
-// Package locktest is the conformance suite every lock kind runs, in the
-// manner of testing/fstest.TestFS: each kind's package calls Run from its
-// own test with a Kind, against its own redis-server. The suite checks the
-// contracts of interlock.Locker that hold for every kind; a kind's package
-// keeps only the tests of what is its own.
-package locktest
+// The conformance suite every lock kind runs, in the manner of
+// testing/fstest.TestFS: one test per kind (kinds_test.go) calls Run with a
+// Kind, against the package's redis-server and its cluster. The suite
+// checks the contracts of interlock.Locker that hold for every kind; a
+// kind's package keeps only the tests of what is its own. The package has
+// tests only: nothing in it is importable.
+package conformance_test
 
 import (
 	"context"
@@ -33,7 +34,7 @@ type Kind struct {
 	// Prefix starts the name of every lock the suite takes ("rlock-test:").
 	Prefix string
 	// Addr is the redis-server the suite runs on, or a node of the
-	// cluster it runs on; safe mode starts its own.
+	// cluster it runs on (Run sets them); safe mode starts its own.
 	Addr string
 	// Cluster says Addr is a cluster node: safe mode, which needs a
 	// replica of a standalone master, is skipped.
@@ -65,15 +66,19 @@ type Kind struct {
 	Reentered error
 }
 
-// Run runs the suite for k, one subtest per contract: on k.Addr, then on
-// a 3-master cluster it starts (redistest.Cluster).
+// Run runs the suite for k, one subtest per contract: on the package's
+// server, then on the 3-master cluster the kinds share
+// (redistest.SharedCluster).
 func Run(t *testing.T, k Kind) {
 	require.NotNil(t, k.New, "Kind.New")
 	require.NotEmpty(t, k.Acquire, "Kind.Acquire")
 	require.NotNil(t, k.Unlock, "Kind.Unlock")
-	t.Run("standalone", func(t *testing.T) { run(t, k) })
+	t.Run("standalone", func(t *testing.T) {
+		k.Addr = addr
+		run(t, k)
+	})
 	t.Run("cluster", func(t *testing.T) {
-		k.Addr, k.Cluster = redistest.Cluster(t).Addrs()[0], true
+		k.Addr, k.Cluster = redistest.SharedCluster(t)[0], true
 		run(t, k)
 	})
 }
