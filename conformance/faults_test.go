@@ -159,9 +159,9 @@ func (s *suite) maxHold(t *testing.T) {
 // same latch, and the server applies it once.
 func (s *suite) lostUnlockReply(t *testing.T) {
 	ctx := testCtx(t)
-	h := &hooked{Client: redistest.NewClient(t, s.Addr)}
+	h := &redistest.Hooked{Client: redistest.NewClient(t, s.Addr)}
 	var lost atomic.Int32
-	h.set(func(ctx context.Context, cmd rueidis.Completed, next func() rueidis.RedisResult) rueidis.RedisResult {
+	h.Set(func(ctx context.Context, cmd rueidis.Completed, next func() rueidis.RedisResult) rueidis.RedisResult {
 		if !runs(cmd, s.Unlock) {
 			return next()
 		}
@@ -199,10 +199,10 @@ func (s *suite) lostUnlockReply(t *testing.T) {
 // first and find nothing to take back.
 func (s *suite) lateAcquire(t *testing.T) {
 	ctx := testCtx(t)
-	h := &hooked{Client: redistest.NewClient(t, s.Addr)}
+	h := &redistest.Hooked{Client: redistest.NewClient(t, s.Addr)}
 	var late atomic.Bool
 	var wg sync.WaitGroup
-	h.set(func(ctx context.Context, cmd rueidis.Completed, next func() rueidis.RedisResult) rueidis.RedisResult {
+	h.Set(func(ctx context.Context, cmd rueidis.Completed, next func() rueidis.RedisResult) rueidis.RedisResult {
 		if !late.Load() || !runs(cmd, s.Acquire...) {
 			return next()
 		}
@@ -251,12 +251,12 @@ func (s *suite) lateAcquire(t *testing.T) {
 // hold, another owner's hold or place in a queue.
 func (s *suite) lostAcquireReply(t *testing.T) {
 	ctx := testCtx(t)
-	h := &hooked{Client: redistest.NewClient(t, s.Addr)}
+	h := &redistest.Hooked{Client: redistest.NewClient(t, s.Addr)}
 	var lose atomic.Bool
 	// The caller's deadline, which the lost reply outlasts: the engine
 	// sends with a context of its own that ends later.
 	var deadline atomic.Pointer[context.Context]
-	h.set(func(ctx context.Context, cmd rueidis.Completed, next func() rueidis.RedisResult) rueidis.RedisResult {
+	h.Set(func(ctx context.Context, cmd rueidis.Completed, next func() rueidis.RedisResult) rueidis.RedisResult {
 		if !lose.Load() || !runs(cmd, s.Acquire...) {
 			return next()
 		}

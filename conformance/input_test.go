@@ -14,7 +14,7 @@ import (
 // badInput: a bad name, a bad duration, a bad owner or a nil client give
 // errors wrapping ErrInvalid, and nothing is sent.
 func (s *suite) badInput(t *testing.T) {
-	h := &hooked{Client: redistest.NewClient(t, s.Addr)}
+	h := &redistest.Hooked{Client: redistest.NewClient(t, s.Addr)}
 	c := client(t, h)
 	ctx := testCtx(t)
 
@@ -59,7 +59,7 @@ func (s *suite) badInput(t *testing.T) {
 	assert.ErrorIs(t, m.LockLease(ctx, -time.Second), interlock.ErrInvalid)
 	assert.ErrorIs(t, m.LockLease(ctx, time.Microsecond), interlock.ErrInvalid)
 	assert.ErrorIs(t, m.Lock(interlock.WithOwner(ctx, -3)), interlock.ErrInvalid)
-	assert.Zero(t, h.sent.Load(), "commands sent for bad input")
+	assert.Zero(t, h.Sent(), "commands sent for bad input")
 
 	_, err := interlock.New(nil)
 	assert.ErrorIs(t, err, interlock.ErrInvalid)
@@ -67,5 +67,5 @@ func (s *suite) badInput(t *testing.T) {
 	assert.ErrorIs(t, err, interlock.ErrInvalid)
 	_, err = interlock.New(h, interlock.WithRenewalBatchSize(0))
 	assert.ErrorIs(t, err, interlock.ErrInvalid)
-	assert.Zero(t, h.sent.Load(), "commands sent for bad options")
+	assert.Zero(t, h.Sent(), "commands sent for bad options")
 }

@@ -11,8 +11,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -171,13 +169,7 @@ func like(name string) string {
 }
 
 // client returns a Client on rc, closed when t ends.
-func client(t *testing.T, rc rueidis.Client, opts ...interlock.Option) *interlock.Client {
-	t.Helper()
-	c, err := interlock.New(rc, opts...)
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = c.Close() })
-	return c
-}
+var _, client = redistest.Clients(&addr, interlock.New)
 
 // newClient returns a Client on the kind's server and the rueidis client
 // under it.
@@ -187,11 +179,8 @@ func (s *suite) newClient(t *testing.T, opts ...interlock.Option) (*interlock.Cl
 	return client(t, rc, opts...), rc
 }
 
-func testCtx(t *testing.T) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	t.Cleanup(cancel)
-	return ctx
-}
+// testCtx ends after a minute, or with the test.
+func testCtx(t *testing.T) context.Context { return redistest.Context(t) }
 
 // other returns ctx acting for a new explicit owner.
 func other(ctx context.Context) context.Context {
@@ -199,13 +188,7 @@ func other(ctx context.Context) context.Context {
 }
 
 // must fails the test on err and returns v.
-func must[T any](t *testing.T) func(v T, err error) T {
-	return func(v T, err error) T {
-		t.Helper()
-		require.NoError(t, err)
-		return v
-	}
-}
+func must[T any](t *testing.T) func(v T, err error) T { return redistest.Must[T](t) }
 
 // keys returns the keys that contain name, less the kind's Kept keys and,
 // unless latches, the unlock latches.
@@ -291,39 +274,6 @@ func (s *suite) nothingLeft(t *testing.T, c *interlock.Client, rc rueidis.Client
 		return err == nil && serr == nil && len(chans)+len(shard) == 0 && c.Stats().Channels == 0 && len(s.keys(t, rc, name, true)) == 0
 	}, 10*time.Second, 5*time.Millisecond, "keys or subscriptions left behind") // latency: the batched latch deletion, beside a CPU hog
 	assert.Zero(t, c.Stats().Holds, "holds left behind")
-}
-
-// hooked wraps a rueidis client: it counts the commands sent, and lets a
-// test tamper with replies to Do.
-type hooked struct {
-	rueidis.Client
-	sent atomic.Int64
-	mu   sync.Mutex
-	hook func(ctx context.Context, cmd rueidis.Completed, next func() rueidis.RedisResult) rueidis.RedisResult
-}
-
-// set replaces the hook; nil sends every command unchanged.
-func (h *hooked) set(hook func(ctx context.Context, cmd rueidis.Completed, next func() rueidis.RedisResult) rueidis.RedisResult) {
-	h.mu.Lock()
-	h.hook = hook
-	h.mu.Unlock()
-}
-
-func (h *hooked) Do(ctx context.Context, cmd rueidis.Completed) rueidis.RedisResult {
-	h.sent.Add(1)
-	next := func() rueidis.RedisResult { return h.Client.Do(ctx, cmd) }
-	h.mu.Lock()
-	hook := h.hook
-	h.mu.Unlock()
-	if hook == nil {
-		return next()
-	}
-	return hook(ctx, cmd, next)
-}
-
-func (h *hooked) DoMulti(ctx context.Context, cmds ...rueidis.Completed) []rueidis.RedisResult {
-	h.sent.Add(int64(len(cmds)))
-	return h.Client.DoMulti(ctx, cmds...)
 }
 
 // runs reports whether cmd runs one of scripts, by SHA or by source. Ask

@@ -19,7 +19,7 @@ import (
 
 func TestReentrancy(t *testing.T) {
 	c, rc := newClient(t)
-	ctx := testCtx(t)
+	ctx := redistest.Context(t)
 	m := fairlock.New(c, lockName(t))
 	other := interlock.WithOwner(ctx, 1<<40)
 
@@ -68,7 +68,7 @@ func TestReentrancy(t *testing.T) {
 // testLockAcquiredBooleanTimeoutDrift_Descrete, in spirit).
 func TestSingleAttemptNeverQueues(t *testing.T) {
 	c, rc := newClient(t)
-	ctx := testCtx(t)
+	ctx := redistest.Context(t)
 	m := fairlock.New(c, lockName(t))
 	holder := interlock.WithOwner(ctx, 1)
 	require.NoError(t, m.LockLease(holder, 300*time.Millisecond))
@@ -125,7 +125,7 @@ func TestFIFOAcrossLeaseExpiry(t *testing.T) {
 	}
 	const n = 8
 	c, rc := newClient(t)
-	ctx := testCtx(t)
+	ctx := redistest.Context(t)
 	name := lockName(t)
 	var (
 		mu    sync.Mutex
@@ -169,16 +169,16 @@ func TestQueueArithmetic(t *testing.T) {
 		// a waiter's deadline counts from its clock when it sent.
 		slack = time.Second
 	)
-	f := &faulty{Client: redistest.NewClient(t, addr)}
+	f := &redistest.Hooked{Client: redistest.NewClient(t, addr)}
 	c := wrap(t, f)
 	rc := f.Client
-	ctx := testCtx(t)
+	ctx := redistest.Context(t)
 	name := lockName(t)
 
 	// The first reply of the waiting acquire script to each owner.
 	var mu sync.Mutex
 	told := map[string]int64{}
-	f.set(func(ctx context.Context, cmd rueidis.Completed, next func() rueidis.RedisResult) rueidis.RedisResult {
+	f.Set(func(ctx context.Context, cmd rueidis.Completed, next func() rueidis.RedisResult) rueidis.RedisResult {
 		argv, ok := runs(cmd, script.FairAcquire())
 		res := next()
 		if n, err := res.AsInt64(); ok && err == nil {
@@ -278,7 +278,7 @@ func TestQueueArithmetic(t *testing.T) {
 // callers after it.
 func TestTimedOutWaiterLeavesQueue(t *testing.T) {
 	c, rc := newClient(t)
-	ctx := testCtx(t)
+	ctx := redistest.Context(t)
 	m := fairlock.New(c, lockName(t))
 	a, b := interlock.WithOwner(ctx, 1), interlock.WithOwner(ctx, 2)
 
@@ -316,7 +316,7 @@ func TestTimedOutWaiterLeavesQueue(t *testing.T) {
 // waited for exactly as long as asked.
 func TestTryLockWaitHonoured(t *testing.T) {
 	c, rc := newClient(t)
-	ctx := testCtx(t)
+	ctx := redistest.Context(t)
 	name := lockName(t)
 	gone, _ := newClient(t)
 	require.NoError(t, fairlock.New(gone, name).LockLease(ctx, 30*time.Second))
@@ -341,7 +341,7 @@ func TestTryLockWaitHonoured(t *testing.T) {
 // next waiter is woken at once instead of sleeping out its 30s timer.
 func TestCancelledWaiterLeavesQueueAndPassesTurn(t *testing.T) {
 	c, rc := newClient(t)
-	ctx := testCtx(t)
+	ctx := redistest.Context(t)
 	m := fairlock.New(c, lockName(t))
 	holder := interlock.WithOwner(ctx, 1)
 	require.NoError(t, m.Lock(holder))
@@ -388,7 +388,7 @@ func TestCancelledWaiterLeavesQueueAndPassesTurn(t *testing.T) {
 // second apart.
 func TestDeadWaiterIsPurged(t *testing.T) {
 	c, rc := newClient(t)
-	ctx := testCtx(t)
+	ctx := redistest.Context(t)
 	m := fairlock.New(c, lockName(t))
 	holder := interlock.WithOwner(ctx, 1)
 	require.NoError(t, m.LockLease(holder, 500*time.Millisecond))
@@ -439,7 +439,7 @@ func TestDeadWaiterIsPurged(t *testing.T) {
 // and the guard has the loss. The waiter that took over is unaffected.
 func TestUnlockExpiredLock(t *testing.T) {
 	c, rc := newClient(t)
-	ctx := testCtx(t)
+	ctx := redistest.Context(t)
 	m := fairlock.New(c, lockName(t))
 	a := interlock.WithOwner(ctx, 1)
 	require.NoError(t, m.LockLease(a, 300*time.Millisecond))
@@ -467,14 +467,9 @@ func TestUnlockExpiredLock(t *testing.T) {
 // fail with ErrInvalid before anything is sent (the rest of bad input is
 // in the conformance suite).
 func TestBadWaitTimeoutSendsNothing(t *testing.T) {
-	var sent int
-	counting := &faulty{Client: redistest.NewClient(t, addr)}
-	counting.set(func(ctx context.Context, cmd rueidis.Completed, next func() rueidis.RedisResult) rueidis.RedisResult {
-		sent++
-		return next()
-	})
+	counting := &redistest.Hooked{Client: redistest.NewClient(t, addr)}
 	c := wrap(t, counting)
-	ctx := testCtx(t)
+	ctx := redistest.Context(t)
 
 	for _, d := range []time.Duration{0, -time.Second, time.Microsecond} {
 		bad := fairlock.New(c, "fine", fairlock.WithWaitTimeout(d))
@@ -483,7 +478,7 @@ func TestBadWaitTimeoutSendsNothing(t *testing.T) {
 		assert.ErrorContains(t, err, "fairlock: acquire fine: interlock: invalid argument: wait timeout")
 		assert.ErrorIs(t, bad.Unlock(ctx), interlock.ErrInvalid)
 	}
-	assert.Zero(t, sent, "commands sent for bad input")
+	assert.Zero(t, counting.Sent(), "commands sent for bad input")
 }
 
 func TestWatchdogKeepsTheLockNotTheQueue(t *testing.T) {
@@ -491,7 +486,7 @@ func TestWatchdogKeepsTheLockNotTheQueue(t *testing.T) {
 	// machine.
 	const watchdog = 1500 * time.Millisecond
 	c, rc := newClient(t, interlock.WithWatchdogTimeout(watchdog))
-	ctx := testCtx(t)
+	ctx := redistest.Context(t)
 	m := fairlock.New(c, lockName(t))
 	require.NoError(t, m.Lock(ctx))
 	guard := m.Guard(ctx)

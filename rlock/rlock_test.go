@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/interlock-go/interlock"
+	"github.com/interlock-go/interlock/internal/redistest"
 	"github.com/interlock-go/interlock/rlock"
 )
 
@@ -18,7 +19,7 @@ func TestWatchdogKeepsTheLock(t *testing.T) {
 		t.Skip("holds a lock for 5s")
 	}
 	c, rc := newClient(t, interlock.WithWatchdogTimeout(time.Second))
-	ctx := testCtx(t)
+	ctx := redistest.Context(t)
 	m := rlock.New(c, lockName(t))
 	require.NoError(t, m.Lock(ctx))
 	guard := m.Guard(ctx)
@@ -42,7 +43,7 @@ func TestWatchdogKeepsTheLock(t *testing.T) {
 
 func TestTryLockWaitsForRelease(t *testing.T) {
 	c, _ := newClient(t)
-	ctx := testCtx(t)
+	ctx := redistest.Context(t)
 	m := rlock.New(c, lockName(t))
 	holder := interlock.WithOwner(ctx, 1)
 	require.NoError(t, m.Lock(holder))
@@ -69,7 +70,7 @@ func TestTryLockWaitsForRelease(t *testing.T) {
 }
 
 func TestReleaseMessageLostFallsBackToTTL(t *testing.T) {
-	ctx := testCtx(t)
+	ctx := redistest.Context(t)
 	waiters, _ := newClient(t)
 	// The holder publishes with SPUBLISH, which a classic SUBSCRIBE never
 	// receives: its release message is lost to the waiter.
@@ -94,7 +95,7 @@ func TestReleaseMessageLostFallsBackToTTL(t *testing.T) {
 
 func TestErrorsAreWrappedOnce(t *testing.T) {
 	c, rc := newClient(t)
-	ctx := testCtx(t)
+	ctx := redistest.Context(t)
 	m := rlock.New(c, lockName(t))
 	require.NoError(t, rc.Do(ctx, rc.B().Set().Key(m.Name()).Value("not a hash").Build()).Error())
 	err := m.Lock(ctx)
