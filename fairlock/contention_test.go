@@ -31,7 +31,7 @@ func TestNoLeaksUnderContention(t *testing.T) {
 		cycles     = 5000
 	)
 	c, rc := newClient(t)
-	ctx := testCtx(t)
+	ctx := redistest.Context(t)
 	names := make([]string, locks)
 	for i := range names {
 		names[i] = lockName(t) + ":" + strconv.Itoa(i)
@@ -84,7 +84,7 @@ func TestNoLeaksUnderContention(t *testing.T) {
 // is left behind.
 func TestCluster(t *testing.T) {
 	cl := redistest.Cluster(t)
-	ctx := testCtx(t)
+	ctx := redistest.Context(t)
 	var nodes []rueidis.Client
 	for _, n := range cl.Nodes() {
 		nodes = append(nodes, n.Client(t))
@@ -139,7 +139,7 @@ func TestCluster(t *testing.T) {
 				require.NoError(t, err)
 				assert.Equal(t, int64(slot), n, "slot of %s", k)
 			}
-			eventually(t, 5*time.Second, func() bool {
+			redistest.Eventually(t, 5*time.Second, func() bool {
 				got, err := node.Do(ctx, node.B().PubsubShardchannels().Pattern("*"+name+"*").Build()).AsStrSlice()
 				return err == nil && len(got) == waiters
 			}, "one shard channel per waiter on the lock's node")
@@ -152,7 +152,7 @@ func TestCluster(t *testing.T) {
 			assert.Less(t, time.Since(start), 5*time.Second, "woken by messages, not 30s timers")
 			assert.Equal(t, []int{0, 1, 2, 3}, order)
 
-			eventually(t, 3*time.Second, func() bool {
+			redistest.Eventually(t, 3*time.Second, func() bool {
 				var left []string
 				for _, nc := range nodes {
 					ks, err := nc.Do(ctx, nc.B().Keys().Pattern("*"+name+"*").Build()).AsStrSlice()

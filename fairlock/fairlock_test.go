@@ -17,44 +17,9 @@ import (
 	"github.com/interlock-go/interlock/internal/script"
 )
 
-func TestLockUnlockLeavesNothing(t *testing.T) {
-	c, rc := newClient(t)
-	ctx := testCtx(t)
-	m := fairlock.New(c, lockName(t))
-	assert.Equal(t, lockName(t), m.Name())
-
-	require.NoError(t, m.Lock(ctx))
-	locked, err := m.IsLocked(ctx)
-	require.NoError(t, err)
-	assert.True(t, locked)
-	held, err := m.IsHeld(ctx)
-	require.NoError(t, err)
-	assert.True(t, held)
-	ttl, err := m.TTL(ctx)
-	require.NoError(t, err)
-	assert.InDelta(t, float64(interlock.DefaultWatchdogTimeout), float64(ttl), float64(2*time.Second))
-	owner, err := c.Owner(ctx)
-	require.NoError(t, err)
-	fields, err := rc.Do(ctx, rc.B().Hgetall().Key(m.Name()).Build()).AsStrMap()
-	require.NoError(t, err)
-	assert.Equal(t, map[string]string{owner: "1"}, fields)
-	assert.Equal(t, []string{m.Name()}, leftOver(t, rc, m.Name()), "an uncontended lock queues nothing")
-
-	require.NoError(t, m.Unlock(ctx))
-	locked, err = m.IsLocked(ctx)
-	require.NoError(t, err)
-	assert.False(t, locked)
-	nothingLeft(t, c, rc, m.Name())
-	assert.Zero(t, c.Stats().Holds)
-	assert.ErrorIs(t, m.Unlock(ctx), fairlock.ErrNotHeld)
-	ttl, err = m.TTL(ctx)
-	require.NoError(t, err)
-	assert.Zero(t, ttl)
-}
-
 func TestReentrancy(t *testing.T) {
 	c, rc := newClient(t)
-	ctx := testCtx(t)
+	ctx := redistest.Context(t)
 	m := fairlock.New(c, lockName(t))
 	other := interlock.WithOwner(ctx, 1<<40)
 
@@ -98,29 +63,12 @@ func TestReentrancy(t *testing.T) {
 	nothingLeft(t, c, rc, m.Name())
 }
 
-func TestExplicitOwnerCrossesGoroutines(t *testing.T) {
-	c, _ := newClient(t)
-	ctx := interlock.WithOwner(testCtx(t), 7)
-	m := fairlock.New(c, lockName(t))
-	require.NoError(t, m.Lock(ctx))
-
-	var wg sync.WaitGroup
-	wg.Go(func() {
-		assert.ErrorIs(t, m.Unlock(context.Background()), fairlock.ErrNotHeld, "a goroutine without the owner")
-		assert.NoError(t, m.Unlock(ctx), "a goroutine carrying the owner")
-	})
-	wg.Wait()
-	locked, err := m.IsLocked(ctx)
-	require.NoError(t, err)
-	assert.False(t, locked)
-}
-
 // TestSingleAttemptNeverQueues: TryLock with no wait neither queues nor
 // takes a free lock whose turn belongs to a queued waiter (Redisson's
 // testLockAcquiredBooleanTimeoutDrift_Descrete, in spirit).
 func TestSingleAttemptNeverQueues(t *testing.T) {
 	c, rc := newClient(t)
-	ctx := testCtx(t)
+	ctx := redistest.Context(t)
 	m := fairlock.New(c, lockName(t))
 	holder := interlock.WithOwner(ctx, 1)
 	require.NoError(t, m.LockLease(holder, 300*time.Millisecond))
@@ -177,7 +125,7 @@ func TestFIFOAcrossLeaseExpiry(t *testing.T) {
 	}
 	const n = 8
 	c, rc := newClient(t)
-	ctx := testCtx(t)
+	ctx := redistest.Context(t)
 	name := lockName(t)
 	var (
 		mu    sync.Mutex
@@ -221,16 +169,16 @@ func TestQueueArithmetic(t *testing.T) {
 		// a waiter's deadline counts from its clock when it sent.
 		slack = time.Second
 	)
-	f := &faulty{Client: redistest.NewClient(t, addr)}
+	f := &redistest.Hooked{Client: redistest.NewClient(t, addr)}
 	c := wrap(t, f)
 	rc := f.Client
-	ctx := testCtx(t)
+	ctx := redistest.Context(t)
 	name := lockName(t)
 
 	// The first reply of the waiting acquire script to each owner.
 	var mu sync.Mutex
 	told := map[string]int64{}
-	f.set(func(ctx context.Context, cmd rueidis.Completed, next func() rueidis.RedisResult) rueidis.RedisResult {
+	f.Set(func(ctx context.Context, cmd rueidis.Completed, next func() rueidis.RedisResult) rueidis.RedisResult {
 		argv, ok := runs(cmd, script.FairAcquire())
 		res := next()
 		if n, err := res.AsInt64(); ok && err == nil {
@@ -330,7 +278,7 @@ func TestQueueArithmetic(t *testing.T) {
 // callers after it.
 func TestTimedOutWaiterLeavesQueue(t *testing.T) {
 	c, rc := newClient(t)
-	ctx := testCtx(t)
+	ctx := redistest.Context(t)
 	m := fairlock.New(c, lockName(t))
 	a, b := interlock.WithOwner(ctx, 1), interlock.WithOwner(ctx, 2)
 
@@ -368,7 +316,7 @@ func TestTimedOutWaiterLeavesQueue(t *testing.T) {
 // waited for exactly as long as asked.
 func TestTryLockWaitHonoured(t *testing.T) {
 	c, rc := newClient(t)
-	ctx := testCtx(t)
+	ctx := redistest.Context(t)
 	name := lockName(t)
 	gone, _ := newClient(t)
 	require.NoError(t, fairlock.New(gone, name).LockLease(ctx, 30*time.Second))
@@ -393,7 +341,7 @@ func TestTryLockWaitHonoured(t *testing.T) {
 // next waiter is woken at once instead of sleeping out its 30s timer.
 func TestCancelledWaiterLeavesQueueAndPassesTurn(t *testing.T) {
 	c, rc := newClient(t)
-	ctx := testCtx(t)
+	ctx := redistest.Context(t)
 	m := fairlock.New(c, lockName(t))
 	holder := interlock.WithOwner(ctx, 1)
 	require.NoError(t, m.Lock(holder))
@@ -440,7 +388,7 @@ func TestCancelledWaiterLeavesQueueAndPassesTurn(t *testing.T) {
 // second apart.
 func TestDeadWaiterIsPurged(t *testing.T) {
 	c, rc := newClient(t)
-	ctx := testCtx(t)
+	ctx := redistest.Context(t)
 	m := fairlock.New(c, lockName(t))
 	holder := interlock.WithOwner(ctx, 1)
 	require.NoError(t, m.LockLease(holder, 500*time.Millisecond))
@@ -491,7 +439,7 @@ func TestDeadWaiterIsPurged(t *testing.T) {
 // and the guard has the loss. The waiter that took over is unaffected.
 func TestUnlockExpiredLock(t *testing.T) {
 	c, rc := newClient(t)
-	ctx := testCtx(t)
+	ctx := redistest.Context(t)
 	m := fairlock.New(c, lockName(t))
 	a := interlock.WithOwner(ctx, 1)
 	require.NoError(t, m.LockLease(a, 300*time.Millisecond))
@@ -515,56 +463,13 @@ func TestUnlockExpiredLock(t *testing.T) {
 	nothingLeft(t, c, rc, m.Name())
 }
 
-func TestForceUnlockWakesHeadAndLosesHolds(t *testing.T) {
-	c, rc := newClient(t)
-	ctx := testCtx(t)
-	m := fairlock.New(c, lockName(t))
-	holder := interlock.WithOwner(ctx, 1)
-	require.NoError(t, m.Lock(holder))
-	require.NoError(t, m.Lock(holder))
-	guard := m.Guard(holder)
-
-	acquired := make(chan time.Time, 1)
-	go func() {
-		assert.NoError(t, m.Lock(ctx))
-		acquired <- time.Now()
-	}()
-	waitQueued(t, rc, m.Name(), 1)
-	eventually(t, 2*time.Second, func() bool { return c.Stats().Channels == 1 }, "waiter not subscribed")
-	forced := time.Now()
-	ok, err := fairlock.New(c, m.Name()).ForceUnlock(ctx)
-	require.NoError(t, err)
-	assert.True(t, ok)
-	assert.ErrorIs(t, context.Cause(guard), fairlock.ErrLockLost)
-	select {
-	case at := <-acquired:
-		// Woken by the message, not the 30s timer; two seconds for the
-		// late wake-ups of a loaded machine (latency, not safety).
-		assert.Less(t, at.Sub(forced), 2*time.Second)
-	case <-time.After(5 * time.Second):
-		t.Fatal("waiter not woken")
-	}
-	ok, err = m.ForceUnlock(ctx)
-	require.NoError(t, err)
-	assert.True(t, ok)
-	ok, err = m.ForceUnlock(ctx)
-	require.NoError(t, err)
-	assert.False(t, ok)
-	nothingLeft(t, c, rc, m.Name())
-}
-
 // TestBadWaitTimeoutSendsNothing: a bad WithWaitTimeout makes every method
 // fail with ErrInvalid before anything is sent (the rest of bad input is
 // in the conformance suite).
 func TestBadWaitTimeoutSendsNothing(t *testing.T) {
-	var sent int
-	counting := &faulty{Client: redistest.NewClient(t, addr)}
-	counting.set(func(ctx context.Context, cmd rueidis.Completed, next func() rueidis.RedisResult) rueidis.RedisResult {
-		sent++
-		return next()
-	})
+	counting := &redistest.Hooked{Client: redistest.NewClient(t, addr)}
 	c := wrap(t, counting)
-	ctx := testCtx(t)
+	ctx := redistest.Context(t)
 
 	for _, d := range []time.Duration{0, -time.Second, time.Microsecond} {
 		bad := fairlock.New(c, "fine", fairlock.WithWaitTimeout(d))
@@ -573,7 +478,7 @@ func TestBadWaitTimeoutSendsNothing(t *testing.T) {
 		assert.ErrorContains(t, err, "fairlock: acquire fine: interlock: invalid argument: wait timeout")
 		assert.ErrorIs(t, bad.Unlock(ctx), interlock.ErrInvalid)
 	}
-	assert.Zero(t, sent, "commands sent for bad input")
+	assert.Zero(t, counting.Sent(), "commands sent for bad input")
 }
 
 func TestWatchdogKeepsTheLockNotTheQueue(t *testing.T) {
@@ -581,7 +486,7 @@ func TestWatchdogKeepsTheLockNotTheQueue(t *testing.T) {
 	// machine.
 	const watchdog = 1500 * time.Millisecond
 	c, rc := newClient(t, interlock.WithWatchdogTimeout(watchdog))
-	ctx := testCtx(t)
+	ctx := redistest.Context(t)
 	m := fairlock.New(c, lockName(t))
 	require.NoError(t, m.Lock(ctx))
 	guard := m.Guard(ctx)

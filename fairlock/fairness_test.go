@@ -278,7 +278,7 @@ func TestFairnessAcrossProcesses(t *testing.T) {
 		p(0.5).Round(time.Microsecond), p(0.99).Round(time.Microsecond), slowest.Round(time.Microsecond),
 		slowestAt.pos, bound(slowestAt.pos).Round(time.Millisecond), maxHold.Round(time.Microsecond))
 
-	eventually(t, 3*time.Second, func() bool {
+	redistest.Eventually(t, 3*time.Second, func() bool {
 		ks := leftOver(t, rc, name)
 		return len(ks) == 1 && ks[0] == gaugeKey(name)
 	}, "lock keys left behind")

@@ -4,8 +4,6 @@ import (
 	"context"
 	"os"
 	"slices"
-	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -27,48 +25,16 @@ func TestMain(m *testing.M) {
 	if os.Getenv(envWorker) != "" {
 		os.Exit(runWorker())
 	}
-	redistest.Main(m, func() (func(), error) {
-		s, err := redistest.Start()
-		if err != nil {
-			return nil, err
-		}
-		addr = s.Addr()
-		return s.Stop, nil
-	})
+	redistest.Main(m, redistest.ShareServer(&addr))
 }
 
-// newClient returns an interlock Client on the shared server, and the
-// rueidis client under it, both closed when t ends.
-func newClient(t *testing.T, opts ...interlock.Option) (*interlock.Client, rueidis.Client) {
-	t.Helper()
-	rc := redistest.NewClient(t, addr)
-	return wrap(t, rc, opts...), rc
-}
-
-func wrap(t *testing.T, rc rueidis.Client, opts ...interlock.Option) *interlock.Client {
-	t.Helper()
-	c, err := interlock.New(rc, opts...)
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = c.Close() })
-	return c
-}
+// newClient and wrap return interlock Clients closed when the test ends: on
+// the shared server, with the rueidis client under it, or on a rueidis
+// client of the test's.
+var newClient, wrap = redistest.Clients(&addr, interlock.New)
 
 // lockName returns a key unique to the test.
-func lockName(t testing.TB) string {
-	return "fairlock-test:" + strings.ReplaceAll(t.Name(), "/", ":")
-}
-
-func testCtx(t *testing.T) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	t.Cleanup(cancel)
-	return ctx
-}
-
-// eventually asserts that cond holds within d, polling.
-func eventually(t *testing.T, d time.Duration, cond func() bool, msg string) {
-	t.Helper()
-	require.Eventually(t, cond, d, 5*time.Millisecond, msg)
-}
+func lockName(t testing.TB) string { return redistest.Name(t, "fairlock-test:") }
 
 // queueOf and timeoutsOf are the lock's waiter keys.
 func queueOf(name string) string    { return keys.Prefix("redisson_lock_queue", name) }
@@ -98,7 +64,7 @@ func deadlines(t *testing.T, rc rueidis.Client, name string) map[string]int64 {
 func waitQueued(t *testing.T, rc rueidis.Client, name string, n int) []string {
 	t.Helper()
 	var q []string
-	eventually(t, 10*time.Second, func() bool {
+	redistest.Eventually(t, 10*time.Second, func() bool {
 		q = queue(t, rc, name)
 		return len(q) == n
 	}, "queue length")
@@ -116,35 +82,10 @@ func leftOver(t *testing.T, rc rueidis.Client, name string) []string {
 // nothingLeft asserts that no key and no subscription of the lock remain.
 func nothingLeft(t *testing.T, c *interlock.Client, rc rueidis.Client, name string) {
 	t.Helper()
-	eventually(t, 3*time.Second, func() bool {
+	redistest.Eventually(t, 3*time.Second, func() bool {
 		chans, err := rc.Do(context.Background(), rc.B().PubsubChannels().Pattern("*"+name+"*").Build()).AsStrSlice()
 		return err == nil && len(chans) == 0 && c.Stats().Channels == 0 && len(leftOver(t, rc, name)) == 0
 	}, "keys or subscriptions left behind")
-}
-
-// faulty wraps a rueidis client and lets a test watch or tamper with
-// replies.
-type faulty struct {
-	rueidis.Client
-	mu sync.Mutex
-	do func(ctx context.Context, cmd rueidis.Completed, next func() rueidis.RedisResult) rueidis.RedisResult
-}
-
-func (f *faulty) set(do func(ctx context.Context, cmd rueidis.Completed, next func() rueidis.RedisResult) rueidis.RedisResult) {
-	f.mu.Lock()
-	f.do = do
-	f.mu.Unlock()
-}
-
-func (f *faulty) Do(ctx context.Context, cmd rueidis.Completed) rueidis.RedisResult {
-	next := func() rueidis.RedisResult { return f.Client.Do(ctx, cmd) }
-	f.mu.Lock()
-	do := f.do
-	f.mu.Unlock()
-	if do == nil {
-		return next()
-	}
-	return do(ctx, cmd, next)
 }
 
 // runs reports whether cmd runs script, and returns a copy of its ARGV

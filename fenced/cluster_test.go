@@ -25,15 +25,15 @@ import (
 func TestCluster(t *testing.T) {
 	cl := redistest.Cluster(t)
 	var sent atomic.Int64
-	counting := &faulty{do: func(ctx context.Context, cmd rueidis.Completed, next func() rueidis.RedisResult) rueidis.RedisResult {
-		sent.Add(1)
+	counting := &redistest.Hooked{Client: cl.Client(t)}
+	counting.Set(func(ctx context.Context, cmd rueidis.Completed, next func() rueidis.RedisResult) rueidis.RedisResult {
+		sent.Add(1) // Do only: a renewal's DoMulti is no key of the test's
 		return next()
-	}}
-	counting.Client = cl.Client(t)
+	})
 	rc := counting.Client
 	require.Equal(t, rueidis.ClientModeCluster, counting.Mode())
 	a, b := wrap(t, counting), wrap(t, counting)
-	ctx := testCtx(t)
+	ctx := redistest.Context(t)
 	sharded, err := runtime.Of(a).Sharded(ctx)
 	require.NoError(t, err)
 	require.True(t, sharded, "PubSubAuto on a Redis 7 cluster")
@@ -74,7 +74,7 @@ func TestCluster(t *testing.T) {
 				tok, err := mb.LockToken(ctxB)
 				got <- result{tok, err, time.Now()}
 			}()
-			eventually(t, 5*time.Second, func() bool { return b.Stats().Channels == 1 }, "waiter not subscribed")
+			redistest.Eventually(t, 5*time.Second, func() bool { return b.Stats().Channels == 1 }, "waiter not subscribed")
 			time.Sleep(20 * time.Millisecond)
 			require.NoError(t, ma.Unlock(ctxA))
 			require.NoError(t, ma.Unlock(ctxA))

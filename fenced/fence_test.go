@@ -93,7 +93,7 @@ func TestFenceConcurrent(t *testing.T) {
 
 func TestRedisFence(t *testing.T) {
 	rc := redistest.NewClient(t, addr)
-	ctx := testCtx(t)
+	ctx := redistest.Context(t)
 	base := "fence-test:" + t.Name()
 	fenceKey, data, hash := base+":fence", base+":data", base+":hash"
 	t.Cleanup(func() { rc.Do(context.Background(), rc.B().Del().Key(fenceKey, data, hash).Build()) })
@@ -178,7 +178,7 @@ func TestRedisFence(t *testing.T) {
 // malformed arguments are errors before anything changes.
 func TestRedisFenceFailures(t *testing.T) {
 	rc := redistest.NewClient(t, addr)
-	ctx := testCtx(t)
+	ctx := redistest.Context(t)
 	base := "fence-test:" + t.Name()
 	fenceKey, data, list := base+":fence", base+":data", base+":list"
 	t.Cleanup(func() { rc.Do(context.Background(), rc.B().Del().Key(fenceKey, data, list).Build()) })

@@ -23,7 +23,7 @@ import (
 // unlocks.
 func TestTokenSequence(t *testing.T) {
 	c, rc := newClient(t)
-	ctx := testCtx(t)
+	ctx := redistest.Context(t)
 	m := fenced.New(c, lockName(t))
 	token := func() uint64 {
 		t.Helper()
@@ -73,7 +73,7 @@ func TestTokenSequence(t *testing.T) {
 func TestTokensAcrossOwners(t *testing.T) {
 	a, _ := newClient(t)
 	b, _ := newClient(t)
-	ctx := testCtx(t)
+	ctx := redistest.Context(t)
 	name := lockName(t)
 	ma, mb := fenced.New(a, name), fenced.New(b, name)
 	a1 := interlock.WithOwner(ctx, 1)
@@ -122,7 +122,7 @@ func TestTokensAcrossOwners(t *testing.T) {
 	require.NoError(t, err)
 	next(tok, "B:1 lock with lease")
 	// The lease runs out; the counter does not.
-	eventually(t, 2*time.Second, func() bool {
+	redistest.Eventually(t, 2*time.Second, func() bool {
 		locked, err := mb.IsLocked(b1)
 		return err == nil && !locked
 	}, "the lease did not end")
@@ -141,7 +141,7 @@ func TestTokensAcrossOwners(t *testing.T) {
 
 func TestReentrancyAndExclusion(t *testing.T) {
 	c, _ := newClient(t)
-	ctx := testCtx(t)
+	ctx := redistest.Context(t)
 	m := fenced.New(c, lockName(t))
 	other := interlock.WithOwner(ctx, interlock.NewOwnerID())
 	count := func() int {
@@ -182,7 +182,7 @@ func TestReentrancyAndExclusion(t *testing.T) {
 // variants set the lease, and their guard ends with it.
 func TestLeaseIsHonoured(t *testing.T) {
 	c, _ := newClient(t)
-	ctx := testCtx(t)
+	ctx := redistest.Context(t)
 	m := fenced.New(c, lockName(t))
 
 	_, err := m.LockLeaseToken(ctx, 10*time.Second)
@@ -205,7 +205,7 @@ func TestLeaseIsHonoured(t *testing.T) {
 		t.Fatal("the guard outlived the lease")
 	}
 	assert.ErrorIs(t, context.Cause(guard), fenced.ErrLockLost)
-	eventually(t, 2*time.Second, func() bool {
+	redistest.Eventually(t, 2*time.Second, func() bool {
 		locked, err := m.IsLocked(ctx)
 		return err == nil && !locked
 	}, "the lease did not end on the server")
@@ -224,7 +224,7 @@ func TestGuardReportsDeletedKey(t *testing.T) {
 	// A watchdog timeout of 1s: held until the key is deleted, however
 	// late a loaded machine runs the renewals.
 	c, rc := newClient(t, interlock.WithWatchdogTimeout(time.Second))
-	ctx := testCtx(t)
+	ctx := redistest.Context(t)
 	m := fenced.New(c, lockName(t))
 	_, err := m.LockToken(ctx)
 	require.NoError(t, err)
@@ -247,7 +247,7 @@ func TestWatchdogKeepsTheLock(t *testing.T) {
 	// machine.
 	const watchdog = 1500 * time.Millisecond
 	c, _ := newClient(t, interlock.WithWatchdogTimeout(watchdog))
-	ctx := testCtx(t)
+	ctx := redistest.Context(t)
 	m := fenced.New(c, lockName(t))
 	_, err := m.LockToken(ctx)
 	require.NoError(t, err)
@@ -264,7 +264,7 @@ func TestWatchdogKeepsTheLock(t *testing.T) {
 
 func TestWaiterIsWokenAndGetsANewerToken(t *testing.T) {
 	c, _ := newClient(t)
-	ctx := testCtx(t)
+	ctx := redistest.Context(t)
 	m := fenced.New(c, lockName(t))
 	holder := interlock.WithOwner(ctx, interlock.NewOwnerID())
 	first, err := m.LockToken(holder)
@@ -281,12 +281,12 @@ func TestWaiterIsWokenAndGetsANewerToken(t *testing.T) {
 	assert.Less(t, time.Since(start), 5*time.Second, "woken by the release message, not by the 30s TTL")
 	assert.Greater(t, second, first)
 	require.NoError(t, m.Unlock(ctx))
-	eventually(t, 2*time.Second, func() bool { return c.Stats().Channels == 0 }, "subscriptions left behind")
+	redistest.Eventually(t, 2*time.Second, func() bool { return c.Stats().Channels == 0 }, "subscriptions left behind")
 }
 
 func TestCancelWhileWaiting(t *testing.T) {
 	c, _ := newClient(t)
-	ctx := testCtx(t)
+	ctx := redistest.Context(t)
 	m := fenced.New(c, lockName(t))
 	holder := interlock.WithOwner(ctx, interlock.NewOwnerID())
 	tok, err := m.LockToken(holder)
@@ -310,10 +310,11 @@ func TestCancelWhileWaiting(t *testing.T) {
 // TestLostAcquireReply: when the reply to an acquisition is lost, the hold
 // it took is released, and its token stays used.
 func TestLostAcquireReply(t *testing.T) {
-	ctx := testCtx(t)
+	ctx := redistest.Context(t)
 	var lose atomic.Bool
 	var caller atomic.Pointer[context.Context] // the deadline the reply outlasts
-	f := &faulty{do: func(cctx context.Context, cmd rueidis.Completed, next func() rueidis.RedisResult) rueidis.RedisResult {
+	f := &redistest.Hooked{Client: redistest.NewClient(t, addr)}
+	f.Set(func(cctx context.Context, cmd rueidis.Completed, next func() rueidis.RedisResult) rueidis.RedisResult {
 		if !lose.Load() || !runs(cmd, script.FencedAcquire()) {
 			return next()
 		}
@@ -323,8 +324,7 @@ func TestLostAcquireReply(t *testing.T) {
 		lctx := *caller.Load()
 		<-lctx.Done()
 		return rueidis.NewErrorResult(lctx.Err()) // ... and its reply is lost to the caller's deadline
-	}}
-	f.Client = redistest.NewClient(t, addr)
+	})
 	// Loaded scripts: the hook loses the reply of an EVALSHA that ran.
 	require.NoError(t, lua.Preload(ctx, f.Client))
 	c := wrap(t, f)
@@ -371,7 +371,7 @@ func TestLostAcquireReply(t *testing.T) {
 // errors or waits, never a hold with an unusable token.
 func TestForeignState(t *testing.T) {
 	c, rc := newClient(t)
-	ctx := testCtx(t)
+	ctx := redistest.Context(t)
 	name := lockName(t)
 	m := fenced.New(c, name)
 	set := func(args ...string) {
@@ -435,14 +435,9 @@ func TestForeignState(t *testing.T) {
 // bad input with ErrInvalid before anything is sent (the common methods
 // are in the conformance suite).
 func TestBadTokenInputSendsNothing(t *testing.T) {
-	var sent atomic.Int64
-	counting := &faulty{do: func(ctx context.Context, cmd rueidis.Completed, next func() rueidis.RedisResult) rueidis.RedisResult {
-		sent.Add(1)
-		return next()
-	}}
-	counting.Client = redistest.NewClient(t, addr)
+	counting := &redistest.Hooked{Client: redistest.NewClient(t, addr)}
 	c := wrap(t, counting)
-	ctx := testCtx(t)
+	ctx := redistest.Context(t)
 
 	for _, name := range []string{"", "a{b", "{}x", "x}y"} {
 		m := fenced.New(c, name)
@@ -497,7 +492,7 @@ func TestBadTokenInputSendsNothing(t *testing.T) {
 	assert.ErrorIs(t, inProcess.Do(0, func() error { return nil }), interlock.ErrInvalid)
 	assert.ErrorIs(t, inProcess.Do(1, nil), interlock.ErrInvalid)
 	assert.Zero(t, inProcess.Highest())
-	assert.Zero(t, sent.Load(), "commands sent for bad input")
+	assert.Zero(t, counting.Sent(), "commands sent for bad input")
 }
 
 // TestClosedClientTokens: the token methods return ErrClosed once the
@@ -505,7 +500,7 @@ func TestBadTokenInputSendsNothing(t *testing.T) {
 // common methods are in the conformance suite).
 func TestClosedClientTokens(t *testing.T) {
 	c, _ := newClient(t)
-	ctx := testCtx(t)
+	ctx := redistest.Context(t)
 	m := fenced.New(c, lockName(t))
 	_, err := m.LockToken(ctx)
 	require.NoError(t, err)

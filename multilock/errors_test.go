@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/interlock-go/interlock"
+	"github.com/interlock-go/interlock/internal/redistest"
 	"github.com/interlock-go/interlock/multilock"
 )
 
@@ -50,7 +51,7 @@ func memberErr(op interlock.Op, name string) error {
 // *interlock.Error of the multi-lock (wrapping several members' errors,
 // each kept whole); never a bare join.
 func TestErrorShapes(t *testing.T) {
-	ctx := testCtx(t)
+	ctx := redistest.Context(t)
 	lockErr := func(t *testing.T, err error, kind interlock.Kind, op interlock.Op, name string) *interlock.Error {
 		t.Helper()
 		e, ok := err.(*interlock.Error)

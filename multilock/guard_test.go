@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/interlock-go/interlock"
+	"github.com/interlock-go/interlock/internal/redistest"
 	"github.com/interlock-go/interlock/multilock"
 	"github.com/interlock-go/interlock/rlock"
 )
@@ -18,13 +19,13 @@ import (
 // ends, keeps nothing per call, for a MultiLock and a RedLock alike; the
 // guards still end as the members do.
 func TestRepeatedGuardsKeepNothing(t *testing.T) {
-	ctx := testCtx(t)
+	ctx := redistest.Context(t)
 	n := names(t, 3)
 	var all, red []*rlock.Mutex
-	c, _ := newClient(t, addr)
+	c, _ := newClient(t)
 	for i := range 3 {
 		all = append(all, rlock.New(c, n[i]+":all"))
-		ci, _ := newClient(t, addr)
+		ci, _ := newClient(t)
 		red = append(red, rlock.New(ci, n[i]+":red"))
 	}
 	for _, tc := range []struct {
@@ -49,11 +50,11 @@ func TestRepeatedGuardsKeepNothing(t *testing.T) {
 			assert.Less(t, grown/calls, int64(64), "bytes kept per Guard call (%d in all)", grown)
 
 			for i := range tc.survive {
-				require.True(t, must[bool](t)(tc.members[i].ForceUnlock(ctx)))
+				require.True(t, redistest.Must[bool](t)(tc.members[i].ForceUnlock(ctx)))
 				require.NoError(t, first.Err(), "a minority lost leaves a RedLock's guard on")
 				require.NoError(t, tc.m.Guard(context.Background()).Err())
 			}
-			require.True(t, must[bool](t)(tc.members[tc.survive].ForceUnlock(ctx)))
+			require.True(t, redistest.Must[bool](t)(tc.members[tc.survive].ForceUnlock(ctx)))
 			select {
 			case <-first.Done():
 			case <-time.After(5 * time.Second):

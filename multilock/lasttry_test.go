@@ -32,8 +32,8 @@ func (l lateLastTry) TryLock(ctx context.Context, wait, lease time.Duration) (bo
 // after the member's bound: its master answered, so the call is (false,
 // nil), not a member error, and the member taken before it is given back.
 func TestALateLastTryIsBusy(t *testing.T) {
-	ctx := testCtx(t)
-	c, rc := newClient(t, addr)
+	ctx := redistest.Context(t)
+	c, rc := newClient(t)
 	n := names(t, 2)
 	busy := rlock.New(c, n[1])
 	other := interlock.WithOwner(ctx, interlock.NewOwnerID())
@@ -44,7 +44,7 @@ func TestALateLastTryIsBusy(t *testing.T) {
 	ok, err := m.TryLock(ctx, 300*time.Millisecond, 0)
 	require.NoError(t, err, "a busy member, however late its last answer")
 	assert.False(t, ok)
-	assert.EqualValues(t, -2, pttl(t, rc, n[0]), "the first member given back")
+	assert.EqualValues(t, -2, redistest.PTTL(t, rc, n[0]), "the first member given back")
 	assert.Equal(t, 1, c.Stats().Holds, "only the other owner's hold")
 }
 
@@ -53,14 +53,14 @@ func TestALateLastTryIsBusy(t *testing.T) {
 // gives back what it took.
 func TestAFrozenMasterIsNoAnswer(t *testing.T) {
 	redistest.RequireProcess(t)
-	ctx := testCtx(t)
-	c, rc := newClient(t, addr)
+	ctx := redistest.Context(t)
+	c, rc := newClient(t)
 	s := redistest.Standalone(t)
-	frozen, _ := newClient(t, s.Addr())
+	frozen := wrap(t, redistest.NewClient(t, s.Addr()))
 	t.Cleanup(func() { _ = s.Resume() }) // before the Client's Close
 	n := names(t, 2)
 	m := multilock.New(rlock.New(c, n[0]), rlock.New(frozen, n[1]))
-	require.True(t, must[bool](t)(m.TryLock(ctx, 0, 0)), "both masters answer before the freeze")
+	require.True(t, redistest.Must[bool](t)(m.TryLock(ctx, 0, 0)), "both masters answer before the freeze")
 	require.NoError(t, m.Unlock(ctx))
 
 	require.NoError(t, s.Pause())
@@ -77,6 +77,6 @@ func TestAFrozenMasterIsNoAnswer(t *testing.T) {
 	// headroom for a loaded machine whose wake-ups come hundreds of
 	// milliseconds late.
 	assert.Less(t, took, wait+75*time.Millisecond+2*time.Second)
-	assert.EqualValues(t, -2, pttl(t, rc, n[0]), "the first member given back")
+	assert.EqualValues(t, -2, redistest.PTTL(t, rc, n[0]), "the first member given back")
 	assert.Zero(t, c.Stats().Holds)
 }

@@ -20,10 +20,10 @@ import (
 )
 
 func TestBadInputIsRefusedBeforeSending(t *testing.T) {
-	ctx := testCtx(t)
-	c, rc := newClient(t, addr)
-	c2, _ := newClient(t, addr)
-	c3, _ := newClient(t, addr)
+	ctx := redistest.Context(t)
+	c, rc := newClient(t)
+	c2, _ := newClient(t)
+	c3, _ := newClient(t)
 	n := names(t, 3)
 	a, b := rlock.New(c, n[0]), rlock.New(c, n[1])
 	var nilLock *rlock.Mutex
@@ -53,7 +53,7 @@ func TestBadInputIsRefusedBeforeSending(t *testing.T) {
 	require.NoError(t, multilock.NewRedLock(rlock.New(c, n[0]), rlock.New(c2, n[1]), rlock.New(c3, n[2])).Lock(ctx))
 	require.NoError(t, multilock.NewRedLock(rlock.New(c, n[0]), rlock.New(c2, n[1]), rlock.New(c3, n[2])).Unlock(ctx))
 	for _, k := range n {
-		assert.EqualValues(t, -2, pttl(t, rc, k), "nothing left on %s", k)
+		assert.EqualValues(t, -2, redistest.PTTL(t, rc, k), "nothing left on %s", k)
 	}
 }
 
@@ -72,43 +72,43 @@ func members(c *interlock.Client, n []string) []interlock.Locker {
 }
 
 func TestHoldsEveryMemberOfAnyKind(t *testing.T) {
-	ctx := testCtx(t)
-	c, rc := newClient(t, addr)
+	ctx := redistest.Context(t)
+	c, rc := newClient(t)
 	n := names(t, 6)
 	m := multilock.New(members(c, n)...)
 	require.NoError(t, m.Lock(ctx))
-	assert.True(t, must[bool](t)(m.IsHeld(ctx)))
+	assert.True(t, redistest.Must[bool](t)(m.IsHeld(ctx)))
 	for _, member := range m.Members() {
-		assert.True(t, must[bool](t)(member.IsHeld(ctx)), member.Name())
-		assert.InDelta(t, 30000, pttl(t, rc, member.Name()), 2000, "a watchdog hold: %s", member.Name())
+		assert.True(t, redistest.Must[bool](t)(member.IsHeld(ctx)), member.Name())
+		assert.InDelta(t, 30000, redistest.PTTL(t, rc, member.Name()), 2000, "a watchdog hold: %s", member.Name())
 	}
 	assert.Equal(t, 6, c.Stats().Holds, "every member rides the Client's one watchdog")
 	assert.InDelta(t, 30*time.Second, m.Remaining(ctx), float64(2*time.Second))
 
 	// Another owner gets none of them.
 	other := interlock.WithOwner(ctx, interlock.NewOwnerID())
-	assert.False(t, must[bool](t)(m.TryLock(other, 0, 0)))
-	assert.False(t, must[bool](t)(m.TryLock(other, 300*time.Millisecond, time.Second)))
-	assert.False(t, must[bool](t)(m.IsHeld(other)))
+	assert.False(t, redistest.Must[bool](t)(m.TryLock(other, 0, 0)))
+	assert.False(t, redistest.Must[bool](t)(m.TryLock(other, 300*time.Millisecond, time.Second)))
+	assert.False(t, redistest.Must[bool](t)(m.IsHeld(other)))
 
 	g := m.Guard(ctx)
 	require.NoError(t, m.Unlock(ctx))
 	<-g.Done()
 	assert.ErrorIs(t, context.Cause(g), context.Canceled)
 	for _, k := range n {
-		assert.EqualValues(t, -2, pttl(t, rc, k), "%s released", k)
+		assert.EqualValues(t, -2, redistest.PTTL(t, rc, k), "%s released", k)
 	}
 	assert.Zero(t, c.Stats().Holds)
 	assert.ErrorIs(t, m.Unlock(ctx), interlock.ErrNotHeld)
 
 	// The other owner now gets them all.
-	require.True(t, must[bool](t)(m.TryLock(other, 0, 0)))
+	require.True(t, redistest.Must[bool](t)(m.TryLock(other, 0, 0)))
 	require.NoError(t, m.Unlock(other))
 }
 
 func TestABusyMemberLeavesNothingHeld(t *testing.T) {
-	ctx := testCtx(t)
-	c, rc := newClient(t, addr)
+	ctx := redistest.Context(t)
+	c, rc := newClient(t)
 	n := names(t, 3)
 	busy := rlock.New(c, n[2])
 	other := interlock.WithOwner(ctx, interlock.NewOwnerID())
@@ -120,8 +120,8 @@ func TestABusyMemberLeavesNothingHeld(t *testing.T) {
 	require.NoError(t, err)
 	assert.False(t, ok)
 	assert.GreaterOrEqual(t, time.Since(start), 350*time.Millisecond, "the last member waited for what was left")
-	assert.EqualValues(t, -2, pttl(t, rc, n[0]))
-	assert.EqualValues(t, -2, pttl(t, rc, n[1]))
+	assert.EqualValues(t, -2, redistest.PTTL(t, rc, n[0]))
+	assert.EqualValues(t, -2, redistest.PTTL(t, rc, n[1]))
 	assert.Equal(t, 1, c.Stats().Holds, "only the other owner's hold")
 
 	// A Lock waits for the busy member's release.
@@ -143,19 +143,19 @@ func TestABusyMemberLeavesNothingHeld(t *testing.T) {
 	cctx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
 	defer cancel()
 	assert.ErrorIs(t, m.Lock(cctx), context.DeadlineExceeded)
-	assert.EqualValues(t, -2, pttl(t, rc, n[0]))
-	assert.EqualValues(t, -2, pttl(t, rc, n[1]))
+	assert.EqualValues(t, -2, redistest.PTTL(t, rc, n[0]))
+	assert.EqualValues(t, -2, redistest.PTTL(t, rc, n[1]))
 	require.NoError(t, busy.Unlock(other))
 }
 
 func TestLeaseIsGivenOnceAllAreHeld(t *testing.T) {
-	ctx := testCtx(t)
-	c, rc := newClient(t, addr)
+	ctx := redistest.Context(t)
+	c, rc := newClient(t)
 	n := names(t, 3)
 	m := multilock.New(rlock.New(c, n[0]), fairlock.New(c, n[1]), rwlock.New(c, n[2]).Read())
-	require.True(t, must[bool](t)(m.TryLock(ctx, 10*time.Second, 3*time.Second)))
+	require.True(t, redistest.Must[bool](t)(m.TryLock(ctx, 10*time.Second, 3*time.Second)))
 	for _, k := range n {
-		assert.InDelta(t, 3000, pttl(t, rc, k), 300, "%s leased 3s, not the gathering's 20s", k)
+		assert.InDelta(t, 3000, redistest.PTTL(t, rc, k), 300, "%s leased 3s, not the gathering's 20s", k)
 	}
 	assert.InDelta(t, 3*time.Second, m.Remaining(ctx), float64(300*time.Millisecond))
 	g := m.Guard(ctx)
@@ -167,24 +167,24 @@ func TestLeaseIsGivenOnceAllAreHeld(t *testing.T) {
 	}
 	// The guard ends a lease after the request that set it was sent; the
 	// server, a lease after it ran it.
-	assert.Eventually(t, func() bool { return !must[bool](t)(m.IsHeld(ctx)) }, 200*time.Millisecond, 2*time.Millisecond)
+	assert.Eventually(t, func() bool { return !redistest.Must[bool](t)(m.IsHeld(ctx)) }, 200*time.Millisecond, 2*time.Millisecond)
 
 	require.NoError(t, m.LockLease(ctx, 2*time.Second))
 	for _, k := range n {
-		assert.InDelta(t, 2000, pttl(t, rc, k), 300, k)
+		assert.InDelta(t, 2000, redistest.PTTL(t, rc, k), 300, k)
 	}
 	require.NoError(t, m.Unlock(ctx))
 }
 
 func TestGuardEndsWithAnyMember(t *testing.T) {
-	ctx := testCtx(t)
-	c, _ := newClient(t, addr)
+	ctx := redistest.Context(t)
+	c, _ := newClient(t)
 	n := names(t, 3)
 	a := rlock.New(c, n[1])
 	m := multilock.New(rlock.New(c, n[0]), a, rlock.New(c, n[2]))
 	require.NoError(t, m.Lock(ctx))
 	g := m.Guard(ctx)
-	require.True(t, must[bool](t)(a.ForceUnlock(ctx)))
+	require.True(t, redistest.Must[bool](t)(a.ForceUnlock(ctx)))
 	select {
 	case <-g.Done():
 	default:
@@ -199,23 +199,23 @@ func TestGuardEndsWithAnyMember(t *testing.T) {
 }
 
 func TestReentry(t *testing.T) {
-	ctx := testCtx(t)
-	c, rc := newClient(t, addr)
+	ctx := redistest.Context(t)
+	c, rc := newClient(t)
 	n := names(t, 2)
 	m := multilock.New(rlock.New(c, n[0]), rlock.New(c, n[1]))
 	require.NoError(t, m.Lock(ctx))
 	require.NoError(t, m.Lock(ctx))
 	require.NoError(t, m.Unlock(ctx))
-	assert.True(t, must[bool](t)(m.IsHeld(ctx)))
+	assert.True(t, redistest.Must[bool](t)(m.IsHeld(ctx)))
 	require.NoError(t, m.Unlock(ctx))
-	assert.EqualValues(t, -2, pttl(t, rc, n[0]))
+	assert.EqualValues(t, -2, redistest.PTTL(t, rc, n[0]))
 
 	// A non-reentrant member fails at once, and takes back the others.
 	nr := multilock.New(rlock.New(c, n[0]), nonreentrant.New(c, n[1]))
 	require.NoError(t, nr.Lock(ctx))
 	assert.ErrorIs(t, nr.Lock(ctx), nonreentrant.ErrReentered)
 	require.NoError(t, nr.Unlock(ctx))
-	assert.EqualValues(t, -2, pttl(t, rc, n[0]))
+	assert.EqualValues(t, -2, redistest.PTTL(t, rc, n[0]))
 }
 
 // redLock returns a RedLock over one lock on each of three new servers.
@@ -224,7 +224,7 @@ func redLock(t *testing.T, name string) (*multilock.Mutex, []*redistest.Server) 
 	var locks []interlock.Locker
 	for range 3 {
 		s := redistest.Standalone(t)
-		c, _ := newClient(t, s.Addr())
+		c := wrap(t, redistest.NewClient(t, s.Addr()))
 		servers = append(servers, s)
 		locks = append(locks, rlock.New(c, name))
 	}
@@ -232,10 +232,10 @@ func redLock(t *testing.T, name string) (*multilock.Mutex, []*redistest.Server) 
 }
 
 func TestRedLockNeedsAMajority(t *testing.T) {
-	ctx := testCtx(t)
+	ctx := redistest.Context(t)
 	name := names(t, 1)[0]
 	m, servers := redLock(t, name)
-	require.True(t, must[bool](t)(m.TryLock(ctx, time.Second, 0)))
+	require.True(t, redistest.Must[bool](t)(m.TryLock(ctx, time.Second, 0)))
 	require.NoError(t, m.Unlock(ctx))
 
 	// One master frozen: the others make a majority within the wait.
@@ -245,7 +245,7 @@ func TestRedLockNeedsAMajority(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, ok)
 	assert.Less(t, time.Since(start), 3*time.Second)
-	assert.True(t, must[bool](t)(m.IsHeld(ctx)))
+	assert.True(t, redistest.Must[bool](t)(m.IsHeld(ctx)))
 	assert.Positive(t, m.Remaining(ctx))
 	g := m.Guard(ctx)
 	assert.NoError(t, g.Err(), "a minority not held leaves the guard on")
@@ -260,5 +260,5 @@ func TestRedLockNeedsAMajority(t *testing.T) {
 	assert.False(t, ok)
 	assert.Error(t, err, "the members' errors say why")
 	rc := redistest.NewClient(t, servers[1].Addr())
-	assert.EqualValues(t, -2, pttl(t, rc, name))
+	assert.EqualValues(t, -2, redistest.PTTL(t, rc, name))
 }

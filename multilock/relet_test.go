@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/interlock-go/interlock"
+	"github.com/interlock-go/interlock/internal/redistest"
 	"github.com/interlock-go/interlock/multilock"
 	"github.com/interlock-go/interlock/rlock"
 )
@@ -31,8 +32,8 @@ func (a *afterTry) TryLock(ctx context.Context, wait, lease time.Duration) (bool
 // member it took once: with the first member lost and the last one failing,
 // an outer hold of the middle one stays.
 func TestAFailedReletGivesBackEachMemberOnce(t *testing.T) {
-	ctx := interlock.WithOwner(testCtx(t), 5)
-	c, rc := newClient(t, addr)
+	ctx := interlock.WithOwner(redistest.Context(t), 5)
+	c, rc := newClient(t)
 	n := names(t, 3)
 	tctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -52,7 +53,7 @@ func TestAFailedReletGivesBackEachMemberOnce(t *testing.T) {
 	held, err := middle.IsHeld(ctx)
 	require.NoError(t, err)
 	assert.True(t, held, "the outer hold of the middle member")
-	assert.Equal(t, 1, must[int](t)(middle.HoldCount(ctx)))
+	assert.Equal(t, 1, redistest.Must[int](t)(middle.HoldCount(ctx)))
 	require.NoError(t, middle.Unlock(ctx))
-	assert.EqualValues(t, -2, pttl(t, rc, n[2]), "the last member given back")
+	assert.EqualValues(t, -2, redistest.PTTL(t, rc, n[2]), "the last member given back")
 }

@@ -1,7 +1,6 @@
 package nonreentrant_test
 
 import (
-	"context"
 	"testing"
 	"time"
 
@@ -16,14 +15,11 @@ import (
 // A wait timeout under 1ms is refused by every method, with nothing sent;
 // a valid one is the queue's grace.
 func TestFairWaitTimeout(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	c, err := interlock.New(redistest.NewClient(t, addr))
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = c.Close() })
+	ctx := redistest.Context(t)
+	c, _ := newClient(t)
 
 	bad := nonreentrant.NewFair(c, "nonreentrant-test:bad-wait", nonreentrant.WithWaitTimeout(time.Microsecond))
-	err = bad.Lock(ctx)
+	err := bad.Lock(ctx)
 	require.ErrorIs(t, err, interlock.ErrInvalid)
 	assert.ErrorContains(t, err, "wait timeout 1µs must be at least 1ms")
 

@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/interlock-go/interlock"
+	"github.com/interlock-go/interlock/internal/redistest"
 	"github.com/interlock-go/interlock/rlock"
 )
 
@@ -15,7 +16,7 @@ import (
 // deleted by hand) reaches a waiter with WithPollInterval within about that
 // interval, long before the holder's TTL (3s) would have.
 func TestPollIntervalFindsSilentReleases(t *testing.T) {
-	ctx := testCtx(t)
+	ctx := redistest.Context(t)
 	holder, rc := newClient(t)
 	waiter, _ := newClient(t)
 	name := lockName(t)
@@ -42,13 +43,13 @@ func TestPollIntervalFindsSilentReleases(t *testing.T) {
 
 func TestPollIntervalValidates(t *testing.T) {
 	c, _ := newClient(t)
-	err := rlock.New(c, lockName(t), rlock.WithPollInterval(0)).Lock(testCtx(t))
+	err := rlock.New(c, lockName(t), rlock.WithPollInterval(0)).Lock(redistest.Context(t))
 	assert.ErrorIs(t, err, interlock.ErrInvalid)
 }
 
 // A poll interval under 1ms is refused by every method, with nothing sent.
 func TestPollIntervalTooShort(t *testing.T) {
-	ctx := testCtx(t)
+	ctx := redistest.Context(t)
 	c, _ := newClient(t)
 	m := rlock.New(c, lockName(t), rlock.WithPollInterval(time.Microsecond))
 	err := m.Lock(ctx)

@@ -37,7 +37,7 @@ func TestSentinelClient(t *testing.T) {
 	require.Equal(t, rueidis.ClientModeSentinel, rc.Mode())
 	mc := s.Master().Client(t)
 	c := wrap(t, rc, interlock.WithWatchdogTimeout(watchdog))
-	ctx := testCtx(t)
+	ctx := redistest.Context(t)
 	m := rlock.New(c, lockName(t))
 
 	// Lock: a watchdog hold, written to the master.
@@ -80,7 +80,7 @@ func TestSentinelClient(t *testing.T) {
 		acquired <- result{time.Now(), err}
 	}()
 	channel := keys.LockChannel(m.Name())
-	eventually(t, 5*time.Second, func() bool {
+	redistest.Eventually(t, 5*time.Second, func() bool {
 		n, err := mc.Do(ctx, mc.B().PubsubNumsub().Channel(channel).Build()).AsIntMap()
 		return err == nil && n[channel] == 1 && c.Stats().Channels == 1
 	}, "the waiter's subscription did not reach the master")
@@ -105,11 +105,11 @@ func TestSentinelClient(t *testing.T) {
 
 	// Nothing is left: no key (the unlock latches go in the background), no
 	// subscription, no hold to renew.
-	eventually(t, 2*time.Second, func() bool {
+	redistest.Eventually(t, 2*time.Second, func() bool {
 		left, err := mc.Do(ctx, mc.B().Keys().Pattern("*"+m.Name()+"*").Build()).AsStrSlice()
 		return err == nil && len(left) == 0
 	}, "keys left behind after unlock")
-	eventually(t, 2*time.Second, func() bool {
+	redistest.Eventually(t, 2*time.Second, func() bool {
 		chans, err := mc.Do(ctx, mc.B().PubsubChannels().Pattern("*"+m.Name()+"*").Build()).AsStrSlice()
 		return err == nil && len(chans) == 0 && c.Stats().Channels == 0
 	}, "subscriptions left behind")

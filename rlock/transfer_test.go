@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/interlock-go/interlock"
+	"github.com/interlock-go/interlock/internal/redistest"
 	"github.com/interlock-go/interlock/rlock"
 )
 
@@ -22,7 +23,7 @@ func TestTransfersYieldToAnotherClient(t *testing.T) {
 	a, _ := newClient(t)
 	b, _ := newClient(t)
 	name := lockName(t)
-	ctx := testCtx(t)
+	ctx := redistest.Context(t)
 	loopCtx, stop := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	for g := range 8 {

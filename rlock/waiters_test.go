@@ -12,6 +12,7 @@ import (
 
 	"github.com/interlock-go/interlock"
 	"github.com/interlock-go/interlock/internal/keys"
+	"github.com/interlock-go/interlock/internal/redistest"
 	"github.com/interlock-go/interlock/rlock"
 )
 
@@ -28,7 +29,7 @@ func TestWaitersShareSubscriptions(t *testing.T) {
 		maxHandoff = time.Second
 	)
 	c, rc := newClient(t)
-	ctx := testCtx(t)
+	ctx := redistest.Context(t)
 	holder := interlock.WithOwner(ctx, 1)
 
 	names := make([]string, locks)
@@ -61,7 +62,7 @@ func TestWaitersShareSubscriptions(t *testing.T) {
 		}
 	}
 
-	eventually(t, 10*time.Second, func() bool {
+	redistest.Eventually(t, 10*time.Second, func() bool {
 		reply, err := rc.Do(ctx, rc.B().PubsubNumsub().Channel(channels...).Build()).ToArray()
 		if err != nil || len(reply) != 2*locks {
 			return false
@@ -98,7 +99,7 @@ func TestWaitersShareSubscriptions(t *testing.T) {
 	t.Logf("%d hand-offs: p50 %v, p99 %v, max %v", len(handoffs), p(0.5), p(0.99), handoffs[len(handoffs)-1])
 	assert.Less(t, handoffs[len(handoffs)-1], maxHandoff, "a waiter acquired late after the release that freed it")
 
-	eventually(t, 2*time.Second, func() bool {
+	redistest.Eventually(t, 2*time.Second, func() bool {
 		chans, err := rc.Do(ctx, rc.B().PubsubChannels().Pattern("*"+lockName(t)+"*").Build()).AsStrSlice()
 		return err == nil && len(chans) == 0 && c.Stats().Channels == 0
 	}, "subscriptions left behind")

@@ -33,7 +33,7 @@ func TestCluster(t *testing.T) {
 	rc := cl.Client(t)
 	require.Equal(t, rueidis.ClientModeCluster, rc.Mode())
 	c := wrap(t, rc)
-	ctx := testCtx(t)
+	ctx := redistest.Context(t)
 	sharded, err := runtime.Of(c).Sharded(ctx)
 	require.NoError(t, err)
 	require.True(t, sharded, "Redisson's default on a Redis 7 cluster is sharded pub/sub")
@@ -59,7 +59,7 @@ func TestCluster(t *testing.T) {
 		assert.EqualValues(t, 1, n, "the timeout key is on the lock's node")
 		require.NoError(t, rw.Read().Unlock(a))
 		require.NoError(t, rw.Write().Unlock(a))
-		assert.False(t, must[bool](t)(rw.Read().IsLocked(ctx)))
+		assert.False(t, redistest.Must[bool](t)(rw.Read().IsLocked(ctx)))
 
 		// A reader waits for a writer, a writer for a reader.
 		require.NoError(t, rw.Write().Lock(a))
@@ -69,7 +69,7 @@ func TestCluster(t *testing.T) {
 			assert.NoError(t, rw.Read().Lock(b))
 			woke <- time.Now()
 		}()
-		eventually(t, 5*time.Second, func() bool { return c.Stats().Channels == 1 }, "reader not waiting")
+		redistest.Eventually(t, 5*time.Second, func() bool { return c.Stats().Channels == 1 }, "reader not waiting")
 		time.Sleep(50 * time.Millisecond)
 		released := time.Now()
 		require.NoError(t, rw.Write().Unlock(a))
@@ -85,7 +85,7 @@ func TestCluster(t *testing.T) {
 			assert.NoError(t, rw.Write().Lock(a))
 			woke <- time.Now()
 		}()
-		eventually(t, 5*time.Second, func() bool { return c.Stats().Channels == 1 }, "writer not waiting")
+		redistest.Eventually(t, 5*time.Second, func() bool { return c.Stats().Channels == 1 }, "writer not waiting")
 		time.Sleep(50 * time.Millisecond)
 		released = time.Now()
 		require.NoError(t, rw.Read().Unlock(b))
@@ -133,7 +133,7 @@ func TestCluster(t *testing.T) {
 	}
 
 	// Nothing is left on any node.
-	eventually(t, 2*time.Second, func() bool {
+	redistest.Eventually(t, 2*time.Second, func() bool {
 		for _, n := range cl.Nodes() {
 			nc := n.Client(t)
 			ks, err := nc.Do(ctx, nc.B().Keys().Pattern("*"+base+"*").Build()).AsStrSlice()

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/interlock-go/interlock"
+	"github.com/interlock-go/interlock/internal/redistest"
 	"github.com/interlock-go/interlock/rwlock"
 )
 
@@ -20,7 +21,7 @@ func keepsAlive(t *testing.T, rc rueidis.Client, d, lease time.Duration, keys ..
 	end := time.Now().Add(d)
 	for time.Now().Before(end) {
 		for _, k := range keys {
-			p := pttl(t, rc, k)
+			p := redistest.PTTL(t, rc, k)
 			require.Greater(t, p, int64(0), "%s expired while held", k)
 			require.LessOrEqual(t, p, lease.Milliseconds(), k)
 		}
@@ -39,7 +40,7 @@ func TestWatchdogKeepsReadAndWriteHolds(t *testing.T) {
 	}
 	const watchdog = 1500 * time.Millisecond
 	c, rc := newClient(t, interlock.WithWatchdogTimeout(watchdog))
-	ctx := testCtx(t)
+	ctx := redistest.Context(t)
 	x := rwlock.New(c, lockName(t)+":x")
 	y := rwlock.New(c, lockName(t)+":y")
 	a, b := owner(ctx), owner(ctx)
@@ -70,7 +71,7 @@ func TestWatchdogKeepsReadAndWriteHolds(t *testing.T) {
 	require.NoError(t, x.Read().Unlock(a))
 	require.NoError(t, x.Read().Unlock(a))
 	require.NoError(t, y.Read().Unlock(b))
-	eventually(t, 2*time.Second, func() bool { return len(keysLike(t, rc, lockName(t))) == 0 }, "keys left behind")
+	redistest.Eventually(t, 2*time.Second, func() bool { return len(keysLike(t, rc, lockName(t))) == 0 }, "keys left behind")
 	assert.Zero(t, c.Stats().Holds)
 }
 
@@ -81,7 +82,7 @@ func TestDeletedLockLosesGuards(t *testing.T) {
 	// only 2s after their keys were deleted.
 	const watchdog = 2 * time.Second
 	c, rc := newClient(t, interlock.WithWatchdogTimeout(watchdog))
-	ctx := testCtx(t)
+	ctx := redistest.Context(t)
 	x := rwlock.New(c, lockName(t)+":x")
 	y := rwlock.New(c, lockName(t)+":y")
 	a, b := owner(ctx), owner(ctx)
@@ -120,7 +121,7 @@ func TestRenewalSparesOtherClientsReaders(t *testing.T) {
 	// Renewals every 500ms, each with a second to spare for a loaded
 	// machine.
 	const watchdog = 1500 * time.Millisecond
-	ctx := testCtx(t)
+	ctx := redistest.Context(t)
 	dead, rc := newClient(t, interlock.WithWatchdogTimeout(watchdog))
 	live, _ := newClient(t, interlock.WithWatchdogTimeout(watchdog))
 	name := lockName(t)
@@ -137,9 +138,9 @@ func TestRenewalSparesOtherClientsReaders(t *testing.T) {
 	deadKey := "{" + name + "}:" + D + ":rwlock_timeout:1"
 	liveKey := "{" + name + "}:" + L + ":rwlock_timeout:1"
 
-	eventually(t, 3*watchdog, func() bool { return pttl(t, rc, deadKey) == -2 }, "the dead reader's timeout key was renewed")
-	assert.Greater(t, pttl(t, rc, liveKey), int64(0))
-	assert.Greater(t, pttl(t, rc, name), int64(0))
+	redistest.Eventually(t, 3*watchdog, func() bool { return redistest.PTTL(t, rc, deadKey) == -2 }, "the dead reader's timeout key was renewed")
+	assert.Greater(t, redistest.PTTL(t, rc, liveKey), int64(0))
+	assert.Greater(t, redistest.PTTL(t, rc, name), int64(0))
 	assert.Equal(t, map[string]string{"mode": "read", D: "1", L: "1"}, hash(t, rc, name), "the zombie field stays")
 
 	require.NoError(t, rw.Read().Unlock(l))

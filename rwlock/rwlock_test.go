@@ -16,7 +16,7 @@ import (
 
 func TestReadLockUnlockLeavesNothing(t *testing.T) {
 	c, rc := newClient(t)
-	ctx := testCtx(t)
+	ctx := redistest.Context(t)
 	rw := rwlock.New(c, lockName(t))
 	r := rw.Read()
 
@@ -25,24 +25,24 @@ func TestReadLockUnlockLeavesNothing(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, map[string]string{"mode": "read", o: "1"}, hash(t, rc, rw.Name()))
 	timeout := "{" + rw.Name() + "}:" + o + ":rwlock_timeout:1"
-	assert.InDelta(t, 30000, pttl(t, rc, timeout), 2000)
-	assert.True(t, must[bool](t)(r.IsLocked(ctx)))
-	assert.True(t, must[bool](t)(r.IsHeld(ctx)))
-	assert.False(t, must[bool](t)(rw.Write().IsLocked(ctx)))
-	assert.False(t, must[bool](t)(rw.Write().IsHeld(ctx)))
-	assert.InDelta(t, float64(interlock.DefaultWatchdogTimeout), float64(must[time.Duration](t)(r.TTL(ctx))), float64(2*time.Second))
+	assert.InDelta(t, 30000, redistest.PTTL(t, rc, timeout), 2000)
+	assert.True(t, redistest.Must[bool](t)(r.IsLocked(ctx)))
+	assert.True(t, redistest.Must[bool](t)(r.IsHeld(ctx)))
+	assert.False(t, redistest.Must[bool](t)(rw.Write().IsLocked(ctx)))
+	assert.False(t, redistest.Must[bool](t)(rw.Write().IsHeld(ctx)))
+	assert.InDelta(t, float64(interlock.DefaultWatchdogTimeout), float64(redistest.Must[time.Duration](t)(r.TTL(ctx))), float64(2*time.Second))
 
 	require.NoError(t, r.Unlock(ctx))
-	assert.False(t, must[bool](t)(r.IsLocked(ctx)))
-	eventually(t, 2*time.Second, func() bool { return len(keysLike(t, rc, rw.Name())) == 0 }, "keys left behind after unlock")
+	assert.False(t, redistest.Must[bool](t)(r.IsLocked(ctx)))
+	redistest.Eventually(t, 2*time.Second, func() bool { return len(keysLike(t, rc, rw.Name())) == 0 }, "keys left behind after unlock")
 	assert.Zero(t, c.Stats().Holds)
 	assert.ErrorIs(t, r.Unlock(ctx), rwlock.ErrNotHeld)
-	assert.Zero(t, must[time.Duration](t)(r.TTL(ctx)))
+	assert.Zero(t, redistest.Must[time.Duration](t)(r.TTL(ctx)))
 }
 
 func TestWriteLockUnlockLeavesNothing(t *testing.T) {
 	c, rc := newClient(t)
-	ctx := testCtx(t)
+	ctx := redistest.Context(t)
 	rw := rwlock.New(c, lockName(t))
 	w := rw.Write()
 
@@ -50,14 +50,14 @@ func TestWriteLockUnlockLeavesNothing(t *testing.T) {
 	o, err := c.Owner(ctx)
 	require.NoError(t, err)
 	assert.Equal(t, map[string]string{"mode": "write", o + ":write": "1"}, hash(t, rc, rw.Name()))
-	assert.True(t, must[bool](t)(w.IsLocked(ctx)))
-	assert.True(t, must[bool](t)(w.IsHeld(ctx)))
-	assert.False(t, must[bool](t)(rw.Read().IsLocked(ctx)), "only a writer: the read lock is not locked")
-	assert.InDelta(t, float64(interlock.DefaultWatchdogTimeout), float64(must[time.Duration](t)(w.TTL(ctx))), float64(2*time.Second))
+	assert.True(t, redistest.Must[bool](t)(w.IsLocked(ctx)))
+	assert.True(t, redistest.Must[bool](t)(w.IsHeld(ctx)))
+	assert.False(t, redistest.Must[bool](t)(rw.Read().IsLocked(ctx)), "only a writer: the read lock is not locked")
+	assert.InDelta(t, float64(interlock.DefaultWatchdogTimeout), float64(redistest.Must[time.Duration](t)(w.TTL(ctx))), float64(2*time.Second))
 
 	require.NoError(t, w.Unlock(ctx))
-	assert.False(t, must[bool](t)(w.IsLocked(ctx)))
-	eventually(t, 2*time.Second, func() bool { return len(keysLike(t, rc, rw.Name())) == 0 }, "keys left behind after unlock")
+	assert.False(t, redistest.Must[bool](t)(w.IsLocked(ctx)))
+	redistest.Eventually(t, 2*time.Second, func() bool { return len(keysLike(t, rc, rw.Name())) == 0 }, "keys left behind after unlock")
 	assert.Zero(t, c.Stats().Holds)
 	assert.ErrorIs(t, w.Unlock(ctx), rwlock.ErrNotHeld)
 }
@@ -66,12 +66,12 @@ func TestWriteLockUnlockLeavesNothing(t *testing.T) {
 // attempt on the right succeeds or not.
 func TestCompatibilityMatrix(t *testing.T) {
 	c, _ := newClient(t)
-	ctx := testCtx(t)
+	ctx := redistest.Context(t)
 	rw := rwlock.New(c, lockName(t))
 	a, b := owner(ctx), owner(ctx)
 	try := func(ctx context.Context, l half) bool {
 		t.Helper()
-		return must[bool](t)(l.TryLock(ctx, 0, 0))
+		return redistest.Must[bool](t)(l.TryLock(ctx, 0, 0))
 	}
 
 	// R(A) held.
@@ -95,12 +95,12 @@ func TestCompatibilityMatrix(t *testing.T) {
 		require.NoError(t, rw.Write().Unlock(a))
 	}
 	require.NoError(t, rw.Read().Unlock(a))
-	assert.False(t, must[bool](t)(rw.Read().IsLocked(ctx)))
+	assert.False(t, redistest.Must[bool](t)(rw.Read().IsLocked(ctx)))
 }
 
 func TestDowngrade(t *testing.T) {
 	c, rc := newClient(t)
-	ctx := testCtx(t)
+	ctx := redistest.Context(t)
 	rw := rwlock.New(c, lockName(t))
 	a, b := owner(ctx), owner(ctx)
 	A, err := c.Owner(a)
@@ -114,12 +114,12 @@ func TestDowngrade(t *testing.T) {
 		assert.NoError(t, rw.Read().Lock(b))
 		acquired <- time.Now()
 	}()
-	eventually(t, 2*time.Second, func() bool { return c.Stats().Channels == 1 }, "reader not waiting")
+	redistest.Eventually(t, 2*time.Second, func() bool { return c.Stats().Channels == 1 }, "reader not waiting")
 	time.Sleep(50 * time.Millisecond)
 
 	require.NoError(t, rw.Read().Lock(a))
 	assert.Equal(t, map[string]string{"mode": "write", A + ":write": "1", A: "1"}, hash(t, rc, rw.Name()))
-	assert.True(t, must[bool](t)(rw.Read().IsLocked(ctx)), "the writer's read hold makes the read lock locked")
+	assert.True(t, redistest.Must[bool](t)(rw.Read().IsLocked(ctx)), "the writer's read hold makes the read lock locked")
 	downgraded := time.Now()
 	require.NoError(t, rw.Write().Unlock(a))
 	h := hash(t, rc, rw.Name()) // B may be inside already
@@ -139,26 +139,26 @@ func TestDowngrade(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("the waiting reader was not woken by the downgrade")
 	}
-	assert.False(t, must[bool](t)(rw.Write().IsLocked(ctx)))
+	assert.False(t, redistest.Must[bool](t)(rw.Write().IsLocked(ctx)))
 	_, err = rw.Write().TryLock(a, 0, 0)
 	assert.ErrorIs(t, err, rwlock.ErrUpgrade)
 	require.NoError(t, rw.Read().Unlock(a))
-	assert.False(t, must[bool](t)(rw.Write().TryLock(a, 0, 0)), "B still reads")
+	assert.False(t, redistest.Must[bool](t)(rw.Write().TryLock(a, 0, 0)), "B still reads")
 	require.NoError(t, rw.Read().Unlock(b))
-	assert.True(t, must[bool](t)(rw.Write().TryLock(a, 0, 0)))
+	assert.True(t, redistest.Must[bool](t)(rw.Write().TryLock(a, 0, 0)))
 	require.NoError(t, rw.Write().Unlock(a))
 }
 
 // TestUpgradeRefusedAtOnce: an owner holding only the read lock gets
 // ErrUpgrade from every write acquisition, at once, with nothing sent.
 func TestUpgradeRefusedAtOnce(t *testing.T) {
-	f := &faulty{Client: redistest.NewClient(t, addr)}
+	f := &redistest.Hooked{Client: redistest.NewClient(t, addr)}
 	c := wrap(t, f)
-	ctx := testCtx(t)
+	ctx := redistest.Context(t)
 	rw := rwlock.New(c, lockName(t))
 	require.NoError(t, rw.Read().Lock(ctx))
 
-	sent := f.sent.Load()
+	sent := f.Sent()
 	start := time.Now()
 	err := rw.Write().Lock(context.Background()) // no deadline: must not hang
 	assert.ErrorIs(t, err, rwlock.ErrUpgrade)
@@ -173,7 +173,7 @@ func TestUpgradeRefusedAtOnce(t *testing.T) {
 	// At once, not after a wait; a loaded machine may still take its
 	// time (latency).
 	assert.Less(t, time.Since(start), 2*time.Second)
-	assert.Equal(t, sent, f.sent.Load(), "an upgrade attempt sent commands")
+	assert.Equal(t, sent, f.Sent(), "an upgrade attempt sent commands")
 
 	// After the read holds are gone, the same owner may write.
 	require.NoError(t, rw.Read().Unlock(ctx))
@@ -185,7 +185,7 @@ func TestUpgradeRefusedAtOnce(t *testing.T) {
 // that was never unlocked) does not make a later write an upgrade.
 func TestExpiredReadLeaseIsNoUpgrade(t *testing.T) {
 	c, _ := newClient(t)
-	ctx := testCtx(t)
+	ctx := redistest.Context(t)
 	rw := rwlock.New(c, lockName(t))
 	require.NoError(t, rw.Read().LockLease(ctx, 100*time.Millisecond))
 	time.Sleep(150 * time.Millisecond)
@@ -200,14 +200,14 @@ func TestExpiredReadLeaseIsNoUpgrade(t *testing.T) {
 // writer must not wait for itself: it is woken and fails with ErrUpgrade.
 func TestUpgradeWhileWaiting(t *testing.T) {
 	c, _ := newClient(t)
-	ctx := testCtx(t)
+	ctx := redistest.Context(t)
 	rw := rwlock.New(c, lockName(t))
 	x, y := owner(ctx), owner(ctx)
 	require.NoError(t, rw.Read().Lock(y))
 
 	done := make(chan error, 1)
 	go func() { done <- rw.Write().Lock(x) }()
-	eventually(t, 2*time.Second, func() bool { return c.Stats().Channels == 1 }, "writer not waiting")
+	redistest.Eventually(t, 2*time.Second, func() bool { return c.Stats().Channels == 1 }, "writer not waiting")
 	time.Sleep(100 * time.Millisecond)    // let it park, bound by the reader's 30s TTL
 	require.NoError(t, rw.Read().Lock(x)) // read mode: it gets in
 	require.NoError(t, rw.Read().Unlock(y))
@@ -222,7 +222,7 @@ func TestUpgradeWhileWaiting(t *testing.T) {
 
 func TestWriterWaitsForLastReader(t *testing.T) {
 	c, _ := newClient(t)
-	ctx := testCtx(t)
+	ctx := redistest.Context(t)
 	rw := rwlock.New(c, lockName(t))
 	r1, r2, w := owner(ctx), owner(ctx), owner(ctx)
 	require.NoError(t, rw.Read().Lock(r1))
@@ -233,7 +233,7 @@ func TestWriterWaitsForLastReader(t *testing.T) {
 		assert.NoError(t, rw.Write().Lock(w))
 		acquired <- time.Now()
 	}()
-	eventually(t, 2*time.Second, func() bool { return c.Stats().Channels == 1 }, "writer not waiting")
+	redistest.Eventually(t, 2*time.Second, func() bool { return c.Stats().Channels == 1 }, "writer not waiting")
 	require.NoError(t, rw.Read().Unlock(r2))
 	select {
 	case <-acquired:
@@ -258,15 +258,15 @@ func TestWriterWaitsForLastReader(t *testing.T) {
 // left; a writer then gets in when that hold's lease ends.
 func TestReaderUnlockRecomputesTTL(t *testing.T) {
 	c, rc := newClient(t)
-	ctx := testCtx(t)
+	ctx := redistest.Context(t)
 	rw := rwlock.New(c, lockName(t))
 	a, b := owner(ctx), owner(ctx)
 	require.NoError(t, rw.Read().LockLease(a, 1500*time.Millisecond))
 	start := time.Now()
 	require.NoError(t, rw.Read().LockLease(b, 20*time.Second))
-	assert.InDelta(t, 20000, pttl(t, rc, rw.Name()), 2000, "a read acquisition extends the TTL")
+	assert.InDelta(t, 20000, redistest.PTTL(t, rc, rw.Name()), 2000, "a read acquisition extends the TTL")
 	require.NoError(t, rw.Read().Unlock(b))
-	left := pttl(t, rc, rw.Name())
+	left := redistest.PTTL(t, rc, rw.Name())
 	assert.True(t, left > 0 && left <= 1500, "PTTL after B left: %d, want A's remaining lease", left)
 
 	ok, err := rw.Write().TryLock(owner(ctx), 5*time.Second, 0)
@@ -281,14 +281,14 @@ func TestReaderUnlockRecomputesTTL(t *testing.T) {
 // hold brings the TTL back to the outer hold's remaining lease.
 func TestReentrantReadPartialUnlockRestoresTTL(t *testing.T) {
 	c, rc := newClient(t)
-	ctx := testCtx(t)
+	ctx := redistest.Context(t)
 	rw := rwlock.New(c, lockName(t))
 	require.NoError(t, rw.Read().LockLease(ctx, 2*time.Second))
 	require.NoError(t, rw.Read().LockLease(ctx, 10*time.Second))
-	assert.Equal(t, 2, must[int](t)(rw.Read().HoldCount(ctx)))
-	assert.InDelta(t, 10000, pttl(t, rc, rw.Name()), 2000)
+	assert.Equal(t, 2, redistest.Must[int](t)(rw.Read().HoldCount(ctx)))
+	assert.InDelta(t, 10000, redistest.PTTL(t, rc, rw.Name()), 2000)
 	require.NoError(t, rw.Read().Unlock(ctx))
-	left := pttl(t, rc, rw.Name())
+	left := redistest.PTTL(t, rc, rw.Name())
 	assert.True(t, left > 0 && left <= 2000, "PTTL after the partial unlock: %d", left)
 	require.NoError(t, rw.Read().Unlock(ctx))
 }
@@ -297,54 +297,54 @@ func TestReentrantReadPartialUnlockRestoresTTL(t *testing.T) {
 // remaining TTL (Redisson), and the lock stays exclusive.
 func TestReentrantWriteLeaseAdditive(t *testing.T) {
 	c, rc := newClient(t)
-	ctx := testCtx(t)
+	ctx := redistest.Context(t)
 	rw := rwlock.New(c, lockName(t))
 	require.NoError(t, rw.Write().LockLease(ctx, 10*time.Second))
 	require.NoError(t, rw.Write().LockLease(ctx, time.Second))
-	assert.InDelta(t, 11000, pttl(t, rc, rw.Name()), 1500)
-	assert.False(t, must[bool](t)(rw.Write().TryLock(owner(ctx), 200*time.Millisecond, time.Second)))
+	assert.InDelta(t, 11000, redistest.PTTL(t, rc, rw.Name()), 1500)
+	assert.False(t, redistest.Must[bool](t)(rw.Write().TryLock(owner(ctx), 200*time.Millisecond, time.Second)))
 	require.NoError(t, rw.Write().Unlock(ctx))
 	require.NoError(t, rw.Write().Unlock(ctx))
 }
 
 func TestIsLockedAndForceUnlockAreModeSpecific(t *testing.T) {
 	c, _ := newClient(t)
-	ctx := testCtx(t)
+	ctx := redistest.Context(t)
 	rw := rwlock.New(c, lockName(t))
 	a := owner(ctx)
 	r, w := rw.Read(), rw.Write()
 
-	assert.False(t, must[bool](t)(r.ForceUnlock(ctx)), "free lock")
-	assert.False(t, must[bool](t)(w.ForceUnlock(ctx)), "free lock")
+	assert.False(t, redistest.Must[bool](t)(r.ForceUnlock(ctx)), "free lock")
+	assert.False(t, redistest.Must[bool](t)(w.ForceUnlock(ctx)), "free lock")
 
 	require.NoError(t, r.Lock(a))
 	guard := r.Guard(a)
-	assert.True(t, must[bool](t)(r.IsLocked(ctx)))
-	assert.False(t, must[bool](t)(w.IsLocked(ctx)))
-	assert.False(t, must[bool](t)(w.ForceUnlock(ctx)), "W.forceUnlock leaves a read lock")
+	assert.True(t, redistest.Must[bool](t)(r.IsLocked(ctx)))
+	assert.False(t, redistest.Must[bool](t)(w.IsLocked(ctx)))
+	assert.False(t, redistest.Must[bool](t)(w.ForceUnlock(ctx)), "W.forceUnlock leaves a read lock")
 	require.NoError(t, guard.Err())
-	assert.True(t, must[bool](t)(r.ForceUnlock(ctx)))
+	assert.True(t, redistest.Must[bool](t)(r.ForceUnlock(ctx)))
 	assert.ErrorIs(t, context.Cause(guard), rwlock.ErrLockLost)
-	assert.False(t, must[bool](t)(r.IsLocked(ctx)))
+	assert.False(t, redistest.Must[bool](t)(r.IsLocked(ctx)))
 
 	require.NoError(t, w.Lock(a))
 	guard = w.Guard(a)
-	assert.False(t, must[bool](t)(r.IsLocked(ctx)))
-	assert.True(t, must[bool](t)(w.IsLocked(ctx)))
-	assert.False(t, must[bool](t)(r.ForceUnlock(ctx)), "R.forceUnlock leaves a write lock")
+	assert.False(t, redistest.Must[bool](t)(r.IsLocked(ctx)))
+	assert.True(t, redistest.Must[bool](t)(w.IsLocked(ctx)))
+	assert.False(t, redistest.Must[bool](t)(r.ForceUnlock(ctx)), "R.forceUnlock leaves a write lock")
 	require.NoError(t, guard.Err())
-	assert.True(t, must[bool](t)(w.ForceUnlock(ctx)))
+	assert.True(t, redistest.Must[bool](t)(w.ForceUnlock(ctx)))
 	assert.ErrorIs(t, context.Cause(guard), rwlock.ErrLockLost)
-	assert.False(t, must[bool](t)(rwlock.New(c, rw.Name()).Write().IsLocked(ctx)))
+	assert.False(t, redistest.Must[bool](t)(rwlock.New(c, rw.Name()).Write().IsLocked(ctx)))
 	assert.Zero(t, c.Stats().Holds)
 }
 
 func TestHoldCounts(t *testing.T) {
 	c, _ := newClient(t)
-	ctx := testCtx(t)
+	ctx := redistest.Context(t)
 	rw := rwlock.New(c, lockName(t))
 	for _, l := range []half{rw.Read(), rw.Write()} {
-		count := func() int { return must[int](t)(l.HoldCount(ctx)) }
+		count := func() int { return redistest.Must[int](t)(l.HoldCount(ctx)) }
 		assert.Equal(t, 0, count())
 		require.NoError(t, l.Lock(ctx))
 		assert.Equal(t, 1, count())
@@ -362,7 +362,7 @@ func TestHoldCounts(t *testing.T) {
 
 func TestUnlockByNonOwnerFails(t *testing.T) {
 	c, rc := newClient(t)
-	ctx := testCtx(t)
+	ctx := redistest.Context(t)
 	rw := rwlock.New(c, lockName(t))
 	b := owner(ctx)
 	require.NoError(t, rw.Read().Lock(b))
@@ -380,7 +380,7 @@ func TestUnlockByNonOwnerFails(t *testing.T) {
 // unlock.
 func TestWriteLeaseExpiry(t *testing.T) {
 	c, _ := newClient(t)
-	ctx := testCtx(t)
+	ctx := redistest.Context(t)
 	rw := rwlock.New(c, lockName(t))
 	a := owner(ctx)
 	require.NoError(t, rw.Write().LockLease(a, 400*time.Millisecond))
@@ -397,7 +397,7 @@ func TestWriteLeaseExpiry(t *testing.T) {
 // never unlocks get in when its lease ends.
 func TestReadersWaitForWriteLeaseExpiry(t *testing.T) {
 	c, _ := newClient(t)
-	ctx := testCtx(t)
+	ctx := redistest.Context(t)
 	rw := rwlock.New(c, lockName(t))
 	require.NoError(t, rw.Write().LockLease(owner(ctx), 500*time.Millisecond))
 	start := time.Now()
@@ -417,13 +417,13 @@ func TestReadersWaitForWriteLeaseExpiry(t *testing.T) {
 // own hash tag are name:<owner>:rwlock_timeout:k.
 func TestNameWithHashTagAndColons(t *testing.T) {
 	c, rc := newClient(t)
-	ctx := testCtx(t)
+	ctx := redistest.Context(t)
 	name := "{" + lockName(t) + "}:abc:key"
 	rw := rwlock.New(c, name)
 	require.NoError(t, rw.Read().Lock(ctx))
 	o, err := c.Owner(ctx)
 	require.NoError(t, err)
-	assert.Equal(t, int64(1), must[int64](t)(rc.Do(ctx, rc.B().Exists().Key(name+":"+o+":rwlock_timeout:1").Build()).AsInt64()))
+	assert.Equal(t, int64(1), redistest.Must[int64](t)(rc.Do(ctx, rc.B().Exists().Key(name+":"+o+":rwlock_timeout:1").Build()).AsInt64()))
 	require.NoError(t, rw.Read().Unlock(ctx))
 
 	var wg sync.WaitGroup
@@ -438,12 +438,12 @@ func TestNameWithHashTagAndColons(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	eventually(t, 2*time.Second, func() bool { return len(keysLike(t, rc, lockName(t))) == 0 }, "keys left behind")
+	redistest.Eventually(t, 2*time.Second, func() bool { return len(keysLike(t, rc, lockName(t))) == 0 }, "keys left behind")
 }
 
 func TestCancelWhileWaitingLeavesNothing(t *testing.T) {
 	c, rc := newClient(t)
-	ctx := testCtx(t)
+	ctx := redistest.Context(t)
 	rw := rwlock.New(c, lockName(t))
 	holder := owner(ctx)
 	require.NoError(t, rw.Write().Lock(holder))
@@ -457,10 +457,10 @@ func TestCancelWhileWaitingLeavesNothing(t *testing.T) {
 	assert.NoError(t, err, "a wait that runs out is (false, nil)")
 
 	require.NoError(t, rw.Write().Unlock(holder))
-	eventually(t, 2*time.Second, func() bool {
+	redistest.Eventually(t, 2*time.Second, func() bool {
 		chans, err := rc.Do(ctx, rc.B().PubsubChannels().Pattern("*"+rw.Name()+"*").Build()).AsStrSlice()
 		return err == nil && len(chans) == 0 && c.Stats().Channels == 0
 	}, "subscriptions left behind")
-	eventually(t, 2*time.Second, func() bool { return len(keysLike(t, rc, rw.Name())) == 0 }, "keys left behind")
+	redistest.Eventually(t, 2*time.Second, func() bool { return len(keysLike(t, rc, rw.Name())) == 0 }, "keys left behind")
 	assert.Zero(t, c.Stats().Holds)
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/interlock-go/interlock"
 	"github.com/interlock-go/interlock/internal/keys"
+	"github.com/interlock-go/interlock/internal/redistest"
 	"github.com/interlock-go/interlock/rwlock"
 )
 
@@ -33,7 +34,7 @@ func TestWriteUnlockWakesAllReaders(t *testing.T) {
 				maxEnter = 2 * time.Second
 				maxDone  = hold + maxEnter
 			)
-			ctx := testCtx(t)
+			ctx := redistest.Context(t)
 			cs := make([]*interlock.Client, clients)
 			for i := range cs {
 				cs[i], _ = newClient(t)
@@ -65,7 +66,7 @@ func TestWriteUnlockWakesAllReaders(t *testing.T) {
 				})
 			}
 			for _, c := range cs {
-				eventually(t, 5*time.Second, func() bool { return c.Stats().Channels == 1 }, "readers not waiting")
+				redistest.Eventually(t, 5*time.Second, func() bool { return c.Stats().Channels == 1 }, "readers not waiting")
 			}
 			time.Sleep(300 * time.Millisecond) // let every reader park
 			require.Empty(t, entered, "a reader got in while the writer held the lock")
@@ -103,7 +104,7 @@ func TestContendedCyclesLeaveNothing(t *testing.T) {
 		writeEvery = 4
 		maxWait    = 5 * time.Second // the watchdog TTL is 30s: a lost wake-up shows
 	)
-	ctx := testCtx(t)
+	ctx := redistest.Context(t)
 	c1, rc := newClient(t)
 	c2, _ := newClient(t)
 	name := lockName(t)
@@ -172,11 +173,11 @@ func TestContendedCyclesLeaveNothing(t *testing.T) {
 	assert.Less(t, waits[len(waits)-1], maxWait)
 
 	channel := keys.Prefix("redisson_rwlock", name)
-	eventually(t, 5*time.Second, func() bool {
+	redistest.Eventually(t, 5*time.Second, func() bool {
 		chans, err := rc.Do(ctx, rc.B().PubsubChannels().Pattern(channel).Build()).AsStrSlice()
 		return err == nil && len(chans) == 0 && c1.Stats().Channels == 0 && c2.Stats().Channels == 0
 	}, "subscriptions left behind")
-	eventually(t, 2*time.Second, func() bool { return len(keysLike(t, rc, name)) == 0 }, "keys left behind")
+	redistest.Eventually(t, 2*time.Second, func() bool { return len(keysLike(t, rc, name)) == 0 }, "keys left behind")
 	assert.Zero(t, c1.Stats().Holds+c2.Stats().Holds, "renewal entries left behind")
 }
 
@@ -186,14 +187,14 @@ func TestContendedCyclesLeaveNothing(t *testing.T) {
 // readers).
 func TestReaderJoinsReadModeAtOnce(t *testing.T) {
 	c, _ := newClient(t)
-	ctx := testCtx(t)
+	ctx := redistest.Context(t)
 	rw := rwlock.New(c, lockName(t))
 	first := owner(ctx)
 	require.NoError(t, rw.Read().Lock(first))
 	writer := make(chan error, 1)
 	w := owner(ctx)
 	go func() { writer <- rw.Write().Lock(w) }()
-	eventually(t, 2*time.Second, func() bool { return c.Stats().Channels == 1 }, "writer not waiting")
+	redistest.Eventually(t, 2*time.Second, func() bool { return c.Stats().Channels == 1 }, "writer not waiting")
 	time.Sleep(50 * time.Millisecond)
 
 	second := owner(ctx)
@@ -220,7 +221,7 @@ func TestReaderJoinsReadModeAtOnce(t *testing.T) {
 // writer's "1" wakes the rest, which race for the lock.
 func TestWritersQueueLocally(t *testing.T) {
 	c, _ := newClient(t)
-	ctx := testCtx(t)
+	ctx := redistest.Context(t)
 	rw := rwlock.New(c, lockName(t))
 	reader := owner(ctx)
 	require.NoError(t, rw.Read().Lock(reader))
@@ -237,7 +238,7 @@ func TestWritersQueueLocally(t *testing.T) {
 			assert.NoError(t, rw.Write().Unlock(me))
 		})
 		// Let each writer try, subscribe or join, and park before the next.
-		eventually(t, 2*time.Second, func() bool { return c.Stats().Channels == 1 }, "writer not waiting")
+		redistest.Eventually(t, 2*time.Second, func() bool { return c.Stats().Channels == 1 }, "writer not waiting")
 		time.Sleep(100 * time.Millisecond)
 	}
 	start := time.Now()

@@ -50,17 +50,17 @@ func nowMS() int64 { return time.Now().UnixMilli() }
 
 func TestExpirableAcquire(t *testing.T) {
 	each(t, func(t *testing.T, tg target) {
-		ctx := testCtx(t)
-		c, rc := tg.client(t)
+		ctx := redistest.Context(t)
+		c, rc := tg.Client(t)
 		name := semName(t)
 		e := semaphore.NewExpirable(c, name)
-		require.True(t, must[bool](t)(e.TrySetPermits(ctx, 4)))
-		require.False(t, must[bool](t)(e.TrySetPermits(ctx, 9)))
+		require.True(t, redistest.Must[bool](t)(e.TrySetPermits(ctx, 4)))
+		require.False(t, redistest.Must[bool](t)(e.TrySetPermits(ctx, 9)))
 
 		at, atT := nowMS(), time.Now()
-		leased := must[[]semaphore.PermitID](t)(e.Acquire(ctx, 1, 10*time.Second))
-		forever := must[[]semaphore.PermitID](t)(e.Acquire(ctx, 1, semaphore.NoExpiry))
-		watched := must[[]semaphore.PermitID](t)(e.Acquire(ctx, 2, 0))
+		leased := redistest.Must[[]semaphore.PermitID](t)(e.Acquire(ctx, 1, 10*time.Second))
+		forever := redistest.Must[[]semaphore.PermitID](t)(e.Acquire(ctx, 1, semaphore.NoExpiry))
+		watched := redistest.Must[[]semaphore.PermitID](t)(e.Acquire(ctx, 2, 0))
 		require.Len(t, leased, 1)
 		require.Len(t, forever, 1)
 		require.Len(t, watched, 2)
@@ -86,20 +86,20 @@ func TestExpirableAcquire(t *testing.T) {
 			assert.InDelta(t, at+30000, z[string(id[:])], 1000, "now + watchdog timeout")
 		}
 
-		assert.EqualValues(t, 0, must[int64](t)(e.Available(ctx)))
-		assert.EqualValues(t, 4, must[int64](t)(e.Acquired(ctx)))
-		assert.EqualValues(t, 4, must[int64](t)(e.Permits(ctx)))
+		assert.EqualValues(t, 0, redistest.Must[int64](t)(e.Available(ctx)))
+		assert.EqualValues(t, 4, redistest.Must[int64](t)(e.Acquired(ctx)))
+		assert.EqualValues(t, 4, redistest.Must[int64](t)(e.Permits(ctx)))
 		assert.Equal(t, 4, c.Stats().Holds, "each permit is a hold")
 
-		assert.Equal(t, semaphore.NoExpiry, must[time.Duration](t)(e.LeaseLeft(ctx, forever[0])))
+		assert.Equal(t, semaphore.NoExpiry, redistest.Must[time.Duration](t)(e.LeaseLeft(ctx, forever[0])))
 		// A lease counts from its acquisition's send, after atT: what is
 		// left when read is at least the lease less the time since atT.
 		leftOf := func(lease, read time.Duration) {
 			t.Helper()
 			within(t, read, lease-time.Since(atT)-time.Millisecond, lease, "lease left")
 		}
-		leftOf(10*time.Second, must[time.Duration](t)(e.LeaseLeft(ctx, leased[0])))
-		leftOf(30*time.Second, must[time.Duration](t)(e.LeaseLeft(ctx, watched[0])))
+		leftOf(10*time.Second, redistest.Must[time.Duration](t)(e.LeaseLeft(ctx, leased[0])))
+		leftOf(30*time.Second, redistest.Must[time.Duration](t)(e.LeaseLeft(ctx, watched[0])))
 		leftOf(10*time.Second, e.Remaining(leased[0]))
 		assert.Greater(t, e.Remaining(forever[0]), 24*time.Hour)
 		assert.Zero(t, e.Remaining(semaphore.PermitID{1}))
@@ -110,24 +110,24 @@ func TestExpirableAcquire(t *testing.T) {
 		require.NoError(t, err)
 		assert.False(t, ok)
 		assert.Nil(t, ids)
-		assert.Less(t, time.Since(start), slack)
+		assert.Less(t, time.Since(start), redistest.Slack)
 		assert.Len(t, members(t, rc, name), 4, "a failed attempt adds nothing")
 
 		require.NoError(t, e.Release(ctx, leased[0], forever[0]))
 		require.NoError(t, e.Release(ctx, watched...))
-		assert.EqualValues(t, 4, must[int64](t)(e.Available(ctx)))
-		assert.EqualValues(t, 0, must[int64](t)(e.Acquired(ctx)))
+		assert.EqualValues(t, 4, redistest.Must[int64](t)(e.Available(ctx)))
+		assert.EqualValues(t, 0, redistest.Must[int64](t)(e.Acquired(ctx)))
 		assert.Zero(t, c.Stats().Holds)
-		clearReceipts(t, rc, name) // acquisitions and releases carry receipts
+		redistest.ClearReceipts(t, rc, name) // acquisitions and releases carry receipts
 
 		// Acquire waits, and ends with its ctx.
-		all := must[[]semaphore.PermitID](t)(e.Acquire(ctx, 4, time.Minute))
+		all := redistest.Must[[]semaphore.PermitID](t)(e.Acquire(ctx, 4, time.Minute))
 		start = time.Now() // before the deadline is set, which counts from its own now
 		short, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
 		defer cancel()
 		_, err = e.Acquire(short, 1, time.Minute)
 		require.ErrorIs(t, err, context.DeadlineExceeded)
-		within(t, time.Since(start), 300*time.Millisecond, 300*time.Millisecond+slack, "Acquire until its deadline")
+		within(t, time.Since(start), 300*time.Millisecond, 300*time.Millisecond+redistest.Slack, "Acquire until its deadline")
 		got := make(chan []semaphore.PermitID, 1)
 		go func() {
 			ids, err := e.Acquire(ctx, 2, time.Minute)
@@ -138,15 +138,15 @@ func TestExpirableAcquire(t *testing.T) {
 		select {
 		case <-got:
 			t.Fatal("Acquire(2) returned with 1 free")
-		case <-time.After(quiet):
+		case <-time.After(redistest.Quiet):
 		}
 		start = time.Now()
 		require.NoError(t, e.Release(ctx, all[1]))
 		select {
 		case ids := <-got:
 			assert.Len(t, ids, 2)
-			assert.Less(t, time.Since(start), slack, "woken by the release's message")
-		case <-time.After(prompt):
+			assert.Less(t, time.Since(start), redistest.Slack, "woken by the release's message")
+		case <-time.After(redistest.Prompt):
 			t.Fatal("Acquire(2) not woken")
 		}
 	})
@@ -156,20 +156,20 @@ func TestExpirableAcquire(t *testing.T) {
 // by itself when the first lease runs out: nobody announces an expiry.
 func TestExpirableTryAcquireWakesAtExpiry(t *testing.T) {
 	each(t, func(t *testing.T, tg target) {
-		ctx := testCtx(t)
-		c, rc := tg.client(t)
+		ctx := redistest.Context(t)
+		c, rc := tg.Client(t)
 		name := semName(t)
 		e := semaphore.NewExpirable(c, name)
-		require.True(t, must[bool](t)(e.TrySetPermits(ctx, 2)))
+		require.True(t, redistest.Must[bool](t)(e.TrySetPermits(ctx, 2)))
 		_, err := e.Acquire(ctx, 1, 5*time.Second)
 		require.NoError(t, err)
 		// Listening first: a slow subscription must not eat into the lease.
-		in := redistest.Listen(t, rc, keys.SemaphoreChannel(name), tg.cluster)
+		in := redistest.Listen(t, rc, keys.SemaphoreChannel(name), tg.Cluster)
 		const lease = 700 * time.Millisecond
 		// The lease counts from the acquisition's send: the reclaim may
 		// come no earlier than that, however late the reply came.
 		sentAt := time.Now()
-		first := must[[]semaphore.PermitID](t)(e.Acquire(ctx, 1, lease))
+		first := redistest.Must[[]semaphore.PermitID](t)(e.Acquire(ctx, 1, lease))
 		leasedAt := time.Now()
 
 		ids, ok, err := e.TryAcquire(ctx, 1, 5*time.Second, time.Minute)
@@ -186,7 +186,7 @@ func TestExpirableTryAcquireWakesAtExpiry(t *testing.T) {
 		// acquires late: hence more slack on top, up to 3.5 s (latency),
 		// still well before the 5 s wait a waiter that never woke at the
 		// expiry would give up at.
-		within(t, took, 0, lease+4*slack, "wake-up at the first expiry")
+		within(t, took, 0, lease+4*redistest.Slack, "wake-up at the first expiry")
 		_, held := score(t, rc, name, first[0])
 		assert.False(t, held, "the expired permit was reclaimed")
 		assert.Len(t, ids, 1)
@@ -198,50 +198,50 @@ func TestExpirableTryAcquireWakesAtExpiry(t *testing.T) {
 		_, ok, err = e.TryAcquire(ctx, 1, 400*time.Millisecond, time.Minute)
 		require.NoError(t, err)
 		assert.False(t, ok)
-		within(t, time.Since(start), 400*time.Millisecond, 400*time.Millisecond+2*slack, "TryAcquire(400ms)") // latency
+		within(t, time.Since(start), 400*time.Millisecond, 400*time.Millisecond+2*redistest.Slack, "TryAcquire(400ms)") // latency
 	})
 }
 
 func TestExpirableRelease(t *testing.T) {
 	each(t, func(t *testing.T, tg target) {
-		ctx := testCtx(t)
-		c, rc := tg.client(t)
+		ctx := redistest.Context(t)
+		c, rc := tg.Client(t)
 		name := semName(t)
 		e := semaphore.NewExpirable(c, name)
-		in := redistest.Listen(t, rc, keys.SemaphoreChannel(name), tg.cluster)
-		require.True(t, must[bool](t)(e.TrySetPermits(ctx, 3)))
+		in := redistest.Listen(t, rc, keys.SemaphoreChannel(name), tg.Cluster)
+		require.True(t, redistest.Must[bool](t)(e.TrySetPermits(ctx, 3)))
 		in.Next(t)
 		unknown := semaphore.PermitID{0xde, 0xad}
 
-		ids := must[[]semaphore.PermitID](t)(e.Acquire(ctx, 2, time.Minute))
+		ids := redistest.Must[[]semaphore.PermitID](t)(e.Acquire(ctx, 2, time.Minute))
 		require.NoError(t, e.Release(ctx, ids[0]))
 		assert.Equal(t, []string{"2"}, in.Next(t), "a release of one announces the free count")
 		err := e.Release(ctx, ids[0])
 		assert.ErrorIs(t, err, semaphore.ErrUnknownPermit)
 		var ie *interlock.Error
 		assert.True(t, errors.As(err, &ie), "%T", err)
-		assert.False(t, must[bool](t)(e.TryRelease(ctx, ids[0])))
+		assert.False(t, redistest.Must[bool](t)(e.TryRelease(ctx, ids[0])))
 		assert.ErrorIs(t, e.Release(ctx, unknown), semaphore.ErrUnknownPermit)
 		assert.Empty(t, in.Next(t), "a failed release announces nothing")
-		assert.EqualValues(t, 2, must[int64](t)(e.Available(ctx)))
+		assert.EqualValues(t, 2, redistest.Must[int64](t)(e.Available(ctx)))
 
 		// Several ids: all or none.
-		more := must[[]semaphore.PermitID](t)(e.Acquire(ctx, 1, time.Minute))
+		more := redistest.Must[[]semaphore.PermitID](t)(e.Acquire(ctx, 1, time.Minute))
 		before := state(t, rc, timeoutKey(name))
 		assert.ErrorIs(t, e.Release(ctx, ids[1], unknown), semaphore.ErrUnknownPermit)
 		assert.ErrorIs(t, e.Release(ctx, unknown, ids[1], more[0]), semaphore.ErrUnknownPermit)
-		assert.False(t, must[bool](t)(e.TryRelease(ctx, ids[1], more[0], unknown)))
+		assert.False(t, redistest.Must[bool](t)(e.TryRelease(ctx, ids[1], more[0], unknown)))
 		assert.Equal(t, before, state(t, rc, timeoutKey(name)), "nothing released")
-		assert.EqualValues(t, 2, must[int64](t)(e.Acquired(ctx)))
+		assert.EqualValues(t, 2, redistest.Must[int64](t)(e.Acquired(ctx)))
 		assert.Equal(t, 2, c.Stats().Holds)
 		in.Next(t)
-		require.True(t, must[bool](t)(e.TryRelease(ctx, ids[1], more[0])))
+		require.True(t, redistest.Must[bool](t)(e.TryRelease(ctx, ids[1], more[0])))
 		assert.Equal(t, []string{"2"}, in.Next(t), "a release of several announces how many")
-		assert.EqualValues(t, 3, must[int64](t)(e.Available(ctx)))
+		assert.EqualValues(t, 3, redistest.Must[int64](t)(e.Available(ctx)))
 		assert.Zero(t, c.Stats().Holds)
 
 		// Bad lists.
-		id := must[[]semaphore.PermitID](t)(e.Acquire(ctx, 1, time.Minute))[0]
+		id := redistest.Must[[]semaphore.PermitID](t)(e.Acquire(ctx, 1, time.Minute))[0]
 		assert.ErrorIs(t, e.Release(ctx, id, id), interlock.ErrInvalid)
 		assert.ErrorIs(t, second(e.TryRelease(ctx, id, id)), interlock.ErrInvalid)
 		assert.ErrorIs(t, e.Release(ctx), interlock.ErrInvalid)
@@ -256,13 +256,13 @@ func TestExpirableRelease(t *testing.T) {
 // and the permit comes back.
 func TestExpirableReleaseExpired(t *testing.T) {
 	each(t, func(t *testing.T, tg target) {
-		ctx := testCtx(t)
-		c, rc := tg.client(t)
+		ctx := redistest.Context(t)
+		c, rc := tg.Client(t)
 		name := semName(t)
 		e := semaphore.NewExpirable(c, name)
-		require.True(t, must[bool](t)(e.TrySetPermits(ctx, 2)))
+		require.True(t, redistest.Must[bool](t)(e.TrySetPermits(ctx, 2)))
 
-		id := must[[]semaphore.PermitID](t)(e.Acquire(ctx, 1, 100*time.Millisecond))[0]
+		id := redistest.Must[[]semaphore.PermitID](t)(e.Acquire(ctx, 1, 100*time.Millisecond))[0]
 		g := e.Guard(ctx, id)
 		time.Sleep(300 * time.Millisecond)
 		err := e.Release(ctx, id)
@@ -271,54 +271,54 @@ func TestExpirableReleaseExpired(t *testing.T) {
 		assert.Contains(t, err.Error(), id.String())
 		_, held := score(t, rc, name, id)
 		assert.False(t, held)
-		assert.EqualValues(t, 2, must[int64](t)(e.Available(ctx)), "the permit was given back")
+		assert.EqualValues(t, 2, redistest.Must[int64](t)(e.Available(ctx)), "the permit was given back")
 		assert.Zero(t, c.Stats().Holds)
 		<-g.Done()
 		assert.ErrorIs(t, context.Cause(g), semaphore.ErrPermitLost, "a lease that ran out is a lost permit")
 		assert.ErrorIs(t, e.Release(ctx, id), semaphore.ErrUnknownPermit, "once reclaimed, it is unknown")
 
 		// In a list, an expired id fails the whole release; the others stay.
-		a := must[[]semaphore.PermitID](t)(e.Acquire(ctx, 1, 100*time.Millisecond))[0]
-		b := must[[]semaphore.PermitID](t)(e.Acquire(ctx, 1, time.Minute))[0]
+		a := redistest.Must[[]semaphore.PermitID](t)(e.Acquire(ctx, 1, 100*time.Millisecond))[0]
+		b := redistest.Must[[]semaphore.PermitID](t)(e.Acquire(ctx, 1, time.Minute))[0]
 		time.Sleep(300 * time.Millisecond)
 		assert.ErrorIs(t, e.Release(ctx, b, a), semaphore.ErrPermitExpired)
 		_, held = score(t, rc, name, b)
 		assert.True(t, held, "all or none")
-		assert.EqualValues(t, 1, must[int64](t)(e.Available(ctx)), "the expired one comes back by the reclaim")
-		assert.True(t, must[bool](t)(e.TryRelease(ctx, b)))
-		assert.EqualValues(t, 2, must[int64](t)(e.Available(ctx)))
+		assert.EqualValues(t, 1, redistest.Must[int64](t)(e.Available(ctx)), "the expired one comes back by the reclaim")
+		assert.True(t, redistest.Must[bool](t)(e.TryRelease(ctx, b)))
+		assert.EqualValues(t, 2, redistest.Must[int64](t)(e.Available(ctx)))
 
 		// TryRelease reports an expired permit as false.
-		a = must[[]semaphore.PermitID](t)(e.Acquire(ctx, 1, 100*time.Millisecond))[0]
+		a = redistest.Must[[]semaphore.PermitID](t)(e.Acquire(ctx, 1, 100*time.Millisecond))[0]
 		time.Sleep(300 * time.Millisecond)
-		assert.False(t, must[bool](t)(e.TryRelease(ctx, a)))
-		assert.EqualValues(t, 2, must[int64](t)(e.Available(ctx)))
+		assert.False(t, redistest.Must[bool](t)(e.TryRelease(ctx, a)))
+		assert.EqualValues(t, 2, redistest.Must[int64](t)(e.Available(ctx)))
 	})
 }
 
 func TestExpirableUpdateLease(t *testing.T) {
 	each(t, func(t *testing.T, tg target) {
-		ctx := testCtx(t)
-		c, rc := tg.client(t)
+		ctx := redistest.Context(t)
+		c, rc := tg.Client(t)
 		name := semName(t)
 		e := semaphore.NewExpirable(c, name)
-		require.True(t, must[bool](t)(e.TrySetPermits(ctx, 2)))
+		require.True(t, redistest.Must[bool](t)(e.TrySetPermits(ctx, 2)))
 
-		id := must[[]semaphore.PermitID](t)(e.Acquire(ctx, 1, 400*time.Millisecond))[0]
-		require.True(t, must[bool](t)(e.UpdateLease(ctx, id, 10*time.Second)))
-		within(t, must[time.Duration](t)(e.LeaseLeft(ctx, id)), 9*time.Second, 10*time.Second, "LeaseLeft")
+		id := redistest.Must[[]semaphore.PermitID](t)(e.Acquire(ctx, 1, 400*time.Millisecond))[0]
+		require.True(t, redistest.Must[bool](t)(e.UpdateLease(ctx, id, 10*time.Second)))
+		within(t, redistest.Must[time.Duration](t)(e.LeaseLeft(ctx, id)), 9*time.Second, 10*time.Second, "LeaseLeft")
 		within(t, e.Remaining(id), 9*time.Second, 10*time.Second, "Remaining")
 		time.Sleep(600 * time.Millisecond)
 		_, held := score(t, rc, name, id)
 		assert.True(t, held, "extended past its first lease")
 
-		require.True(t, must[bool](t)(e.UpdateLease(ctx, id, semaphore.NoExpiry)))
-		assert.Equal(t, semaphore.NoExpiry, must[time.Duration](t)(e.LeaseLeft(ctx, id)))
+		require.True(t, redistest.Must[bool](t)(e.UpdateLease(ctx, id, semaphore.NoExpiry)))
+		assert.Equal(t, semaphore.NoExpiry, redistest.Must[time.Duration](t)(e.LeaseLeft(ctx, id)))
 		s, _ := score(t, rc, name, id)
 		assert.EqualValues(t, never, s)
 
 		at := nowMS()
-		require.True(t, must[bool](t)(e.UpdateLease(ctx, id, 0)), "to the watchdog")
+		require.True(t, redistest.Must[bool](t)(e.UpdateLease(ctx, id, 0)), "to the watchdog")
 		s, _ = score(t, rc, name, id)
 		assert.InDelta(t, at+30000, s, 1000)
 		within(t, e.Remaining(id), 29*time.Second, 30*time.Second, "Remaining")
@@ -326,17 +326,17 @@ func TestExpirableUpdateLease(t *testing.T) {
 		for _, bad := range []time.Duration{500 * time.Microsecond, -2 * time.Second} {
 			assert.ErrorIs(t, second(e.UpdateLease(ctx, id, bad)), interlock.ErrInvalid, "%v", bad)
 		}
-		assert.False(t, must[bool](t)(e.UpdateLease(ctx, semaphore.PermitID{7}, time.Minute)), "unknown id")
+		assert.False(t, redistest.Must[bool](t)(e.UpdateLease(ctx, semaphore.PermitID{7}, time.Minute)), "unknown id")
 		_, err := e.LeaseLeft(ctx, semaphore.PermitID{7})
 		assert.ErrorIs(t, err, semaphore.ErrUnknownPermit)
 
 		// An expired permit cannot be extended: it is reclaimed first.
-		old := must[[]semaphore.PermitID](t)(e.Acquire(ctx, 1, 100*time.Millisecond))[0]
+		old := redistest.Must[[]semaphore.PermitID](t)(e.Acquire(ctx, 1, 100*time.Millisecond))[0]
 		time.Sleep(300 * time.Millisecond)
-		assert.False(t, must[bool](t)(e.UpdateLease(ctx, old, time.Minute)))
+		assert.False(t, redistest.Must[bool](t)(e.UpdateLease(ctx, old, time.Minute)))
 		_, held = score(t, rc, name, old)
 		assert.False(t, held)
-		assert.EqualValues(t, 1, must[int64](t)(e.Available(ctx)))
+		assert.EqualValues(t, 1, redistest.Must[int64](t)(e.Available(ctx)))
 		assert.Zero(t, e.Remaining(old))
 		_, err = e.LeaseLeft(ctx, old)
 		assert.ErrorIs(t, err, semaphore.ErrUnknownPermit)
@@ -346,84 +346,84 @@ func TestExpirableUpdateLease(t *testing.T) {
 
 func TestExpirablePermits(t *testing.T) {
 	each(t, func(t *testing.T, tg target) {
-		ctx := testCtx(t)
-		c, rc := tg.client(t)
+		ctx := redistest.Context(t)
+		c, rc := tg.Client(t)
 		name := semName(t)
 		e := semaphore.NewExpirable(c, name)
-		in := redistest.Listen(t, rc, keys.SemaphoreChannel(name), tg.cluster)
+		in := redistest.Listen(t, rc, keys.SemaphoreChannel(name), tg.Cluster)
 
 		for op, f := range map[string]func(context.Context) (int64, error){"Available": e.Available, "Permits": e.Permits, "Acquired": e.Acquired} {
-			assert.EqualValues(t, 0, must[int64](t)(f(ctx)), "%s of a missing semaphore", op)
+			assert.EqualValues(t, 0, redistest.Must[int64](t)(f(ctx)), "%s of a missing semaphore", op)
 		}
-		assert.Zero(t, must[time.Duration](t)(e.TTL(ctx)))
-		assert.False(t, exists(t, rc, name))
+		assert.Zero(t, redistest.Must[time.Duration](t)(e.TTL(ctx)))
+		assert.False(t, redistest.Exists(t, rc, name))
 
 		require.NoError(t, e.SetPermits(ctx, 5))
 		assert.Equal(t, []string{"5"}, in.Next(t))
-		assert.EqualValues(t, 5, must[int64](t)(e.Available(ctx)))
-		assert.Equal(t, time.Duration(-1), must[time.Duration](t)(e.TTL(ctx)))
-		ids := must[[]semaphore.PermitID](t)(e.Acquire(ctx, 2, time.Minute))
-		assert.EqualValues(t, 3, must[int64](t)(e.Available(ctx)))
-		assert.EqualValues(t, 2, must[int64](t)(e.Acquired(ctx)))
-		assert.EqualValues(t, 5, must[int64](t)(e.Permits(ctx)))
+		assert.EqualValues(t, 5, redistest.Must[int64](t)(e.Available(ctx)))
+		assert.Equal(t, time.Duration(-1), redistest.Must[time.Duration](t)(e.TTL(ctx)))
+		ids := redistest.Must[[]semaphore.PermitID](t)(e.Acquire(ctx, 2, time.Minute))
+		assert.EqualValues(t, 3, redistest.Must[int64](t)(e.Available(ctx)))
+		assert.EqualValues(t, 2, redistest.Must[int64](t)(e.Acquired(ctx)))
+		assert.EqualValues(t, 5, redistest.Must[int64](t)(e.Permits(ctx)))
 		in.Next(t)
 
 		require.NoError(t, e.SetPermits(ctx, 3), "the total, acquired ones included")
 		assert.Equal(t, []string{"3"}, in.Next(t))
-		assert.EqualValues(t, 1, must[int64](t)(e.Available(ctx)))
-		assert.EqualValues(t, 3, must[int64](t)(e.Permits(ctx)))
+		assert.EqualValues(t, 1, redistest.Must[int64](t)(e.Available(ctx)))
+		assert.EqualValues(t, 3, redistest.Must[int64](t)(e.Permits(ctx)))
 		require.NoError(t, e.SetPermits(ctx, 3))
 		assert.Empty(t, in.Next(t), "no change, no message")
-		assert.False(t, must[bool](t)(e.TrySetPermits(ctx, 10)))
-		assert.EqualValues(t, 3, must[int64](t)(e.Permits(ctx)))
+		assert.False(t, redistest.Must[bool](t)(e.TrySetPermits(ctx, 10)))
+		assert.EqualValues(t, 3, redistest.Must[int64](t)(e.Permits(ctx)))
 
-		clearReceipts(t, rc, name)
+		redistest.ClearReceipts(t, rc, name)
 		require.NoError(t, e.AddPermits(ctx, 2))
 		assert.Equal(t, []string{"2"}, in.Next(t), "the delta is announced")
-		oneReceipt(t, rc, name, "AddPermits")
-		assert.EqualValues(t, 3, must[int64](t)(e.Available(ctx)))
+		redistest.OneReceipt(t, rc, name, "AddPermits")
+		assert.EqualValues(t, 3, redistest.Must[int64](t)(e.Available(ctx)))
 		require.NoError(t, e.AddPermits(ctx, -2))
 		assert.Empty(t, in.Next(t), "a negative delta is not announced")
-		oneReceipt(t, rc, name, "AddPermits")
-		assert.EqualValues(t, 1, must[int64](t)(e.Available(ctx)))
-		assert.EqualValues(t, 3, must[int64](t)(e.Permits(ctx)))
+		redistest.OneReceipt(t, rc, name, "AddPermits")
+		assert.EqualValues(t, 1, redistest.Must[int64](t)(e.Available(ctx)))
+		assert.EqualValues(t, 3, redistest.Must[int64](t)(e.Permits(ctx)))
 		assert.ErrorIs(t, e.AddPermits(ctx, 0), interlock.ErrInvalid)
-		assert.Empty(t, receipts(t, rc, name))
+		assert.Empty(t, redistest.Receipts(t, rc, name))
 
 		assert.ErrorIs(t, e.SetPermits(ctx, -1), interlock.ErrInvalid)
 		assert.ErrorIs(t, second(e.TrySetPermits(ctx, -1)), interlock.ErrInvalid)
 
 		// Delete removes both keys and ends this Client's holds as lost.
 		g := e.Guard(ctx, ids...)
-		assert.True(t, must[bool](t)(e.Delete(ctx)))
-		assert.False(t, exists(t, rc, name))
-		assert.False(t, exists(t, rc, timeoutKey(name)))
+		assert.True(t, redistest.Must[bool](t)(e.Delete(ctx)))
+		assert.False(t, redistest.Exists(t, rc, name))
+		assert.False(t, redistest.Exists(t, rc, timeoutKey(name)))
 		assert.Zero(t, c.Stats().Holds)
 		<-g.Done()
 		assert.ErrorIs(t, context.Cause(g), semaphore.ErrPermitLost)
-		assert.False(t, must[bool](t)(e.Delete(ctx)))
+		assert.False(t, redistest.Must[bool](t)(e.Delete(ctx)))
 		assert.ErrorIs(t, e.Release(ctx, ids[0]), semaphore.ErrUnknownPermit)
 		for op, f := range map[string]func(context.Context) (int64, error){"Available": e.Available, "Permits": e.Permits, "Acquired": e.Acquired} {
-			assert.EqualValues(t, 0, must[int64](t)(f(ctx)), "%s of a deleted semaphore", op)
+			assert.EqualValues(t, 0, redistest.Must[int64](t)(f(ctx)), "%s of a deleted semaphore", op)
 		}
 
 		// The zset's TTL follows the count's.
-		do(t, rc, "SET", name, "1", "PX", "60000")
-		id := must[[]semaphore.PermitID](t)(e.Acquire(ctx, 1, time.Minute))[0]
-		ms := do(t, rc, "PTTL", timeoutKey(name))
+		redistest.Do(t, rc, "SET", name, "1", "PX", "60000")
+		id := redistest.Must[[]semaphore.PermitID](t)(e.Acquire(ctx, 1, time.Minute))[0]
+		ms := redistest.Do(t, rc, "PTTL", timeoutKey(name))
 		v, _ := ms.AsInt64()
 		assert.InDelta(t, 60000, v, 2000, "the zset took the count's TTL")
-		within(t, must[time.Duration](t)(e.TTL(ctx)), 55*time.Second, 60*time.Second, "TTL")
+		within(t, redistest.Must[time.Duration](t)(e.TTL(ctx)), 55*time.Second, 60*time.Second, "TTL")
 		require.NoError(t, e.Release(ctx, id))
 	})
 }
 
 func TestExpirableGuard(t *testing.T) {
 	each(t, func(t *testing.T, tg target) {
-		ctx := testCtx(t)
-		c, _ := tg.client(t)
+		ctx := redistest.Context(t)
+		c, _ := tg.Client(t)
 		e := semaphore.NewExpirable(c, semName(t))
-		require.True(t, must[bool](t)(e.TrySetPermits(ctx, 2)))
+		require.True(t, redistest.Must[bool](t)(e.TrySetPermits(ctx, 2)))
 
 		g := e.Guard(ctx, semaphore.PermitID{9})
 		require.Error(t, g.Err(), "cancelled at once")
@@ -434,7 +434,7 @@ func TestExpirableGuard(t *testing.T) {
 			assert.Equal(t, interlock.OpGuard, ie.Op)
 		}
 
-		ids := must[[]semaphore.PermitID](t)(e.Acquire(ctx, 2, time.Minute))
+		ids := redistest.Must[[]semaphore.PermitID](t)(e.Acquire(ctx, 2, time.Minute))
 		g = e.Guard(ctx, ids...)
 		require.NoError(t, g.Err())
 		g1 := e.Guard(ctx, ids[1])
@@ -456,14 +456,14 @@ func TestExpirableWatchdog(t *testing.T) {
 	// Renewals every 333ms, each with 667ms to spare for a loaded machine.
 	const wd = time.Second
 	each(t, func(t *testing.T, tg target) {
-		ctx := testCtx(t)
-		c, rc := tg.client(t, interlock.WithWatchdogTimeout(wd))
+		ctx := redistest.Context(t)
+		c, rc := tg.Client(t, interlock.WithWatchdogTimeout(wd))
 		name := semName(t)
 		e := semaphore.NewExpirable(c, name)
-		require.True(t, must[bool](t)(e.TrySetPermits(ctx, 2)))
+		require.True(t, redistest.Must[bool](t)(e.TrySetPermits(ctx, 2)))
 
 		at := nowMS()
-		id := must[[]semaphore.PermitID](t)(e.Acquire(ctx, 1, 0))[0]
+		id := redistest.Must[[]semaphore.PermitID](t)(e.Acquire(ctx, 1, 0))[0]
 		g := e.Guard(ctx, id)
 		first, ok := score(t, rc, name, id)
 		require.True(t, ok)
@@ -486,16 +486,16 @@ func TestExpirableWatchdog(t *testing.T) {
 		// Six ticks; half of them, for a loaded machine's late ones.
 		assert.GreaterOrEqual(t, moves, 3, "renewed every third of the watchdog timeout")
 		require.NoError(t, g.Err())
-		assert.Greater(t, must[time.Duration](t)(e.LeaseLeft(ctx, id)), time.Duration(0))
-		assert.EqualValues(t, 1, must[int64](t)(e.Available(ctx)))
+		assert.Greater(t, redistest.Must[time.Duration](t)(e.LeaseLeft(ctx, id)), time.Duration(0))
+		assert.EqualValues(t, 1, redistest.Must[int64](t)(e.Available(ctx)))
 
 		// Removed by someone else: the guard ends with ErrPermitLost at the
 		// next renewal.
 		start := time.Now()
-		do(t, rc, "ZREM", timeoutKey(name), string(id[:]))
+		redistest.Do(t, rc, "ZREM", timeoutKey(name), string(id[:]))
 		select {
 		case <-g.Done():
-		case <-time.After(wd + slack):
+		case <-time.After(wd + redistest.Slack):
 			t.Fatal("guard not cancelled")
 		}
 		t.Logf("loss seen after %v", time.Since(start))
@@ -507,22 +507,22 @@ func TestExpirableWatchdog(t *testing.T) {
 
 		// Closed: the permits come back one watchdog timeout later, seen
 		// by another Client's reclaim.
-		c2, _ := tg.client(t, interlock.WithWatchdogTimeout(wd))
+		c2, _ := tg.Client(t, interlock.WithWatchdogTimeout(wd))
 		e2 := semaphore.NewExpirable(c2, name)
-		_ = must[[]semaphore.PermitID](t)(e2.Acquire(ctx, 1, 0))
+		_ = redistest.Must[[]semaphore.PermitID](t)(e2.Acquire(ctx, 1, 0))
 		time.Sleep(wd) // renewed at least once
-		other, _ := tg.client(t)
+		other, _ := tg.Client(t)
 		o := semaphore.NewExpirable(other, name)
-		assert.EqualValues(t, 0, must[int64](t)(o.Available(ctx)), "1 lost to ZREM, 1 held by c2")
+		assert.EqualValues(t, 0, redistest.Must[int64](t)(o.Available(ctx)), "1 lost to ZREM, 1 held by c2")
 		closed := time.Now()
 		require.NoError(t, c2.Close())
 		require.Eventually(t, func() bool {
 			n, err := o.Available(ctx)
 			return err == nil && n == 1
-		}, wd+slack+time.Second, 10*time.Millisecond, "permit not back")
+		}, wd+redistest.Slack+time.Second, 10*time.Millisecond, "permit not back")
 		back := time.Since(closed)
 		t.Logf("permit back %v after Close", back)
-		assert.LessOrEqual(t, back, wd+slack)
+		assert.LessOrEqual(t, back, wd+redistest.Slack)
 	})
 }
 
@@ -530,48 +530,48 @@ func TestExpirableWatchdog(t *testing.T) {
 // ErrReplication, and the permits they took come back.
 func TestSemaphoresSafeMode(t *testing.T) {
 	each(t, func(t *testing.T, tg target) {
-		ctx := testCtx(t)
-		c, rc := tg.client(t, interlock.WithReplicaAcks(1, 100*time.Millisecond))
+		ctx := redistest.Context(t)
+		c, rc := tg.Client(t, interlock.WithReplicaAcks(1, 100*time.Millisecond))
 		name := semName(t)
 
 		s := semaphore.New(c, name)
-		require.True(t, must[bool](t)(s.TrySetPermits(ctx, 2)))
+		require.True(t, redistest.Must[bool](t)(s.TrySetPermits(ctx, 2)))
 		err := s.Acquire(ctx, 1)
 		require.ErrorIs(t, err, interlock.ErrReplication)
 		assert.Contains(t, err.Error(), "0 of 1 replicas")
 		ok, err := s.TryAcquire(ctx, 2, time.Second)
 		require.ErrorIs(t, err, interlock.ErrReplication)
 		assert.False(t, ok)
-		require.Eventually(t, func() bool { return must[int64](t)(s.Available(ctx)) == 2 }, prompt, 10*time.Millisecond, "permits given back")
+		require.Eventually(t, func() bool { return redistest.Must[int64](t)(s.Available(ctx)) == 2 }, redistest.Prompt, 10*time.Millisecond, "permits given back")
 		ok, err = s.TryAcquire(ctx, 3, 0)
 		require.NoError(t, err, "nothing to acknowledge when nothing was taken")
 		assert.False(t, ok)
-		require.Eventually(t, func() bool { return c.Stats().UndoQueue == 0 }, prompt, 10*time.Millisecond)
-		assert.EqualValues(t, 2, must[int64](t)(s.Available(ctx)), "given back once")
+		require.Eventually(t, func() bool { return c.Stats().UndoQueue == 0 }, redistest.Prompt, 10*time.Millisecond)
+		assert.EqualValues(t, 2, redistest.Must[int64](t)(s.Available(ctx)), "given back once")
 
 		pname := name + ":expirable"
 		e := semaphore.NewExpirable(c, pname)
-		require.True(t, must[bool](t)(e.TrySetPermits(ctx, 2)))
+		require.True(t, redistest.Must[bool](t)(e.TrySetPermits(ctx, 2)))
 		for _, lease := range []time.Duration{time.Minute, 0, semaphore.NoExpiry} {
 			ids, err := e.Acquire(ctx, 2, lease)
 			require.ErrorIs(t, err, interlock.ErrReplication, "lease %v", lease)
 			assert.Nil(t, ids)
 			assert.Zero(t, c.Stats().Holds, "no hold kept")
-			require.Eventually(t, func() bool { return must[int64](t)(e.Available(ctx)) == 2 }, prompt, 10*time.Millisecond, "permits given back")
+			require.Eventually(t, func() bool { return redistest.Must[int64](t)(e.Available(ctx)) == 2 }, redistest.Prompt, 10*time.Millisecond, "permits given back")
 			assert.Empty(t, members(t, rc, pname))
 		}
 		_, ok, err = e.TryAcquire(ctx, 1, 0, time.Minute)
 		require.ErrorIs(t, err, interlock.ErrReplication)
 		assert.False(t, ok)
-		require.Eventually(t, func() bool { return must[int64](t)(e.Available(ctx)) == 2 }, prompt, 10*time.Millisecond, "permits given back")
-		require.Eventually(t, func() bool { return c.Stats().UndoQueue == 0 }, prompt, 10*time.Millisecond)
+		require.Eventually(t, func() bool { return redistest.Must[int64](t)(e.Available(ctx)) == 2 }, redistest.Prompt, 10*time.Millisecond, "permits given back")
+		require.Eventually(t, func() bool { return c.Stats().UndoQueue == 0 }, redistest.Prompt, 10*time.Millisecond)
 	})
 }
 
 func TestExpirableBadInput(t *testing.T) {
 	each(t, func(t *testing.T, tg target) {
-		ctx := testCtx(t)
-		c, rc := tg.client(t)
+		ctx := redistest.Context(t)
+		c, rc := tg.Client(t)
 		name := semName(t)
 		e := semaphore.NewExpirable(c, name)
 		id := semaphore.PermitID{1}
@@ -603,7 +603,7 @@ func TestExpirableBadInput(t *testing.T) {
 		upper, err := semaphore.ParsePermitID("00112233445566778899AABBCCDDEEFF")
 		require.NoError(t, err)
 		assert.Equal(t, "00112233445566778899aabbccddeeff", upper.String())
-		assert.False(t, exists(t, rc, name), "nothing sent")
+		assert.False(t, redistest.Exists(t, rc, name), "nothing sent")
 
 		for what, e := range map[string]*semaphore.Expirable{
 			"nil client": semaphore.NewExpirable(nil, name),
@@ -635,7 +635,7 @@ func TestExpirableBadInput(t *testing.T) {
 		}
 		for _, tc := range cases {
 			for _, cmd := range tc.setup {
-				do(t, rc, cmd...)
+				redistest.Do(t, rc, cmd...)
 			}
 			before := state(t, rc, tc.key)
 			for _, o := range allExpirableOps(ctx, semaphore.NewExpirable(c, tc.name)) {
@@ -651,7 +651,7 @@ func TestExpirableBadInput(t *testing.T) {
 			assert.Zero(t, c.Stats().Holds, tc.what)
 		}
 
-		c2, _ := tg.client(t)
+		c2, _ := tg.Client(t)
 		e2 := semaphore.NewExpirable(c2, name)
 		require.NoError(t, c2.Close())
 		for _, o := range allExpirableOps(ctx, e2) {
@@ -659,7 +659,7 @@ func TestExpirableBadInput(t *testing.T) {
 				assert.ErrorIs(t, o.f(), interlock.ErrClosed, o.name)
 			}
 		}
-		assert.False(t, exists(t, rc, name))
+		assert.False(t, redistest.Exists(t, rc, name))
 	})
 }
 
@@ -694,18 +694,18 @@ func TestExpirableUpdateLeaseWatchdog(t *testing.T) {
 	// Renewals every 333ms, each with 667ms to spare for a loaded machine.
 	const wd = time.Second
 	each(t, func(t *testing.T, tg target) {
-		ctx := testCtx(t)
-		c, rc := tg.client(t, interlock.WithWatchdogTimeout(wd))
+		ctx := redistest.Context(t)
+		c, rc := tg.Client(t, interlock.WithWatchdogTimeout(wd))
 		name := semName(t)
 		e := semaphore.NewExpirable(c, name)
-		require.True(t, must[bool](t)(e.TrySetPermits(ctx, 3)))
+		require.True(t, redistest.Must[bool](t)(e.TrySetPermits(ctx, 3)))
 
-		toNever := must[[]semaphore.PermitID](t)(e.Acquire(ctx, 1, 0))[0]
-		toLease := must[[]semaphore.PermitID](t)(e.Acquire(ctx, 1, 0))[0]
-		toWatchdog := must[[]semaphore.PermitID](t)(e.Acquire(ctx, 1, 10*time.Second))[0]
-		require.True(t, must[bool](t)(e.UpdateLease(ctx, toNever, semaphore.NoExpiry)))
-		require.True(t, must[bool](t)(e.UpdateLease(ctx, toLease, 5*time.Second)))
-		require.True(t, must[bool](t)(e.UpdateLease(ctx, toWatchdog, 0)))
+		toNever := redistest.Must[[]semaphore.PermitID](t)(e.Acquire(ctx, 1, 0))[0]
+		toLease := redistest.Must[[]semaphore.PermitID](t)(e.Acquire(ctx, 1, 0))[0]
+		toWatchdog := redistest.Must[[]semaphore.PermitID](t)(e.Acquire(ctx, 1, 10*time.Second))[0]
+		require.True(t, redistest.Must[bool](t)(e.UpdateLease(ctx, toNever, semaphore.NoExpiry)))
+		require.True(t, redistest.Must[bool](t)(e.UpdateLease(ctx, toLease, 5*time.Second)))
+		require.True(t, redistest.Must[bool](t)(e.UpdateLease(ctx, toWatchdog, 0)))
 		leased, _ := score(t, rc, name, toLease)
 		g := e.Guard(ctx, toNever, toLease, toWatchdog)
 
@@ -713,7 +713,7 @@ func TestExpirableUpdateLeaseWatchdog(t *testing.T) {
 		s, ok := score(t, rc, name, toNever)
 		require.True(t, ok)
 		assert.EqualValues(t, never, s, "the watchdog no longer renews a permit that never expires")
-		assert.Equal(t, semaphore.NoExpiry, must[time.Duration](t)(e.LeaseLeft(ctx, toNever)))
+		assert.Equal(t, semaphore.NoExpiry, redistest.Must[time.Duration](t)(e.LeaseLeft(ctx, toNever)))
 		s, ok = score(t, rc, name, toLease)
 		require.True(t, ok)
 		assert.Equal(t, leased, s, "the watchdog no longer renews a leased permit")

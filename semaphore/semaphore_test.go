@@ -18,112 +18,112 @@ import (
 
 func TestSemaphoreTrySetPermits(t *testing.T) {
 	each(t, func(t *testing.T, tg target) {
-		ctx := testCtx(t)
-		c, rc := tg.client(t)
+		ctx := redistest.Context(t)
+		c, rc := tg.Client(t)
 		name := semName(t)
 		s := semaphore.New(c, name)
 		assert.Equal(t, name, s.Name())
-		in := redistest.Listen(t, rc, keys.SemaphoreChannel(name), tg.cluster)
+		in := redistest.Listen(t, rc, keys.SemaphoreChannel(name), tg.Cluster)
 
-		require.True(t, must[bool](t)(s.TrySetPermits(ctx, 3)))
+		require.True(t, redistest.Must[bool](t)(s.TrySetPermits(ctx, 3)))
 		assert.Equal(t, []string{"3"}, in.Next(t), "the new count is announced")
-		assert.EqualValues(t, 3, must[int64](t)(s.Available(ctx)))
-		assert.Equal(t, time.Duration(-1), must[time.Duration](t)(s.TTL(ctx)))
+		assert.EqualValues(t, 3, redistest.Must[int64](t)(s.Available(ctx)))
+		assert.Equal(t, time.Duration(-1), redistest.Must[time.Duration](t)(s.TTL(ctx)))
 
-		require.False(t, must[bool](t)(s.TrySetPermits(ctx, 5)))
-		require.False(t, must[bool](t)(s.TrySetPermitsTTL(ctx, 5, time.Minute)))
+		require.False(t, redistest.Must[bool](t)(s.TrySetPermits(ctx, 5)))
+		require.False(t, redistest.Must[bool](t)(s.TrySetPermitsTTL(ctx, 5, time.Minute)))
 		assert.Empty(t, in.Next(t), "a refused set announces nothing")
-		assert.EqualValues(t, 3, must[int64](t)(s.Available(ctx)))
-		assert.Equal(t, time.Duration(-1), must[time.Duration](t)(s.TTL(ctx)), "a refused set leaves the TTL")
+		assert.EqualValues(t, 3, redistest.Must[int64](t)(s.Available(ctx)))
+		assert.Equal(t, time.Duration(-1), redistest.Must[time.Duration](t)(s.TTL(ctx)), "a refused set leaves the TTL")
 
 		// With a TTL.
 		name2 := name + ":ttl"
 		s2 := semaphore.New(c, name2)
-		in2 := redistest.Listen(t, rc, keys.SemaphoreChannel(name2), tg.cluster)
-		require.True(t, must[bool](t)(s2.TrySetPermitsTTL(ctx, 2, 10*time.Second)))
+		in2 := redistest.Listen(t, rc, keys.SemaphoreChannel(name2), tg.Cluster)
+		require.True(t, redistest.Must[bool](t)(s2.TrySetPermitsTTL(ctx, 2, 10*time.Second)))
 		assert.Equal(t, []string{"2"}, in2.Next(t))
-		ttl := must[time.Duration](t)(s2.TTL(ctx))
+		ttl := redistest.Must[time.Duration](t)(s2.TTL(ctx))
 		within(t, ttl, 9*time.Second, 10*time.Second, "TTL")
-		require.False(t, must[bool](t)(s2.TrySetPermitsTTL(ctx, 7, time.Hour)))
-		require.False(t, must[bool](t)(s2.TrySetPermits(ctx, 7)))
+		require.False(t, redistest.Must[bool](t)(s2.TrySetPermitsTTL(ctx, 7, time.Hour)))
+		require.False(t, redistest.Must[bool](t)(s2.TrySetPermits(ctx, 7)))
 		assert.Empty(t, in2.Next(t))
-		assert.EqualValues(t, 2, must[int64](t)(s2.Available(ctx)))
-		assert.LessOrEqual(t, must[time.Duration](t)(s2.TTL(ctx)), 10*time.Second)
+		assert.EqualValues(t, 2, redistest.Must[int64](t)(s2.Available(ctx)))
+		assert.LessOrEqual(t, redistest.Must[time.Duration](t)(s2.TTL(ctx)), 10*time.Second)
 
 		// Zero permits is a valid semaphore.
 		s3 := semaphore.New(c, name+":zero")
-		require.True(t, must[bool](t)(s3.TrySetPermits(ctx, 0)))
-		assert.True(t, exists(t, rc, name+":zero"))
-		assert.EqualValues(t, 0, must[int64](t)(s3.Available(ctx)))
-		assert.Empty(t, receipts(t, rc, name), "a try-set takes no receipt")
+		require.True(t, redistest.Must[bool](t)(s3.TrySetPermits(ctx, 0)))
+		assert.True(t, redistest.Exists(t, rc, name+":zero"))
+		assert.EqualValues(t, 0, redistest.Must[int64](t)(s3.Available(ctx)))
+		assert.Empty(t, redistest.Receipts(t, rc, name), "a try-set takes no receipt")
 	})
 }
 
 func TestSemaphoreAddPermits(t *testing.T) {
 	each(t, func(t *testing.T, tg target) {
-		ctx := testCtx(t)
-		c, rc := tg.client(t)
+		ctx := redistest.Context(t)
+		c, rc := tg.Client(t)
 		name := semName(t)
 		s := semaphore.New(c, name)
-		in := redistest.Listen(t, rc, keys.SemaphoreChannel(name), tg.cluster)
+		in := redistest.Listen(t, rc, keys.SemaphoreChannel(name), tg.Cluster)
 
 		// On a missing semaphore AddPermits creates it.
 		require.NoError(t, s.AddPermits(ctx, 5))
 		assert.Equal(t, []string{"5"}, in.Next(t))
-		assert.EqualValues(t, 5, must[int64](t)(s.Available(ctx)))
-		oneReceipt(t, rc, name, "AddPermits")
+		assert.EqualValues(t, 5, redistest.Must[int64](t)(s.Available(ctx)))
+		redistest.OneReceipt(t, rc, name, "AddPermits")
 
 		require.NoError(t, s.AddPermits(ctx, -2))
 		assert.Equal(t, []string{"3"}, in.Next(t), "the new total is announced")
-		assert.EqualValues(t, 3, must[int64](t)(s.Available(ctx)))
-		oneReceipt(t, rc, name, "AddPermits")
+		assert.EqualValues(t, 3, redistest.Must[int64](t)(s.Available(ctx)))
+		redistest.OneReceipt(t, rc, name, "AddPermits")
 
 		require.NoError(t, s.AddPermits(ctx, -5))
-		assert.EqualValues(t, -2, must[int64](t)(s.Available(ctx)), "the count may go below zero")
+		assert.EqualValues(t, -2, redistest.Must[int64](t)(s.Available(ctx)), "the count may go below zero")
 		assert.Equal(t, []string{"-2"}, in.Next(t))
-		oneReceipt(t, rc, name, "AddPermits")
+		redistest.OneReceipt(t, rc, name, "AddPermits")
 
 		assert.ErrorIs(t, s.AddPermits(ctx, 0), interlock.ErrInvalid)
 		assert.Empty(t, in.Next(t), "a zero delta sends nothing")
-		assert.Empty(t, receipts(t, rc, name))
-		assert.EqualValues(t, -2, must[int64](t)(s.Available(ctx)))
+		assert.Empty(t, redistest.Receipts(t, rc, name))
+		assert.EqualValues(t, -2, redistest.Must[int64](t)(s.Available(ctx)))
 
 		// AddPermits clears the TTL, of either sign.
 		for _, delta := range []int{3, -1} {
 			s2 := semaphore.New(c, name+":ttl")
 			_, _ = s2.Delete(ctx)
-			require.True(t, must[bool](t)(s2.TrySetPermitsTTL(ctx, 2, time.Minute)))
+			require.True(t, redistest.Must[bool](t)(s2.TrySetPermitsTTL(ctx, 2, time.Minute)))
 			require.NoError(t, s2.AddPermits(ctx, delta))
-			assert.Equal(t, time.Duration(-1), must[time.Duration](t)(s2.TTL(ctx)), "delta %d", delta)
-			assert.EqualValues(t, 2+delta, must[int64](t)(s2.Available(ctx)))
+			assert.Equal(t, time.Duration(-1), redistest.Must[time.Duration](t)(s2.TTL(ctx)), "delta %d", delta)
+			assert.EqualValues(t, 2+delta, redistest.Must[int64](t)(s2.Available(ctx)))
 		}
 	})
 }
 
 func TestSemaphoreAcquire(t *testing.T) {
 	each(t, func(t *testing.T, tg target) {
-		ctx := testCtx(t)
-		c, rc := tg.client(t)
+		ctx := redistest.Context(t)
+		c, rc := tg.Client(t)
 		name := semName(t)
 		s := semaphore.New(c, name)
 
 		// On a missing semaphore nothing can be taken.
-		assert.False(t, must[bool](t)(s.TryAcquire(ctx, 1, 0)))
-		assert.False(t, exists(t, rc, name))
-		assert.Empty(t, receipts(t, rc, name), "a failed attempt leaves no receipt")
+		assert.False(t, redistest.Must[bool](t)(s.TryAcquire(ctx, 1, 0)))
+		assert.False(t, redistest.Exists(t, rc, name))
+		assert.Empty(t, redistest.Receipts(t, rc, name), "a failed attempt leaves no receipt")
 
-		require.True(t, must[bool](t)(s.TrySetPermits(ctx, 3)))
+		require.True(t, redistest.Must[bool](t)(s.TrySetPermits(ctx, 3)))
 		require.NoError(t, s.Acquire(ctx, 2))
-		oneReceipt(t, rc, name, "Acquire")
-		assert.EqualValues(t, 1, must[int64](t)(s.Available(ctx)))
+		redistest.OneReceipt(t, rc, name, "Acquire")
+		assert.EqualValues(t, 1, redistest.Must[int64](t)(s.Available(ctx)))
 		start := time.Now()
-		assert.False(t, must[bool](t)(s.TryAcquire(ctx, 2, 0)), "2 of 1 free")
-		assert.Less(t, time.Since(start), slack, "wait 0 is one attempt")
-		assert.EqualValues(t, 1, must[int64](t)(s.Available(ctx)), "a failed attempt takes nothing")
-		assert.Empty(t, receipts(t, rc, name))
-		assert.True(t, must[bool](t)(s.TryAcquire(ctx, 1, 0)))
-		oneReceipt(t, rc, name, "TryAcquire")
-		assert.EqualValues(t, 0, must[int64](t)(s.Available(ctx)))
+		assert.False(t, redistest.Must[bool](t)(s.TryAcquire(ctx, 2, 0)), "2 of 1 free")
+		assert.Less(t, time.Since(start), redistest.Slack, "wait 0 is one attempt")
+		assert.EqualValues(t, 1, redistest.Must[int64](t)(s.Available(ctx)), "a failed attempt takes nothing")
+		assert.Empty(t, redistest.Receipts(t, rc, name))
+		assert.True(t, redistest.Must[bool](t)(s.TryAcquire(ctx, 1, 0)))
+		redistest.OneReceipt(t, rc, name, "TryAcquire")
+		assert.EqualValues(t, 0, redistest.Must[int64](t)(s.Available(ctx)))
 
 		// Acquire of n waits until n are free, not one.
 		got := make(chan error, 1)
@@ -132,16 +132,16 @@ func TestSemaphoreAcquire(t *testing.T) {
 		select {
 		case err := <-got:
 			t.Fatalf("Acquire(2) returned with 1 free: %v", err)
-		case <-time.After(quiet):
+		case <-time.After(redistest.Quiet):
 		}
 		require.NoError(t, s.Release(ctx, 1))
 		select {
 		case err := <-got:
 			require.NoError(t, err)
-		case <-time.After(prompt):
+		case <-time.After(redistest.Prompt):
 			t.Fatal("Acquire(2) not woken by the second release")
 		}
-		assert.EqualValues(t, 0, must[int64](t)(s.Available(ctx)))
+		assert.EqualValues(t, 0, redistest.Must[int64](t)(s.Available(ctx)))
 
 		// Acquire ends with its ctx, taking nothing.
 		start = time.Now() // before the deadline is set, which counts from its own now
@@ -149,9 +149,9 @@ func TestSemaphoreAcquire(t *testing.T) {
 		defer cancel()
 		err := s.Acquire(short, 1)
 		require.ErrorIs(t, err, context.DeadlineExceeded)
-		within(t, time.Since(start), 300*time.Millisecond, 300*time.Millisecond+slack, "Acquire until its deadline")
+		within(t, time.Since(start), 300*time.Millisecond, 300*time.Millisecond+redistest.Slack, "Acquire until its deadline")
 		require.NoError(t, s.Release(ctx, 1))
-		assert.EqualValues(t, 1, must[int64](t)(s.Available(ctx)))
+		assert.EqualValues(t, 1, redistest.Must[int64](t)(s.Available(ctx)))
 	})
 }
 
@@ -159,17 +159,17 @@ func TestSemaphoreAcquire(t *testing.T) {
 // that came back without a message are still found.
 func TestSemaphoreTryAcquireDeadline(t *testing.T) {
 	each(t, func(t *testing.T, tg target) {
-		ctx := testCtx(t)
-		c, cnt := tg.counted(t)
+		ctx := redistest.Context(t)
+		c, cnt := counted(t, tg)
 		rc := cnt.Client
 		name := semName(t)
 		s := semaphore.New(c, name)
-		require.True(t, must[bool](t)(s.TrySetPermits(ctx, 0)))
+		require.True(t, redistest.Must[bool](t)(s.TrySetPermits(ctx, 0)))
 
 		const wait = 500 * time.Millisecond
 		start := time.Now()
-		assert.False(t, must[bool](t)(s.TryAcquire(ctx, 1, wait)))
-		within(t, time.Since(start), wait, wait+slack, "TryAcquire(500ms)")
+		assert.False(t, redistest.Must[bool](t)(s.TryAcquire(ctx, 1, wait)))
+		within(t, time.Since(start), wait, wait+redistest.Slack, "TryAcquire(500ms)")
 		// A try, a try once subscribed, a try at the deadline.
 		assert.EqualValues(t, 3, cnt.n(script.SemAcquire()), "attempts")
 
@@ -184,32 +184,32 @@ func TestSemaphoreTryAcquireDeadline(t *testing.T) {
 			done <- ok
 		}()
 		time.Sleep(wait / 4)
-		do(t, rc, "SET", name, "1") // no message
+		redistest.Do(t, rc, "SET", name, "1") // no message
 		ok := <-done
 		took := time.Since(start)
 		assert.True(t, ok, "the try at the deadline")
-		within(t, took, wait-10*time.Millisecond, wait+slack, "TryAcquire(500ms)")
+		within(t, took, wait-10*time.Millisecond, wait+redistest.Slack, "TryAcquire(500ms)")
 		assert.EqualValues(t, 3, cnt.n(script.SemAcquire())-before, "attempts")
-		assert.EqualValues(t, 0, must[int64](t)(s.Available(ctx)))
-		oneReceipt(t, rc, name, "TryAcquire")
+		assert.EqualValues(t, 0, redistest.Must[int64](t)(s.Available(ctx)))
+		redistest.OneReceipt(t, rc, name, "TryAcquire")
 	})
 }
 
 // A release wakes a parked waiter by its message, not by the repoll.
 func TestSemaphoreReleaseWakesWaiter(t *testing.T) {
 	each(t, func(t *testing.T, tg target) {
-		ctx := testCtx(t)
-		c, cnt := tg.counted(t)
+		ctx := redistest.Context(t)
+		c, cnt := counted(t, tg)
 		rc := cnt.Client
 		name := semName(t)
 		s := semaphore.New(c, name)
-		in := redistest.Listen(t, rc, keys.SemaphoreChannel(name), tg.cluster)
-		require.True(t, must[bool](t)(s.TrySetPermits(ctx, 0)))
+		in := redistest.Listen(t, rc, keys.SemaphoreChannel(name), tg.Cluster)
+		require.True(t, redistest.Must[bool](t)(s.TrySetPermits(ctx, 0)))
 		in.Next(t)
 
 		done := make(chan error, 1)
 		go func() { done <- s.Acquire(ctx, 1) }()
-		require.Eventually(t, func() bool { return cnt.n(script.SemAcquire()) == 2 }, prompt, time.Millisecond, "waiter parked")
+		require.Eventually(t, func() bool { return cnt.n(script.SemAcquire()) == 2 }, redistest.Prompt, time.Millisecond, "waiter parked")
 		time.Sleep(50 * time.Millisecond)
 		start := time.Now()
 		require.NoError(t, s.Release(ctx, 1))
@@ -218,100 +218,100 @@ func TestSemaphoreReleaseWakesWaiter(t *testing.T) {
 		case err := <-done:
 			woke = time.Since(start)
 			require.NoError(t, err)
-		case <-time.After(prompt):
+		case <-time.After(redistest.Prompt):
 			t.Fatal("waiter not woken")
 		}
 		t.Logf("woken %v after the release", woke)
-		assert.Less(t, woke, slack, "woken by the message, not by the 2s repoll")
+		assert.Less(t, woke, redistest.Slack, "woken by the message, not by the 2s repoll")
 		assert.EqualValues(t, 3, cnt.n(script.SemAcquire()), "one attempt after the wake-up")
 		assert.Equal(t, []string{"1"}, in.Next(t), "Release announces the new free count")
-		assert.EqualValues(t, 0, must[int64](t)(s.Available(ctx)))
-		assert.Eventually(t, func() bool { return len(receipts(t, rc, name)) == 0 }, 5*time.Second, 10*time.Millisecond,
+		assert.EqualValues(t, 0, redistest.Must[int64](t)(s.Available(ctx)))
+		assert.Eventually(t, func() bool { return len(redistest.Receipts(t, rc, name)) == 0 }, 5*time.Second, 10*time.Millisecond,
 			"answered receipts are deleted by the Client")
 	})
 }
 
 func TestSemaphoreRelease(t *testing.T) {
 	each(t, func(t *testing.T, tg target) {
-		ctx := testCtx(t)
-		c, rc := tg.client(t)
+		ctx := redistest.Context(t)
+		c, rc := tg.Client(t)
 		name := semName(t)
 		s := semaphore.New(c, name)
-		in := redistest.Listen(t, rc, keys.SemaphoreChannel(name), tg.cluster)
+		in := redistest.Listen(t, rc, keys.SemaphoreChannel(name), tg.Cluster)
 
 		// Release creates a missing semaphore, as Redisson's does.
 		require.NoError(t, s.Release(ctx, 2))
 		assert.Equal(t, []string{"2"}, in.Next(t))
-		oneReceipt(t, rc, name, "Release")
+		redistest.OneReceipt(t, rc, name, "Release")
 		require.NoError(t, s.Release(ctx, 3))
 		assert.Equal(t, []string{"5"}, in.Next(t))
-		oneReceipt(t, rc, name, "Release")
-		assert.EqualValues(t, 5, must[int64](t)(s.Available(ctx)))
+		redistest.OneReceipt(t, rc, name, "Release")
+		assert.EqualValues(t, 5, redistest.Must[int64](t)(s.Available(ctx)))
 	})
 }
 
 func TestSemaphoreReleaseIfExists(t *testing.T) {
 	each(t, func(t *testing.T, tg target) {
-		ctx := testCtx(t)
-		c, rc := tg.client(t)
+		ctx := redistest.Context(t)
+		c, rc := tg.Client(t)
 		name := semName(t)
 		s := semaphore.New(c, name)
-		in := redistest.Listen(t, rc, keys.SemaphoreChannel(name), tg.cluster)
+		in := redistest.Listen(t, rc, keys.SemaphoreChannel(name), tg.Cluster)
 
-		assert.False(t, must[bool](t)(s.ReleaseIfExists(ctx, 1)))
-		assert.False(t, exists(t, rc, name), "no semaphore created")
+		assert.False(t, redistest.Must[bool](t)(s.ReleaseIfExists(ctx, 1)))
+		assert.False(t, redistest.Exists(t, rc, name), "no semaphore created")
 		assert.Empty(t, in.Next(t), "nothing announced")
-		oneReceipt(t, rc, name, "ReleaseIfExists")
+		redistest.OneReceipt(t, rc, name, "ReleaseIfExists")
 
-		require.True(t, must[bool](t)(s.TrySetPermits(ctx, 1)))
+		require.True(t, redistest.Must[bool](t)(s.TrySetPermits(ctx, 1)))
 		in.Next(t)
-		assert.True(t, must[bool](t)(s.ReleaseIfExists(ctx, 2)))
+		assert.True(t, redistest.Must[bool](t)(s.ReleaseIfExists(ctx, 2)))
 		assert.Equal(t, []string{"3"}, in.Next(t))
-		assert.EqualValues(t, 3, must[int64](t)(s.Available(ctx)))
-		oneReceipt(t, rc, name, "ReleaseIfExists")
+		assert.EqualValues(t, 3, redistest.Must[int64](t)(s.Available(ctx)))
+		redistest.OneReceipt(t, rc, name, "ReleaseIfExists")
 	})
 }
 
 func TestSemaphoreDrainDeleteTTL(t *testing.T) {
 	each(t, func(t *testing.T, tg target) {
-		ctx := testCtx(t)
-		c, rc := tg.client(t)
+		ctx := redistest.Context(t)
+		c, rc := tg.Client(t)
 		name := semName(t)
 		s := semaphore.New(c, name)
-		in := redistest.Listen(t, rc, keys.SemaphoreChannel(name), tg.cluster)
+		in := redistest.Listen(t, rc, keys.SemaphoreChannel(name), tg.Cluster)
 
 		// Missing.
-		assert.EqualValues(t, 0, must[int64](t)(s.Drain(ctx)))
-		assert.False(t, exists(t, rc, name), "Drain creates nothing")
-		assert.EqualValues(t, 0, must[int64](t)(s.Available(ctx)))
-		assert.Zero(t, must[time.Duration](t)(s.TTL(ctx)))
-		assert.False(t, must[bool](t)(s.Delete(ctx)))
+		assert.EqualValues(t, 0, redistest.Must[int64](t)(s.Drain(ctx)))
+		assert.False(t, redistest.Exists(t, rc, name), "Drain creates nothing")
+		assert.EqualValues(t, 0, redistest.Must[int64](t)(s.Available(ctx)))
+		assert.Zero(t, redistest.Must[time.Duration](t)(s.TTL(ctx)))
+		assert.False(t, redistest.Must[bool](t)(s.Delete(ctx)))
 
-		require.True(t, must[bool](t)(s.TrySetPermitsTTL(ctx, 4, time.Minute)))
+		require.True(t, redistest.Must[bool](t)(s.TrySetPermitsTTL(ctx, 4, time.Minute)))
 		in.Next(t)
-		assert.EqualValues(t, 4, must[int64](t)(s.Drain(ctx)))
+		assert.EqualValues(t, 4, redistest.Must[int64](t)(s.Drain(ctx)))
 		assert.Empty(t, in.Next(t), "Drain announces nothing")
-		assert.EqualValues(t, 0, must[int64](t)(s.Available(ctx)))
+		assert.EqualValues(t, 0, redistest.Must[int64](t)(s.Available(ctx)))
 		assert.Equal(t, "string:0", state(t, rc, name))
-		assert.Equal(t, time.Duration(-1), must[time.Duration](t)(s.TTL(ctx)), "Drain clears the TTL")
-		assert.EqualValues(t, 0, must[int64](t)(s.Drain(ctx)))
-		assert.Empty(t, receipts(t, rc, name))
+		assert.Equal(t, time.Duration(-1), redistest.Must[time.Duration](t)(s.TTL(ctx)), "Drain clears the TTL")
+		assert.EqualValues(t, 0, redistest.Must[int64](t)(s.Drain(ctx)))
+		assert.Empty(t, redistest.Receipts(t, rc, name))
 
-		assert.True(t, must[bool](t)(s.Delete(ctx)))
-		assert.False(t, exists(t, rc, name))
-		assert.False(t, must[bool](t)(s.Delete(ctx)))
+		assert.True(t, redistest.Must[bool](t)(s.Delete(ctx)))
+		assert.False(t, redistest.Exists(t, rc, name))
+		assert.False(t, redistest.Must[bool](t)(s.Delete(ctx)))
 		assert.Empty(t, in.Next(t), "Delete announces nothing")
 
 		// Delete does not wake waiters: they wait for a release.
-		require.True(t, must[bool](t)(s.TrySetPermits(ctx, 0)))
+		require.True(t, redistest.Must[bool](t)(s.TrySetPermits(ctx, 0)))
 		got := make(chan error, 1)
 		go func() { got <- s.Acquire(ctx, 1) }()
-		time.Sleep(quiet)
-		require.True(t, must[bool](t)(s.Delete(ctx)))
+		time.Sleep(redistest.Quiet)
+		require.True(t, redistest.Must[bool](t)(s.Delete(ctx)))
 		select {
 		case err := <-got:
 			t.Fatalf("Acquire returned after Delete: %v", err)
-		case <-time.After(quiet):
+		case <-time.After(redistest.Quiet):
 		}
 		require.NoError(t, s.Release(ctx, 1))
 		require.NoError(t, <-got)
@@ -320,8 +320,8 @@ func TestSemaphoreDrainDeleteTTL(t *testing.T) {
 
 func TestSemaphoreBadInput(t *testing.T) {
 	each(t, func(t *testing.T, tg target) {
-		ctx := testCtx(t)
-		c, rc := tg.client(t)
+		ctx := redistest.Context(t)
+		c, rc := tg.Client(t)
 		name := semName(t)
 
 		s := semaphore.New(c, name)
@@ -345,8 +345,8 @@ func TestSemaphoreBadInput(t *testing.T) {
 			assert.ErrorIs(t, err, interlock.ErrInvalid, op)
 			assert.ErrorIs(t, err, semaphore.ErrInvalid, op)
 		}
-		assert.False(t, exists(t, rc, name), "nothing sent")
-		assert.Empty(t, receipts(t, rc, name))
+		assert.False(t, redistest.Exists(t, rc, name), "nothing sent")
+		assert.Empty(t, redistest.Receipts(t, rc, name))
 
 		// A nil client, a bad name: every method, nothing sent.
 		for what, s := range map[string]*semaphore.Semaphore{
@@ -359,13 +359,13 @@ func TestSemaphoreBadInput(t *testing.T) {
 				assert.ErrorIs(t, o.f(), interlock.ErrInvalid, "%s: %s", what, o.name)
 			}
 		}
-		assert.False(t, exists(t, rc, name))
+		assert.False(t, redistest.Exists(t, rc, name))
 
 		// A key of another type (an rlock's hash): an argument error, and the
 		// key is left as it was.
 		hashName := name + ":hash"
-		do(t, rc, "HSET", hashName, "client:1", "1")
-		do(t, rc, "PEXPIRE", hashName, "60000")
+		redistest.Do(t, rc, "HSET", hashName, "client:1", "1")
+		redistest.Do(t, rc, "PEXPIRE", hashName, "60000")
 		before := state(t, rc, hashName)
 		h := semaphore.New(c, hashName)
 		for _, o := range allOps(ctx, h) {
@@ -385,16 +385,16 @@ func TestSemaphoreBadInput(t *testing.T) {
 			}
 			assert.Equal(t, before, state(t, rc, hashName), "%s changed the key", op)
 		}
-		assert.Empty(t, receipts(t, rc, hashName), "failed operations leave no receipt")
+		assert.Empty(t, redistest.Receipts(t, rc, hashName), "failed operations leave no receipt")
 
 		// A closed Client.
-		c2, _ := tg.client(t)
+		c2, _ := tg.Client(t)
 		s2 := semaphore.New(c2, name)
 		require.NoError(t, c2.Close())
 		for _, o := range allOps(ctx, s2) {
 			assert.ErrorIs(t, o.f(), interlock.ErrClosed, o.name)
 		}
-		assert.False(t, exists(t, rc, name))
+		assert.False(t, redistest.Exists(t, rc, name))
 	})
 }
 
@@ -428,8 +428,8 @@ func allOps(ctx context.Context, s *semaphore.Semaphore) []op {
 // expires within 30s.
 func TestSemaphoreReceipts(t *testing.T) {
 	each(t, func(t *testing.T, tg target) {
-		ctx := testCtx(t)
-		c, rc := tg.client(t)
+		ctx := redistest.Context(t)
+		c, rc := tg.Client(t)
 		name := semName(t)
 		s := semaphore.New(c, name)
 		steps := []op{
@@ -447,7 +447,7 @@ func TestSemaphoreReceipts(t *testing.T) {
 		}
 		for _, st := range steps {
 			require.NoError(t, st.f(), st.name)
-			oneReceipt(t, rc, name, st.name)
+			redistest.OneReceipt(t, rc, name, st.name)
 		}
 	})
 }

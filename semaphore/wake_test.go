@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/interlock-go/interlock"
+	"github.com/interlock-go/interlock/internal/redistest"
 	"github.com/interlock-go/interlock/internal/script"
 	"github.com/interlock-go/interlock/semaphore"
 )
@@ -22,12 +23,12 @@ func TestSemaphoreReleaseWakesN(t *testing.T) {
 		t.Skip("waits out several leases or repolls; the server matrix runs with -short")
 	}
 	each(t, func(t *testing.T, tg target) {
-		ctx := testCtx(t)
-		c, cnt := tg.counted(t)
+		ctx := redistest.Context(t)
+		c, cnt := counted(t, tg)
 		name := semName(t)
 		s := semaphore.New(c, name)
 		acq := script.SemAcquire()
-		require.True(t, must[bool](t)(s.TrySetPermits(ctx, 0)))
+		require.True(t, redistest.Must[bool](t)(s.TrySetPermits(ctx, 0)))
 
 		const waiters = 8
 		var got atomic.Int64
@@ -47,8 +48,8 @@ func TestSemaphoreReleaseWakesN(t *testing.T) {
 		// every 2s, all at about the same time since they joined the
 		// first one's wait. Release right after such a round of repolls,
 		// so that the next one is ~2s away.
-		require.Eventually(t, func() bool { return c.Stats().Channels == 1 }, prompt, time.Millisecond)
-		parked := cnt.settle(t, acq, quiet)
+		require.Eventually(t, func() bool { return c.Stats().Channels == 1 }, redistest.Prompt, time.Millisecond)
+		parked := cnt.settle(t, acq, redistest.Quiet)
 		t.Logf("%d attempts to park %d waiters", parked, waiters)
 		afterRepoll := func() int64 {
 			t.Helper()
@@ -62,20 +63,20 @@ func TestSemaphoreReleaseWakesN(t *testing.T) {
 			base := afterRepoll()
 			start := time.Now()
 			require.NoError(t, s.Release(ctx, n))
-			require.Eventually(t, func() bool { return got.Load() == held+int64(n) }, prompt, time.Millisecond, "%d woken", n)
+			require.Eventually(t, func() bool { return got.Load() == held+int64(n) }, redistest.Prompt, time.Millisecond, "%d woken", n)
 			took := time.Since(start)
-			time.Sleep(quiet) // a herd shows up here
+			time.Sleep(redistest.Quiet) // a herd shows up here
 			tries := cnt.n(acq) - base
 			t.Logf("Release(%d): %d acquired after %v, %d attempts", n, got.Load()-held, took, tries)
-			assert.Less(t, took, slack)
+			assert.Less(t, took, redistest.Slack)
 			assert.Equal(t, held+int64(n), got.Load(), "exactly %d acquisitions", n)
 			assert.GreaterOrEqual(t, tries, int64(n))
 			assert.LessOrEqual(t, tries, int64(n)+2, "attempts after Release(%d)", n)
-			assert.EqualValues(t, 0, must[int64](t)(s.Available(ctx)))
+			assert.EqualValues(t, 0, redistest.Must[int64](t)(s.Available(ctx)))
 		}
 
 		require.NoError(t, s.Release(ctx, waiters-4))
-		require.Eventually(t, func() bool { return got.Load() == waiters }, prompt, time.Millisecond, "every waiter served")
+		require.Eventually(t, func() bool { return got.Load() == waiters }, redistest.Prompt, time.Millisecond, "every waiter served")
 	})
 }
 
@@ -83,8 +84,8 @@ func TestSemaphoreReleaseWakesN(t *testing.T) {
 // than permits, and few wasted attempts per acquisition.
 func TestSemaphoreContention(t *testing.T) {
 	each(t, func(t *testing.T, tg target) {
-		ctx := testCtx(t)
-		c, cnt := tg.counted(t)
+		ctx := redistest.Context(t)
+		c, cnt := counted(t, tg)
 		name := semName(t)
 		s := semaphore.New(c, name)
 		const (
@@ -92,7 +93,7 @@ func TestSemaphoreContention(t *testing.T) {
 			goroutines = 64
 			total      = 2000
 		)
-		require.True(t, must[bool](t)(s.TrySetPermits(ctx, permits)))
+		require.True(t, redistest.Must[bool](t)(s.TrySetPermits(ctx, permits)))
 
 		var (
 			taken, holders, peak atomic.Int64
@@ -133,7 +134,7 @@ func TestSemaphoreContention(t *testing.T) {
 			total, goroutines, permits, took, tries, per, peak.Load())
 		assert.LessOrEqual(t, peak.Load(), int64(permits), "more holders than permits")
 		assert.LessOrEqual(t, per, 3.0, "attempts per acquisition")
-		assert.EqualValues(t, permits, must[int64](t)(s.Available(ctx)))
+		assert.EqualValues(t, permits, redistest.Must[int64](t)(s.Available(ctx)))
 	})
 }
 
@@ -142,19 +143,19 @@ func TestSemaphoreContention(t *testing.T) {
 // is not lost until the 2s repoll.
 func TestSemaphoreWakeUpHandedOn(t *testing.T) {
 	each(t, func(t *testing.T, tg target) {
-		ctx := testCtx(t)
-		c, cnt := tg.counted(t)
+		ctx := redistest.Context(t)
+		c, cnt := counted(t, tg)
 		name := semName(t)
 		s := semaphore.New(c, name)
 		acq := script.SemAcquire()
-		require.True(t, must[bool](t)(s.TrySetPermits(ctx, 0)))
+		require.True(t, redistest.Must[bool](t)(s.TrySetPermits(ctx, 0)))
 
 		big, small := make(chan error, 1), make(chan error, 1)
 		go func() { big <- s.Acquire(ctx, 2) }()
-		require.Eventually(t, func() bool { return cnt.n(acq) == 2 }, prompt, time.Millisecond, "Acquire(2) parked")
+		require.Eventually(t, func() bool { return cnt.n(acq) == 2 }, redistest.Prompt, time.Millisecond, "Acquire(2) parked")
 		time.Sleep(50 * time.Millisecond)
 		go func() { small <- s.Acquire(ctx, 1) }()
-		time.Sleep(quiet) // parked behind it
+		time.Sleep(redistest.Quiet) // parked behind it
 
 		start := time.Now()
 		require.NoError(t, s.Release(ctx, 1))
@@ -162,10 +163,10 @@ func TestSemaphoreWakeUpHandedOn(t *testing.T) {
 		case err := <-small:
 			require.NoError(t, err)
 			t.Logf("Acquire(1) served %v after the release", time.Since(start))
-			assert.Less(t, time.Since(start), slack, "woken by the message, not the repoll")
+			assert.Less(t, time.Since(start), redistest.Slack, "woken by the message, not the repoll")
 		case err := <-big:
 			t.Fatalf("Acquire(2) returned with 1 free: %v", err)
-		case <-time.After(prompt):
+		case <-time.After(redistest.Prompt):
 			t.Fatal("Acquire(1) not served")
 		}
 		start = time.Now()
@@ -173,32 +174,32 @@ func TestSemaphoreWakeUpHandedOn(t *testing.T) {
 		select {
 		case err := <-big:
 			require.NoError(t, err)
-			assert.Less(t, time.Since(start), slack)
-		case <-time.After(prompt):
+			assert.Less(t, time.Since(start), redistest.Slack)
+		case <-time.After(redistest.Prompt):
 			t.Fatal("Acquire(2) not served")
 		}
-		assert.EqualValues(t, 0, must[int64](t)(s.Available(ctx)))
+		assert.EqualValues(t, 0, redistest.Must[int64](t)(s.Available(ctx)))
 	})
 }
 
 // The same for the expirable semaphore.
 func TestExpirableWakeUpHandedOn(t *testing.T) {
 	each(t, func(t *testing.T, tg target) {
-		ctx := testCtx(t)
-		c, cnt := tg.counted(t)
+		ctx := redistest.Context(t)
+		c, cnt := counted(t, tg)
 		name := semName(t)
 		e := semaphore.NewExpirable(c, name)
 		acq := script.PESAcquire()
-		require.True(t, must[bool](t)(e.TrySetPermits(ctx, 1)))
-		held := must[[]semaphore.PermitID](t)(e.Acquire(ctx, 1, time.Minute))
+		require.True(t, redistest.Must[bool](t)(e.TrySetPermits(ctx, 1)))
+		held := redistest.Must[[]semaphore.PermitID](t)(e.Acquire(ctx, 1, time.Minute))
 		base := cnt.n(acq)
 
 		big, small := make(chan error, 1), make(chan error, 1)
 		go func() { big <- second(e.Acquire(ctx, 2, time.Minute)) }()
-		require.Eventually(t, func() bool { return cnt.n(acq) == base+2 }, prompt, time.Millisecond, "Acquire(2) parked")
+		require.Eventually(t, func() bool { return cnt.n(acq) == base+2 }, redistest.Prompt, time.Millisecond, "Acquire(2) parked")
 		time.Sleep(50 * time.Millisecond)
 		go func() { small <- second(e.Acquire(ctx, 1, time.Minute)) }()
-		time.Sleep(quiet)
+		time.Sleep(redistest.Quiet)
 
 		start := time.Now()
 		require.NoError(t, e.Release(ctx, held...))
@@ -206,17 +207,17 @@ func TestExpirableWakeUpHandedOn(t *testing.T) {
 		case err := <-small:
 			require.NoError(t, err)
 			t.Logf("Acquire(1) served %v after the release", time.Since(start))
-			assert.Less(t, time.Since(start), slack, "woken by the message, not the repoll")
+			assert.Less(t, time.Since(start), redistest.Slack, "woken by the message, not the repoll")
 		case err := <-big:
 			t.Fatalf("Acquire(2) returned with 1 free: %v", err)
-		case <-time.After(prompt):
+		case <-time.After(redistest.Prompt):
 			t.Fatal("Acquire(1) not served")
 		}
 		require.NoError(t, e.AddPermits(ctx, 2))
 		select {
 		case err := <-big:
 			require.NoError(t, err)
-		case <-time.After(prompt):
+		case <-time.After(redistest.Prompt):
 			t.Fatal("Acquire(2) not served")
 		}
 	})
@@ -225,30 +226,30 @@ func TestExpirableWakeUpHandedOn(t *testing.T) {
 // Closing the Client ends its waiters with ErrClosed, at once.
 func TestSemaphoresCloseEndsWaiters(t *testing.T) {
 	each(t, func(t *testing.T, tg target) {
-		ctx := testCtx(t)
-		c, rc := tg.client(t)
+		ctx := redistest.Context(t)
+		c, rc := tg.Client(t)
 		name := semName(t)
 		s := semaphore.New(c, name)
 		e := semaphore.NewExpirable(c, name+":expirable")
-		require.True(t, must[bool](t)(s.TrySetPermits(ctx, 0)))
-		require.True(t, must[bool](t)(e.TrySetPermits(ctx, 0)))
+		require.True(t, redistest.Must[bool](t)(s.TrySetPermits(ctx, 0)))
+		require.True(t, redistest.Must[bool](t)(e.TrySetPermits(ctx, 0)))
 		errs := make(chan error, 3)
 		go func() { errs <- s.Acquire(ctx, 1) }()
 		go func() { errs <- second(s.TryAcquire(ctx, 1, time.Minute)) }()
 		go func() { errs <- second(e.Acquire(ctx, 1, 0)) }()
-		require.Eventually(t, func() bool { return c.Stats().Channels == 2 }, prompt, time.Millisecond)
-		time.Sleep(quiet)
+		require.Eventually(t, func() bool { return c.Stats().Channels == 2 }, redistest.Prompt, time.Millisecond)
+		time.Sleep(redistest.Quiet)
 		start := time.Now()
 		require.NoError(t, c.Close())
 		for range 3 {
 			select {
 			case err := <-errs:
 				assert.ErrorIs(t, err, interlock.ErrClosed)
-			case <-time.After(prompt):
+			case <-time.After(redistest.Prompt):
 				t.Fatal("a waiter outlived Close")
 			}
 		}
-		assert.Less(t, time.Since(start), slack)
+		assert.Less(t, time.Since(start), redistest.Slack)
 		assert.EqualValues(t, "string:0", state(t, rc, name), "nothing taken")
 		assert.Empty(t, members(t, rc, name+":expirable"))
 	})

@@ -5,25 +5,14 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redis/rueidis"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/interlock-go/interlock"
 	"github.com/interlock-go/interlock/internal/keys"
-	"github.com/interlock-go/interlock/internal/redistest"
 	"github.com/interlock-go/interlock/rlock"
 	"github.com/interlock-go/interlock/spin"
 )
-
-func newClient(t *testing.T) (*interlock.Client, rueidis.Client) {
-	t.Helper()
-	rc := redistest.NewClient(t, addr)
-	c, err := interlock.New(rc)
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = c.Close() })
-	return c, rc
-}
 
 // A spin waiter holds no subscription, takes the lock soon after its
 // release (within the longest pause, 128ms, plus slack) and a TryLock

@@ -81,6 +81,22 @@
 // node lists every replica. A TestMain that starts several servers returns one
 // teardown that stops them all, replicas before their masters.
 //
+// ShareServer is that setup for the usual case, one standalone server whose
+// address goes to a package variable; SharedCluster starts, on first use,
+// one cluster that every test of the package shares, and Main stops it.
+//
+// # What the tests of every package repeat
+//
+// Clients makes a package's two ways to open a client of the library
+// under test (its constructor passed in: this package does not import the
+// library), closed when the test ends; Each and Target run a test on the
+// shared server and then on the shared cluster. Name makes a key name
+// unique to the test (and deletes its keys when it ends), Context bounds a
+// test that hangs, Eventually and Must shorten testify's calls, Hooked
+// counts and tampers with what a client sends, and Exists, PTTL, Do,
+// EveryNode, Receipts and OneReceipt read a server's keys. Prompt, Slack
+// and Quiet are the timing tolerances of a loaded machine.
+//
 // # Containers
 //
 // StartContainer, ContainerCluster, ContainerClusterWith, ContainerReplicas

@@ -108,8 +108,9 @@ func GoleakOptions() []goleak.Option {
 
 // Main is a complete TestMain for a package that shares servers between its
 // tests; it does not return. It calls setup, runs the tests, calls the
-// teardown that setup returned, checks for leaked goroutines with goleak
-// (passing GoleakOptions and opts), and exits.
+// teardown that setup returned, stops the cluster SharedCluster started,
+// checks for leaked goroutines with goleak (passing GoleakOptions and
+// opts), and exits.
 //
 // If setup fails with ErrUnavailable or ErrExternal, Main prints the reason
 // and exits 0 without running any test; with CI=true it exits 1 instead,
@@ -143,6 +144,7 @@ func runMain(m *testing.M, setup func() (func(), error), opts []goleak.Option) i
 	if teardown != nil {
 		teardown()
 	}
+	stopShared()
 	if code == 0 {
 		if err := goleak.Find(append(GoleakOptions(), opts...)...); err != nil {
 			fmt.Fprintf(os.Stderr, "goleak: Errors on successful test run: %v\n", err)
