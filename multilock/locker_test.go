@@ -22,8 +22,8 @@ var _ interlock.Locker = multilock.New()
 // for the lock as a whole: locked as soon as a member is (an acquisition
 // would wait), the TTL until no member is, the holds every member has.
 func TestMultiLockQueries(t *testing.T) {
-	ctx := testCtx(t)
-	c, rc := newClient(t, addr)
+	ctx := redistest.Context(t)
+	c, rc := newClient(t)
 	n := names(t, 2)
 	a, b := rlock.New(c, n[0]), rlock.New(c, n[1])
 	var m interlock.Locker = multilock.New(a, b)
@@ -60,7 +60,7 @@ func TestMultiLockQueries(t *testing.T) {
 	assert.Equal(t, interlock.NoExpiry, must[time.Duration](t)(m.TTL(ctx)))
 	assert.True(t, must[bool](t)(m.ForceUnlock(ctx)))
 	for _, k := range n {
-		assert.EqualValues(t, -2, pttl(t, rc, k), "nothing left on %s", k)
+		assert.EqualValues(t, -2, redistest.PTTL(t, rc, k), "nothing left on %s", k)
 	}
 
 	// A hold taken on one goroutine is released on another.
@@ -83,11 +83,11 @@ func TestMultiLockQueries(t *testing.T) {
 // members are locked, and a member that does not answer matters only when
 // the answer depends on it.
 func TestRedLockQueries(t *testing.T) {
-	ctx := testCtx(t)
+	ctx := redistest.Context(t)
 	n := names(t, 3)
 	var members []interlock.Locker
 	for _, k := range n {
-		c, _ := newClient(t, addr)
+		c, _ := newClient(t)
 		members = append(members, rlock.New(c, k))
 	}
 	red := multilock.NewRedLock(members...)
@@ -124,5 +124,14 @@ func TestRedLockQueries(t *testing.T) {
 	assert.Error(t, err)
 	for _, l := range members {
 		_, _ = l.ForceUnlock(context.Background())
+	}
+}
+
+// must returns v, failing t on err.
+func must[T any](t *testing.T) func(v T, err error) T {
+	return func(v T, err error) T {
+		t.Helper()
+		require.NoError(t, err)
+		return v
 	}
 }
