@@ -24,10 +24,7 @@ var kind = lc.FairKind(string(interlock.KindFairLock))
 // Option configures a Mutex.
 type Option func(*options)
 
-type options struct {
-	waitTimeout time.Duration
-	err         error
-}
+type options struct{ wait lc.FairWait }
 
 // WithWaitTimeout sets how long a waiter of Lock and LockLease keeps its
 // place: its deadline is the previous waiter's (or the holder's remaining
@@ -35,12 +32,7 @@ type options struct {
 // The default is DefaultWaitTimeout; d must be at least 1ms and should be
 // the Java fleet's fairLockWaitTimeout (see the package documentation).
 func WithWaitTimeout(d time.Duration) Option {
-	return func(o *options) {
-		if d < time.Millisecond && o.err == nil {
-			o.err = lc.Invalid("wait timeout %v must be at least 1ms", d)
-		}
-		o.waitTimeout = d
-	}
+	return func(o *options) { o.wait.Set(d) }
 }
 
 //go:generate go run ../internal/gen/locker Mutex
@@ -58,9 +50,9 @@ var _ interlock.Locker = (*Mutex)(nil)
 // New returns the fair lock called name. A bad name, a bad option or a nil
 // client is reported by every method, before anything is sent.
 func New(c *interlock.Client, name string, opts ...Option) *Mutex {
-	o := options{waitTimeout: DefaultWaitTimeout}
+	o := options{lc.FairWait{Timeout: DefaultWaitTimeout}}
 	for _, opt := range opts {
 		opt(&o)
 	}
-	return &Mutex{lc.Embedded(lc.NewFair(c, &kind, name, o.waitTimeout, o.err))}
+	return &Mutex{lc.Embedded(lc.NewFair(c, &kind, name, o.wait))}
 }

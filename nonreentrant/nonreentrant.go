@@ -76,31 +76,23 @@ var _ interlock.Locker = (*FairMutex)(nil)
 // FairOption configures a FairMutex.
 type FairOption func(*fairOptions)
 
-type fairOptions struct {
-	waitTimeout time.Duration
-	err         error
-}
+type fairOptions struct{ wait lc.FairWait }
 
 // WithWaitTimeout sets how long a waiter of Lock and LockLease keeps its
 // place, as fairlock.WithWaitTimeout does. The default is
 // DefaultWaitTimeout; d must be at least 1ms and should be the Java
 // fleet's fairLockWaitTimeout.
 func WithWaitTimeout(d time.Duration) FairOption {
-	return func(o *fairOptions) {
-		if d < time.Millisecond && o.err == nil {
-			o.err = lc.Invalid("wait timeout %v must be at least 1ms", d)
-		}
-		o.waitTimeout = d
-	}
+	return func(o *fairOptions) { o.wait.Set(d) }
 }
 
 // NewFair returns the non-reentrant fair lock called name. A bad name, a
 // bad option or a nil client is reported by every method, before anything
 // is sent.
 func NewFair(c *interlock.Client, name string, opts ...FairOption) *FairMutex {
-	o := fairOptions{waitTimeout: DefaultWaitTimeout}
+	o := fairOptions{lc.FairWait{Timeout: DefaultWaitTimeout}}
 	for _, opt := range opts {
 		opt(&o)
 	}
-	return &FairMutex{lc.Embedded(lc.NewFair(c, &fairKind, name, o.waitTimeout, o.err))}
+	return &FairMutex{lc.Embedded(lc.NewFair(c, &fairKind, name, o.wait))}
 }

@@ -55,12 +55,27 @@ func New(client any, kind *Kind, name string) Common {
 	return l
 }
 
-// NewFair is New for a fair kind, whose waiters keep their place for grace
-// unless they say otherwise; optErr is an option error to report.
-func NewFair(client any, kind *Kind, name string, grace time.Duration, optErr error) Common {
+// FairWait is the wait-timeout option of the fair kinds: the timeout, and
+// the argument error of a bad one, which NewFair reports.
+type FairWait struct {
+	Timeout time.Duration
+	Err     error
+}
+
+// Set sets the timeout to d, which must be at least 1ms.
+func (w *FairWait) Set(d time.Duration) {
+	if d < time.Millisecond && w.Err == nil {
+		w.Err = Invalid("wait timeout %v must be at least 1ms", d)
+	}
+	w.Timeout = d
+}
+
+// NewFair is New for a fair kind, whose waiters keep their place for
+// w.Timeout unless they say otherwise; w.Err is reported by every method.
+func NewFair(client any, kind *Kind, name string, w FairWait) Common {
 	l := New(client, kind, name)
-	l.grace = grace
-	l.Refuse(optErr)
+	l.grace = w.Timeout
+	l.Refuse(w.Err)
 	return l
 }
 

@@ -118,7 +118,7 @@ func TestBadInputSendsNothing(t *testing.T) {
 		New(c, &testKind, ""),
 		New(c, &testKind, "a{b"),
 		New(nil, &testKind, "orders"),
-		NewFair(c, &testKind, "orders", time.Second, Invalid("wait timeout %v", time.Duration(0))),
+		NewFair(c, &testKind, "orders", FairWait{Timeout: time.Second, Err: Invalid("wait timeout %v", time.Duration(0))}),
 	} {
 		assert.ErrorIs(t, l.Lock(ctx), interlock.ErrInvalid)
 		assert.ErrorIs(t, l.LockLease(ctx, time.Second), interlock.ErrInvalid)
