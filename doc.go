@@ -120,6 +120,14 @@
 // that concern no synchronizer (New, OwnerID, Client.Owner, ClockSkew)
 // fail with an Error of KindClient. Remote state never causes a panic.
 //
+// A hold that ends without its owner's release is lost: its guards end, and
+// an Observer hears OpLost, with a cause that wraps ErrLockLost and says
+// why with exactly one of ErrLeaseExpired (an explicit lease ran out),
+// ErrNotRenewed (no renewal confirmed for a watchdog timeout), ErrKeyGone
+// (deleted on the server, or taken by another owner), ErrForceUnlocked
+// (ForceUnlock through this Client) and ErrMaxHold (WithMaxHold); test them
+// with errors.Is.
+//
 // # Observing
 //
 // WithObserver hears an Event for everything a Client's synchronizers do:

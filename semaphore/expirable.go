@@ -548,7 +548,7 @@ func (e *Expirable) TTL(ctx context.Context) (time.Duration, error) {
 func (e *Expirable) Delete(ctx context.Context) (bool, error) {
 	ok, err := del(ctx, &e.o, e.o.Key(), e.timeout)
 	if err == nil {
-		e.o.RT().Renewal.Drop(e.timeout, ErrPermitLost)
+		e.o.RT().Renewal.Drop(e.timeout)
 	}
 	return ok, err
 }

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/interlock-go/interlock/internal/guard"
+	"github.com/interlock-go/interlock/internal/report"
 )
 
 // Entry is the local record of every hold one owner has on one key. A
@@ -100,8 +101,22 @@ func (e *Entry) endRelease(o Outcome) {
 	case Released:
 		s.forget(e, nil)
 	case NotHeld:
-		s.forget(e, e.task.Lost)
+		s.forget(e, e.goneCause(time.Now()))
 	}
+}
+
+// goneCause is the cause of e's loss when the server no longer has it: its
+// lease ran out, or (a watchdog hold) its validity passed unconfirmed, when
+// the last TTL this Client set has run out; otherwise someone deleted it
+// or took it over. s.mu must be held.
+func (e *Entry) goneCause(now time.Time) error {
+	switch {
+	case now.Before(e.validUntil):
+		return e.task.lostBy(report.ErrKeyGone, nil)
+	case e.watchdog > 0:
+		return e.task.lostBy(report.ErrNotRenewed, nil)
+	}
+	return e.task.lostBy(report.ErrLeaseExpired, nil)
 }
 
 // endsWithValidity reports whether e ends when its validity does: it has
@@ -146,12 +161,13 @@ func (e *Entry) lostAt() time.Time {
 }
 
 // guard returns a context derived from parent that is cancelled when this
-// hold ends: with cause Task.Lost when the lock is lost (the key vanished,
-// renewal failed past the lease, or, for a hold with an explicit lease, the
-// lease ran out), with cause context.Canceled when it is released. The
-// cancellation has happened by the time the call that ended the hold
-// (Unlock, Close) returns. A parent that never ends shares one guard per
-// hold (package guard). s.mu must not be held.
+// hold ends: with a cause wrapping Task.Lost and the reason (package
+// report) when the lock is lost (the key vanished, renewal failed past the
+// lease, or, for a hold with an explicit lease, the lease ran out), with
+// cause context.Canceled when it is released. The cancellation has
+// happened by the time the call that ended the hold (Unlock, Close)
+// returns. A parent that never ends shares one guard per hold (package
+// guard). s.mu must not be held.
 func (e *Entry) guard(parent context.Context) context.Context {
 	s := e.s
 	s.mu.Lock()
@@ -208,7 +224,7 @@ func (e *Entry) register(parent context.Context) context.Context {
 	// racing it can replace that cause with context.Canceled.
 	base, stopDeadline := parent, func() {}
 	if e.watchdog == 0 {
-		base, stopDeadline = context.WithDeadlineCause(parent, e.leaseUntil, e.task.Lost)
+		base, stopDeadline = context.WithDeadlineCause(parent, e.leaseUntil, e.task.lostBy(report.ErrLeaseExpired, nil))
 	}
 	g, cancel := context.WithCancelCause(base)
 	if e.guards == nil {

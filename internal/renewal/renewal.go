@@ -9,6 +9,7 @@ import (
 	"github.com/redis/rueidis"
 
 	"github.com/interlock-go/interlock/internal/keys"
+	"github.com/interlock-go/interlock/internal/report"
 	"github.com/interlock-go/interlock/internal/script"
 )
 
@@ -19,13 +20,18 @@ type Task struct {
 	Script *script.Script
 	// Args returns the script's KEYS and ARGV for a chunk of entries.
 	Args func(lease time.Duration, chunk []*Entry) (keys, argv []string)
-	// Lost is the cause given to an entry's context when its lock is lost.
+	// Lost is wrapped, with the reason (report.ErrLeaseExpired,
+	// ErrNotRenewed, ErrKeyGone, ErrForceUnlocked or Config.MaxHoldErr), by
+	// the cause given to an entry's context when its lock is lost.
 	Lost error
 	// KeepLosses has the Scheduler remember this task's losses for
 	// LostCause (for an owner's late unlock); entries keyed by something
 	// used once, such as a permit id, need not.
 	KeepLosses bool
 }
+
+// lostBy returns the cause of a loss for reason (report.Lost).
+func (t *Task) lostBy(reason, detail error) error { return report.Lost(t.Lost, reason, detail) }
 
 // Observer hears what the Scheduler did. Its methods are called from the
 // Scheduler's goroutines, possibly at the same time, and must not block.
@@ -215,7 +221,7 @@ func (s *Scheduler) HoldLabeled(key, owner string, task *Task, lease time.Durati
 	if e != nil && e.watchdog == 0 && !sentAt.Before(e.leaseUntil) {
 		// Every hold of e had a lease, and they have all run out: the key
 		// expired on the server, and this acquisition starts afresh.
-		s.forget(e, e.task.Lost)
+		s.forget(e, e.task.lostBy(report.ErrLeaseExpired, nil))
 		e = nil
 	}
 	if e == nil {
@@ -307,7 +313,8 @@ func (s *Scheduler) Lose(key, owner string) {
 		s.mu.Unlock()
 		return
 	}
-	l := s.lose(e, e.task.Lost, time.Now())
+	now := time.Now()
+	l := s.lose(e, e.goneCause(now), now)
 	s.mu.Unlock()
 	s.reportLost([]lostEntry{l})
 }
@@ -384,8 +391,9 @@ func (s *Scheduler) Holds(key, owner string) int {
 }
 
 // Guard derives from parent a context cancelled when owner's hold on key
-// ends: cause Task.Lost if lost (or its explicit lease ran out),
-// context.Canceled if released. ok is false, and ctx nil, without an entry.
+// ends: with a cause wrapping Task.Lost and the reason if lost (or its
+// explicit lease ran out), context.Canceled if released. ok is false, and
+// ctx nil, without an entry.
 func (s *Scheduler) Guard(parent context.Context, key, owner string) (ctx context.Context, ok bool) {
 	e := s.lookup(key, owner)
 	if e == nil {
@@ -445,16 +453,20 @@ func (s *Scheduler) Release(key, owner string) (lease time.Duration, held bool, 
 	}
 }
 
-// Drop forgets every entry of key, whatever its owner, and cancels them
-// with cause, for a forced unlock.
-func (s *Scheduler) Drop(key string, cause error) {
+// Drop ends every entry of key, whatever its owner, as lost with
+// report.ErrForceUnlocked, for a forced unlock or a delete, and reports
+// the losses.
+func (s *Scheduler) Drop(key string) {
+	var lost []lostEntry
+	now := time.Now()
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	for k, e := range s.entries {
 		if k.key == key {
-			s.forget(e, cause)
+			lost = append(lost, s.lose(e, e.task.lostBy(report.ErrForceUnlocked, nil), now))
 		}
 	}
+	s.mu.Unlock()
+	s.reportLost(lost)
 }
 
 // forget removes e and ends its context. s.mu must be held.
