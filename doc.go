@@ -126,7 +126,8 @@
 // ErrNotRenewed (no renewal confirmed for a watchdog timeout), ErrKeyGone
 // (deleted on the server, or taken by another owner), ErrForceUnlocked
 // (ForceUnlock through this Client) and ErrMaxHold (WithMaxHold); test them
-// with errors.Is.
+// with errors.Is. A lost semaphore permit's cause wraps
+// semaphore.ErrPermitLost, which wraps ErrLockLost.
 //
 // # Observing
 //

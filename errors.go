@@ -13,7 +13,8 @@ var (
 	// ErrLockLost is wrapped by the cause of every Guard cancelled because
 	// the hold was lost, and of every OpLost Event, with one of the reasons
 	// below (ErrLeaseExpired, ErrNotRenewed, ErrKeyGone, ErrForceUnlocked,
-	// ErrMaxHold) that says why.
+	// ErrMaxHold) that says why. A lost semaphore permit's cause wraps it
+	// too, through semaphore.ErrPermitLost.
 	ErrLockLost = report.ErrLockLost
 	// ErrLeaseExpired: an explicit lease (LockLease, TryLock with a lease, a
 	// permit's lease) ran out before its owner's release.

@@ -2,6 +2,7 @@ package interlock_test
 
 import (
 	"context"
+	"errors"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -13,6 +14,7 @@ import (
 	"github.com/interlock-go/interlock"
 	"github.com/interlock-go/interlock/internal/redistest"
 	"github.com/interlock-go/interlock/rlock"
+	"github.com/interlock-go/interlock/semaphore"
 )
 
 // lossReasons are the reasons a loss's cause gives, one of them each.
@@ -141,4 +143,50 @@ func TestLossCauses(t *testing.T) {
 			_, _ = admin.Do(ctx, admin.B().Del().Key(name).Build()).AsInt64()
 		})
 	}
+}
+
+// TestPermitLossIsItsOwn: a permit's loss wraps semaphore.ErrPermitLost,
+// which is not ErrLockLost but wraps it, and the reason; a lock's loss is
+// no permit's.
+func TestPermitLossIsItsOwn(t *testing.T) {
+	assert.NotEqual(t, interlock.ErrLockLost, semaphore.ErrPermitLost)
+	assert.ErrorIs(t, semaphore.ErrPermitLost, interlock.ErrLockLost)
+	assert.NotErrorIs(t, interlock.ErrLockLost, semaphore.ErrPermitLost)
+
+	c := newClient(t)
+	ctx := interlock.WithOwner(context.Background(), interlock.NewOwnerID())
+	s := semaphore.NewExpirable(c, "loss:permit")
+	_, _ = s.Delete(ctx)
+	_, err := s.TrySetPermits(ctx, 2)
+	require.NoError(t, err)
+	leased, err := s.Acquire(ctx, 1, 200*time.Millisecond)
+	require.NoError(t, err)
+	deleted, err := s.Acquire(ctx, 1, 0)
+	require.NoError(t, err)
+	lg, dg := s.Guard(ctx, leased...), s.Guard(ctx, deleted...)
+	lost := func(g context.Context) error {
+		t.Helper()
+		select {
+		case <-g.Done():
+		case <-time.After(5 * time.Second):
+			t.Fatal("the permit was not lost")
+		}
+		return context.Cause(g)
+	}
+	cause := lost(lg)
+	assert.ErrorIs(t, cause, semaphore.ErrPermitLost)
+	assertLoss(t, cause, interlock.ErrLeaseExpired)
+	_, err = s.Delete(ctx)
+	require.NoError(t, err)
+	cause = lost(dg)
+	assert.ErrorIs(t, cause, semaphore.ErrPermitLost)
+	assertLoss(t, cause, interlock.ErrForceUnlocked)
+
+	m := rlock.New(c, "loss:not-a-permit")
+	require.NoError(t, m.LockLease(ctx, 100*time.Millisecond))
+	g := m.Guard(ctx)
+	<-g.Done()
+	assertLoss(t, context.Cause(g), interlock.ErrLeaseExpired)
+	assert.NotErrorIs(t, context.Cause(g), semaphore.ErrPermitLost)
+	assert.False(t, errors.Is(context.Cause(g), context.Canceled))
 }

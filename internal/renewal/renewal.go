@@ -25,8 +25,7 @@ type Task struct {
 	// the cause given to an entry's context when its lock is lost.
 	Lost error
 	// KeepLosses has the Scheduler remember this task's losses for
-	// LostCause (for an owner's late unlock); entries keyed by something
-	// used once, such as a permit id, need not.
+	// LostCause and Expired (for an owner's late unlock or release).
 	KeepLosses bool
 }
 
@@ -326,6 +325,33 @@ func (s *Scheduler) LostCause(key, owner string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.lost[entryKey{key, owner}].cause
+}
+
+// ForgetLoss drops the record of owner's lost hold on key (LostCause,
+// Expired), once the server's answer about it has been reported.
+func (s *Scheduler) ForgetLoss(key, owner string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.lost, entryKey{key, owner})
+}
+
+// Expired reports what the Scheduler knows of owner's hold on key. known:
+// it records the hold, or remembers its loss (LostCause); expired: the
+// server's copy has run out by the Client's records: the last TTL the
+// Client set has passed, or the hold was lost for any reason but being
+// found gone (report.ErrKeyGone) or force-unlocked.
+func (s *Scheduler) Expired(key, owner string) (known, expired bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	k := entryKey{key, owner}
+	if e := s.entries[k]; e != nil {
+		return true, !time.Now().Before(e.validUntil)
+	}
+	l, ok := s.lost[k]
+	if !ok {
+		return false, false
+	}
+	return true, !errors.Is(l.cause, report.ErrKeyGone) && !errors.Is(l.cause, report.ErrForceUnlocked)
 }
 
 // lose forgets e as lost with cause, remembers it for LostCause (if its
