@@ -127,7 +127,9 @@
 // (deleted on the server, or taken by another owner), ErrForceUnlocked
 // (ForceUnlock through this Client) and ErrMaxHold (WithMaxHold); test them
 // with errors.Is. A lost semaphore permit's cause wraps
-// semaphore.ErrPermitLost, which wraps ErrLockLost.
+// semaphore.ErrPermitLost, which wraps ErrLockLost. A multi-lock's guard
+// names the member that was lost, as an *Error of the member's Kind and
+// name with Op OpLost.
 //
 // # Observing
 //

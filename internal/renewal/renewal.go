@@ -421,11 +421,18 @@ func (s *Scheduler) Holds(key, owner string) int {
 // explicit lease ran out), context.Canceled if released. ok is false, and
 // ctx nil, without an entry.
 func (s *Scheduler) Guard(parent context.Context, key, owner string) (ctx context.Context, ok bool) {
+	return s.GuardNamed(parent, key, owner, Label{})
+}
+
+// GuardNamed is Guard whose loss cause names the synchronizer as says: the
+// *interlock.Error of its kind, Op lost and name (report.Wrap) around the
+// cause Guard gives. A zero as names nothing.
+func (s *Scheduler) GuardNamed(parent context.Context, key, owner string, as Label) (ctx context.Context, ok bool) {
 	e := s.lookup(key, owner)
 	if e == nil {
 		return nil, false
 	}
-	return e.guard(parent), true
+	return e.guard(parent, as), true
 }
 
 // Remaining returns how long owner's hold on key is still certainly valid on

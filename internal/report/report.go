@@ -77,6 +77,7 @@ const (
 	OpInspect     Op = "inspect"
 	OpSet         Op = "set"
 	OpDelete      Op = "delete"
+	OpLost        Op = "lost"
 )
 
 // The outcomes of the engine's events: the root's Outcome constants.
