@@ -142,7 +142,9 @@
 // after the work and must not block; a Client without one builds no event
 // and takes no extra clock reading. WithLogger is such an Observer, which
 // logs only failures and losses. Stats counts holds, channels, pending
-// clean-ups and waiters. docs/operations.md lists the events.
+// clean-ups and waiters; OldestHolds says how long the oldest holds have
+// been held, the sign of a stuck holder. docs/operations.md lists the
+// events.
 //
 // # Compatibility
 //

@@ -66,6 +66,28 @@ type Tick struct {
 	Duration time.Duration
 	// Err is the error of the first call that failed.
 	Err error
+	// Failed counts the failed entries by synchronizer (Failures in all);
+	// nil without failures or without an Observer.
+	Failed map[Named]int
+}
+
+// Named is the synchronizer of an entry, as the Observer and the Client's
+// queries name it: its label's kind and name, or, when its label names
+// nothing, its key.
+type Named struct {
+	Kind, Name string
+	Key        string // only when Name is empty
+}
+
+// named returns what names e's synchronizer.
+func (e *Entry) named() Named {
+	if e.label == nil {
+		return Named{Key: e.Key}
+	}
+	if e.label.Name == "" {
+		return Named{Kind: e.label.Kind, Key: e.Key}
+	}
+	return Named{Kind: e.label.Kind, Name: e.label.Name}
 }
 
 // Config configures a Scheduler.
@@ -352,6 +374,29 @@ func (s *Scheduler) Expired(key, owner string) (known, expired bool) {
 		return false, false
 	}
 	return true, !errors.Is(l.cause, report.ErrKeyGone) && !errors.Is(l.cause, report.ErrForceUnlocked)
+}
+
+// Oldest returns when the oldest current hold of each synchronizer kind
+// (byName: of each synchronizer) was acquired, by Named (Name and Key
+// empty unless byName). It walks every entry.
+func (s *Scheduler) Oldest(byName bool) map[Named]time.Time {
+	out := make(map[Named]time.Time)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, e := range s.entries {
+		if e.count() == 0 {
+			continue
+		}
+		n := e.named()
+		if !byName {
+			n.Name, n.Key = "", ""
+		}
+		since := epoch.Add(e.since)
+		if t, ok := out[n]; !ok || since.Before(t) {
+			out[n] = since
+		}
+	}
+	return out
 }
 
 // lose forgets e as lost with cause, remembers it for LostCause (if its

@@ -238,6 +238,14 @@ func (s *Scheduler) round(ctx context.Context, sent time.Time, chunks [][]*Entry
 		if t.Failures += failed; t.Err == nil {
 			t.Err = err
 		}
+		if failed > 0 && s.cfg.Observer != nil {
+			if t.Failed == nil {
+				t.Failed = make(map[Named]int)
+			}
+			for _, e := range chunks[i] {
+				t.Failed[e.named()]++
+			}
+		}
 	}
 	if s.cfg.Observer != nil {
 		s.cfg.Observer.Renewed(t)
