@@ -140,6 +140,17 @@
 // that concern no synchronizer (New, OwnerID, Client.Owner, ClockSkew)
 // fail with an Error of KindClient. Remote state never causes a panic.
 //
+// A hold that ends without its owner's release is lost: its guards end, and
+// an Observer hears OpLost, with a cause that wraps ErrLockLost and says
+// why with exactly one of ErrLeaseExpired (an explicit lease ran out),
+// ErrNotRenewed (no renewal confirmed for a watchdog timeout), ErrKeyGone
+// (deleted on the server, or taken by another owner), ErrForceUnlocked
+// (ForceUnlock through this Client) and ErrMaxHold (WithMaxHold); test them
+// with errors.Is. A lost semaphore permit's cause wraps
+// semaphore.ErrPermitLost, which wraps ErrLockLost. A multi-lock's guard
+// names the member that was lost, as an *Error of the member's Kind and
+// name with Op OpLost.
+//
 // # Observing
 //
 // WithObserver hears an Event for everything a Client's synchronizers do:
@@ -151,7 +162,9 @@
 // after the work and must not block; a Client without one builds no event
 // and takes no extra clock reading. WithLogger is such an Observer, which
 // logs only failures and losses. Stats counts holds, channels, pending
-// clean-ups and waiters. docs/operations.md lists the events.
+// clean-ups and waiters; OldestHolds says how long the oldest holds have
+// been held, the sign of a stuck holder. docs/operations.md lists the
+// events.
 //
 // # Compatibility
 //

@@ -10,15 +10,32 @@ var (
 	// ErrNotHeld: the owner holds nothing on the lock (Unlock), or a Guard
 	// was asked for a hold that does not exist.
 	ErrNotHeld = report.ErrNotHeld
-	// ErrLockLost is the cause of a Guard cancelled because the hold was
-	// lost: its key vanished or was force-unlocked, renewal failed for a
-	// whole lease, or an explicit lease ran out before Unlock.
+	// ErrLockLost is wrapped by the cause of every Guard cancelled because
+	// the hold was lost, and of every OpLost Event, with one of the reasons
+	// below (ErrLeaseExpired, ErrNotRenewed, ErrKeyGone, ErrForceUnlocked,
+	// ErrMaxHold) that says why. A lost semaphore permit's cause wraps it
+	// too, through semaphore.ErrPermitLost.
 	ErrLockLost = report.ErrLockLost
+	// ErrLeaseExpired: an explicit lease (LockLease, TryLock with a lease, a
+	// permit's lease) ran out before its owner's release.
+	ErrLeaseExpired = report.ErrLeaseExpired
+	// ErrNotRenewed: the watchdog could not confirm a renewal of the hold
+	// within a whole watchdog timeout (Redis unreachable, slow or refusing);
+	// the renewals' last error, if any, is wrapped too.
+	ErrNotRenewed = report.ErrNotRenewed
+	// ErrKeyGone: a renewal, or the owner's release, found the hold gone
+	// from the server while this Client still counted it valid: its key was
+	// deleted (or force-unlocked by another client), or another owner holds
+	// it; a permit was released or reclaimed by another client.
+	ErrKeyGone = report.ErrKeyGone
+	// ErrForceUnlocked: ForceUnlock (or a semaphore's Delete) through this
+	// Client ended the hold.
+	ErrForceUnlocked = report.ErrForceUnlocked
 	// ErrClosed is returned by every acquisition, Unlock and ForceUnlock
 	// once the Client is closed, and is the cause of the guards Close ends.
 	ErrClosed = report.ErrClosed
 	// ErrMaxHold is wrapped, with ErrLockLost, by the cause of a guard
-	// that WithMaxHold ended.
+	// that WithMaxHold ended: the reason the hold was lost.
 	ErrMaxHold = report.ErrMaxHold
 	// ErrInvalid is wrapped by every error about a bad argument, returned
 	// before anything is sent.

@@ -1,8 +1,10 @@
 package interlock
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/redis/rueidis"
@@ -102,6 +104,50 @@ type Stats struct {
 func (c *Client) Stats() Stats {
 	return Stats{Holds: c.rt.Renewal.Len(), Channels: c.rt.Hub.Channels(), UndoQueue: c.rt.UndoQueue(),
 		Waiters: int(c.rt.Waiters().Load()), Transfers: c.rt.Transfers.Passed()}
+}
+
+// HoldAge is how long the oldest current hold of a kind, or of one
+// synchronizer, has been held (OldestHolds).
+type HoldAge struct {
+	Kind Kind
+	Name string // as the caller gave it; empty when not by name
+	// Age is the time since the hold's owner first acquired it (its
+	// outermost acquisition, as Event.Held counts).
+	Age time.Duration
+}
+
+// OldestHolds returns the age of the oldest hold this Client keeps now of
+// each kind, or (byName) of each synchronizer, oldest first: a hold far
+// older than its work takes is a stuck holder. It sends nothing, and walks
+// every hold: call it at a metrics reader's pace, not per operation.
+// Holds are known by kind and name only with an Observer (WithObserver,
+// WithLogger); without one they count under an empty Kind, named by key.
+func (c *Client) OldestHolds(byName bool) []HoldAge {
+	now := time.Now()
+	oldest := c.rt.Renewal.Oldest(byName)
+	idx := make(map[HoldAge]int, len(oldest))
+	out := make([]HoldAge, 0, len(oldest))
+	for n, since := range oldest {
+		k := HoldAge{Kind: Kind(n.Kind), Name: n.Name}
+		if byName && k.Name == "" {
+			k.Name = n.Key
+			if m := c.rt.Cfg.Names; m != nil {
+				k.Name = m.Unmap(n.Key)
+			}
+		}
+		age := now.Sub(since)
+		if i, ok := idx[k]; ok {
+			out[i].Age = max(out[i].Age, age)
+			continue
+		}
+		idx[k] = len(out)
+		k.Age = age
+		out = append(out, k)
+	}
+	slices.SortFunc(out, func(a, b HoldAge) int {
+		return cmp.Or(cmp.Compare(b.Age, a.Age), cmp.Compare(a.Kind, b.Kind), cmp.Compare(a.Name, b.Name))
+	})
+	return out
 }
 
 // Close stops every goroutine and subscription the Client started and

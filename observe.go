@@ -1,7 +1,9 @@
 package interlock
 
 import (
+	"cmp"
 	"context"
+	"slices"
 	"time"
 
 	"github.com/interlock-go/interlock/internal/renewal"
@@ -52,12 +54,22 @@ type Event struct {
 	Permits int
 
 	// Entries and Chunks are a renewal tick's holds sent for renewal and
-	// script calls sent; Failures the entries whose renewal call failed.
+	// script calls sent; Failures the entries whose renewal call failed,
+	// and Failed the same failures by synchronizer.
 	Entries, Chunks, Failures int
+	Failed                    []RenewFailure
 
 	// Err is the error of an OutcomeError operation, a loss's cause, or
 	// the ErrReplication shortfall of a release that still counted.
 	Err error
+}
+
+// RenewFailure counts the holds of one synchronizer whose renewal failed
+// in one renewal tick.
+type RenewFailure struct {
+	Kind  Kind
+	Name  string // as the caller gave it, as in Events
+	Holds int
 }
 
 // Kind names a synchronizer, in an Event and in an Error.
@@ -164,8 +176,31 @@ func (v events) Renewed(t renewal.Tick) {
 		Failures: t.Failures, Err: t.Err}
 	if t.Failures > 0 {
 		e.Outcome = OutcomeError
+		e.Failed = v.failed(t.Failed)
 	}
 	v.o.Observe(context.Background(), e)
+}
+
+// failed turns a tick's failures by entry name into RenewFailures, one per
+// synchronizer as Events name it, in kind and name order.
+func (v events) failed(by map[renewal.Named]int) []RenewFailure {
+	idx := make(map[RenewFailure]int, len(by))
+	var out []RenewFailure
+	for n, holds := range by {
+		kind, name := v.lostName(n.Key, &renewal.Label{Kind: n.Kind, Name: n.Name})
+		k := RenewFailure{Kind: Kind(kind), Name: name}
+		if i, ok := idx[k]; ok {
+			out[i].Holds += holds
+			continue
+		}
+		idx[k] = len(out)
+		k.Holds = holds
+		out = append(out, k)
+	}
+	slices.SortFunc(out, func(a, b RenewFailure) int {
+		return cmp.Or(cmp.Compare(a.Kind, b.Kind), cmp.Compare(a.Name, b.Name))
+	})
+	return out
 }
 
 func (v events) Lost(key string, label *renewal.Label, cause error) {

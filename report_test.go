@@ -16,7 +16,7 @@ func TestEngineTermsAreTheRoots(t *testing.T) {
 		OpRefused: true, OpUndo: true, OpPubSub: true, OpForceUnlock: true, OpGuard: true, OpInspect: true,
 		OpSet: true, OpDelete: true, OpFence: true}
 	for _, op := range []report.Op{report.OpAcquire, report.OpRelease, report.OpResend, report.OpRefused,
-		report.OpUndo, report.OpForceUnlock, report.OpGuard, report.OpInspect, report.OpSet, report.OpDelete} {
+		report.OpUndo, report.OpForceUnlock, report.OpGuard, report.OpInspect, report.OpSet, report.OpDelete, report.OpLost} {
 		assert.True(t, ops[Op(op)], "engine op %q", op)
 	}
 	outcomes := map[string]bool{OutcomeAcquired: true, OutcomeBusy: true, OutcomeTimedOut: true,

@@ -100,6 +100,7 @@ func (s *suite) lockLease(t *testing.T) {
 		t.Fatal("the guard of a lease hold did not end")
 	}
 	assert.ErrorIs(t, context.Cause(g), interlock.ErrLockLost)
+	assert.ErrorIs(t, context.Cause(g), interlock.ErrLeaseExpired)
 	// At the lease, give or take two seconds for the late timers of a loaded
 	// machine (latency, not safety).
 	assert.Less(t, time.Since(start), lease+2*time.Second)
@@ -234,6 +235,7 @@ func (s *suite) guardDeleted(t *testing.T) {
 	}
 	took := time.Since(deleted)
 	assert.ErrorIs(t, context.Cause(g), interlock.ErrLockLost)
+	assert.ErrorIs(t, context.Cause(g), interlock.ErrKeyGone)
 	// Found by the next renewal, one interval at most, plus a second for
 	// the late wake-ups of a loaded machine (latency, not safety): still
 	// before the validity would have run out.
@@ -261,6 +263,7 @@ func (s *suite) guardForceUnlocked(t *testing.T) {
 	assert.True(t, ok)
 	require.Error(t, g.Err(), "the guard outlived ForceUnlock")
 	assert.ErrorIs(t, context.Cause(g), interlock.ErrLockLost)
+	assert.ErrorIs(t, context.Cause(g), interlock.ErrForceUnlocked)
 	assert.Zero(t, m.Remaining(holder))
 	assert.ErrorIs(t, m.Unlock(holder), interlock.ErrNotHeld)
 	ok, err = m.ForceUnlock(ctx)
@@ -280,6 +283,7 @@ func (s *suite) guardForceUnlocked(t *testing.T) {
 		t.Fatal("guard not cancelled")
 	}
 	assert.ErrorIs(t, context.Cause(g), interlock.ErrLockLost)
+	assert.ErrorIs(t, context.Cause(g), interlock.ErrKeyGone, "found gone by renewal")
 	assert.ErrorIs(t, m.Unlock(holder), interlock.ErrNotHeld)
 	s.nothingLeft(t, c, rc, name)
 }

@@ -17,6 +17,7 @@ const (
 	cResends
 	cRefusals
 	cUndos
+	cRenewFailures
 	numCounters
 )
 
@@ -25,7 +26,7 @@ const (
 // adds on the set's memory rather than calls into an SDK.
 type attrSet struct {
 	set        attribute.Set
-	kv         []attribute.KeyValue // kind, name (per the name mode), outcome
+	kv         []attribute.KeyValue // kind, name (per the name mode), outcome or reason
 	n          [numCounters]atomic.Int64
 	wait, hold atomic.Pointer[hist] // made at the first record
 }
@@ -58,6 +59,7 @@ type nameSets [numKinds][numOutcomes]atomic.Pointer[attrSet]
 type attrKey struct {
 	kind, name, outcome string
 	withOutcome         bool
+	reason              bool // outcome is a loss's reason (KeyReason)
 	dropName            bool
 }
 
@@ -65,6 +67,20 @@ type attrKey struct {
 // withOutcome, outcome: built once, and the same one every time after.
 func (s *sets) get(names func(string) string, kind, name, outcome string, withOutcome bool) *attrSet {
 	return s.in(s.named(name), names, kind, name, outcome, withOutcome)
+}
+
+// getReason returns the attribute set of a loss of kind and name (mapped
+// with names) for reason.
+func (s *sets) getReason(names func(string) string, kind, name, reason string) *attrSet {
+	k := attrKey{kind: kind, name: name, outcome: reason, reason: true}
+	if s.named(name) == nil {
+		k.name, k.dropName = "", true
+	}
+	if v, ok := s.other.Load(k); ok {
+		return v.(*attrSet)
+	}
+	v, _ := s.other.LoadOrStore(k, newAttrSet(names, k))
+	return v.(*attrSet)
 }
 
 // named returns the sets of name, made if need be; nil past maxNames.
@@ -122,7 +138,10 @@ func newAttrSet(names func(string) string, k attrKey) *attrSet {
 			kv = append(kv, KeyName.String(n))
 		}
 	}
-	if k.withOutcome {
+	switch {
+	case k.reason:
+		kv = append(kv, KeyReason.String(k.outcome))
+	case k.withOutcome:
 		kv = append(kv, KeyOutcome.String(k.outcome))
 	}
 	return &attrSet{set: attribute.NewSet(kv...), kv: kv}

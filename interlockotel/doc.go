@@ -12,7 +12,7 @@
 //	...
 //	c, err := interlock.New(rc, interlock.WithObserver(obs))
 //	...
-//	defer obs.Watch(c)() // the holds, waiters, undo and channel counts
+//	defer obs.Watch(c)() // the holds, waiters, undo and channel counts, the oldest holds
 //
 // # Metrics
 //
@@ -28,16 +28,27 @@
 // in interlock.acquisitions and records its wait in
 // interlock.acquire.duration, both with interlock.kind, interlock.name and
 // interlock.outcome (acquired, busy, timed_out, cancelled, error); every
-// release counts in interlock.releases (released, decremented, not_held,
-// error), and a release that ends its owner's hold records how long it was
-// held in interlock.hold.duration. The watchdog's ticks count the holds they
-// renew (interlock.renewals) and the renewals that fail
-// (interlock.renewal.failures); interlock.losses counts holds that ended
-// without their owner's release. Observer lists every metric.
+// release counts in interlock.releases (released, transferred,
+// decremented, not_held, error), and a release that ends its owner's hold
+// records how long it was held in interlock.hold.duration. A transferred
+// release ended its owner's last hold as a released one does, and passed
+// the lock to a waiter of the same Client in its own round trip: count
+// the holds that ended as released plus transferred, never released
+// alone. The watchdog's ticks count the holds they renew
+// (interlock.renewals) and the renewals that fail
+// (interlock.renewal.failures, by kind and name); interlock.losses counts
+// holds that ended without their owner's release, with interlock.reason
+// saying why (lease_expired, not_renewed, key_gone, force_unlocked,
+// max_hold; unknown for a cause with none of them); interlock.hold.oldest is the age of the oldest hold the
+// watched Clients keep, per kind and name: the signal of a stuck holder.
+// interlock.undos counts the tries to take back an acquisition whose reply
+// was lost (ok, error). Observer lists every metric.
 //
-// The duration histograms have four buckets per octave between 100µs and
-// 1.6s, so a quantile read from them is within 19 % of the true one there,
-// and coarser buckets up to 5 minutes (an hour for holds).
+// The wait histograms (acquisitions, renewal ticks) have 13 bucket
+// boundaries from 0.5ms to 10s and the hold histogram 12 from 10ms to an
+// hour, about one per factor of 2.5: a quantile read from them tells which
+// bucket it is in, not much finer. WithWaitBuckets and WithHoldBuckets set others,
+// finer where the service's waits and holds are.
 //
 // Durations are in seconds ("s"), counts in curly-brace units
 // ("{acquisition}"); the Prometheus exporter turns them into

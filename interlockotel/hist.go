@@ -2,8 +2,8 @@ package interlockotel
 
 import (
 	"math"
+	"slices"
 	"sort"
-	"strconv"
 	"sync/atomic"
 )
 
@@ -70,25 +70,28 @@ func (h *hist) addTo(s *snapshot) {
 	s.max = max(s.max, math.Float64frombits(h.max.Load()))
 }
 
-// waitBuckets are the bucket boundaries (seconds) of the acquisition wait
-// and renewal histograms: four per octave from 100µs to 1.6s, so that a
-// quantile read from the histogram is within 19 % of the true one there,
-// then 2.5s to 5 minutes.
-var waitBuckets = append(octaves(0.0001, 14, 4), 2.5, 5, 10, 20, 30, 60, 120, 300)
+// defaultWaitBuckets are the default bucket boundaries (seconds) of the
+// acquisition wait and renewal histograms (WithWaitBuckets): 13, from
+// 0.5ms to 10s, about one per factor of 2.5.
+var defaultWaitBuckets = []float64{0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 10}
 
-// holdBuckets are the hold histogram's boundaries: waitBuckets, then up to
-// an hour.
-var holdBuckets = append(append([]float64(nil), waitBuckets...), 600, 1800, 3600)
+// defaultHoldBuckets are the default boundaries (seconds) of the hold
+// histogram (WithHoldBuckets): 12, from 10ms to an hour.
+var defaultHoldBuckets = []float64{0.01, 0.05, 0.1, 0.5, 1, 5, 10, 30, 60, 300, 900, 3600}
 
-// octaves returns from·2^(i/per) for i in [0, n·per], each rounded to 3
-// significant digits.
-func octaves(from float64, n, per int) []float64 {
-	out := make([]float64, 0, n*per+1)
-	for i := 0; i <= n*per; i++ {
-		v := from * math.Pow(2, float64(i)/float64(per))
-		p := math.Pow(10, 2-math.Floor(math.Log10(v)))
-		r, _ := strconv.ParseFloat(strconv.FormatFloat(math.Round(v*p)/p, 'g', 3, 64), 64)
-		out = append(out, r)
+// buckets returns bounds sorted, without duplicates or values that are
+// not finite; def when none is left.
+func buckets(bounds, def []float64) []float64 {
+	out := make([]float64, 0, len(bounds))
+	for _, b := range bounds {
+		if !math.IsNaN(b) && !math.IsInf(b, 0) {
+			out = append(out, b)
+		}
+	}
+	slices.Sort(out)
+	out = slices.Compact(out)
+	if len(out) == 0 {
+		return def
 	}
 	return out
 }

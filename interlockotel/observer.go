@@ -35,8 +35,8 @@ import (
 //	interlock.acquisitions      counter       acquisitions [kind, name, outcome]
 //	interlock.releases          counter       releases [kind, name, outcome]
 //	interlock.renewals          counter       holds the watchdog renewed or tried to
-//	interlock.renewal.failures  counter       of those, the renewals that failed
-//	interlock.losses            counter       holds lost without a release [kind, name]
+//	interlock.renewal.failures  counter       of those, the renewals that failed [kind, name]
+//	interlock.losses            counter       holds lost without a release [kind, name, reason]
 //	interlock.resends           counter       releases resent after a lost reply [kind, name]
 //	interlock.refusals          counter       acquisitions refused by safe mode or replica sync [kind, name]
 //	interlock.undos             counter       lost-reply acquisitions taken back [kind, name, outcome]
@@ -46,6 +46,12 @@ import (
 //	interlock.waiters           up-down       callers of the watched Clients waiting to acquire
 //	interlock.undo.pending      up-down       holds whose clean-up is still pending
 //	interlock.pubsub.channels   up-down       channels the watched Clients' waiters listen on
+//	interlock.hold.oldest       gauge, s      age of the oldest hold the watched Clients keep now [kind, name]
+//
+// Outcomes and reasons are interlock's Outcome constants and the Reason
+// constants (the package documentation says which go where). The gauges
+// are read from the watched Clients when a reader collects
+// (interlock.Client.Stats, and OldestHolds, which walks every hold).
 //
 // Spans: one per acquisition ("acquire <kind>") and per release ("release
 // <kind>") whose context carries a sampled span, as its child, from the
@@ -54,10 +60,12 @@ import (
 // unsampled span none is made, as a parent-based sampler would decide,
 // without the cost of asking the tracer.
 type Observer struct {
-	tracer    trace.Tracer
-	names     func(string) string
-	rootSpans bool
-	start     time.Time
+	tracer                 trace.Tracer
+	names                  func(string) string
+	dropNames              bool
+	rootSpans              bool
+	start                  time.Time
+	waitBounds, holdBounds []float64
 
 	sets                                  sets
 	renewDur                              *hist
@@ -83,19 +91,31 @@ func NewObserver(opts ...Option) *Observer {
 	if c.tp == nil {
 		c.tp = otel.GetTracerProvider()
 	}
-	return &Observer{
-		tracer:    c.tp.Tracer(ScopeName),
-		names:     c.names,
-		rootSpans: c.rootSpans,
-		start:     time.Now(),
-		renewDur:  newHist(waitBuckets),
-		clients:   map[*interlock.Client]int{},
+	o := &Observer{
+		tracer:     c.tp.Tracer(ScopeName, trace.WithInstrumentationVersion(version())),
+		names:      c.names,
+		dropNames:  c.dropNames,
+		rootSpans:  c.rootSpans,
+		start:      time.Now(),
+		waitBounds: c.waitBounds,
+		holdBounds: c.holdBounds,
+		clients:    map[*interlock.Client]int{},
 	}
+	if o.waitBounds == nil {
+		o.waitBounds = defaultWaitBuckets
+	}
+	if o.holdBounds == nil {
+		o.holdBounds = defaultHoldBuckets
+	}
+	o.renewDur = newHist(o.waitBounds)
+	return o
 }
 
 // Watch adds c's Stats (holds, waiters, pending clean-ups, channels) to the
-// up-down counters, summed over the watched Clients, until stop is called.
-// They have no data while no Client is watched.
+// up-down counters, summed over the watched Clients, and its oldest holds
+// (interlock.Client.OldestHolds) to interlock.hold.oldest, the oldest over
+// the watched Clients, until stop is called. They have no data while no
+// Client is watched; the gauge has none for a kind (or name) not held.
 func (o *Observer) Watch(c *interlock.Client) (stop func()) {
 	o.mu.Lock()
 	o.clients[c]++
@@ -119,22 +139,29 @@ func (o *Observer) Observe(ctx context.Context, e interlock.Event) {
 	case interlock.OpAcquire:
 		a := o.attrs(&e, true)
 		a.n[cAcquisitions].Add(1)
-		histogram(&a.wait, waitBuckets).record(e.Duration.Seconds())
+		histogram(&a.wait, o.waitBounds).record(e.Duration.Seconds())
 		o.span(ctx, &e, a, true)
 	case interlock.OpRelease:
 		ns := o.sets.named(e.Name)
 		a := o.sets.in(ns, o.names, string(e.Kind), e.Name, e.Outcome, true)
 		a.n[cReleases].Add(1)
 		if e.Held > 0 && (e.Outcome == interlock.OutcomeReleased || e.Outcome == interlock.OutcomeDecremented || e.Outcome == interlock.OutcomeTransferred) {
-			histogram(&o.sets.in(ns, o.names, string(e.Kind), e.Name, "", false).hold, holdBuckets).record(e.Held.Seconds())
+			histogram(&o.sets.in(ns, o.names, string(e.Kind), e.Name, "", false).hold, o.holdBounds).record(e.Held.Seconds())
 		}
 		o.span(ctx, &e, a, false)
 	case interlock.OpRenew:
 		o.nRenewals.Add(int64(e.Entries))
-		o.nRenewFailures.Add(int64(e.Failures))
+		named := 0
+		for _, f := range e.Failed {
+			o.sets.get(o.names, string(f.Kind), f.Name, "", false).n[cRenewFailures].Add(int64(f.Holds))
+			named += f.Holds
+		}
+		if rest := e.Failures - named; rest > 0 {
+			o.nRenewFailures.Add(int64(rest))
+		}
 		o.renewDur.record(e.Duration.Seconds())
 	case interlock.OpLost:
-		o.attrs(&e, false).n[cLosses].Add(1)
+		o.sets.getReason(o.names, string(e.Kind), e.Name, reason(e.Err)).n[cLosses].Add(1)
 	case interlock.OpResend:
 		o.attrs(&e, false).n[cResends].Add(1)
 	case interlock.OpRefused:
@@ -158,12 +185,13 @@ func (o *Observer) attrs(e *interlock.Event, outcome bool) *attrSet {
 
 // The counters with attributes, by index.
 var counterInfo = [numCounters]struct{ name, unit, desc string }{
-	cAcquisitions: {"interlock.acquisitions", "{acquisition}", "Acquisitions, by outcome."},
-	cReleases:     {"interlock.releases", "{release}", "Releases, by outcome."},
-	cLosses:       {"interlock.losses", "{loss}", "Holds that ended without their owner's release."},
-	cResends:      {"interlock.resends", "{resend}", "Releases resent after a lost reply."},
-	cRefusals:     {"interlock.refusals", "{refusal}", "Acquisitions that safe mode or replica sync refused and took back."},
-	cUndos:        {"interlock.undos", "{undo}", "Acquisitions whose reply was lost, taken back by the undo queue."},
+	cAcquisitions:  {"interlock.acquisitions", "{acquisition}", "Acquisitions, by outcome."},
+	cReleases:      {"interlock.releases", "{release}", "Releases, by outcome."},
+	cLosses:        {"interlock.losses", "{loss}", "Holds that ended without their owner's release, by reason."},
+	cRenewFailures: {"interlock.renewal.failures", "{renewal}", "Renewals that failed; the watchdog tries again next tick."},
+	cResends:       {"interlock.resends", "{resend}", "Releases resent after a lost reply."},
+	cRefusals:      {"interlock.refusals", "{refusal}", "Acquisitions that safe mode or replica sync refused and took back."},
+	cUndos:         {"interlock.undos", "{undo}", "Acquisitions whose reply was lost, taken back by the undo queue."},
 }
 
 // Produce returns the metrics as they are now, cumulative since
@@ -230,13 +258,14 @@ func (o *Observer) Produce(context.Context) ([]metricdata.ScopeMetrics, error) {
 		waits = append(waits, histPoint{g.set, g.wait})
 		holds = append(holds, histPoint{g.set, g.hold})
 	}
-	histogram("interlock.acquire.duration", "Time an acquisition waited, from the call to its outcome.", waitBuckets, waits)
-	histogram("interlock.hold.duration", "Time a hold was held, from its owner's first acquisition to the release that ended it.", holdBuckets, holds)
+	histogram("interlock.acquire.duration", "Time an acquisition waited, from the call to its outcome.", o.waitBounds, waits)
+	histogram("interlock.hold.duration", "Time a hold was held, from its owner's first acquisition to the release that ended it.", o.holdBounds, holds)
 	var renew snapshot
 	o.renewDur.addTo(&renew)
-	histogram("interlock.renewal.duration", "Time one watchdog tick took to renew its holds.", waitBuckets,
+	histogram("interlock.renewal.duration", "Time one watchdog tick took to renew its holds.", o.waitBounds,
 		[]histPoint{{*attribute.EmptySet(), renew}})
 
+	empty := *attribute.EmptySet()
 	for i, c := range counterInfo {
 		var dps []metricdata.DataPoint[int64]
 		for _, g := range order {
@@ -244,15 +273,19 @@ func (o *Observer) Produce(context.Context) ([]metricdata.ScopeMetrics, error) {
 				dps = append(dps, point(g.set, g.n[i]))
 			}
 		}
+		if i == cRenewFailures {
+			// Failures no event named, and a zero while there are none.
+			if n := o.nRenewFailures.Load(); n > 0 || len(dps) == 0 {
+				dps = append(dps, point(empty, n))
+			}
+		}
 		sum(c.name, c.unit, c.desc, true, dps)
 	}
-	empty := *attribute.EmptySet()
 	for _, c := range []struct {
 		name, unit, desc string
 		n                *atomic.Int64
 	}{
 		{"interlock.renewals", "{renewal}", "Holds the watchdog renewed or tried to renew.", &o.nRenewals},
-		{"interlock.renewal.failures", "{renewal}", "Renewals that failed; the watchdog tries again next tick.", &o.nRenewFailures},
 		{"interlock.pubsub.failures", "{failure}", "Subscription failures; waiters resubscribe or poll.", &o.nPubSubFailures},
 		{"interlock.pubsub.reconnects", "{reconnect}", "Subscription connections that came back.", &o.nPubSubReconnections},
 	} {
@@ -271,8 +304,67 @@ func (o *Observer) Produce(context.Context) ([]metricdata.ScopeMetrics, error) {
 		} {
 			sum(g.name, g.unit, g.desc, false, []metricdata.DataPoint[int64]{point(empty, int64(g.n))})
 		}
+		var dps []metricdata.DataPoint[float64]
+		for _, a := range o.oldest() {
+			dps = append(dps, metricdata.DataPoint[float64]{Attributes: a.set, Time: now, Value: a.age.Seconds()})
+		}
+		if len(dps) > 0 {
+			ms = append(ms, metricdata.Metrics{Name: "interlock.hold.oldest", Unit: "s",
+				Description: "Age of the oldest hold the watched Clients keep now, from its owner's first acquisition.",
+				Data:        metricdata.Gauge[float64]{DataPoints: dps}})
+		}
 	}
-	return []metricdata.ScopeMetrics{{Scope: instrumentation.Scope{Name: ScopeName}, Metrics: ms}}, nil
+	return []metricdata.ScopeMetrics{{Scope: instrumentation.Scope{Name: ScopeName, Version: version()}, Metrics: ms}}, nil
+}
+
+// heldAge is one point of interlock.hold.oldest.
+type heldAge struct {
+	set attribute.Set
+	age time.Duration
+}
+
+// oldest returns the age of the oldest hold of the watched Clients by
+// kind, and by name unless names are dropped: a name the Observer keeps
+// no attribute sets for (past maxNames) counts under its kind alone, and
+// names mapped to one value share a point, the oldest.
+func (o *Observer) oldest() []heldAge {
+	o.mu.Lock()
+	clients := make([]*interlock.Client, 0, len(o.clients))
+	for c := range o.clients {
+		clients = append(clients, c)
+	}
+	o.mu.Unlock()
+	points := map[attribute.Distinct]*heldAge{}
+	var order []*heldAge
+	for _, c := range clients {
+		for _, h := range c.OldestHolds(!o.dropNames) {
+			kv := []attribute.KeyValue{KeyKind.String(string(h.Kind))}
+			if h.Name != "" {
+				if _, known := o.sets.byName.Load(h.Name); known {
+					n := h.Name
+					if o.names != nil {
+						n = o.names(n)
+					}
+					if n != "" {
+						kv = append(kv, KeyName.String(n))
+					}
+				}
+			}
+			set := attribute.NewSet(kv...)
+			if p := points[set.Equivalent()]; p != nil {
+				p.age = max(p.age, h.Age)
+				continue
+			}
+			p := &heldAge{set: set, age: h.Age}
+			points[set.Equivalent()] = p
+			order = append(order, p)
+		}
+	}
+	out := make([]heldAge, len(order))
+	for i, p := range order {
+		out[i] = *p
+	}
+	return out
 }
 
 type histPoint struct {

@@ -1,15 +1,53 @@
 package interlockotel
 
 import (
+	"errors"
+	"runtime/debug"
 	"strconv"
+	"sync"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
+
+	"github.com/interlock-go/interlock"
 )
 
 // ScopeName is the instrumentation scope of the Observer's metrics and
-// spans.
+// spans. The scope's version is the version of this module the binary was
+// built with, from its build information (runtime/debug.ReadBuildInfo), or
+// "v0.0.0-devel" for a build without a published version of it (a test of
+// this module, a workspace, a replace directive pointing at a directory).
 const ScopeName = "github.com/interlock-go/interlock/interlockotel"
+
+// develVersion is the scope's version when the binary's build information
+// has no published version of this module.
+const develVersion = "v0.0.0-devel"
+
+// version is the scope's version.
+var version = sync.OnceValue(func() string {
+	bi, _ := debug.ReadBuildInfo()
+	return moduleVersion(bi)
+})
+
+// moduleVersion is this module's version in bi, or develVersion.
+func moduleVersion(bi *debug.BuildInfo) string {
+	if bi == nil {
+		return develVersion
+	}
+	for _, m := range append([]*debug.Module{&bi.Main}, bi.Deps...) {
+		if m == nil || m.Path != ScopeName {
+			continue
+		}
+		v := m.Version
+		if m.Replace != nil {
+			v = m.Replace.Version
+		}
+		if v != "" && v != "(devel)" && v != "v0.0.0" {
+			return v
+		}
+	}
+	return develVersion
+}
 
 // Attribute keys of the metrics and spans.
 const (
@@ -22,6 +60,9 @@ const (
 	// KeyOutcome is the operation's outcome: one of interlock's Outcome
 	// constants, such as "acquired" or "timed_out".
 	KeyOutcome = attribute.Key("interlock.outcome")
+	// KeyReason (interlock.losses only) is why a hold was lost: one of
+	// the Reason constants.
+	KeyReason = attribute.Key("interlock.reason")
 	// KeyAttempts (spans only) counts an acquisition's scripts, or a
 	// release's sends.
 	KeyAttempts = attribute.Key("interlock.attempts")
@@ -29,6 +70,33 @@ const (
 	// asked for; absent for locks.
 	KeyPermits = attribute.Key("interlock.permits")
 )
+
+// The values of KeyReason, one per reason interlock gives a loss.
+const (
+	ReasonLeaseExpired  = "lease_expired"  // interlock.ErrLeaseExpired
+	ReasonNotRenewed    = "not_renewed"    // interlock.ErrNotRenewed
+	ReasonKeyGone       = "key_gone"       // interlock.ErrKeyGone
+	ReasonForceUnlocked = "force_unlocked" // interlock.ErrForceUnlocked
+	ReasonMaxHold       = "max_hold"       // interlock.ErrMaxHold
+	ReasonUnknown       = "unknown"        // a cause with none of them
+)
+
+// reason returns the Reason value of a loss's cause.
+func reason(cause error) string {
+	switch {
+	case errors.Is(cause, interlock.ErrMaxHold):
+		return ReasonMaxHold
+	case errors.Is(cause, interlock.ErrLeaseExpired):
+		return ReasonLeaseExpired
+	case errors.Is(cause, interlock.ErrNotRenewed):
+		return ReasonNotRenewed
+	case errors.Is(cause, interlock.ErrKeyGone):
+		return ReasonKeyGone
+	case errors.Is(cause, interlock.ErrForceUnlocked):
+		return ReasonForceUnlocked
+	}
+	return ReasonUnknown
+}
 
 // NameMode says what the Observer does with object names.
 type NameMode int
@@ -63,9 +131,11 @@ func (m NameMode) String() string {
 type Option func(*config)
 
 type config struct {
-	tp        trace.TracerProvider
-	names     func(string) string
-	rootSpans bool
+	tp                     trace.TracerProvider
+	names                  func(string) string
+	dropNames              bool
+	rootSpans              bool
+	waitBounds, holdBounds []float64
 }
 
 // WithTracerProvider sets where the spans go; the default is otel's global
@@ -78,11 +148,12 @@ func WithTracerProvider(tp trace.TracerProvider) Option {
 // (KeepNames, the default), a hash of it, or nothing.
 func WithNames(m NameMode) Option {
 	return func(c *config) {
+		c.dropNames = false
 		switch m {
 		case HashNames:
 			c.names = HashName
 		case DropNames:
-			c.names = func(string) string { return "" }
+			c.names, c.dropNames = func(string) string { return "" }, true
 		default:
 			c.names = nil
 		}
@@ -93,7 +164,25 @@ func WithNames(m NameMode) Option {
 // "order:1234" to "order:*"; an empty result leaves the attribute out. It
 // replaces WithNames, and must be fast and safe for concurrent use.
 func WithNameFunc(f func(name string) string) Option {
-	return func(c *config) { c.names = f }
+	return func(c *config) { c.names, c.dropNames = f, false }
+}
+
+// WithWaitBuckets sets the bucket boundaries, in seconds, of the
+// interlock.acquire.duration and interlock.renewal.duration histograms,
+// sorted and without duplicates. The default is 13 boundaries: 0.5ms,
+// 1ms, 2.5ms, 5ms, 10ms, 25ms, 50ms, 100ms, 250ms, 500ms, 1s, 2.5s and 10s.
+// Each boundary is one more series per histogram series in Prometheus;
+// none keeps the default.
+func WithWaitBuckets(bounds ...float64) Option {
+	return func(c *config) { c.waitBounds = buckets(bounds, nil) }
+}
+
+// WithHoldBuckets sets the bucket boundaries, in seconds, of the
+// interlock.hold.duration histogram, as WithWaitBuckets does. The default
+// is 12 boundaries: 10ms, 50ms, 100ms, 500ms, 1s, 5s, 10s, 30s, 1min, 5min,
+// 15min and an hour.
+func WithHoldBuckets(bounds ...float64) Option {
+	return func(c *config) { c.holdBounds = buckets(bounds, nil) }
 }
 
 // WithRootSpans makes acquire and release spans also when the operation's

@@ -44,7 +44,9 @@
 // *interlock.Error of KindMultiLock (KindRedLock) wrapping them all,
 // each whole, when several did, or a gathering and its undo both failed.
 // Guard ends when a member's hold ends (a RedLock's: when more than a
-// minority have), with that member's cause; Remaining is the time the
+// minority have), with that member's cause, which names a lost member: an
+// *interlock.Error of the member's Kind and name, with Op OpLost, wrapping
+// interlock.ErrLockLost and the reason it was lost; Remaining is the time the
 // members (a RedLock: a majority) are all still certainly held.
 //
 // # A Locker

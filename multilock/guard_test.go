@@ -2,6 +2,8 @@ package multilock_test
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"runtime"
 	"testing"
 	"time"
@@ -10,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/interlock-go/interlock"
+	"github.com/interlock-go/interlock/fairlock"
 	"github.com/interlock-go/interlock/internal/redistest"
 	"github.com/interlock-go/interlock/multilock"
 	"github.com/interlock-go/interlock/rlock"
@@ -80,4 +83,69 @@ func liveHeap() int64 {
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
 	return int64(ms.HeapAlloc)
+}
+
+// A lost member names itself in the guard's cause: an *interlock.Error of
+// its kind and name, Op lost, wrapping ErrLockLost and the reason. For a
+// MultiLock and a RedLock, with a parent that ends and one that never does.
+func TestGuardNamesTheLostMember(t *testing.T) {
+	ctx := redistest.Context(t)
+	for _, shared := range []bool{false, true} {
+		parent := ctx
+		if shared {
+			parent = context.Background()
+		}
+		t.Run(fmt.Sprintf("multilock/shared=%v", shared), func(t *testing.T) {
+			n := names(t, 2)
+			// Renewed every 667ms, which finds the deleted member.
+			c, rc := newClient(t, interlock.WithWatchdogTimeout(2*time.Second))
+			a, b := rlock.New(c, n[0]), fairlock.New(c, n[1])
+			m := multilock.New(a, b)
+			require.NoError(t, m.Lock(ctx))
+			g := m.Guard(parent)
+			require.NoError(t, rc.Do(ctx, rc.B().Del().Key(n[1]).Build()).Error())
+			select {
+			case <-g.Done():
+			case <-time.After(10 * time.Second):
+				t.Fatal("the guard outlived its member")
+			}
+			assertNames(t, context.Cause(g), interlock.KindFairLock, n[1], interlock.ErrKeyGone)
+			_ = m.Unlock(ctx)
+		})
+		t.Run(fmt.Sprintf("redlock/shared=%v", shared), func(t *testing.T) {
+			n := names(t, 3)
+			var members []*rlock.Mutex
+			for i := range 3 {
+				ci, _ := newClient(t)
+				members = append(members, rlock.New(ci, n[i]))
+			}
+			m := multilock.NewRedLock(lockers(members)...)
+			require.NoError(t, m.Lock(ctx))
+			g := m.Guard(parent)
+			require.True(t, must[bool](t)(members[2].ForceUnlock(ctx)))
+			require.NoError(t, g.Err(), "a minority lost leaves the guard on")
+			require.True(t, must[bool](t)(members[0].ForceUnlock(ctx)))
+			select {
+			case <-g.Done():
+			case <-time.After(5 * time.Second):
+				t.Fatal("the guard outlived a lost quorum")
+			}
+			assertNames(t, context.Cause(g), interlock.KindRLock, n[0], interlock.ErrForceUnlocked)
+			_ = m.Unlock(ctx)
+		})
+	}
+}
+
+// assertNames checks that cause is the loss of the member of kind and
+// name, for reason.
+func assertNames(t *testing.T, cause error, kind interlock.Kind, name string, reason error) {
+	t.Helper()
+	assert.ErrorIs(t, cause, interlock.ErrLockLost)
+	assert.ErrorIs(t, cause, reason)
+	e, ok := errors.AsType[*interlock.Error](cause)
+	require.True(t, ok, "cause %v names no member", cause)
+	assert.Equal(t, kind, e.Kind)
+	assert.Equal(t, name, e.Name)
+	assert.Equal(t, interlock.OpLost, e.Op)
+	assert.Contains(t, cause.Error(), name)
 }

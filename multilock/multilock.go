@@ -476,7 +476,10 @@ func (m *Mutex) Unlock(ctx context.Context) error {
 
 // Guard returns a context that ends when the calling owner's hold ends:
 // when a member (a RedLock: more than a minority) is lost or released,
-// with that member's cause; at once when the owner does not hold it.
+// with that member's cause; at once when the owner does not hold it. A
+// member of one of interlock's kinds that is lost names itself in the
+// cause: an *interlock.Error of its Kind and name, with Op OpLost, wrapping
+// its loss (interlock.ErrLockLost and the reason).
 func (m *Mutex) Guard(ctx context.Context) context.Context {
 	if err := m.ready(interlock.OpGuard); err != nil {
 		return cancelled(ctx, err)
@@ -486,7 +489,7 @@ func (m *Mutex) Guard(ctx context.Context) context.Context {
 		// it, with its own cause, before the call that ended it returns.
 		g := ctx
 		for _, member := range slices.Backward(m.members) {
-			g = member.Guard(g)
+			g = memberGuard(g, member)
 		}
 		return g
 	}
@@ -498,10 +501,19 @@ func (m *Mutex) Guard(ctx context.Context) context.Context {
 	g, cancel := context.WithCancelCause(ctx)
 	q := &quorumGuard{left: len(m.members) - m.quorum + 1, cancel: cancel}
 	for _, member := range m.members {
-		mg := member.Guard(g)
+		mg := memberGuard(g, member)
 		context.AfterFunc(mg, func() { q.ended(context.Cause(mg)) })
 	}
 	return g
+}
+
+// memberGuard is member's guard of ctx, whose loss names the member when
+// it is one of interlock's kinds (lockcore.MemberGuard).
+func memberGuard(ctx context.Context, member interlock.Locker) context.Context {
+	if c, ok := lockcore.MemberOf(member); ok {
+		return lockcore.MemberGuard(ctx, c)
+	}
+	return member.Guard(ctx)
 }
 
 // sharedGuard is a RedLock's Guard of a parent that never ends. The
@@ -512,7 +524,7 @@ func (m *Mutex) sharedGuard(ctx context.Context) context.Context {
 	var live []context.Context
 	var ended []error
 	for _, member := range m.members {
-		mg := member.Guard(ctx)
+		mg := memberGuard(ctx, member)
 		if mg.Err() != nil {
 			ended = append(ended, context.Cause(mg))
 		} else {

@@ -83,10 +83,13 @@
 // permit is told when the nearest lease runs out, and waits at most that
 // long, so it picks up an expired permit by itself.
 //
-// Guard's context ends when one of the permits it watches is lost (cause
-// ErrPermitLost: its lease ran out, its renewal found it gone or failed
-// for a whole watchdog timeout, the semaphore was deleted) or released
-// (context.Canceled). Remaining says how long a permit this Client holds
+// Guard's context ends when one of the permits it watches is lost, with a
+// cause that wraps ErrPermitLost (itself wrapping interlock.ErrLockLost)
+// and the reason: interlock.ErrLeaseExpired (its lease ran out),
+// ErrNotRenewed (its watchdog renewal failed for a whole watchdog timeout),
+// ErrKeyGone (its renewal found it released, reclaimed or deleted by
+// another client), ErrForceUnlocked (this Client deleted the semaphore) or
+// ErrMaxHold; or when it is released (context.Canceled). Remaining says how long a permit this Client holds
 // is still certainly valid; it sends nothing. Both work for every lease.
 //
 // # Clocks
@@ -143,11 +146,17 @@
 // wait, a TTL or lease under 1ms (other than the leases 0 and NoExpiry), a
 // malformed permit id, a bad name or a nil client. A key of N or
 // {N}:timeout that holds another type of data (a lock's hash, say) gives
-// an error wrapping ErrInvalid too, and changes nothing. Expirable.Release
-// fails with ErrUnknownPermit for an id that is not acquired, and with
-// ErrPermitExpired for one whose lease ran out before its release (it is
-// given back all the same, as Redisson does); TryRelease reports both as
-// false. A context's error comes back as itself, every call after the
+// an error wrapping ErrInvalid too, and changes nothing.
+//
+// Expirable.Release fails with ErrPermitExpired for a permit whose lease
+// ran out before its release: for a permit this Client acquired, whether
+// or not another client reclaimed it since (the Client remembers a lost
+// permit for up to ten minutes); for another client's, while it is not
+// yet reclaimed (it is given back all the same, as Redisson does). It
+// fails with ErrUnknownPermit for any other id that is not acquired: never
+// acquired, released already, found gone by this Client's renewal, or
+// another client's that expired and was reclaimed. TryRelease reports both
+// as false. A context's error comes back as itself, every call after the
 // Client's Close returns ErrClosed, and any other failure is an
 // *interlock.Error naming the kind, the operation and the semaphore.
 package semaphore

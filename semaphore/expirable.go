@@ -60,6 +60,8 @@ func renewTask(rt *runtime.Runtime) *renewal.Task {
 	return &renewal.Task{
 		Script: script.PESRenew(),
 		Lost:   ErrPermitLost,
+		// A late Release learns from the loss that the lease ran out.
+		KeepLosses: true,
 		Args: func(lease time.Duration, chunk []*renewal.Entry) (keys, argv []string) {
 			now := rt.WallNow().UnixMilli()
 			keys = make([]string, len(chunk))
@@ -280,11 +282,16 @@ func (e *Expirable) undo(receipt string, ids []PermitID, pub string) {
 	})
 }
 
-// forget ends this Client's record of permit id with outcome o.
+// forget ends this Client's record of permit id with outcome o; an
+// outcome the server gave also ends the record of its loss, which has
+// been reported.
 func (e *Expirable) forget(id PermitID, o renewal.Outcome) {
 	_, held, end := e.o.RT().Renewal.Release(e.timeout, id.raw())
 	if held {
 		end(o)
+	}
+	if o != renewal.Unknown {
+		e.o.RT().Renewal.ForgetLoss(e.timeout, id.raw())
 	}
 }
 
@@ -303,9 +310,12 @@ func (e *Expirable) releaseCall(ids []PermitID, pub, receipt string) (*script.Sc
 	return script.PESRelease(), keys, append(args, receiptTTL)
 }
 
-// Release gives back every one of ids, or none of them: it fails with
-// ErrUnknownPermit when one is not acquired, and with ErrPermitExpired
-// when one's lease ran out (that permit comes back by the reclaim).
+// Release gives back every one of ids, or none of them. It fails with
+// ErrPermitExpired when one's lease ran out (that permit comes back by the
+// reclaim), whether or not someone reclaimed it first, for a permit this
+// Client acquired (it remembers a lost permit for up to ten minutes); for
+// another's, only while the expired permit is not yet reclaimed. It fails
+// with ErrUnknownPermit when one is not acquired otherwise.
 func (e *Expirable) Release(ctx context.Context, ids ...PermitID) error {
 	ok, why, err := e.tryRelease(ctx, ids)
 	if err == nil && !ok {
@@ -345,12 +355,13 @@ func (e *Expirable) release(ctx context.Context, ids []PermitID) (ok bool, why e
 	}
 	// When the release of one id fails, the id is gone either way: an
 	// expired permit is given back, an unknown one was not there. For ids
-	// this Client holds it knows which; for others their scores are read
-	// in the same pipeline, before the release.
+	// this Client acquired it knows which; for others their scores are
+	// read in the same pipeline, before the release.
 	rc := e.o.RT().RC
 	receipt := e.o.Receipt()
 	sc, keys, args := e.releaseCall(ids, pub, receipt)
-	foreign := len(ids) == 1 && e.o.RT().Renewal.Holds(e.timeout, ids[0].raw()) == 0
+	known, _ := e.o.RT().Renewal.Expired(e.timeout, ids[0].raw())
+	foreign := len(ids) == 1 && !known
 	send := func(cmd rueidis.Completed) (score, res rueidis.RedisResult) {
 		if !foreign {
 			return rueidis.RedisResult{}, rc.Do(ctx, cmd)
@@ -387,11 +398,11 @@ func (e *Expirable) release(ctx context.Context, ids []PermitID) (ok bool, why e
 		if at, err := score.AsFloat64(); err == nil && int64(at) <= e.now() {
 			why = fmt.Errorf("%w: %s", ErrPermitExpired, ids[0])
 		}
-		e.forget(ids[0], renewal.NotHeld) // a lease of this Client's that ran out
 	case len(ids) == 1:
-		// Still valid by this Client's records: someone else released it.
 		why = fmt.Errorf("%w: %s", ErrPermitExpired, ids[0])
-		if e.Remaining(ids[0]) > 0 {
+		if _, expired := e.o.RT().Renewal.Expired(e.timeout, ids[0].raw()); !expired {
+			// Still valid by this Client's records, or found gone by its
+			// renewal: someone else released it.
 			why = fmt.Errorf("%w: %s was released by another client", ErrUnknownPermit, ids[0])
 		}
 		e.forget(ids[0], renewal.NotHeld)
@@ -418,8 +429,12 @@ func (e *Expirable) whyNot(ctx context.Context, ids []PermitID) error {
 		at, err := s.AsFloat64()
 		switch {
 		case err != nil:
+			err = fmt.Errorf("%w: %s", ErrUnknownPermit, ids[i])
+			if _, expired := e.o.RT().Renewal.Expired(e.timeout, ids[i].raw()); expired {
+				err = fmt.Errorf("%w: %s", ErrPermitExpired, ids[i]) // and reclaimed since
+			}
 			e.forget(ids[i], renewal.NotHeld)
-			return fmt.Errorf("%w: %s", ErrUnknownPermit, ids[i])
+			return err
 		case int64(at) <= now:
 			e.forget(ids[i], renewal.NotHeld)
 			return fmt.Errorf("%w: %s", ErrPermitExpired, ids[i])
@@ -479,8 +494,9 @@ func (e *Expirable) UpdateLease(ctx context.Context, id PermitID, lease time.Dur
 }
 
 // LeaseLeft returns how long the acquired permit id has left: NoExpiry
-// when it never expires. It fails with ErrUnknownPermit when id is not
-// acquired (or expired and was reclaimed).
+// when it never expires. It fails with ErrPermitExpired when id's lease
+// ran out by this Client's records (as Release), and with
+// ErrUnknownPermit when id is not acquired otherwise.
 func (e *Expirable) LeaseLeft(ctx context.Context, id PermitID) (time.Duration, error) {
 	if err := e.o.Ready(report.OpInspect); err != nil {
 		return 0, err
@@ -497,14 +513,18 @@ func (e *Expirable) LeaseLeft(ctx context.Context, id PermitID) (time.Duration, 
 	case ms == -1:
 		return NoExpiry, nil
 	case ms <= 0:
+		if _, expired := e.o.RT().Renewal.Expired(e.timeout, id.raw()); expired {
+			return 0, e.o.OpErr(report.OpInspect, fmt.Errorf("%w: %s", ErrPermitExpired, id))
+		}
 		return 0, e.o.OpErr(report.OpInspect, fmt.Errorf("%w: %s", ErrUnknownPermit, id))
 	}
 	return time.Duration(ms) * time.Millisecond, nil
 }
 
 // Guard derives from ctx a context cancelled when one of ids, acquired by
-// this Client, is lost (cause ErrPermitLost: its lease ran out, or renewal
-// failed for a whole watchdog timeout) or released (context.Canceled). It
+// this Client, is lost (a cause wrapping ErrPermitLost and the reason: its
+// lease ran out, renewal failed for a whole watchdog timeout or found it
+// gone, this Client deleted the semaphore) or released (context.Canceled). It
 // is cancelled at once, with a cause wrapping ErrUnknownPermit, for an id
 // this Client does not hold, and with the argument error of a bad name or
 // a nil client.
@@ -550,7 +570,7 @@ func (e *Expirable) TTL(ctx context.Context) (time.Duration, error) {
 func (e *Expirable) Delete(ctx context.Context) (bool, error) {
 	ok, err := del(ctx, &e.o, e.o.Key(), e.timeout)
 	if err == nil {
-		e.o.RT().Renewal.Drop(e.timeout, ErrPermitLost)
+		e.o.RT().Renewal.Drop(e.timeout)
 	}
 	return ok, err
 }

@@ -725,3 +725,50 @@ func TestExpirableUpdateLeaseWatchdog(t *testing.T) {
 		require.NoError(t, e.Release(ctx, toNever, toLease, toWatchdog))
 	})
 }
+
+// A permit this Client acquired whose lease ran out is ErrPermitExpired on
+// release (and LeaseLeft) whether or not another client reclaimed it
+// first, and whether or not this Client's watchdog tick has seen the
+// lease end; released once, it is unknown.
+func TestExpirableReleaseExpiredReclaimed(t *testing.T) {
+	each(t, func(t *testing.T, tg target) {
+		for _, tc := range []struct {
+			name string
+			wd   time.Duration // the watchdog timeout: its tick forgets a lease that ran out
+		}{{"counted", 30 * time.Second}, {"forgotten", 300 * time.Millisecond}} {
+			t.Run(tc.name, func(t *testing.T) {
+				ctx := redistest.Context(t)
+				c, _ := tg.Client(t, interlock.WithWatchdogTimeout(tc.wd))
+				other, _ := tg.Client(t)
+				name := semName(t)
+				e, o := semaphore.NewExpirable(c, name), semaphore.NewExpirable(other, name)
+				require.True(t, redistest.Must[bool](t)(e.TrySetPermits(ctx, 3)))
+
+				leased := redistest.Must[[]semaphore.PermitID](t)(e.Acquire(ctx, 2, 100*time.Millisecond))
+				live := redistest.Must[[]semaphore.PermitID](t)(e.Acquire(ctx, 1, time.Minute))[0]
+				time.Sleep(500 * time.Millisecond)
+				assert.EqualValues(t, 2, redistest.Must[int64](t)(o.Available(ctx)), "the other client reclaimed both")
+
+				err := e.Release(ctx, leased[0])
+				require.ErrorIs(t, err, semaphore.ErrPermitExpired)
+				assert.NotErrorIs(t, err, semaphore.ErrUnknownPermit)
+				assert.ErrorIs(t, e.Release(ctx, leased[0]), semaphore.ErrUnknownPermit, "released once: unknown")
+
+				_, err = e.LeaseLeft(ctx, leased[1])
+				assert.ErrorIs(t, err, semaphore.ErrPermitExpired)
+				err = e.Release(ctx, live, leased[1])
+				require.ErrorIs(t, err, semaphore.ErrPermitExpired, "in a list too")
+				assert.Contains(t, err.Error(), leased[1].String())
+				assert.True(t, redistest.Must[bool](t)(e.TryRelease(ctx, live)))
+				assert.EqualValues(t, 3, redistest.Must[int64](t)(o.Available(ctx)))
+
+				// Another Client's permit, expired and reclaimed: nothing
+				// says it was ever acquired.
+				theirs := redistest.Must[[]semaphore.PermitID](t)(o.Acquire(ctx, 1, 100*time.Millisecond))[0]
+				time.Sleep(300 * time.Millisecond)
+				assert.EqualValues(t, 3, redistest.Must[int64](t)(o.Available(ctx)))
+				assert.ErrorIs(t, e.Release(ctx, theirs), semaphore.ErrUnknownPermit)
+			})
+		}
+	})
+}

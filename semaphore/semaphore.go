@@ -14,17 +14,31 @@ import (
 	"github.com/interlock-go/interlock/internal/script"
 )
 
-// The package's errors. The first three are the root's.
+// The package's errors. The first two are the root's.
 var (
-	ErrInvalid    = interlock.ErrInvalid
-	ErrClosed     = interlock.ErrClosed
-	ErrPermitLost = interlock.ErrLockLost
-	// ErrUnknownPermit: no acquired permit has that id.
+	ErrInvalid = interlock.ErrInvalid
+	ErrClosed  = interlock.ErrClosed
+	// ErrPermitLost is wrapped by the cause of an Expirable Guard cancelled
+	// because a permit was lost, with the reason (interlock.ErrLeaseExpired,
+	// ErrNotRenewed, ErrKeyGone, ErrForceUnlocked, ErrMaxHold). It is not
+	// interlock.ErrLockLost, but wraps it: errors.Is(cause,
+	// interlock.ErrLockLost) holds for every loss, and errors.Is(cause,
+	// ErrPermitLost) for a permit's only.
+	ErrPermitLost error = permitLost{}
+	// ErrUnknownPermit: no acquired permit has that id, and this Client
+	// knows of no lease of it that ran out.
 	ErrUnknownPermit = errors.New("semaphore: no such permit")
-	// ErrPermitExpired: the permit's lease ran out before its release; the
-	// release gave it back all the same.
+	// ErrPermitExpired: the permit's lease ran out before its release, by
+	// the server's record or this Client's (see Expirable.Release).
 	ErrPermitExpired = errors.New("semaphore: permit expired")
 )
+
+// permitLost is ErrPermitLost: a sentinel of its own that wraps
+// interlock.ErrLockLost.
+type permitLost struct{}
+
+func (permitLost) Error() string { return "semaphore: permit lost" }
+func (permitLost) Unwrap() error { return interlock.ErrLockLost }
 
 // receiptTTL is how long a receipt outlives its operation.
 var receiptTTL = lockcore.MS(lockcore.ReceiptTTL)

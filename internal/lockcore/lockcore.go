@@ -163,7 +163,7 @@ func (l *Common) ForceUnlock(ctx context.Context) (bool, error) {
 		return false, l.OpErr(report.OpForceUnlock, err)
 	}
 	if n == 1 {
-		l.rt.Renewal.Drop(l.name, report.ErrLockLost)
+		l.rt.Renewal.Drop(l.name)
 	}
 	return n == 1, nil
 }

@@ -73,3 +73,19 @@ func Recorded(ctx context.Context, l *Common) bool {
 	_, holder, err := l.owner(ctx, report.OpInspect)
 	return err == nil && l.holds(holder) > 0
 }
+
+// MemberGuard is l's Guard for a multi-lock: when the hold is lost, its
+// cause is the *interlock.Error of l's kind and name, with Op lost, around
+// the cause Guard gives, so that the multi-lock's guard says which member
+// was lost.
+func MemberGuard(ctx context.Context, l *Common) context.Context {
+	if l.err == nil {
+		if owner, err := l.rt.Owner(ctx); err == nil {
+			as := renewal.Label{Kind: l.kindName, Name: l.given}
+			if g, ok := l.rt.Renewal.GuardNamed(ctx, l.name, owner+l.kind.Suffix, as); ok {
+				return g
+			}
+		}
+	}
+	return l.Guard(ctx) // its error names l already
+}

@@ -19,12 +19,15 @@
 // delays nothing. A renewal confirmed makes its entry valid for a lease
 // from when the round was sent.
 //
-// An entry whose script answers 0 is lost: its context is cancelled with the
-// Task's Lost error as cause and it is forgotten. An entry whose validity
-// ends with no renewal confirmed is lost then, or, while a round sent before
-// is still unanswered, up to three quarters of an interval later (the reply
-// may yet confirm it); a failed round (a network error, a timeout) is only
-// the cause given.
+// An entry whose script answers 0 is lost: its context is cancelled with a
+// cause that wraps the Task's Lost error and why (report.Lost; here
+// report.ErrKeyGone) and it is forgotten. An entry whose validity ends with
+// no renewal confirmed is lost then (report.ErrNotRenewed), or, while a
+// round sent before is still unanswered, up to three quarters of an
+// interval later (the reply may yet confirm it); a failed round (a network
+// error, a timeout) is only the detail of that cause. A lease that ran out
+// is report.ErrLeaseExpired, Drop report.ErrForceUnlocked, MaxHold
+// Config.MaxHoldErr.
 // The Scheduler remembers each loss for the owner's Unlock (LostCause).
 // Holds with an explicit lease are never renewed; the Scheduler forgets them
 // once the lease has passed, so forgotten unlocks cost no memory.

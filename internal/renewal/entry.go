@@ -2,9 +2,11 @@ package renewal
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/interlock-go/interlock/internal/guard"
+	"github.com/interlock-go/interlock/internal/report"
 )
 
 // Entry is the local record of every hold one owner has on one key. A
@@ -35,8 +37,8 @@ type Entry struct {
 	heapIndex  int             // position in s.maxHolds, -1 when not in it
 	ended      bool
 	cause      error
-	guards     map[*context.CancelCauseFunc]struct{} // made by guard, ended with the hold
-	shared     map[sharedKey]context.Context         // the guards of parents that never end
+	guards     map[*context.CancelCauseFunc]Label // made by guard, ended with the hold; the name a loss gives
+	shared     map[sharedKey]context.Context      // the guards of parents that never end
 }
 
 // count returns how many holds e records: 0 once it ended, or once every
@@ -100,8 +102,32 @@ func (e *Entry) endRelease(o Outcome) {
 	case Released:
 		s.forget(e, nil)
 	case NotHeld:
-		s.forget(e, e.task.Lost)
+		s.forget(e, e.goneCause(time.Now()))
 	}
+}
+
+// goneCause is the cause of e's loss when the server no longer has it: its
+// lease ran out, or (a watchdog hold) its validity passed unconfirmed, when
+// the last TTL this Client set has run out; otherwise someone deleted it
+// or took it over. s.mu must be held.
+func (e *Entry) goneCause(now time.Time) error {
+	switch {
+	case now.Before(e.validUntil):
+		return e.task.lostBy(report.ErrKeyGone, nil)
+	case e.watchdog > 0:
+		return e.task.lostBy(report.ErrNotRenewed, nil)
+	}
+	return e.task.lostBy(report.ErrLeaseExpired, nil)
+}
+
+// lossAs returns the cause a guard named as gets for cause: an error naming
+// the synchronizer (its kind and name, Op lost) around a loss, cause
+// itself for an unnamed guard or an end that is no loss.
+func (e *Entry) lossAs(as Label, cause error) error {
+	if as == (Label{}) || !errors.Is(cause, e.task.Lost) {
+		return cause
+	}
+	return report.Wrap(as.Kind, report.OpLost, as.Name, cause)
 }
 
 // endsWithValidity reports whether e ends when its validity does: it has
@@ -146,27 +172,28 @@ func (e *Entry) lostAt() time.Time {
 }
 
 // guard returns a context derived from parent that is cancelled when this
-// hold ends: with cause Task.Lost when the lock is lost (the key vanished,
-// renewal failed past the lease, or, for a hold with an explicit lease, the
-// lease ran out), with cause context.Canceled when it is released. The
+// hold ends: with a cause wrapping Task.Lost and the reason (package
+// report) when the lock is lost (the key vanished, renewal failed past the
+// lease, or, for a hold with an explicit lease, the lease ran out), named
+// as says (lossAs), with cause context.Canceled when it is released. The
 // cancellation has happened by the time the call that ended the hold
 // (Unlock, Close) returns. A parent that never ends shares one guard per
-// hold (package guard). s.mu must not be held.
-func (e *Entry) guard(parent context.Context) context.Context {
+// hold and name (package guard). s.mu must not be held.
+func (e *Entry) guard(parent context.Context, as Label) context.Context {
 	s := e.s
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if e.ended {
 		g, cancel := context.WithCancelCause(parent)
-		cancel(e.cause)
+		cancel(e.lossAs(as, e.cause))
 		return g
 	}
 	base, shared := guard.Base(parent)
 	if !shared {
-		return e.register(parent)
+		return e.register(parent, as)
 	}
 	// An explicit lease is part of the key: a later hold may end later.
-	k := sharedKey{base: base}
+	k := sharedKey{base: base, as: as}
 	if e.watchdog == 0 {
 		k.until = e.leaseUntil
 	}
@@ -175,7 +202,7 @@ func (e *Entry) guard(parent context.Context) context.Context {
 		if base == nil {
 			base = context.Background()
 		}
-		g = e.register(base)
+		g = e.register(base, as)
 		if e.shared == nil {
 			e.shared = make(map[sharedKey]context.Context)
 		}
@@ -192,15 +219,16 @@ func (e *Entry) guard(parent context.Context) context.Context {
 }
 
 // sharedKey names a shared guard of an entry: what it derives from (nil:
-// nothing that ends) and the lease end it has, if any.
+// nothing that ends), the lease end it has, if any, and its name.
 type sharedKey struct {
 	base  context.Context
 	until time.Time
+	as    Label
 }
 
-// register returns a guard of parent, cancelled when e ends or forgotten
-// when it ends first. s.mu must be held.
-func (e *Entry) register(parent context.Context) context.Context {
+// register returns a guard of parent named as, cancelled when e ends or
+// forgotten when it ends first. s.mu must be held.
+func (e *Entry) register(parent context.Context, as Label) context.Context {
 	s := e.s
 	// An explicit lease ends the hold on the server without any message.
 	// The deadline is the guard's parent, not its child: the cancellation
@@ -208,13 +236,13 @@ func (e *Entry) register(parent context.Context) context.Context {
 	// racing it can replace that cause with context.Canceled.
 	base, stopDeadline := parent, func() {}
 	if e.watchdog == 0 {
-		base, stopDeadline = context.WithDeadlineCause(parent, e.leaseUntil, e.task.Lost)
+		base, stopDeadline = context.WithDeadlineCause(parent, e.leaseUntil, e.lossAs(as, e.task.lostBy(report.ErrLeaseExpired, nil)))
 	}
 	g, cancel := context.WithCancelCause(base)
 	if e.guards == nil {
-		e.guards = make(map[*context.CancelCauseFunc]struct{})
+		e.guards = make(map[*context.CancelCauseFunc]Label)
 	}
-	e.guards[&cancel] = struct{}{}
+	e.guards[&cancel] = as
 	// A guard that ends first (its parent ended, or its lease ran out) is
 	// forgotten, and its deadline's timer stopped.
 	context.AfterFunc(g, func() {
@@ -248,8 +276,8 @@ func (e *Entry) end(cause error) {
 	}
 	e.ended = true
 	e.cause = cause
-	for cancel := range e.guards {
-		(*cancel)(cause)
+	for cancel, as := range e.guards {
+		(*cancel)(e.lossAs(as, cause))
 	}
 	e.guards = nil
 	e.shared = nil

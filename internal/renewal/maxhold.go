@@ -60,8 +60,7 @@ func (s *Scheduler) expireMaxHolds(now time.Time) {
 	s.mu.Lock()
 	for len(s.maxHolds) > 0 && !s.maxHolds[0].maxUntil.After(now) {
 		e := heap.Pop(&s.maxHolds).(*Entry)
-		cause := fmt.Errorf("%w: %w (%v)", e.task.Lost, s.cfg.MaxHoldErr, s.cfg.MaxHold)
-		lost = append(lost, s.lose(e, cause, now))
+		lost = append(lost, s.lose(e, e.task.lostBy(s.cfg.MaxHoldErr, fmt.Errorf("after %v", s.cfg.MaxHold)), now))
 	}
 	s.mu.Unlock()
 	s.reportLost(lost)

@@ -9,6 +9,7 @@ import (
 	"github.com/redis/rueidis"
 
 	"github.com/interlock-go/interlock/internal/keys"
+	"github.com/interlock-go/interlock/internal/report"
 	"github.com/interlock-go/interlock/internal/script"
 )
 
@@ -19,13 +20,17 @@ type Task struct {
 	Script *script.Script
 	// Args returns the script's KEYS and ARGV for a chunk of entries.
 	Args func(lease time.Duration, chunk []*Entry) (keys, argv []string)
-	// Lost is the cause given to an entry's context when its lock is lost.
+	// Lost is wrapped, with the reason (report.ErrLeaseExpired,
+	// ErrNotRenewed, ErrKeyGone, ErrForceUnlocked or Config.MaxHoldErr), by
+	// the cause given to an entry's context when its lock is lost.
 	Lost error
 	// KeepLosses has the Scheduler remember this task's losses for
-	// LostCause (for an owner's late unlock); entries keyed by something
-	// used once, such as a permit id, need not.
+	// LostCause and Expired (for an owner's late unlock or release).
 	KeepLosses bool
 }
+
+// lostBy returns the cause of a loss for reason (report.Lost).
+func (t *Task) lostBy(reason, detail error) error { return report.Lost(t.Lost, reason, detail) }
 
 // Observer hears what the Scheduler did. Its methods are called from the
 // Scheduler's goroutines, possibly at the same time, and must not block.
@@ -61,6 +66,28 @@ type Tick struct {
 	Duration time.Duration
 	// Err is the error of the first call that failed.
 	Err error
+	// Failed counts the failed entries by synchronizer (Failures in all);
+	// nil without failures or without an Observer.
+	Failed map[Named]int
+}
+
+// Named is the synchronizer of an entry, as the Observer and the Client's
+// queries name it: its label's kind and name, or, when its label names
+// nothing, its key.
+type Named struct {
+	Kind, Name string
+	Key        string // only when Name is empty
+}
+
+// named returns what names e's synchronizer.
+func (e *Entry) named() Named {
+	if e.label == nil {
+		return Named{Key: e.Key}
+	}
+	if e.label.Name == "" {
+		return Named{Kind: e.label.Kind, Key: e.Key}
+	}
+	return Named{Kind: e.label.Kind, Name: e.label.Name}
 }
 
 // Config configures a Scheduler.
@@ -215,7 +242,7 @@ func (s *Scheduler) HoldLabeled(key, owner string, task *Task, lease time.Durati
 	if e != nil && e.watchdog == 0 && !sentAt.Before(e.leaseUntil) {
 		// Every hold of e had a lease, and they have all run out: the key
 		// expired on the server, and this acquisition starts afresh.
-		s.forget(e, e.task.Lost)
+		s.forget(e, e.task.lostBy(report.ErrLeaseExpired, nil))
 		e = nil
 	}
 	if e == nil {
@@ -307,7 +334,8 @@ func (s *Scheduler) Lose(key, owner string) {
 		s.mu.Unlock()
 		return
 	}
-	l := s.lose(e, e.task.Lost, time.Now())
+	now := time.Now()
+	l := s.lose(e, e.goneCause(now), now)
 	s.mu.Unlock()
 	s.reportLost([]lostEntry{l})
 }
@@ -319,6 +347,56 @@ func (s *Scheduler) LostCause(key, owner string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.lost[entryKey{key, owner}].cause
+}
+
+// ForgetLoss drops the record of owner's lost hold on key (LostCause,
+// Expired), once the server's answer about it has been reported.
+func (s *Scheduler) ForgetLoss(key, owner string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.lost, entryKey{key, owner})
+}
+
+// Expired reports what the Scheduler knows of owner's hold on key. known:
+// it records the hold, or remembers its loss (LostCause); expired: the
+// server's copy has run out by the Client's records: the last TTL the
+// Client set has passed, or the hold was lost for any reason but being
+// found gone (report.ErrKeyGone) or force-unlocked.
+func (s *Scheduler) Expired(key, owner string) (known, expired bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	k := entryKey{key, owner}
+	if e := s.entries[k]; e != nil {
+		return true, !time.Now().Before(e.validUntil)
+	}
+	l, ok := s.lost[k]
+	if !ok {
+		return false, false
+	}
+	return true, !errors.Is(l.cause, report.ErrKeyGone) && !errors.Is(l.cause, report.ErrForceUnlocked)
+}
+
+// Oldest returns when the oldest current hold of each synchronizer kind
+// (byName: of each synchronizer) was acquired, by Named (Name and Key
+// empty unless byName). It walks every entry.
+func (s *Scheduler) Oldest(byName bool) map[Named]time.Time {
+	out := make(map[Named]time.Time)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, e := range s.entries {
+		if e.count() == 0 {
+			continue
+		}
+		n := e.named()
+		if !byName {
+			n.Name, n.Key = "", ""
+		}
+		since := epoch.Add(e.since)
+		if t, ok := out[n]; !ok || since.Before(t) {
+			out[n] = since
+		}
+	}
+	return out
 }
 
 // lose forgets e as lost with cause, remembers it for LostCause (if its
@@ -384,14 +462,22 @@ func (s *Scheduler) Holds(key, owner string) int {
 }
 
 // Guard derives from parent a context cancelled when owner's hold on key
-// ends: cause Task.Lost if lost (or its explicit lease ran out),
-// context.Canceled if released. ok is false, and ctx nil, without an entry.
+// ends: with a cause wrapping Task.Lost and the reason if lost (or its
+// explicit lease ran out), context.Canceled if released. ok is false, and
+// ctx nil, without an entry.
 func (s *Scheduler) Guard(parent context.Context, key, owner string) (ctx context.Context, ok bool) {
+	return s.GuardNamed(parent, key, owner, Label{})
+}
+
+// GuardNamed is Guard whose loss cause names the synchronizer as says: the
+// *interlock.Error of its kind, Op lost and name (report.Wrap) around the
+// cause Guard gives. A zero as names nothing.
+func (s *Scheduler) GuardNamed(parent context.Context, key, owner string, as Label) (ctx context.Context, ok bool) {
 	e := s.lookup(key, owner)
 	if e == nil {
 		return nil, false
 	}
-	return e.guard(parent), true
+	return e.guard(parent, as), true
 }
 
 // Remaining returns how long owner's hold on key is still certainly valid on
@@ -445,16 +531,20 @@ func (s *Scheduler) Release(key, owner string) (lease time.Duration, held bool, 
 	}
 }
 
-// Drop forgets every entry of key, whatever its owner, and cancels them
-// with cause, for a forced unlock.
-func (s *Scheduler) Drop(key string, cause error) {
+// Drop ends every entry of key, whatever its owner, as lost with
+// report.ErrForceUnlocked, for a forced unlock or a delete, and reports
+// the losses.
+func (s *Scheduler) Drop(key string) {
+	var lost []lostEntry
+	now := time.Now()
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	for k, e := range s.entries {
 		if k.key == key {
-			s.forget(e, cause)
+			lost = append(lost, s.lose(e, e.task.lostBy(report.ErrForceUnlocked, nil), now))
 		}
 	}
+	s.mu.Unlock()
+	s.reportLost(lost)
 }
 
 // forget removes e and ends its context. s.mu must be held.

@@ -15,6 +15,7 @@ import (
 
 	"github.com/interlock-go/interlock/internal/redistest"
 	"github.com/interlock-go/interlock/internal/renewal"
+	"github.com/interlock-go/interlock/internal/report"
 	"github.com/interlock-go/interlock/internal/script"
 )
 
@@ -631,7 +632,6 @@ func TestReletTurnsALeaseIntoAWatchdogHold(t *testing.T) {
 func TestLeaseGuardKeepsTheDropCause(t *testing.T) {
 	rc := redistest.NewClient(t, addr)
 	s := newScheduler(t, rc, renewal.Config{Lease: time.Second, BatchSize: 100})
-	lost := errors.New("dropped")
 	key := "renew:drop:" + t.Name()
 	for i := range 500 {
 		ctx := context.Background()
@@ -641,9 +641,10 @@ func TestLeaseGuardKeepsTheDropCause(t *testing.T) {
 			require.True(t, ok)
 			ctx = g
 		}
-		s.Drop(key, lost)
+		s.Drop(key)
 		<-ctx.Done()
-		require.ErrorIs(t, context.Cause(ctx), lost, "round %d", i)
+		require.ErrorIs(t, context.Cause(ctx), report.ErrForceUnlocked, "round %d", i)
+		require.ErrorIs(t, context.Cause(ctx), task.Lost, "round %d", i)
 	}
 }
 

@@ -2,12 +2,14 @@ package renewal
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"time"
 
 	"github.com/redis/rueidis"
 
+	"github.com/interlock-go/interlock/internal/report"
 	"github.com/interlock-go/interlock/internal/script"
 )
 
@@ -88,11 +90,7 @@ func (s *Scheduler) expireUnconfirmed(now time.Time) {
 	s.mu.Lock()
 	for _, e := range s.entries {
 		if e.endsWithValidity() && !now.Before(e.lostAt()) {
-			cause := fmt.Errorf("%w: not renewed within the lease", e.task.Lost)
-			if e.failing != nil {
-				cause = fmt.Errorf("%w: %w", cause, e.failing)
-			}
-			lost = append(lost, s.lose(e, cause, now))
+			lost = append(lost, s.lose(e, e.task.lostBy(report.ErrNotRenewed, e.failing), now))
 		}
 	}
 	s.mu.Unlock()
@@ -149,7 +147,7 @@ func (s *Scheduler) renew(ctx context.Context, now time.Time, urgent bool) {
 		}
 		if e.watchdog == 0 {
 			if !now.Before(e.leaseUntil) {
-				lost = append(lost, s.lose(e, e.task.Lost, now))
+				lost = append(lost, s.lose(e, e.task.lostBy(report.ErrLeaseExpired, nil), now))
 			}
 			continue
 		}
@@ -240,6 +238,14 @@ func (s *Scheduler) round(ctx context.Context, sent time.Time, chunks [][]*Entry
 		if t.Failures += failed; t.Err == nil {
 			t.Err = err
 		}
+		if failed > 0 && s.cfg.Observer != nil {
+			if t.Failed == nil {
+				t.Failed = make(map[Named]int)
+			}
+			for _, e := range chunks[i] {
+				t.Failed[e.named()]++
+			}
+		}
 	}
 	if s.cfg.Observer != nil {
 		s.cfg.Observer.Renewed(t)
@@ -286,9 +292,9 @@ func (s *Scheduler) apply(chunk []*Entry, r rueidis.RedisResult, sent time.Time)
 			e.setTTL(sent, s.cfg.Lease)
 			e.failing = nil
 		case err == nil && renewed[i] == 1: // confirmed too late: the lease may have ended
-			lost = append(lost, s.lose(e, fmt.Errorf("%w: renewal confirmed after the lease ended", e.task.Lost), now))
+			lost = append(lost, s.lose(e, e.task.lostBy(report.ErrNotRenewed, errConfirmedLate), now))
 		case err == nil:
-			lost = append(lost, s.lose(e, e.task.Lost, now))
+			lost = append(lost, s.lose(e, e.goneCause(now), now))
 		default:
 			e.failing = err
 		}
@@ -300,6 +306,10 @@ func (s *Scheduler) apply(chunk []*Entry, r rueidis.RedisResult, sent time.Time)
 	}
 	return failed, err
 }
+
+// errConfirmedLate is the detail of a loss whose renewal was confirmed
+// after the hold's validity ended.
+var errConfirmedLate = errors.New("renewal confirmed after the lease ended")
 
 // reportLost tells the Observer of each lost entry.
 func (s *Scheduler) reportLost(lost []lostEntry) {

@@ -10,6 +10,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -22,7 +23,43 @@ var (
 	ErrInvalid     = errors.New("interlock: invalid argument")
 	ErrReplication = errors.New("interlock: too few replicas acknowledged")
 	ErrClockSkew   = errors.New("interlock: wall clock too far from the Redis server's")
+
+	// Why a hold was lost: a loss's cause (Lost) wraps one of these, or
+	// ErrMaxHold, beside ErrLockLost.
+	ErrLeaseExpired  = errors.New("interlock: lease ran out")
+	ErrNotRenewed    = errors.New("interlock: not renewed in time")
+	ErrKeyGone       = errors.New("interlock: deleted or taken over on the server")
+	ErrForceUnlocked = errors.New("interlock: force-unlocked through this client")
 )
+
+// Lost returns the cause of a hold lost for reason: an error that wraps
+// lost (ErrLockLost, or a kind's loss that wraps it), reason and detail
+// (if not nil), and reads "<lost>: <reason>[: <detail>]", reason without
+// its "interlock: " prefix. A detail that is a context's error is kept as
+// text only: a guard's cause is context.Canceled only when released.
+func Lost(lost, reason, detail error) error {
+	if errors.Is(detail, context.Canceled) || errors.Is(detail, context.DeadlineExceeded) {
+		detail = errors.New(detail.Error())
+	}
+	return &lossError{lost: lost, reason: reason, detail: detail}
+}
+
+type lossError struct{ lost, reason, detail error }
+
+func (e *lossError) Error() string {
+	s := e.lost.Error() + ": " + strings.TrimPrefix(e.reason.Error(), "interlock: ")
+	if e.detail != nil {
+		s += ": " + e.detail.Error()
+	}
+	return s
+}
+
+func (e *lossError) Unwrap() []error {
+	if e.detail == nil {
+		return []error{e.lost, e.reason}
+	}
+	return []error{e.lost, e.reason, e.detail}
+}
 
 // Op is an operation the engine reports: the root's interlock.Op with the
 // same text.
@@ -40,6 +77,7 @@ const (
 	OpInspect     Op = "inspect"
 	OpSet         Op = "set"
 	OpDelete      Op = "delete"
+	OpLost        Op = "lost"
 )
 
 // The outcomes of the engine's events: the root's Outcome constants.
