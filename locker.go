@@ -30,9 +30,10 @@ type Locker interface {
 	// ends with its validity (or the owner's other holds) unless a retry
 	// answers first.
 	Unlock(ctx context.Context) error
-	// ForceUnlock deletes the lock whoever holds it, wakes its waiters and
-	// reports whether there was one to delete; this Client's holds on it
-	// are lost.
+	// ForceUnlock deletes the lock whoever holds it, as Redisson's does,
+	// wakes its waiters and reports whether there was one to delete; this
+	// Client's holds on it are lost. A key that holds no lock is left as
+	// it is (ErrInvalid).
 	ForceUnlock(ctx context.Context) (bool, error)
 	// Guard returns a context that ends with the calling owner's hold:
 	// cause ErrLockLost when lost, context.Canceled when released, a cause

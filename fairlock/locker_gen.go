@@ -46,9 +46,10 @@ func (m *Mutex) TryLock(ctx context.Context, wait, lease time.Duration) (bool, e
 // answers first.
 func (m *Mutex) Unlock(ctx context.Context) error { return m.core().Unlock(ctx) }
 
-// ForceUnlock deletes the lock whoever holds it, wakes its waiters and
-// reports whether there was one to delete; this Client's holds on it
-// are lost.
+// ForceUnlock deletes the lock whoever holds it, as Redisson's does,
+// wakes its waiters and reports whether there was one to delete; this
+// Client's holds on it are lost. A key that holds no lock is left as
+// it is (ErrInvalid).
 func (m *Mutex) ForceUnlock(ctx context.Context) (bool, error) { return m.core().ForceUnlock(ctx) }
 
 // Guard returns a context that ends with the calling owner's hold:

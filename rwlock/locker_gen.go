@@ -46,9 +46,10 @@ func (m *ReadLock) TryLock(ctx context.Context, wait, lease time.Duration) (bool
 // answers first.
 func (m *ReadLock) Unlock(ctx context.Context) error { return m.core().Unlock(ctx) }
 
-// ForceUnlock deletes the lock whoever holds it, wakes its waiters and
-// reports whether there was one to delete; this Client's holds on it
-// are lost.
+// ForceUnlock deletes the lock whoever holds it, as Redisson's does,
+// wakes its waiters and reports whether there was one to delete; this
+// Client's holds on it are lost. A key that holds no lock is left as
+// it is (ErrInvalid).
 func (m *ReadLock) ForceUnlock(ctx context.Context) (bool, error) { return m.core().ForceUnlock(ctx) }
 
 // Guard returns a context that ends with the calling owner's hold:
@@ -109,9 +110,10 @@ func (m *WriteLock) TryLock(ctx context.Context, wait, lease time.Duration) (boo
 // answers first.
 func (m *WriteLock) Unlock(ctx context.Context) error { return m.core().Unlock(ctx) }
 
-// ForceUnlock deletes the lock whoever holds it, wakes its waiters and
-// reports whether there was one to delete; this Client's holds on it
-// are lost.
+// ForceUnlock deletes the lock whoever holds it, as Redisson's does,
+// wakes its waiters and reports whether there was one to delete; this
+// Client's holds on it are lost. A key that holds no lock is left as
+// it is (ErrInvalid).
 func (m *WriteLock) ForceUnlock(ctx context.Context) (bool, error) { return m.core().ForceUnlock(ctx) }
 
 // Guard returns a context that ends with the calling owner's hold:

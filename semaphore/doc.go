@@ -142,8 +142,10 @@
 // release, a negative count for TrySetPermits or SetPermits, a negative
 // wait, a TTL or lease under 1ms (other than the leases 0 and NoExpiry), a
 // malformed permit id, a bad name or a nil client. A key of N or
-// {N}:timeout that holds another type of data (a lock's hash, say) gives
-// an error wrapping ErrInvalid too, and changes nothing. Expirable.Release
+// {N}:timeout that holds another type of data (a lock's hash, say), or an
+// N that is no integer, gives an error wrapping ErrInvalid too, naming the
+// key and what it holds, and changes nothing (Expirable.AddPermits reads
+// only N). Expirable.Release
 // fails with ErrUnknownPermit for an id that is not acquired, and with
 // ErrPermitExpired for one whose lease ran out before its release (it is
 // given back all the same, as Redisson does); TryRelease reports both as

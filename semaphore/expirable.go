@@ -45,6 +45,7 @@ type Expirable struct {
 func NewExpirable(c *interlock.Client, name string) *Expirable {
 	e := &Expirable{o: lockcore.NewObject(c, string(interlock.KindExpirable), name, keys.SemaphoreChannel)}
 	e.timeout = keys.Suffix(e.o.Key(), keys.PermitsSuffix)
+	e.o.Expect(e.timeout, lockcore.ShapeZSet)
 	return e
 }
 
@@ -101,7 +102,7 @@ func (e *Expirable) SetPermits(ctx context.Context, permits int) error {
 		return e.o.OpErr(report.OpSet, err)
 	}
 	res := e.o.Run(ctx, script.PESSetPermits(), []string{e.o.Key(), e.o.Channel(), e.timeout}, strconv.Itoa(permits), pub)
-	return e.o.OpErr(report.OpSet, lockcore.Done(res))
+	return e.o.Fail(ctx, report.OpSet, lockcore.Done(res))
 }
 
 // AddPermits adds delta free permits, or takes them away when delta is
@@ -136,8 +137,17 @@ func (e *Expirable) count(ctx context.Context, s *script.Script) (int64, error) 
 	if err != nil {
 		return 0, e.o.OpErr(report.OpInspect, err)
 	}
-	n, err := lockcore.Int(e.o.Run(ctx, s, []string{e.o.Key(), e.timeout, e.o.Channel()}, itoa(e.now()), pub))
-	return n, e.o.OpErr(report.OpInspect, err)
+	// Read what the keys hold in the same round trip: pes_acquired reads
+	// only the permits' zset.
+	res, err := e.o.ProbeScript(ctx, s, []string{e.o.Key(), e.timeout, e.o.Channel()}, []string{itoa(e.now()), pub})
+	if err != nil {
+		return 0, e.o.OpErr(report.OpInspect, err)
+	}
+	n, err := lockcore.Int(res)
+	if err != nil {
+		return 0, e.o.Fail(ctx, report.OpInspect, err)
+	}
+	return n, nil
 }
 
 // checkLease validates an acquisition's lease: 0 (the watchdog), NoExpiry,
@@ -202,7 +212,7 @@ func (e *Expirable) acquire(ctx context.Context, w lockcore.Await, lease time.Du
 		return ok, retryIn, err
 	})
 	if err != nil || !ok {
-		return nil, false, e.o.OpErr(report.OpAcquire, err)
+		return nil, false, e.o.Fail(ctx, report.OpAcquire, err)
 	}
 	return ids, true, nil
 }
@@ -370,7 +380,7 @@ func (e *Expirable) release(ctx context.Context, ids []PermitID) (ok bool, why e
 				e.forget(id, renewal.Unknown)
 			}
 		}
-		return false, nil, e.o.OpErr(report.OpRelease, err)
+		return false, nil, e.o.Fail(ctx, report.OpRelease, err)
 	}
 	e.o.Answered(receipt)
 	if n == int64(len(ids)) {
@@ -378,6 +388,9 @@ func (e *Expirable) release(ctx context.Context, ids []PermitID) (ok bool, why e
 			e.forget(id, renewal.Released)
 		}
 		return true, nil, nil
+	}
+	if err := e.o.Misfit(ctx, report.OpRelease); err != nil {
+		return false, nil, err // no permits: the keys hold something else
 	}
 	switch {
 	case foreign:
@@ -462,9 +475,12 @@ func (e *Expirable) UpdateLease(ctx context.Context, id PermitID, lease time.Dur
 	n, err := lockcore.Int(e.o.Run(ctx, script.PESUpdateLease(), []string{e.o.Key(), e.timeout, e.o.Channel()},
 		id.raw(), e.expiry(now, lease), itoa(now), pub))
 	if err != nil {
-		return false, e.o.OpErr(report.OpSet, err)
+		return false, e.o.Fail(ctx, report.OpSet, err)
 	}
 	if n != 1 {
+		if err := e.o.Misfit(ctx, report.OpSet); err != nil {
+			return false, err
+		}
 		e.forget(id, renewal.NotHeld)
 		return false, nil
 	}
@@ -491,10 +507,13 @@ func (e *Expirable) LeaseLeft(ctx context.Context, id PermitID) (time.Duration, 
 		id.raw(), never, itoa(e.now()), pub))
 	switch {
 	case err != nil:
-		return 0, e.o.OpErr(report.OpInspect, err)
+		return 0, e.o.Fail(ctx, report.OpInspect, err)
 	case ms == -1:
 		return NoExpiry, nil
 	case ms <= 0:
+		if err := e.o.Misfit(ctx, report.OpInspect); err != nil {
+			return 0, err
+		}
 		return 0, e.o.OpErr(report.OpInspect, fmt.Errorf("%w: %s", ErrUnknownPermit, id))
 	}
 	return time.Duration(ms) * time.Millisecond, nil

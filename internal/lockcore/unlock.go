@@ -55,6 +55,9 @@ func (l *Common) Unlock(ctx context.Context) error {
 		}
 	case renewal.NotHeld:
 		e.Outcome, e.Err = report.OutcomeNotHeld, nil
+		if errors.Is(err, report.ErrInvalid) {
+			e.Outcome, e.Err = report.OutcomeError, err
+		}
 	default:
 		e.Outcome = report.OutcomeError
 	}
@@ -113,9 +116,9 @@ func (l *Common) unlock(ctx context.Context, owner, holder string) (outcome rene
 		return outcome, sends, false, lostErr()
 	case rueidis.IsRedisNil(err):
 		outcome = renewal.NotHeld
-		return outcome, sends, false, l.OpErr(report.OpRelease, report.ErrNotHeld)
+		return outcome, sends, false, l.notHeld(ctx)
 	case err != nil:
-		return renewal.Unknown, sends, false, l.OpErr(report.OpRelease, err)
+		return renewal.Unknown, sends, false, l.Fail(ctx, report.OpRelease, err)
 	case n == 1:
 		outcome = renewal.Released
 	default:
@@ -239,10 +242,10 @@ func (l *Common) transfer(ctx context.Context, v *vals, o *runtime.Offer) (outco
 	}
 	switch {
 	case rueidis.IsRedisNil(err):
-		return renewal.NotHeld, sends, false, l.OpErr(report.OpRelease, report.ErrNotHeld)
+		return renewal.NotHeld, sends, false, l.notHeld(ctx)
 	case err != nil:
 		g.Unknown = true
-		return renewal.Unknown, sends, false, l.OpErr(report.OpRelease, err)
+		return renewal.Unknown, sends, false, l.Fail(ctx, report.OpRelease, err)
 	}
 	keep = true
 	switch n {
@@ -257,4 +260,14 @@ func (l *Common) transfer(ctx context.Context, v *vals, o *runtime.Offer) (outco
 		l.rt.WakeAll(ctx, l.channel) // a downgrade: readers may enter
 	}
 	return renewal.Released, sends, false, nil
+}
+
+// notHeld is the error of an unlock that the server answered "not held"
+// for: the error about a key that holds no lock (Misfit), or else one
+// wrapping ErrNotHeld.
+func (l *Common) notHeld(ctx context.Context) error {
+	if err := l.Misfit(ctx, report.OpRelease); err != nil {
+		return err
+	}
+	return l.OpErr(report.OpRelease, report.ErrNotHeld)
 }
