@@ -70,7 +70,8 @@
 // takes it back in the background, within the lease, and the caller still
 // returns by its deadline. One Unlock is one logical unlock: when no reply
 // comes back it resends the same request, under the same latch, for up to
-// 5s while its context lives, and the server applies it at most once.
+// 5s whatever its context (see Locker.Unlock), and the server applies it
+// at most once.
 //
 // Two options harden holds beyond Redisson's defaults; both are off by
 // default and change nothing on the wire when off. WithReplicaAcks (safe

@@ -69,17 +69,20 @@ func (l *Latch) TrySetCount(ctx context.Context, count int64) (bool, error) {
 
 // CountDown takes one from the count; the count reaching 0 opens the
 // latch and wakes every waiter, Go or Java. On an open latch it does
-// nothing.
+// nothing. Like interlock.Locker's Unlock it runs detached from ctx's end,
+// for up to 5s.
 func (l *Latch) CountDown(ctx context.Context) error {
 	if err := l.o.Ready(report.OpRelease); err != nil {
 		return err
 	}
+	rctx, cancel := lockcore.Detach(ctx)
+	defer cancel()
 	start := l.o.Begin()
-	pub, err := l.o.Publish(ctx)
+	pub, err := l.o.Publish(rctx)
 	if err == nil {
-		err = lockcore.Done(l.o.RunCounted(ctx, script.LatchCountDown(), []string{l.o.Key(), l.o.Channel()}, "0", pub))
+		err = lockcore.Done(l.o.RunCounted(rctx, script.LatchCountDown(), []string{l.o.Key(), l.o.Channel()}, "0", pub))
 	}
-	err = l.o.Fail(ctx, report.OpRelease, err)
+	err = l.o.Fail(rctx, report.OpRelease, err)
 	l.o.Released(ctx, start, time.Time{}, 0, err == nil, err)
 	return err
 }
@@ -103,8 +106,9 @@ func (l *Latch) count(ctx context.Context) (int64, error) {
 }
 
 // Await returns nil once the latch is open, or ctx's error when ctx ends
-// first. It reads the count when a count-down to 0 is announced, after a
-// reconnection, and at least every 2s.
+// first (at once, sending nothing, when it has ended already). It reads
+// the count when a count-down to 0 is announced, after a reconnection, and
+// at least every 2s.
 func (l *Latch) Await(ctx context.Context) error {
 	if err := l.o.Ready(report.OpAcquire); err != nil {
 		return err

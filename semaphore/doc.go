@@ -145,7 +145,10 @@
 // {N}:timeout that holds another type of data (a lock's hash, say), or an
 // N that is no integer, gives an error wrapping ErrInvalid too, naming the
 // key and what it holds, and changes nothing (Expirable.AddPermits reads
-// only N). Expirable.Release
+// only N). Release, ReleaseIfExists and Expirable's Release and
+// TryRelease run detached from their context's end, as
+// interlock.Locker's Unlock does; an acquisition whose context has ended
+// already sends nothing. Expirable.Release
 // fails with ErrUnknownPermit for an id that is not acquired, and with
 // ErrPermitExpired for one whose lease ran out before its release (it is
 // given back all the same, as Redisson does); TryRelease reports both as

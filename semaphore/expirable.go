@@ -198,6 +198,9 @@ func (e *Expirable) acquire(ctx context.Context, w lockcore.Await, lease time.Du
 	if err := e.checkLease(report.OpAcquire, lease); err != nil {
 		return nil, false, err
 	}
+	if err := ctx.Err(); err != nil {
+		return nil, false, err // ended already: nothing is sent
+	}
 	pub, err := e.o.Publish(ctx)
 	if err != nil {
 		return nil, false, e.o.OpErr(report.OpAcquire, err)
@@ -313,7 +316,8 @@ func (e *Expirable) releaseCall(ids []PermitID, pub, receipt string) (*script.Sc
 
 // Release gives back every one of ids, or none of them: it fails with
 // ErrUnknownPermit when one is not acquired, and with ErrPermitExpired
-// when one's lease ran out (that permit comes back by the reclaim).
+// when one's lease ran out (that permit comes back by the reclaim). Like
+// interlock.Locker's Unlock it runs detached from ctx's end, for up to 5s.
 func (e *Expirable) Release(ctx context.Context, ids ...PermitID) error {
 	ok, why, err := e.tryRelease(ctx, ids)
 	if err == nil && !ok {
@@ -323,7 +327,8 @@ func (e *Expirable) Release(ctx context.Context, ids ...PermitID) error {
 }
 
 // TryRelease is Release reporting a permit that is not acquired, or has
-// expired, as false rather than as an error.
+// expired, as false rather than as an error; detached from ctx's end as
+// Release is.
 func (e *Expirable) TryRelease(ctx context.Context, ids ...PermitID) (bool, error) {
 	ok, _, err := e.tryRelease(ctx, ids)
 	return ok, err
@@ -335,12 +340,14 @@ func (e *Expirable) tryRelease(ctx context.Context, ids []PermitID) (ok bool, wh
 	if err := e.checkIDs(ids); err != nil {
 		return false, nil, err
 	}
+	rctx, cancel := lockcore.Detach(ctx)
+	defer cancel()
 	start := e.o.Begin()
 	var since time.Time
 	if !start.IsZero() {
 		since = e.o.RT().Renewal.HeldSince(e.timeout, ids[0].raw())
 	}
-	ok, why, err = e.release(ctx, ids)
+	ok, why, err = e.release(rctx, ids)
 	e.o.Released(ctx, start, since, len(ids), ok, err)
 	return ok, why, err
 }

@@ -191,34 +191,39 @@ func (s *Semaphore) undo(receipt, p string) {
 
 // Release adds n free permits and wakes up to n waiters. Like Redisson's,
 // it does not check that the caller acquired them, and creates the
-// semaphore when it does not exist: ReleaseIfExists does not.
+// semaphore when it does not exist: ReleaseIfExists does not. Like
+// interlock.Locker's Unlock it runs detached from ctx's end, for up to 5s.
 func (s *Semaphore) Release(ctx context.Context, n int) error {
 	if err := s.check(report.OpRelease, n); err != nil {
 		return err
 	}
+	rctx, cancel := lockcore.Detach(ctx)
+	defer cancel()
 	start := s.o.Begin()
-	pub, err := s.o.Publish(ctx)
+	pub, err := s.o.Publish(rctx)
 	if err == nil {
-		err = lockcore.Done(s.o.RunCounted(ctx, script.SemRelease(), []string{s.o.Key(), s.o.Channel()}, strconv.Itoa(n), pub))
+		err = lockcore.Done(s.o.RunCounted(rctx, script.SemRelease(), []string{s.o.Key(), s.o.Channel()}, strconv.Itoa(n), pub))
 	}
-	err = s.o.Fail(ctx, report.OpRelease, err)
+	err = s.o.Fail(rctx, report.OpRelease, err)
 	s.o.Released(ctx, start, time.Time{}, n, err == nil, err)
 	return err
 }
 
 // ReleaseIfExists is Release for an existing semaphore only, and reports
-// whether the semaphore existed.
+// whether the semaphore existed; detached from ctx's end as Release is.
 func (s *Semaphore) ReleaseIfExists(ctx context.Context, n int) (bool, error) {
 	if err := s.check(report.OpRelease, n); err != nil {
 		return false, err
 	}
+	rctx, cancel := lockcore.Detach(ctx)
+	defer cancel()
 	start := s.o.Begin()
-	pub, err := s.o.Publish(ctx)
+	pub, err := s.o.Publish(rctx)
 	var r int64
 	if err == nil {
-		r, err = lockcore.Int(s.o.RunCounted(ctx, script.SemReleaseIfExists(), []string{s.o.Key(), s.o.Channel()}, strconv.Itoa(n), pub))
+		r, err = lockcore.Int(s.o.RunCounted(rctx, script.SemReleaseIfExists(), []string{s.o.Key(), s.o.Channel()}, strconv.Itoa(n), pub))
 	}
-	err = s.o.Fail(ctx, report.OpRelease, err)
+	err = s.o.Fail(rctx, report.OpRelease, err)
 	s.o.Released(ctx, start, time.Time{}, n, r == 1, err)
 	return r == 1, err
 }

@@ -128,9 +128,13 @@ func acquireOutcome(ok bool, err error, try bool) (string, error) {
 	return report.OutcomeTimedOut, nil
 }
 
-// run is the acquisition, with the owner resolved.
+// run is the acquisition, with the owner resolved. A ctx that has ended
+// already ends it before anything is sent.
 func (a *attempt) run(ctx context.Context, r Request) (uint64, bool, error) {
 	l := a.l
+	if err := ctx.Err(); err != nil {
+		return 0, false, err
+	}
 	if l.kind.Fair != nil {
 		ok, err := a.acquireFair(ctx, r)
 		return 0, ok, err

@@ -26,7 +26,19 @@ const (
 	// undoTimeout bounds how long a caller waits for the undo of an
 	// acquisition whose reply was lost.
 	undoTimeout = time.Second
+	// ReleaseTimeout bounds a release (Unlock, a semaphore's Release, a
+	// latch's CountDown), which runs detached from the caller's context
+	// (Detach): as long as an unlock is resent without an answer.
+	ReleaseTimeout = unlockResendFor
 )
+
+// Detach returns the context a release runs on: ctx's values without its
+// cancellation or deadline, ended after ReleaseTimeout. A release whose
+// caller's context has ended (a deferred Unlock of a request that is done)
+// still releases, instead of leaving the hold to run out.
+func Detach(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(ctx), ReleaseTimeout)
+}
 
 // Common is one named lock of one kind on one Client, and carries the
 // common method set. Kinds embed it.

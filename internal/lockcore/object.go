@@ -195,8 +195,8 @@ type Await struct {
 }
 
 // Wait runs the locks' waiting algorithm (internal/wait) for one Await of
-// the object, trying with try. The Observer, if any, hears of it once it
-// ended.
+// the object, trying with try; a ctx that has ended already ends it before
+// anything is sent. The Observer, if any, hears of it once it ended.
 func (o *Object) Wait(ctx context.Context, w Await, try wait.Attempt) (bool, error) {
 	if o.obs == nil {
 		return o.wait(ctx, w, try)
@@ -213,6 +213,9 @@ func (o *Object) Wait(ctx context.Context, w Await, try wait.Attempt) (bool, err
 }
 
 func (o *Object) wait(ctx context.Context, w Await, try wait.Attempt) (bool, error) {
+	if err := ctx.Err(); err != nil {
+		return false, err // ended already: nothing is sent
+	}
 	spec := wait.Spec{
 		Hub:      o.rt.Hub,
 		Channel:  o.channel,

@@ -26,20 +26,23 @@ const (
 	unlockPauseMax = time.Second
 )
 
-// Unlock releases one hold of the calling owner, as interlock.Locker says.
-// The Observer, if any, hears of it once it ended.
+// Unlock releases one hold of the calling owner, as interlock.Locker says:
+// detached from ctx's end (Detach). The Observer, if any, hears of it
+// once it ended.
 func (l *Common) Unlock(ctx context.Context) error {
 	owner, holder, err := l.owner(ctx, report.OpRelease)
 	if err != nil {
 		return err
 	}
+	rctx, cancel := Detach(ctx)
+	defer cancel()
 	if l.obs == nil {
-		_, _, _, err := l.unlock(ctx, owner, holder)
+		_, _, _, err := l.unlock(rctx, owner, holder)
 		return err
 	}
 	start := time.Now()
 	since := l.rt.Renewal.HeldSince(l.name, holder)
-	outcome, sends, passed, err := l.unlock(ctx, owner, holder)
+	outcome, sends, passed, err := l.unlock(rctx, owner, holder)
 	e := report.Event{Op: report.OpRelease, Duration: time.Since(start), Attempts: sends, Err: err}
 	switch outcome {
 	case renewal.Released, renewal.Decremented:
