@@ -2,7 +2,11 @@ package interlock_test
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"log/slog"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -205,4 +209,54 @@ func must[T any](v T, err error) T {
 		panic(err)
 	}
 	return v
+}
+
+// An Unlock from a goroutine that did not lock, while the Client holds the
+// lock for the goroutine that did, names that owner and the ways out, and
+// the Observer hears it; WithLogger warns of it.
+func TestUnlockFromAnotherGoroutine(t *testing.T) {
+	var (
+		mu     sync.Mutex
+		events []interlock.Event
+	)
+	var logs syncBuffer
+	c := newClient(t, interlock.WithObserver(interlock.ObserverFunc(func(_ context.Context, e interlock.Event) {
+		mu.Lock()
+		defer mu.Unlock()
+		if e.Op == interlock.OpRelease {
+			events = append(events, e)
+		}
+	})), interlock.WithLogger(slog.New(slog.NewTextHandler(&logs, nil))))
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	m := rlock.New(c, "edges:"+t.Name())
+	require.NoError(t, m.Lock(ctx))
+	holder := must(interlock.OwnerID(ctx))
+
+	var err error
+	var caller int64
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		caller = must(interlock.OwnerID(ctx))
+		err = m.Unlock(ctx)
+	})
+	wg.Wait()
+	require.ErrorIs(t, err, interlock.ErrNotHeld)
+	var ie *interlock.Error
+	require.True(t, errors.As(err, &ie))
+	assert.Contains(t, err.Error(), fmt.Sprintf("owner %d holds nothing, but this Client holds the lock for owner %d", caller, holder))
+	assert.Contains(t, err.Error(), "unlock from the goroutine that locked, or lock and unlock with interlock.WithOwner(ctx, id)")
+	mu.Lock()
+	require.NotEmpty(t, events)
+	last := events[len(events)-1]
+	mu.Unlock()
+	assert.Equal(t, interlock.OutcomeNotHeld, last.Outcome)
+	assert.Equal(t, err, last.Err)
+	assert.Contains(t, logs.String(), "Unlock by an owner that holds nothing")
+	assert.Contains(t, logs.String(), m.Name())
+
+	held, err := m.IsHeld(ctx)
+	require.NoError(t, err)
+	assert.True(t, held, "the owner still holds it")
+	require.NoError(t, m.Unlock(ctx))
 }

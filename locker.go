@@ -28,10 +28,10 @@ type Locker interface {
 	// last one, waking waiters here and in Java. It runs detached from
 	// ctx's end (it takes only ctx's values) for up to 5s, so that a
 	// deferred Unlock of a finished request still releases. An owner that
-	// holds nothing gets an error wrapping ErrNotHeld. Without an answer it
-	// returns the connection's error and stops counting the hold, which
-	// ends with its validity (or the owner's other holds) unless a retry
-	// answers first.
+	// holds nothing gets an error wrapping ErrNotHeld, naming the owners
+	// this Client holds the lock for. Without an answer it returns the
+	// connection's error and stops counting the hold, which ends with its
+	// validity (or the owner's other holds) unless a retry answers first.
 	Unlock(ctx context.Context) error
 	// ForceUnlock deletes the lock whoever holds it, as Redisson's does,
 	// wakes its waiters and reports whether there was one to delete; this

@@ -43,10 +43,10 @@ func (m *Mutex) TryLock(ctx context.Context, wait, lease time.Duration) (bool, e
 // last one, waking waiters here and in Java. It runs detached from
 // ctx's end (it takes only ctx's values) for up to 5s, so that a
 // deferred Unlock of a finished request still releases. An owner that
-// holds nothing gets an error wrapping ErrNotHeld. Without an answer it
-// returns the connection's error and stops counting the hold, which
-// ends with its validity (or the owner's other holds) unless a retry
-// answers first.
+// holds nothing gets an error wrapping ErrNotHeld, naming the owners
+// this Client holds the lock for. Without an answer it returns the
+// connection's error and stops counting the hold, which ends with its
+// validity (or the owner's other holds) unless a retry answers first.
 func (m *Mutex) Unlock(ctx context.Context) error { return m.core().Unlock(ctx) }
 
 // ForceUnlock deletes the lock whoever holds it, as Redisson's does,
@@ -110,10 +110,10 @@ func (m *FairMutex) TryLock(ctx context.Context, wait, lease time.Duration) (boo
 // last one, waking waiters here and in Java. It runs detached from
 // ctx's end (it takes only ctx's values) for up to 5s, so that a
 // deferred Unlock of a finished request still releases. An owner that
-// holds nothing gets an error wrapping ErrNotHeld. Without an answer it
-// returns the connection's error and stops counting the hold, which
-// ends with its validity (or the owner's other holds) unless a retry
-// answers first.
+// holds nothing gets an error wrapping ErrNotHeld, naming the owners
+// this Client holds the lock for. Without an answer it returns the
+// connection's error and stops counting the hold, which ends with its
+// validity (or the owner's other holds) unless a retry answers first.
 func (m *FairMutex) Unlock(ctx context.Context) error { return m.core().Unlock(ctx) }
 
 // ForceUnlock deletes the lock whoever holds it, as Redisson's does,
