@@ -90,7 +90,8 @@
 // takes it back in the background, within the lease, and the caller still
 // returns by its deadline. One Unlock is one logical unlock: when no reply
 // comes back it resends the same request, under the same latch, for up to
-// 5s while its context lives, and the server applies it at most once.
+// 5s whatever its context (see Locker.Unlock), and the server applies it
+// at most once.
 //
 // Two options harden holds beyond Redisson's defaults; both are off by
 // default and change nothing on the wire when off. WithReplicaAcks (safe
@@ -134,8 +135,15 @@
 // on, whose text it keeps. Bad arguments (an empty name, a name whose
 // derived keys would land in another cluster slot, negative durations, a
 // nil client) are such Errors too, wrapping ErrInvalid, found before
-// anything is sent. A multi-lock returns a member's error as it is, or an
-// Error of its own wrapping several members' errors. Once the Client is
+// anything is sent. So is a key that holds data of another kind: another
+// Redis type (a lock's hash under a semaphore's name, an application's
+// list), a count that is no integer, a hash whose fields are no owners'
+// hold counts; the error names the key and what it holds, and the key is
+// left as it is. (Like Redisson's, a read/write lock takes a hash without
+// a "mode" field for a free lock, and a fair lock's TryLock without a
+// wait reads only busy from any hash.) A multi-lock returns a member's
+// error as it is, or an Error of its own wrapping several members'
+// errors. Once the Client is
 // closed, acquisitions, Unlock and ForceUnlock return ErrClosed. The calls
 // that concern no synchronizer (New, OwnerID, Client.Owner, ClockSkew)
 // fail with an Error of KindClient. Remote state never causes a panic.

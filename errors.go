@@ -38,7 +38,8 @@ var (
 	// that WithMaxHold ended: the reason the hold was lost.
 	ErrMaxHold = report.ErrMaxHold
 	// ErrInvalid is wrapped by every error about a bad argument, returned
-	// before anything is sent.
+	// before anything is sent, and about a key that holds data of another
+	// kind, which is left as it is (see "Errors" in the package doc).
 	ErrInvalid = report.ErrInvalid
 	// ErrReplication is wrapped by the error of an acquisition or unlock
 	// that fewer replicas acknowledged than WithReplicaAcks asks for, or

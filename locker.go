@@ -16,7 +16,8 @@ type Locker interface {
 	Name() string
 	// Lock waits until the lock is acquired or ctx ends, and takes a
 	// watchdog hold (see "Holds" in package interlock). On failure it
-	// returns ctx's error and leaves nothing held.
+	// returns ctx's error and leaves nothing held; a ctx that has ended
+	// already sends nothing.
 	Lock(ctx context.Context) error
 	// LockLease is Lock with a fixed lease of at least 1ms: the hold ends
 	// by itself when lease has passed and is never renewed.
@@ -26,16 +27,18 @@ type Locker interface {
 	// when wait has passed is (false, nil); an ended ctx is ctx's error.
 	TryLock(ctx context.Context, wait, lease time.Duration) (bool, error)
 	// Unlock releases one hold of the calling owner, and the lock with the
-	// last one, waking waiters here and in Java. An owner that holds
-	// nothing gets an error wrapping ErrNotHeld. Without an answer it
-	// returns the connection's error and stops counting the hold, which
-	// ends with its validity (or the owner's other holds) unless a retry
-	// answers first.
+	// last one, waking waiters here and in Java. It runs detached from
+	// ctx's end (it takes only ctx's values) for up to 5s, so that a
+	// deferred Unlock of a finished request still releases. An owner that
+	// holds nothing gets an error wrapping ErrNotHeld, naming the owners
+	// this Client holds the lock for. Without an answer it returns the
+	// connection's error and stops counting the hold, which ends with its
+	// validity (or the owner's other holds) unless a retry answers first.
 	Unlock(ctx context.Context) error
-	// ForceUnlock deletes the lock whoever holds it, wakes its waiters and
-	// reports whether there was one to delete; this Client's holds on it
-	// are lost. As Redisson's, it deletes whatever the key holds (a
-	// read/write half: any hash in its mode).
+	// ForceUnlock deletes the lock whoever holds it, as Redisson's does,
+	// wakes its waiters and reports whether there was one to delete; this
+	// Client's holds on it are lost. A key that holds no lock (another
+	// type, or a hash of other fields) is left as it is (ErrInvalid).
 	ForceUnlock(ctx context.Context) (bool, error)
 	// Guard returns a context that ends with the calling owner's hold:
 	// cause ErrLockLost when lost, context.Canceled when released, a cause

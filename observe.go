@@ -59,8 +59,10 @@ type Event struct {
 	Entries, Chunks, Failures int
 	Failed                    []RenewFailure
 
-	// Err is the error of an OutcomeError operation, a loss's cause, or
-	// the ErrReplication shortfall of a release that still counted.
+	// Err is the error of an OutcomeError operation, a loss's cause, the
+	// ErrReplication shortfall of a release that still counted, or the
+	// error of an OutcomeNotHeld Unlock by an owner other than the ones
+	// this Client holds the lock for (most often the wrong goroutine).
 	Err error
 }
 

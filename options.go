@@ -198,8 +198,9 @@ func WithObserver(o Observer) Option {
 }
 
 // WithLogger logs, next to any Observer, renewal and pub/sub failures
-// (Warn), lost holds (Error), and acquisitions refused by safe mode or
-// replica sync and failed undo tries (Warn), to l with the caller's context
+// (Warn), lost holds (Error), acquisitions refused by safe mode or replica
+// sync, failed undo tries and Unlocks by an owner other than the one the
+// Client holds the lock for (Warn), to l with the caller's context
 // where there is one (slog.Logger.LogAttrs), so that a handler can add its
 // trace ids. Acquisitions and releases are not logged. The default is
 // silence. Logs carry names, never owner ids.
@@ -227,6 +228,10 @@ func (o slogObserver) Observe(ctx context.Context, e Event) {
 	case e.Op == OpRefused:
 		o.l.LogAttrs(ctx, slog.LevelWarn, "interlock: acquisition refused by the replicas and taken back",
 			slog.String("kind", string(e.Kind)), slog.String("lock", e.Name), slog.Any("err", e.Err))
+	case e.Op == OpRelease && e.Outcome == OutcomeNotHeld && e.Err != nil:
+		o.l.LogAttrs(ctx, slog.LevelWarn, "interlock: Unlock by an owner that holds nothing, while this Client holds the lock for another owner; "+
+			"unlock from the goroutine that locked, or use interlock.WithOwner",
+			slog.String("kind", string(e.Kind)), slog.String("lock", e.Name))
 	case e.Op == OpUndo && e.Outcome == OutcomeError:
 		o.l.LogAttrs(ctx, slog.LevelWarn, "interlock: taking back an acquisition whose reply was lost failed; retrying",
 			slog.String("kind", string(e.Kind)), slog.String("lock", e.Name), slog.Any("err", e.Err))

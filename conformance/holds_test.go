@@ -3,6 +3,7 @@ package conformance_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"runtime"
 	"testing"
 	"time"
@@ -373,13 +374,15 @@ func (s *suite) remaining(t *testing.T) {
 }
 
 // notHeldError: Unlock by an owner that holds nothing returns an
-// *interlock.Error of the kind, op release, wrapping ErrNotHeld.
+// *interlock.Error of the kind, op release, wrapping ErrNotHeld; while the
+// Client holds the lock for another owner, its text names that owner.
 func (s *suite) notHeldError(t *testing.T) {
 	c, _ := s.newClient(t)
 	ctx := testCtx(t)
 	name := s.lockName(t)
 	m := s.New(c, name)
-	check := func(err error) {
+	prefix := string(s.Name) + ": release " + name + ": interlock: lock not held by this owner"
+	check := func(err error, text string) {
 		t.Helper()
 		require.ErrorIs(t, err, interlock.ErrNotHeld)
 		var e *interlock.Error
@@ -388,14 +391,19 @@ func (s *suite) notHeldError(t *testing.T) {
 		assert.Equal(t, interlock.OpRelease, e.Op)
 		assert.Equal(t, name, e.Name)
 		assert.True(t, errors.Is(e.Err, interlock.ErrNotHeld))
-		assert.Equal(t, string(s.Name)+": release "+name+": interlock: lock not held by this owner", err.Error())
+		assert.Equal(t, prefix+text, err.Error())
 	}
-	check(m.Unlock(ctx)) // never held
+	check(m.Unlock(ctx), "") // never held
 	o := other(ctx)
+	holder := must[int64](t)(interlock.OwnerID(o))
+	caller := must[int64](t)(interlock.OwnerID(ctx))
 	require.NoError(t, m.Lock(o))
-	check(m.Unlock(ctx)) // held by another owner
+	err := m.Unlock(ctx) // held by another owner
+	check(err, err.Error()[len(prefix):])
+	assert.Contains(t, err.Error(), fmt.Sprintf(": owner %d holds nothing, but this Client holds the lock for owner %d", caller, holder))
+	assert.Contains(t, err.Error(), "interlock.WithOwner")
 	require.NoError(t, m.Unlock(o))
-	check(m.Unlock(o)) // released
+	check(m.Unlock(o), "") // released
 }
 
 // refusedReentry: a non-reentrant kind refuses every second acquisition

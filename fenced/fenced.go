@@ -27,6 +27,7 @@ var (
 var kind = func() lockcore.Kind {
 	k := lockcore.Reentrant(string(interlock.KindFenced))
 	k.Keys = []func(string) string{lockcore.Prefixed(keys.FenceTokenPrefix)}
+	k.KeyShapes = []lockcore.Shape{lockcore.ShapeCount}
 	k.Acquire = lockcore.Call{Script: script.FencedAcquire, Keys: []lockcore.Arg{lockcore.Name, lockcore.Key(0)},
 		Args: []lockcore.Arg{lockcore.Lease, lockcore.Owner}}
 	k.Reply = lockcore.ReplyToken

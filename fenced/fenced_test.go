@@ -404,13 +404,20 @@ func TestForeignState(t *testing.T) {
 	assert.Error(t, err)
 
 	// A counter that is not a number: Redis refuses the INCR, before the
-	// script changes anything.
+	// script changes anything, and every call that reads the lock's keys
+	// names the counter.
 	set("SET", tokenKey(name), "abc")
 	_, err = m.LockToken(ctx)
-	require.Error(t, err)
-	nothingHeld()
+	require.ErrorIs(t, err, interlock.ErrInvalid)
+	assert.Contains(t, err.Error(), tokenKey(name)+` holds another type of data: the string "abc"`)
+	n, err := rc.Do(ctx, rc.B().Exists().Key(name).Build()).AsInt64()
+	require.NoError(t, err)
+	assert.Zero(t, n, "no hold taken")
+	assert.Zero(t, c.Stats().Holds)
+	_, err = m.IsLocked(ctx)
+	assert.ErrorIs(t, err, interlock.ErrInvalid)
 	_, err = m.Token(ctx)
-	assert.Error(t, err)
+	assert.ErrorIs(t, err, interlock.ErrInvalid)
 
 	// A lock hash with no TTL held by someone else: {-1, -1} means busy, and
 	// the waiter waits (for a message or its deadline) instead of failing.

@@ -62,7 +62,10 @@
 // a resend after a connection error counts down once. TrySetCount and
 // Delete are never resent: when their reply is lost the caller gets the
 // error. A negative count, a bad name, a nil client, and a key that holds
-// another type of data give errors wrapping ErrInvalid. A context's error
+// another type of data or no integer give errors wrapping ErrInvalid, and
+// change nothing. CountDown runs detached from its context's end, as
+// interlock.Locker's Unlock does; Await with a context that has ended
+// already sends nothing. A context's error
 // comes back as itself, every call after the Client's Close returns
 // ErrClosed, and any other failure is an *interlock.Error naming the
 // kind, the operation and the latch.

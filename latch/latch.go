@@ -58,25 +58,31 @@ func (l *Latch) TrySetCount(ctx context.Context, count int64) (bool, error) {
 		return false, l.o.OpErr(report.OpSet, err)
 	}
 	n, err := lockcore.Int(l.o.Run(ctx, script.LatchTrySet(), []string{l.o.Key(), l.o.Channel()}, "1", strconv.FormatInt(count, 10), pub))
-	if err == nil && n != 1 {
-		err = l.o.CheckType(ctx, l.o.Key(), "string") // set, or another object's key
+	switch {
+	case err != nil:
+		return false, l.o.Fail(ctx, report.OpSet, err)
+	case n != 1:
+		return false, l.o.Misfit(ctx, report.OpSet) // set, or another object's key
 	}
-	return n == 1, l.o.OpErr(report.OpSet, err)
+	return true, nil
 }
 
 // CountDown takes one from the count; the count reaching 0 opens the
 // latch and wakes every waiter, Go or Java. On an open latch it does
-// nothing.
+// nothing. Like interlock.Locker's Unlock it runs detached from ctx's end,
+// for up to 5s.
 func (l *Latch) CountDown(ctx context.Context) error {
 	if err := l.o.Ready(report.OpRelease); err != nil {
 		return err
 	}
+	rctx, cancel := lockcore.Detach(ctx)
+	defer cancel()
 	start := l.o.Begin()
-	pub, err := l.o.Publish(ctx)
+	pub, err := l.o.Publish(rctx)
 	if err == nil {
-		err = lockcore.Done(l.o.RunCounted(ctx, script.LatchCountDown(), []string{l.o.Key(), l.o.Channel()}, "0", pub))
+		err = lockcore.Done(l.o.RunCounted(rctx, script.LatchCountDown(), []string{l.o.Key(), l.o.Channel()}, "0", pub))
 	}
-	err = l.o.OpErr(report.OpRelease, err)
+	err = l.o.Fail(rctx, report.OpRelease, err)
 	l.o.Released(ctx, start, time.Time{}, 0, err == nil, err)
 	return err
 }
@@ -87,7 +93,10 @@ func (l *Latch) Count(ctx context.Context) (int64, error) {
 		return 0, err
 	}
 	n, err := l.count(ctx)
-	return n, l.o.OpErr(report.OpInspect, err)
+	if err != nil {
+		return 0, l.o.Fail(ctx, report.OpInspect, err)
+	}
+	return n, nil
 }
 
 // count reads the count; its error is the caller's to wrap.
@@ -97,8 +106,9 @@ func (l *Latch) count(ctx context.Context) (int64, error) {
 }
 
 // Await returns nil once the latch is open, or ctx's error when ctx ends
-// first. It reads the count when a count-down to 0 is announced, after a
-// reconnection, and at least every 2s.
+// first (at once, sending nothing, when it has ended already). It reads
+// the count when a count-down to 0 is announced, after a reconnection, and
+// at least every 2s.
 func (l *Latch) Await(ctx context.Context) error {
 	if err := l.o.Ready(report.OpAcquire); err != nil {
 		return err
@@ -110,18 +120,18 @@ func (l *Latch) Await(ctx context.Context) error {
 		n, err := l.count(ctx)
 		return err == nil && n <= 0, -1, err // -1: nothing expires; the count only falls by a count-down
 	})
-	return l.o.OpErr(report.OpAcquire, err)
+	return l.o.Fail(ctx, report.OpAcquire, err)
 }
 
 // Delete removes the latch, opening it, and reports whether it existed; a
-// key of another type is refused.
+// key that holds no count is refused.
 // As in Redisson, waiters are not woken: their next periodic read finds
 // the latch open.
 func (l *Latch) Delete(ctx context.Context) (bool, error) {
 	if err := l.o.Ready(report.OpDelete); err != nil {
 		return false, err
 	}
-	if err := l.o.CheckType(ctx, l.o.Key(), "string"); err != nil {
+	if _, err := l.o.Probe(ctx); err != nil {
 		return false, l.o.OpErr(report.OpDelete, err)
 	}
 	pub, err := l.o.Publish(ctx)
@@ -129,5 +139,5 @@ func (l *Latch) Delete(ctx context.Context) (bool, error) {
 		return false, l.o.OpErr(report.OpDelete, err)
 	}
 	n, err := lockcore.Int(l.o.Run(ctx, script.LatchDelete(), []string{l.o.Key(), l.o.Channel()}, "1", pub))
-	return n == 1, l.o.OpErr(report.OpDelete, err)
+	return n == 1, l.o.Fail(ctx, report.OpDelete, err)
 }

@@ -22,6 +22,8 @@
 -- send took the permits and nil if pes_undo_acquire took them back, and
 -- changes nothing: interlock always sends one, so rueidis may resend it.
 -- Without one this is Redisson's script and is not idempotent.
+-- A count that is no integer is answered with a WRONGTYPE error reply,
+-- before anything changes.
 local receipt = KEYS[4]
 local p = tonumber(ARGV[1])
 if receipt ~= nil then
@@ -44,6 +46,9 @@ if #expired > 0 then
     end
 end
 local free = redis.call('get', KEYS[1])
+if free ~= false and tonumber(free) == nil then
+    return redis.error_reply('WRONGTYPE ' .. KEYS[1] .. ' holds no integer')
+end
 if free ~= false and tonumber(free) >= p then
     redis.call('decrby', KEYS[1], ARGV[1])
     for i = 6, 5 + p do

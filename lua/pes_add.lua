@@ -12,12 +12,18 @@
 -- TTL; p itself (the delta, not the total) is published when above 0.
 -- With a receipt that already exists nothing changes; without one this is
 -- Redisson's script and is not idempotent.
+-- A count that is no integer is answered with a WRONGTYPE error reply,
+-- before anything changes.
 local receipt = KEYS[3]
 if receipt ~= nil and redis.call('exists', receipt) == 1 then
     return nil
 end
 local delta = tonumber(ARGV[1])
-redis.call('set', KEYS[1], tonumber(redis.call('get', KEYS[1]) or 0) + delta)
+local free = tonumber(redis.call('get', KEYS[1]) or 0)
+if free == nil then
+    return redis.error_reply('WRONGTYPE ' .. KEYS[1] .. ' holds no integer')
+end
+redis.call('set', KEYS[1], free + delta)
 if delta > 0 then
     redis.call(ARGV[2], KEYS[2], ARGV[1])
 end

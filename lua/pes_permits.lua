@@ -10,6 +10,8 @@
 -- First reclaims every expired permit, as pes_available does. Returns 0
 -- when N is missing, else N plus the number of leased permits.
 -- Idempotent: safe to retry.
+-- A count that is no integer is answered with a WRONGTYPE error reply,
+-- before anything changes.
 local expired = redis.call('zrangebyscore', KEYS[2], '0', ARGV[1], 'limit', '0', '-1')
 local back = nil
 if #expired > 0 then
@@ -24,5 +26,8 @@ end
 local free = redis.call('get', KEYS[1])
 if free == false then
     return 0
+end
+if tonumber(free) == nil then
+    return redis.error_reply('WRONGTYPE ' .. KEYS[1] .. ' holds no integer')
 end
 return tonumber(free) + redis.call('zcount', KEYS[2], '0', '+inf')

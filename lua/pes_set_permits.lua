@@ -11,11 +11,16 @@
 -- total is N plus every permit in the zset (expired ones too: there is no
 -- reclaim); when it is not p, N is moved by the difference and p
 -- published. Idempotent: safe to retry.
+-- A count that is no integer is answered with a WRONGTYPE error reply,
+-- before anything changes.
 local free = redis.call('get', KEYS[1])
 if free == false then
     redis.call('set', KEYS[1], ARGV[1])
     redis.call(ARGV[2], KEYS[2], ARGV[1])
     return nil
+end
+if tonumber(free) == nil then
+    return redis.error_reply('WRONGTYPE ' .. KEYS[1] .. ' holds no integer')
 end
 local total = tonumber(free) + redis.call('zcount', KEYS[3], '0', '+inf')
 local want = tonumber(ARGV[1])

@@ -11,6 +11,8 @@
 -- resend returns the first outcome (1 only if that receipt took permits)
 -- and changes nothing; a receipt left by sem_undo_acquire makes it a no-op.
 -- Without a receipt this is Redisson's script and is not idempotent.
+-- A count that is no integer is answered with a WRONGTYPE error reply,
+-- before anything changes.
 local receipt = KEYS[2]
 if receipt ~= nil then
     local seen = redis.call('get', receipt)
@@ -22,7 +24,13 @@ if receipt ~= nil then
     end
 end
 local free = redis.call('get', KEYS[1])
-if free == false or tonumber(free) < tonumber(ARGV[1]) then
+if free == false then
+    return 0
+end
+if tonumber(free) == nil then
+    return redis.error_reply('WRONGTYPE ' .. KEYS[1] .. ' holds no integer')
+end
+if tonumber(free) < tonumber(ARGV[1]) then
     return 0
 end
 redis.call('decrby', KEYS[1], ARGV[1])

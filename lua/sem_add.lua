@@ -12,11 +12,17 @@
 -- TTL, and the new total (may be 0 or less) is published. With a receipt
 -- that already exists nothing changes; without one this is Redisson's
 -- script and is not idempotent.
+-- A count that is no integer is answered with a WRONGTYPE error reply,
+-- before anything changes.
 local receipt = KEYS[3]
 if receipt ~= nil and redis.call('exists', receipt) == 1 then
     return nil
 end
-local total = tonumber(redis.call('get', KEYS[1]) or 0) + tonumber(ARGV[1])
+local total = tonumber(redis.call('get', KEYS[1]) or 0)
+if total == nil then
+    return redis.error_reply('WRONGTYPE ' .. KEYS[1] .. ' holds no integer')
+end
+total = total + tonumber(ARGV[1])
 redis.call('set', KEYS[1], total)
 redis.call(ARGV[2], KEYS[2], total)
 if receipt ~= nil then

@@ -26,8 +26,9 @@ const (
 	// roundPerMember is Redisson's base wait of one Lock round, per member.
 	roundPerMember = 1500 * time.Millisecond
 	// undoTimeout bounds the unlocks that take back a failed gathering,
-	// which run even when the caller's context has ended.
-	undoTimeout = 5 * time.Second
+	// and Unlock, which run even when the caller's context has ended:
+	// lockcore.ReleaseTimeout, which bounds each member's own.
+	undoTimeout = lockcore.ReleaseTimeout
 	// reletTimeout bounds the round trip that gives a member the lease
 	// once all are gathered.
 	reletTimeout = time.Second
@@ -190,7 +191,8 @@ func (m *Mutex) Name() string {
 
 // Lock waits until the members are held or ctx ends, in rounds of
 // 1.5s per member, each member with a watchdog hold. On failure it
-// returns ctx's error and leaves nothing held.
+// returns ctx's error and leaves nothing held; a ctx that has ended
+// already sends nothing.
 func (m *Mutex) Lock(ctx context.Context) error {
 	return m.lock(ctx, 0)
 }
@@ -218,12 +220,18 @@ func (m *Mutex) TryLock(ctx context.Context, wait, lease time.Duration) (bool, e
 	if wait < 0 || lease < 0 || (lease > 0 && lease < time.Millisecond) {
 		return false, m.opErr(interlock.OpAcquire, m.invalid("wait %v and lease %v must not be negative, and a lease at least 1ms", wait, lease))
 	}
+	if err := ctx.Err(); err != nil {
+		return false, err
+	}
 	return m.try(ctx, wait, lease)
 }
 
 // lock runs TryLock rounds, as Redisson's lock does.
 func (m *Mutex) lock(ctx context.Context, lease time.Duration) error {
 	if err := m.ready(interlock.OpAcquire); err != nil {
+		return err
+	}
+	if err := ctx.Err(); err != nil {
 		return err
 	}
 	base := time.Duration(len(m.members)) * roundPerMember
@@ -443,11 +451,14 @@ func unlockAll(ctx context.Context, members []interlock.Locker) []error {
 // error is a member's, or an *interlock.Error of the lock wrapping those
 // of several members. A RedLock unlocks only the members its Clients
 // record as held by the owner, and fails with ErrNotHeld when there are
-// none.
+// none. Like interlock.Locker's Unlock, it runs detached from ctx's end,
+// for up to 5s.
 func (m *Mutex) Unlock(ctx context.Context) error {
 	if err := m.ready(interlock.OpRelease); err != nil {
 		return err
 	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), undoTimeout)
+	defer cancel()
 	var todo []interlock.Locker
 	for _, member := range m.members {
 		if m.quorum < len(m.members) && !recorded(ctx, member) {

@@ -101,5 +101,5 @@ func TestErrorsAreWrappedOnce(t *testing.T) {
 	err := m.Lock(ctx)
 	require.Error(t, err)
 	assert.Equal(t, 1, strings.Count(err.Error(), "rlock: acquire"), err.Error())
-	assert.Contains(t, err.Error(), "WRONGTYPE")
+	assert.Contains(t, err.Error(), m.Name()+" holds another type of data: a string")
 }

@@ -145,8 +145,13 @@
 // release, a negative count for TrySetPermits or SetPermits, a negative
 // wait, a TTL or lease under 1ms (other than the leases 0 and NoExpiry), a
 // malformed permit id, a bad name or a nil client. A key of N or
-// {N}:timeout that holds another type of data (a lock's hash, say) gives
-// an error wrapping ErrInvalid too, and changes nothing.
+// {N}:timeout that holds another type of data (a lock's hash, say), or an
+// N that is no integer, gives an error wrapping ErrInvalid too, naming the
+// key and what it holds, and changes nothing (Expirable.AddPermits reads
+// only N). Release, ReleaseIfExists and Expirable's Release and
+// TryRelease run detached from their context's end, as
+// interlock.Locker's Unlock does; an acquisition whose context has ended
+// already sends nothing.
 //
 // Expirable.Release fails with ErrPermitExpired for a permit whose lease
 // ran out before its release: for a permit this Client acquired, whether

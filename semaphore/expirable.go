@@ -47,6 +47,7 @@ type Expirable struct {
 func NewExpirable(c *interlock.Client, name string) *Expirable {
 	e := &Expirable{o: lockcore.NewObject(c, string(interlock.KindExpirable), name, keys.SemaphoreChannel)}
 	e.timeout = keys.Suffix(e.o.Key(), keys.PermitsSuffix)
+	e.o.Expect(e.timeout, lockcore.ShapeZSet)
 	return e
 }
 
@@ -105,7 +106,7 @@ func (e *Expirable) SetPermits(ctx context.Context, permits int) error {
 		return e.o.OpErr(report.OpSet, err)
 	}
 	res := e.o.Run(ctx, script.PESSetPermits(), []string{e.o.Key(), e.o.Channel(), e.timeout}, strconv.Itoa(permits), pub)
-	return e.o.OpErr(report.OpSet, lockcore.Done(res))
+	return e.o.Fail(ctx, report.OpSet, lockcore.Done(res))
 }
 
 // AddPermits adds delta free permits, or takes them away when delta is
@@ -140,8 +141,17 @@ func (e *Expirable) count(ctx context.Context, s *script.Script) (int64, error) 
 	if err != nil {
 		return 0, e.o.OpErr(report.OpInspect, err)
 	}
-	n, err := lockcore.Int(e.o.Run(ctx, s, []string{e.o.Key(), e.timeout, e.o.Channel()}, itoa(e.now()), pub))
-	return n, e.o.OpErr(report.OpInspect, err)
+	// Read what the keys hold in the same round trip: pes_acquired reads
+	// only the permits' zset.
+	res, err := e.o.ProbeScript(ctx, s, []string{e.o.Key(), e.timeout, e.o.Channel()}, []string{itoa(e.now()), pub})
+	if err != nil {
+		return 0, e.o.OpErr(report.OpInspect, err)
+	}
+	n, err := lockcore.Int(res)
+	if err != nil {
+		return 0, e.o.Fail(ctx, report.OpInspect, err)
+	}
+	return n, nil
 }
 
 // checkLease validates an acquisition's lease: 0 (the watchdog), NoExpiry,
@@ -192,6 +202,9 @@ func (e *Expirable) acquire(ctx context.Context, w lockcore.Await, lease time.Du
 	if err := e.checkLease(report.OpAcquire, lease); err != nil {
 		return nil, false, err
 	}
+	if err := ctx.Err(); err != nil {
+		return nil, false, err // ended already: nothing is sent
+	}
 	pub, err := e.o.Publish(ctx)
 	if err != nil {
 		return nil, false, e.o.OpErr(report.OpAcquire, err)
@@ -206,7 +219,7 @@ func (e *Expirable) acquire(ctx context.Context, w lockcore.Await, lease time.Du
 		return ok, retryIn, err
 	})
 	if err != nil || !ok {
-		return nil, false, e.o.OpErr(report.OpAcquire, err)
+		return nil, false, e.o.Fail(ctx, report.OpAcquire, err)
 	}
 	return ids, true, nil
 }
@@ -315,7 +328,8 @@ func (e *Expirable) releaseCall(ids []PermitID, pub, receipt string) (*script.Sc
 // reclaim), whether or not someone reclaimed it first, for a permit this
 // Client acquired (it remembers a lost permit for up to ten minutes); for
 // another's, only while the expired permit is not yet reclaimed. It fails
-// with ErrUnknownPermit when one is not acquired otherwise.
+// with ErrUnknownPermit when one is not acquired otherwise. Like
+// interlock.Locker's Unlock it runs detached from ctx's end, for up to 5s.
 func (e *Expirable) Release(ctx context.Context, ids ...PermitID) error {
 	ok, why, err := e.tryRelease(ctx, ids)
 	if err == nil && !ok {
@@ -325,7 +339,8 @@ func (e *Expirable) Release(ctx context.Context, ids ...PermitID) error {
 }
 
 // TryRelease is Release reporting a permit that is not acquired, or has
-// expired, as false rather than as an error.
+// expired, as false rather than as an error; detached from ctx's end as
+// Release is.
 func (e *Expirable) TryRelease(ctx context.Context, ids ...PermitID) (bool, error) {
 	ok, _, err := e.tryRelease(ctx, ids)
 	return ok, err
@@ -337,12 +352,14 @@ func (e *Expirable) tryRelease(ctx context.Context, ids []PermitID) (ok bool, wh
 	if err := e.checkIDs(ids); err != nil {
 		return false, nil, err
 	}
+	rctx, cancel := lockcore.Detach(ctx)
+	defer cancel()
 	start := e.o.Begin()
 	var since time.Time
 	if !start.IsZero() {
 		since = e.o.RT().Renewal.HeldSince(e.timeout, ids[0].raw())
 	}
-	ok, why, err = e.release(ctx, ids)
+	ok, why, err = e.release(rctx, ids)
 	e.o.Released(ctx, start, since, len(ids), ok, err)
 	return ok, why, err
 }
@@ -383,7 +400,7 @@ func (e *Expirable) release(ctx context.Context, ids []PermitID) (ok bool, why e
 				e.forget(id, renewal.Unknown)
 			}
 		}
-		return false, nil, e.o.OpErr(report.OpRelease, err)
+		return false, nil, e.o.Fail(ctx, report.OpRelease, err)
 	}
 	e.o.Answered(receipt)
 	if n == int64(len(ids)) {
@@ -391,6 +408,9 @@ func (e *Expirable) release(ctx context.Context, ids []PermitID) (ok bool, why e
 			e.forget(id, renewal.Released)
 		}
 		return true, nil, nil
+	}
+	if err := e.o.Misfit(ctx, report.OpRelease); err != nil {
+		return false, nil, err // no permits: the keys hold something else
 	}
 	switch {
 	case foreign:
@@ -479,9 +499,12 @@ func (e *Expirable) UpdateLease(ctx context.Context, id PermitID, lease time.Dur
 	n, err := lockcore.Int(e.o.Run(ctx, script.PESUpdateLease(), []string{e.o.Key(), e.timeout, e.o.Channel()},
 		id.raw(), e.expiry(now, lease), itoa(now), pub))
 	if err != nil {
-		return false, e.o.OpErr(report.OpSet, err)
+		return false, e.o.Fail(ctx, report.OpSet, err)
 	}
 	if n != 1 {
+		if err := e.o.Misfit(ctx, report.OpSet); err != nil {
+			return false, err
+		}
 		e.forget(id, renewal.NotHeld)
 		return false, nil
 	}
@@ -509,12 +532,15 @@ func (e *Expirable) LeaseLeft(ctx context.Context, id PermitID) (time.Duration, 
 		id.raw(), never, itoa(e.now()), pub))
 	switch {
 	case err != nil:
-		return 0, e.o.OpErr(report.OpInspect, err)
+		return 0, e.o.Fail(ctx, report.OpInspect, err)
 	case ms == -1:
 		return NoExpiry, nil
 	case ms <= 0:
 		if _, expired := e.o.RT().Renewal.Expired(e.timeout, id.raw()); expired {
 			return 0, e.o.OpErr(report.OpInspect, fmt.Errorf("%w: %s", ErrPermitExpired, id))
+		}
+		if err := e.o.Misfit(ctx, report.OpInspect); err != nil {
+			return 0, err
 		}
 		return 0, e.o.OpErr(report.OpInspect, fmt.Errorf("%w: %s", ErrUnknownPermit, id))
 	}

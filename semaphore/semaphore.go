@@ -91,7 +91,13 @@ func trySet(ctx context.Context, o *lockcore.Object, permits int, ttl time.Durat
 		args = append(args, lockcore.MS(ttl))
 	}
 	n, err := lockcore.Int(o.Run(ctx, script.SemTrySet(), []string{o.Key(), o.Channel()}, args...))
-	return n == 1, o.OpErr(report.OpSet, err)
+	switch {
+	case err != nil:
+		return false, o.Fail(ctx, report.OpSet, err)
+	case n != 1:
+		return false, o.Misfit(ctx, report.OpSet) // set, or another object's key
+	}
+	return true, nil
 }
 
 // AddPermits adds delta free permits, or takes them away when delta is
@@ -112,7 +118,7 @@ func add(ctx context.Context, o *lockcore.Object, script *script.Script, delta i
 	if err != nil {
 		return o.OpErr(report.OpSet, err)
 	}
-	return o.OpErr(report.OpSet, lockcore.Done(o.RunCounted(ctx, script, []string{o.Key(), o.Channel()}, strconv.Itoa(delta), pub)))
+	return o.Fail(ctx, report.OpSet, lockcore.Done(o.RunCounted(ctx, script, []string{o.Key(), o.Channel()}, strconv.Itoa(delta), pub)))
 }
 
 // Acquire takes n permits, waiting until they are free or ctx ends.
@@ -141,7 +147,7 @@ func (s *Semaphore) acquire(ctx context.Context, w lockcore.Await) (bool, error)
 		return s.try(ctx, p)
 	})
 	if err != nil {
-		return false, s.o.OpErr(report.OpAcquire, err)
+		return false, s.o.Fail(ctx, report.OpAcquire, err)
 	}
 	return ok, nil
 }
@@ -199,34 +205,39 @@ func (s *Semaphore) undo(receipt, p string) {
 
 // Release adds n free permits and wakes up to n waiters. Like Redisson's,
 // it does not check that the caller acquired them, and creates the
-// semaphore when it does not exist: ReleaseIfExists does not.
+// semaphore when it does not exist: ReleaseIfExists does not. Like
+// interlock.Locker's Unlock it runs detached from ctx's end, for up to 5s.
 func (s *Semaphore) Release(ctx context.Context, n int) error {
 	if err := s.check(report.OpRelease, n); err != nil {
 		return err
 	}
+	rctx, cancel := lockcore.Detach(ctx)
+	defer cancel()
 	start := s.o.Begin()
-	pub, err := s.o.Publish(ctx)
+	pub, err := s.o.Publish(rctx)
 	if err == nil {
-		err = lockcore.Done(s.o.RunCounted(ctx, script.SemRelease(), []string{s.o.Key(), s.o.Channel()}, strconv.Itoa(n), pub))
+		err = lockcore.Done(s.o.RunCounted(rctx, script.SemRelease(), []string{s.o.Key(), s.o.Channel()}, strconv.Itoa(n), pub))
 	}
-	err = s.o.OpErr(report.OpRelease, err)
+	err = s.o.Fail(rctx, report.OpRelease, err)
 	s.o.Released(ctx, start, time.Time{}, n, err == nil, err)
 	return err
 }
 
 // ReleaseIfExists is Release for an existing semaphore only, and reports
-// whether the semaphore existed.
+// whether the semaphore existed; detached from ctx's end as Release is.
 func (s *Semaphore) ReleaseIfExists(ctx context.Context, n int) (bool, error) {
 	if err := s.check(report.OpRelease, n); err != nil {
 		return false, err
 	}
+	rctx, cancel := lockcore.Detach(ctx)
+	defer cancel()
 	start := s.o.Begin()
-	pub, err := s.o.Publish(ctx)
+	pub, err := s.o.Publish(rctx)
 	var r int64
 	if err == nil {
-		r, err = lockcore.Int(s.o.RunCounted(ctx, script.SemReleaseIfExists(), []string{s.o.Key(), s.o.Channel()}, strconv.Itoa(n), pub))
+		r, err = lockcore.Int(s.o.RunCounted(rctx, script.SemReleaseIfExists(), []string{s.o.Key(), s.o.Channel()}, strconv.Itoa(n), pub))
 	}
-	err = s.o.OpErr(report.OpRelease, err)
+	err = s.o.Fail(rctx, report.OpRelease, err)
 	s.o.Released(ctx, start, time.Time{}, n, r == 1, err)
 	return r == 1, err
 }
@@ -239,7 +250,10 @@ func (s *Semaphore) Available(ctx context.Context) (int64, error) {
 	}
 	rc := s.o.RT().RC
 	n, err := lockcore.Int(rc.Do(ctx, script.Resendable(rc.B().Get().Key(s.o.Key()).Build())))
-	return n, s.o.OpErr(report.OpInspect, err)
+	if err != nil {
+		return 0, s.o.Fail(ctx, report.OpInspect, err)
+	}
+	return n, nil
 }
 
 // Drain takes every free permit and returns how many it took. It clears
@@ -249,7 +263,10 @@ func (s *Semaphore) Drain(ctx context.Context) (int64, error) {
 		return 0, err
 	}
 	n, err := lockcore.Int(s.o.Run(ctx, script.SemDrain(), []string{s.o.Key()}))
-	return n, s.o.OpErr(report.OpSet, err)
+	if err != nil {
+		return 0, s.o.Fail(ctx, report.OpSet, err)
+	}
+	return n, nil
 }
 
 // TTL returns the semaphore key's time to live: 0 when the semaphore does
@@ -262,12 +279,15 @@ func pttl(ctx context.Context, o *lockcore.Object, key string) (time.Duration, e
 	if err := o.Ready(report.OpInspect); err != nil {
 		return 0, err
 	}
-	d, err := lockcore.PTTL(ctx, o.RT().RC, key)
-	return d, o.OpErr(report.OpInspect, err)
+	d, err := o.PTTL(ctx, key)
+	if err != nil {
+		return 0, o.OpErr(report.OpInspect, err)
+	}
+	return d, nil
 }
 
-// Delete removes the semaphore, and reports whether it existed; a key of
-// another type is refused. Waiters keep waiting, as in Redisson, until
+// Delete removes the semaphore, and reports whether it existed; a key
+// that holds no count is refused. Waiters keep waiting, as in Redisson, until
 // permits are released again.
 func (s *Semaphore) Delete(ctx context.Context) (bool, error) {
 	return del(ctx, &s.o, s.o.Key())
@@ -278,10 +298,8 @@ func del(ctx context.Context, o *lockcore.Object, keys ...string) (bool, error) 
 		return false, err
 	}
 	rc := o.RT().RC
-	for i, k := range keys {
-		if err := o.CheckType(ctx, k, [...]string{"string", "zset"}[i]); err != nil {
-			return false, o.OpErr(report.OpDelete, err)
-		}
+	if _, err := o.Probe(ctx); err != nil {
+		return false, o.OpErr(report.OpDelete, err)
 	}
 	n, err := rc.Do(ctx, rc.B().Del().Key(keys...).Build()).AsInt64() // one slot: the name's
 	if err != nil {

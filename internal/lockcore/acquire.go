@@ -12,7 +12,6 @@ import (
 
 	"github.com/interlock-go/interlock/internal/report"
 	"github.com/interlock-go/interlock/internal/runtime"
-	"github.com/interlock-go/interlock/internal/script"
 	"github.com/interlock-go/interlock/internal/wait"
 )
 
@@ -129,9 +128,13 @@ func acquireOutcome(ok bool, err error, try bool) (string, error) {
 	return report.OutcomeTimedOut, nil
 }
 
-// run is the acquisition, with the owner resolved.
+// run is the acquisition, with the owner resolved. A ctx that has ended
+// already ends it before anything is sent.
 func (a *attempt) run(ctx context.Context, r Request) (uint64, bool, error) {
 	l := a.l
+	if err := ctx.Err(); err != nil {
+		return 0, false, err
+	}
 	if l.kind.Fair != nil {
 		ok, err := a.acquireFair(ctx, r)
 		return 0, ok, err
@@ -308,7 +311,7 @@ func (a *attempt) try(ctx context.Context) (bool, time.Duration, error) {
 			a.queued = false // the script refused before queueing anyone
 			return false, 0, l.OpErr(report.OpAcquire, l.kind.Reentered)
 		}
-		return false, 0, l.OpErr(report.OpAcquire, err)
+		return false, 0, l.Fail(ctx, report.OpAcquire, err)
 	}
 	ok, retryIn, err := a.parse(ctx, res)
 	if err != nil || !ok {
@@ -334,7 +337,9 @@ func (a *attempt) try(ctx context.Context) (bool, time.Duration, error) {
 	return true, retryIn, nil
 }
 
-// parse reads the acquire script's reply.
+// parse reads the acquire script's reply. Busy without a TTL, which no
+// live lock of a Redisson client has, may be a hash that is no lock at
+// all: that is refused rather than waited for.
 func (a *attempt) parse(ctx context.Context, r rueidis.RedisResult) (bool, time.Duration, error) {
 	if a.l.kind.Reply == ReplyToken {
 		return a.parseToken(ctx, r)
@@ -345,6 +350,10 @@ func (a *attempt) parse(ctx context.Context, r rueidis.RedisResult) (bool, time.
 		return true, 0, nil
 	case err != nil:
 		return false, 0, a.l.OpErr(report.OpAcquire, err)
+	case ttl < 0:
+		if err := a.l.Misfit(ctx, report.OpAcquire); err != nil {
+			return false, 0, err
+		}
 	}
 	return false, time.Duration(ttl) * time.Millisecond, nil
 }
@@ -379,6 +388,9 @@ func (a *attempt) parseToken(ctx context.Context, r rueidis.RedisResult) (bool, 
 	case err != nil:
 		return false, 0, l.OpErr(report.OpAcquire, fmt.Errorf("unclear reply {%d, %d}, and taking it back failed: %w", pttl, t, err))
 	case t == -1 && !took:
+		if err := l.Misfit(ctx, report.OpAcquire); err != nil {
+			return false, 0, err
+		}
 		return false, -1, nil // busy, and the lock has no TTL: wait for a message
 	}
 	return false, 0, l.OpErr(report.OpAcquire, fmt.Errorf("the token counter %s gave token %d; fencing tokens start at 1 (was the key overwritten?)", l.keys[0], t))
@@ -444,17 +456,20 @@ func Token(ctx context.Context, l *Common) (uint64, error) {
 	if l.err != nil {
 		return 0, l.OpErr(report.OpInspect, l.err)
 	}
-	rc := l.rt.RC
-	s, err := rc.Do(ctx, script.Resendable(rc.B().Get().Key(l.keys[0]).Build())).ToString()
+	res, err := l.probeOne(ctx, l.rt.RC.B().Get().Key(l.keys[0]).Build())
+	if err != nil {
+		return 0, l.OpErr(report.OpInspect, err)
+	}
+	s, err := res.ToString()
 	switch {
 	case rueidis.IsRedisNil(err):
 		return 0, nil
 	case err != nil:
-		return 0, l.OpErr(report.OpInspect, err)
+		return 0, l.Fail(ctx, report.OpInspect, err)
 	}
 	t, err := strconv.ParseUint(s, 10, 64)
 	if err != nil || t == 0 {
-		return 0, l.OpErr(report.OpInspect, fmt.Errorf("%s holds %q, not a fencing token", l.keys[0], s))
+		return 0, l.OpErr(report.OpInspect, fmt.Errorf("%w: %s holds %s, not a fencing token", report.ErrInvalid, l.keys[0], quote(s)))
 	}
 	return t, nil
 }

@@ -4,9 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
-
-	"github.com/redis/rueidis"
 
 	"github.com/interlock-go/interlock/internal/keys"
 	"github.com/interlock-go/interlock/internal/pubsub"
@@ -28,6 +25,7 @@ type base struct {
 	err      error           // the argument error every method returns
 	obs      report.Observer // nil: no events are built
 	label    *renewal.Label  // names the holds' losses, with an Observer only
+	shapes   []keyShape      // its keys and what they keep, for Probe
 }
 
 // newBase returns the synchronizer called name of kind on client (an
@@ -99,7 +97,8 @@ func (b *base) Invalid(op report.Op, format string, args ...any) error {
 
 // OpErr wraps err from operation op in an *interlock.Error, once; nil,
 // context errors and a closed Client are returned as themselves, and a
-// key of another type is reported as a bad argument.
+// key of another type is reported as a bad argument (Fail says which key
+// holds what).
 func (b *base) OpErr(op report.Op, err error) error {
 	switch {
 	case err == nil:
@@ -109,8 +108,8 @@ func (b *base) OpErr(op report.Op, err error) error {
 	case errors.Is(err, pubsub.ErrClosed) || errors.Is(err, report.ErrClosed):
 		return report.ErrClosed
 	}
-	if re, ok := rueidis.IsRedisErr(err); ok && strings.HasPrefix(re.Error(), "WRONGTYPE") {
-		err = fmt.Errorf("%w: a key of %s holds another type of data (%w)", report.ErrInvalid, b.given, re)
+	if !errors.Is(err, report.ErrInvalid) && wrongData(err) {
+		err = fmt.Errorf("%w: a key of %s holds another type of data (%w)", report.ErrInvalid, b.given, err)
 	}
 	return report.Wrap(b.kindName, op, b.given, err)
 }

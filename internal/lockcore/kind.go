@@ -24,6 +24,9 @@ type Kind struct {
 	Channel func(name string) string
 	// Keys derive the kind's other keys from the name, for Key(i).
 	Keys []func(name string) string
+	// KeyShapes says what each of Keys keeps (ShapeNone, or missing: not
+	// a key of its own), for the checks of keys that hold something else.
+	KeyShapes []Shape
 
 	// Acquire is the acquire script; Reply says how to read its answer.
 	Acquire Call
@@ -207,10 +210,11 @@ func Reentrant(event string) Kind {
 func FairKind(event string) Kind {
 	queue, timeouts := Key(0), Key(1)
 	return Kind{
-		Event:   event,
-		Channel: keys.LockChannel,
-		Keys:    []func(string) string{Prefixed(keys.FairQueuePrefix), Prefixed(keys.FairTimeoutPrefix)},
-		Acquire: Call{Script: script.FairAcquire, Keys: []Arg{Name, queue, timeouts}, Args: []Arg{Lease, Owner, Grace, Now}},
+		Event:     event,
+		Channel:   keys.LockChannel,
+		Keys:      []func(string) string{Prefixed(keys.FairQueuePrefix), Prefixed(keys.FairTimeoutPrefix)},
+		KeyShapes: []Shape{ShapeList, ShapeZSet},
+		Acquire:   Call{Script: script.FairAcquire, Keys: []Arg{Name, queue, timeouts}, Args: []Arg{Lease, Owner, Grace, Now}},
 		Fair: &Fair{
 			TryAcquire: Call{Script: script.FairTryAcquire, Keys: []Arg{Name, queue, timeouts}, Args: []Arg{Lease, Owner, Now, Grace}},
 			GiveUp:     Call{Script: script.FairAcquireFailed, Keys: []Arg{queue, timeouts, Name, Channel}, Args: []Arg{Owner, Grace, Lit("0"), Publish}},

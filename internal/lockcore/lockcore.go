@@ -17,7 +17,6 @@ import (
 
 	"github.com/interlock-go/interlock/internal/report"
 	"github.com/interlock-go/interlock/internal/runtime"
-	"github.com/interlock-go/interlock/internal/script"
 )
 
 const (
@@ -27,7 +26,19 @@ const (
 	// undoTimeout bounds how long a caller waits for the undo of an
 	// acquisition whose reply was lost.
 	undoTimeout = time.Second
+	// ReleaseTimeout bounds a release (Unlock, a semaphore's Release, a
+	// latch's CountDown), which runs detached from the caller's context
+	// (Detach): as long as an unlock is resent without an answer.
+	ReleaseTimeout = unlockResendFor
 )
+
+// Detach returns the context a release runs on: ctx's values without its
+// cancellation or deadline, ended after ReleaseTimeout. A release whose
+// caller's context has ended (a deferred Unlock of a request that is done)
+// still releases, instead of leaving the hold to run out.
+func Detach(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(ctx), ReleaseTimeout)
+}
 
 // Common is one named lock of one kind on one Client, and carries the
 // common method set. Kinds embed it.
@@ -49,8 +60,12 @@ func New(client any, kind *Kind, name string) Common {
 	if kind.Channel != nil {
 		l.channel = kind.Channel(l.name)
 	}
-	for _, k := range kind.Keys {
+	l.Expect(l.name, ShapeLock)
+	for i, k := range kind.Keys {
 		l.keys = append(l.keys, k(l.name))
+		if i < len(kind.KeyShapes) {
+			l.Expect(l.keys[i], kind.KeyShapes[i])
+		}
 	}
 	return l
 }
@@ -149,10 +164,14 @@ func (l *Common) checkTry(wait, lease time.Duration) error {
 	return nil
 }
 
-// ForceUnlock deletes the lock whoever holds it, as interlock.Locker says.
+// ForceUnlock deletes the lock whoever holds it, as interlock.Locker says;
+// a key that holds no lock of any kind is refused and left alone.
 func (l *Common) ForceUnlock(ctx context.Context) (bool, error) {
 	if err := l.Ready(report.OpForceUnlock); err != nil {
 		return false, err
+	}
+	if _, err := l.Probe(ctx); err != nil {
+		return false, l.OpErr(report.OpForceUnlock, err)
 	}
 	pub, err := l.rt.PublishCommand(ctx)
 	if err != nil {
@@ -160,7 +179,7 @@ func (l *Common) ForceUnlock(ctx context.Context) (bool, error) {
 	}
 	n, err := l.send(ctx, &l.kind.Force, &vals{publish: pub}).AsInt64()
 	if err != nil {
-		return false, l.OpErr(report.OpForceUnlock, err)
+		return false, l.Fail(ctx, report.OpForceUnlock, err)
 	}
 	if n == 1 {
 		l.rt.Renewal.Drop(l.name)
@@ -204,30 +223,36 @@ func (l *Common) IsLocked(ctx context.Context) (bool, error) {
 	}
 	rc := l.rt.RC
 	var (
-		locked bool
-		err    error
+		res rueidis.RedisResult
+		err error
 	)
 	switch k := l.kind; {
 	case k.IsLocked != nil:
-		var n int64
-		n, err = l.send(ctx, k.IsLocked, &vals{}).AsInt64()
-		locked = n == 1
+		v := &vals{}
+		res, err = l.ProbeScript(ctx, k.IsLocked.Script(), l.fill(k.IsLocked.Keys, v), l.fill(k.IsLocked.Args, v))
 	case k.LockedMode != "":
-		var mode string
-		mode, err = rc.Do(ctx, script.Resendable(rc.B().Hget().Key(l.name).Field("mode").Build())).ToString()
+		res, err = l.probeOne(ctx, rc.B().Hget().Key(l.name).Field("mode").Build())
+	default:
+		res, err = l.probeOne(ctx, rc.B().Exists().Key(l.name).Build())
+	}
+	if err != nil {
+		return false, l.Fail(ctx, report.OpInspect, err)
+	}
+	if l.kind.LockedMode != "" {
+		mode, err := res.ToString()
 		if rueidis.IsRedisNil(err) {
 			err = nil
 		}
-		locked = mode == k.LockedMode
-	default:
-		var n int64
-		n, err = rc.Do(ctx, script.Resendable(rc.B().Exists().Key(l.name).Build())).AsInt64()
-		locked = n == 1
+		if err != nil {
+			return false, l.Fail(ctx, report.OpInspect, err)
+		}
+		return mode == l.kind.LockedMode, nil
 	}
+	n, err := res.AsInt64()
 	if err != nil {
-		return false, l.OpErr(report.OpInspect, err)
+		return false, l.Fail(ctx, report.OpInspect, err)
 	}
-	return locked, nil
+	return n == 1, nil
 }
 
 // IsHeld reports whether the calling owner holds the lock.
@@ -246,12 +271,13 @@ func (l *Common) HoldCount(ctx context.Context) (int, error) {
 		return 0, l.OpErr(report.OpInspect, err)
 	}
 	rc := l.rt.RC
-	n, err := rc.Do(ctx, script.Resendable(rc.B().Hget().Key(l.name).Field(owner+l.kind.Suffix).Build())).AsInt64()
-	switch {
-	case rueidis.IsRedisNil(err):
-		return 0, nil
-	case err != nil:
+	res, err := l.probeOne(ctx, rc.B().Hget().Key(l.name).Field(owner+l.kind.Suffix).Build())
+	if err != nil {
 		return 0, l.OpErr(report.OpInspect, err)
+	}
+	n, err := Int(res)
+	if err != nil {
+		return 0, l.Fail(ctx, report.OpInspect, err)
 	}
 	return int(n), nil
 }
@@ -261,17 +287,27 @@ func (l *Common) TTL(ctx context.Context) (time.Duration, error) {
 	if l.err != nil {
 		return 0, l.OpErr(report.OpInspect, l.err)
 	}
-	d, err := PTTL(ctx, l.rt.RC, l.name)
+	d, err := l.PTTL(ctx, l.name)
 	if err != nil {
 		return 0, l.OpErr(report.OpInspect, err)
 	}
 	return d, nil
 }
 
-// PTTL reads key's time to live: 0 when it does not exist, -1 when it
-// never expires.
-func PTTL(ctx context.Context, rc rueidis.Client, key string) (time.Duration, error) {
-	n, err := rc.Do(ctx, script.Resendable(rc.B().Pttl().Key(key).Build())).AsInt64()
+// PTTL reads key's time to live, 0 when it does not exist and -1 when it
+// never expires, after checking what the synchronizer's keys hold (Probe),
+// in the same round trip.
+func (b *base) PTTL(ctx context.Context, key string) (time.Duration, error) {
+	rc := b.rt.RC
+	res, err := b.probeOne(ctx, rc.B().Pttl().Key(key).Build())
+	if err != nil {
+		return 0, err
+	}
+	return pttlOf(res.AsInt64())
+}
+
+// pttlOf reads the reply n of PTTL.
+func pttlOf(n int64, err error) (time.Duration, error) {
 	switch {
 	case err != nil:
 		return 0, err

@@ -36,6 +36,7 @@ type Object struct {
 func NewObject(client any, kind, name string, channel func(string) string) Object {
 	o := Object{newBase(client, kind, name)}
 	o.channel = channel(o.name)
+	o.Expect(o.name, ShapeCount)
 	return o
 }
 
@@ -113,21 +114,6 @@ func (o *Object) RunAcked(ctx context.Context, s *script.Script, keys []string, 
 // most once, however often it is sent.
 func (o *Object) Receipt() string { return keys.Receipt(o.name, keys.RequestID()) }
 
-// CheckType returns an argument error when key holds something other than
-// want ("string", "zset") or nothing, so that a call about to remove or
-// judge it leaves another object (a lock's hash) alone.
-func (o *Object) CheckType(ctx context.Context, key, want string) error {
-	rc := o.rt.RC
-	t, err := rc.Do(ctx, script.Resendable(rc.B().Type().Key(key).Build())).ToString()
-	switch {
-	case err != nil:
-		return err
-	case t != want && t != "none":
-		return fmt.Errorf("%w: %s holds another type of data (a %s, not a %s's %s)", report.ErrInvalid, key, t, o.kindName, want)
-	}
-	return nil
-}
-
 // RunCounted sends a script that counts (adds or gives permits, counts a
 // latch down) under a fresh receipt, appended to its KEYS with the
 // receipt's lifetime appended to its ARGV, so that rueidis may resend it;
@@ -173,11 +159,16 @@ func Lost(err error) bool {
 }
 
 // Int reads an integer reply, which a script may send as a number or as
-// a string it read with GET; nil reads as 0.
+// a string it read with GET; nil reads as 0. Another string is a count
+// that holds something else (Fail reports it).
 func Int(r rueidis.RedisResult) (int64, error) {
 	n, err := r.AsInt64()
-	if rueidis.IsRedisNil(err) {
+	switch {
+	case rueidis.IsRedisNil(err):
 		return 0, nil
+	case err != nil && r.Error() == nil:
+		s, _ := r.ToString()
+		return 0, fmt.Errorf("%w: %s", errNotInteger, quote(s))
 	}
 	return n, err
 }
@@ -204,8 +195,8 @@ type Await struct {
 }
 
 // Wait runs the locks' waiting algorithm (internal/wait) for one Await of
-// the object, trying with try. The Observer, if any, hears of it once it
-// ended.
+// the object, trying with try; a ctx that has ended already ends it before
+// anything is sent. The Observer, if any, hears of it once it ended.
 func (o *Object) Wait(ctx context.Context, w Await, try wait.Attempt) (bool, error) {
 	if o.obs == nil {
 		return o.wait(ctx, w, try)
@@ -222,6 +213,9 @@ func (o *Object) Wait(ctx context.Context, w Await, try wait.Attempt) (bool, err
 }
 
 func (o *Object) wait(ctx context.Context, w Await, try wait.Attempt) (bool, error) {
+	if err := ctx.Err(); err != nil {
+		return false, err // ended already: nothing is sent
+	}
 	spec := wait.Spec{
 		Hub:      o.rt.Hub,
 		Channel:  o.channel,

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/redis/rueidis"
@@ -26,20 +28,23 @@ const (
 	unlockPauseMax = time.Second
 )
 
-// Unlock releases one hold of the calling owner, as interlock.Locker says.
-// The Observer, if any, hears of it once it ended.
+// Unlock releases one hold of the calling owner, as interlock.Locker says:
+// detached from ctx's end (Detach). The Observer, if any, hears of it
+// once it ended.
 func (l *Common) Unlock(ctx context.Context) error {
 	owner, holder, err := l.owner(ctx, report.OpRelease)
 	if err != nil {
 		return err
 	}
+	rctx, cancel := Detach(ctx)
+	defer cancel()
 	if l.obs == nil {
-		_, _, _, err := l.unlock(ctx, owner, holder)
+		_, _, _, err := l.unlock(rctx, owner, holder)
 		return err
 	}
 	start := time.Now()
 	since := l.rt.Renewal.HeldSince(l.name, holder)
-	outcome, sends, passed, err := l.unlock(ctx, owner, holder)
+	outcome, sends, passed, err := l.unlock(rctx, owner, holder)
 	e := report.Event{Op: report.OpRelease, Duration: time.Since(start), Attempts: sends, Err: err}
 	switch outcome {
 	case renewal.Released, renewal.Decremented:
@@ -55,6 +60,11 @@ func (l *Common) Unlock(ctx context.Context) error {
 		}
 	case renewal.NotHeld:
 		e.Outcome, e.Err = report.OutcomeNotHeld, nil
+		if _, wrong := errors.AsType[*OtherOwnerError](err); wrong {
+			e.Err = err // worth telling: the caller is likely the wrong goroutine
+		} else if errors.Is(err, report.ErrInvalid) {
+			e.Outcome, e.Err = report.OutcomeError, err
+		}
 	default:
 		e.Outcome = report.OutcomeError
 	}
@@ -113,9 +123,9 @@ func (l *Common) unlock(ctx context.Context, owner, holder string) (outcome rene
 		return outcome, sends, false, lostErr()
 	case rueidis.IsRedisNil(err):
 		outcome = renewal.NotHeld
-		return outcome, sends, false, l.OpErr(report.OpRelease, report.ErrNotHeld)
+		return outcome, sends, false, l.notHeld(ctx, owner)
 	case err != nil:
-		return renewal.Unknown, sends, false, l.OpErr(report.OpRelease, err)
+		return renewal.Unknown, sends, false, l.Fail(ctx, report.OpRelease, err)
 	case n == 1:
 		outcome = renewal.Released
 	default:
@@ -239,10 +249,10 @@ func (l *Common) transfer(ctx context.Context, v *vals, o *runtime.Offer) (outco
 	}
 	switch {
 	case rueidis.IsRedisNil(err):
-		return renewal.NotHeld, sends, false, l.OpErr(report.OpRelease, report.ErrNotHeld)
+		return renewal.NotHeld, sends, false, l.notHeld(ctx, v.owner)
 	case err != nil:
 		g.Unknown = true
-		return renewal.Unknown, sends, false, l.OpErr(report.OpRelease, err)
+		return renewal.Unknown, sends, false, l.Fail(ctx, report.OpRelease, err)
 	}
 	keep = true
 	switch n {
@@ -258,3 +268,72 @@ func (l *Common) transfer(ctx context.Context, v *vals, o *runtime.Offer) (outco
 	}
 	return renewal.Released, sends, false, nil
 }
+
+// notHeld is the error of an unlock that the server answered "not held"
+// for owner: an OtherOwnerError when this Client holds the lock for other
+// owners of the kind, the error about a key that holds no lock (Misfit),
+// or else one wrapping ErrNotHeld.
+func (l *Common) notHeld(ctx context.Context, owner string) error {
+	if holders := l.otherHolders(owner); len(holders) > 0 {
+		return l.OpErr(report.OpRelease, &OtherOwnerError{Owner: ownerID(owner), Holders: holders})
+	}
+	if err := l.Misfit(ctx, report.OpRelease); err != nil {
+		return err
+	}
+	return l.OpErr(report.OpRelease, report.ErrNotHeld)
+}
+
+// otherHolders returns the ids of the owners other than owner that this
+// Client records as holding l: holds of l's kind (a read/write lock's
+// readers for its read half, writers for its write half).
+func (l *Common) otherHolders(owner string) []int64 {
+	var ids []int64
+	for _, holder := range l.rt.Renewal.Owners(l.name) {
+		rest, ok := strings.CutPrefix(holder, l.rt.ID+":")
+		if !ok || holder == owner+l.kind.Suffix {
+			continue
+		}
+		if l.kind.Suffix != "" {
+			if rest, ok = strings.CutSuffix(rest, l.kind.Suffix); !ok {
+				continue
+			}
+		}
+		if id, err := strconv.ParseInt(rest, 10, 64); err == nil {
+			ids = append(ids, id)
+		}
+	}
+	return ids
+}
+
+// ownerID is the owner id at the end of an owner string.
+func ownerID(owner string) int64 {
+	id, _ := strconv.ParseInt(owner[strings.LastIndexByte(owner, ':')+1:], 10, 64)
+	return id
+}
+
+// OtherOwnerError is the error of an Unlock by an owner that holds
+// nothing of a lock that its Client holds for other owners: most often,
+// a goroutine other than the one that locked. It wraps ErrNotHeld.
+type OtherOwnerError struct {
+	Owner   int64   // the owner that called Unlock
+	Holders []int64 // the owners the Client holds the lock for
+}
+
+// Error names both owners and the ways to unlock from another goroutine.
+func (e *OtherOwnerError) Error() string {
+	held := "owner " + strconv.FormatInt(e.Holders[0], 10)
+	if len(e.Holders) > 1 {
+		ids := make([]string, len(e.Holders))
+		for i, id := range e.Holders {
+			ids[i] = strconv.FormatInt(id, 10)
+		}
+		held = "owners " + strings.Join(ids, ", ")
+	}
+	return fmt.Sprintf("%v: owner %d holds nothing, but this Client holds the lock for %s "+
+		"(an owner is the goroutine that locked, unless its context says otherwise); "+
+		"unlock from the goroutine that locked, or lock and unlock with interlock.WithOwner(ctx, id), "+
+		"which any goroutine can present", report.ErrNotHeld, e.Owner, held)
+}
+
+// Unwrap returns ErrNotHeld.
+func (e *OtherOwnerError) Unwrap() error { return report.ErrNotHeld }
