@@ -35,8 +35,13 @@ const (
 // Detach returns the context a release runs on: ctx's values without its
 // cancellation or deadline, ended after ReleaseTimeout. A release whose
 // caller's context has ended (a deferred Unlock of a request that is done)
-// still releases, instead of leaving the hold to run out.
+// still releases, instead of leaving the hold to run out. A ctx that never
+// ends is returned as it is, which costs no timer; the unlock's resends
+// stop within ReleaseTimeout all the same.
 func Detach(ctx context.Context) (context.Context, context.CancelFunc) {
+	if ctx.Done() == nil {
+		return ctx, func() {}
+	}
 	return context.WithTimeout(context.WithoutCancel(ctx), ReleaseTimeout)
 }
 
