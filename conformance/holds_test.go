@@ -402,6 +402,7 @@ func (s *suite) notHeldError(t *testing.T) {
 	check(err, err.Error()[len(prefix):])
 	assert.Contains(t, err.Error(), fmt.Sprintf(": owner %d holds nothing, but this Client holds the lock for owner %d", caller, holder))
 	assert.Contains(t, err.Error(), "interlock.WithOwner")
+	assert.Contains(t, err.Error(), "interlock.Lock")
 	require.NoError(t, m.Unlock(o))
 	check(m.Unlock(o), "") // released
 }

@@ -331,8 +331,9 @@ func (e *OtherOwnerError) Error() string {
 	}
 	return fmt.Sprintf("%v: owner %d holds nothing, but this Client holds the lock for %s "+
 		"(an owner is the goroutine that locked, unless its context says otherwise); "+
-		"unlock from the goroutine that locked, or lock and unlock with interlock.WithOwner(ctx, id), "+
-		"which any goroutine can present", report.ErrNotHeld, e.Owner, held)
+		"unlock from the goroutine that locked, or lock with interlock.Lock and release the Hold it returns, "+
+		"or lock and unlock with interlock.WithOwner(ctx, id): either works from any goroutine",
+		report.ErrNotHeld, e.Owner, held)
 }
 
 // Unwrap returns ErrNotHeld.
