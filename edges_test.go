@@ -245,7 +245,7 @@ func TestUnlockFromAnotherGoroutine(t *testing.T) {
 	var ie *interlock.Error
 	require.True(t, errors.As(err, &ie))
 	assert.Contains(t, err.Error(), fmt.Sprintf("owner %d holds nothing, but this Client holds the lock for owner %d", caller, holder))
-	assert.Contains(t, err.Error(), "unlock from the goroutine that locked, or lock and unlock with interlock.WithOwner(ctx, id)")
+	assert.Contains(t, err.Error(), "unlock from the goroutine that locked, or lock with interlock.Lock and release the Hold it returns, or lock and unlock with interlock.WithOwner(ctx, id)")
 	mu.Lock()
 	require.NotEmpty(t, events)
 	last := events[len(events)-1]
