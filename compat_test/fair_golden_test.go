@@ -496,7 +496,7 @@ func runFairGolden(t *testing.T, env fairEnv, N, Q, Z, ch, latchPrefix, uniq str
 	assert.Zero(t, ctl.int("EXISTS", N))
 	select {
 	case <-guardB5.Done():
-		assert.ErrorIs(t, context.Cause(guardB5), fairlock.ErrLockLost)
+		assert.ErrorIs(t, context.Cause(guardB5), interlock.ErrLockLost)
 	case <-time.After(guardEnds):
 		t.Error("B5's guard survived a force unlock by its own Client")
 	}
@@ -536,7 +536,7 @@ func runFairGolden(t *testing.T, env fairEnv, N, Q, Z, ch, latchPrefix, uniq str
 	assert.Empty(t, z)
 	// A1, whose lease ran out, unlocks a lock B6 now holds: not held,
 	// nothing changes, no latch, no message.
-	require.ErrorIs(t, mA.Unlock(ctxA1), fairlock.ErrNotHeld)
+	require.ErrorIs(t, mA.Unlock(ctxA1), interlock.ErrNotHeld)
 	r.step("15.3a/3 A1 unlocks B6's lock", nil,
 		run(script.FairUnlock(), ks(N, Q, Z, ch, vLatch), argv("0", ms30s, A1, vNow, pub, latchMillis),
 			cmd("get", vLatch), cmd("lindex", Q, "0"), cmd("exists", N), cmd("hexists", N, A1)))
@@ -583,7 +583,7 @@ func runFairGolden(t *testing.T, env fairEnv, N, Q, Z, ch, latchPrefix, uniq str
 	time.Sleep(1100 * time.Millisecond)
 	require.Zero(t, ctl.int("EXISTS", N), "the 900ms lease should have run out")
 	gate.hold()
-	require.ErrorIs(t, mA.Unlock(ctxA1), fairlock.ErrNotHeld)
+	require.ErrorIs(t, mA.Unlock(ctxA1), interlock.ErrNotHeld)
 	v = r.step("15.3b/2 unlock of the expired lock", []string{ch + ":" + B5},
 		run(script.FairUnlock(), ks(N, Q, Z, ch, vLatch), argv("0", ms30s, A1, vNow, pub, latchMillis), with(
 			[][]string{cmd("get", vLatch)}, with(purgeNone(B5),

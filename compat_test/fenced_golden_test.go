@@ -204,7 +204,7 @@ func runFencedGolden(t *testing.T, env goldenEnv, n lockNames) {
 	counter("5")
 
 	// 10. A:1 is not the owner: ErrNotHeld, nothing changes, no latch.
-	require.ErrorIs(t, mA.Unlock(ctxA), fenced.ErrNotHeld)
+	require.ErrorIs(t, mA.Unlock(ctxA), interlock.ErrNotHeld)
 	r.step("10 unlock by A:1", false, run(script.Unlock(),
 		ks(N, ch, anyLatch), argv("0", watchdogMillis, A, pub, latchMillis),
 		cmd("get", anyLatch), cmd("hexists", N, A)))

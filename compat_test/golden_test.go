@@ -534,7 +534,7 @@ func runGolden(t *testing.T, env goldenEnv, n lockNames) {
 
 	// 8. Not the owner: B:1, then A:2. ErrNotHeld, nothing changes, no latch.
 	err = mB.Unlock(ctxB)
-	require.ErrorIs(t, err, rlock.ErrNotHeld)
+	require.ErrorIs(t, err, interlock.ErrNotHeld)
 	latchB, _ := r.step("8 unlock by B:1", false, run(script.Unlock(),
 		ks(N, ch, anyLatch), argv("0", watchdogMillis, B, pub, latchMillis),
 		cmd("get", anyLatch), cmd("hexists", N, B)))
@@ -542,7 +542,7 @@ func runGolden(t *testing.T, env goldenEnv, n lockNames) {
 	ctxA2 := interlock.WithOwner(ctx, 2)
 	A2, err := a.Owner(ctxA2)
 	require.NoError(t, err)
-	require.ErrorIs(t, mA.Unlock(ctxA2), rlock.ErrNotHeld)
+	require.ErrorIs(t, mA.Unlock(ctxA2), interlock.ErrNotHeld)
 	r.step("8b unlock by A:2", false, run(script.Unlock(),
 		ks(N, ch, anyLatch), argv("0", watchdogMillis, A2, pub, latchMillis),
 		cmd("get", anyLatch), cmd("hexists", N, A2)))

@@ -236,7 +236,7 @@ func (e *basicEnv) testExclude(t *testing.T) {
 	require.NoError(t, err)
 	assert.False(t, ok, "Go TryLock while Java holds")
 	err = m.Unlock(goA)
-	assert.ErrorIs(t, err, rlock.ErrNotHeld, "Go Unlock of a Java hold")
+	assert.ErrorIs(t, err, interlock.ErrNotHeld, "Go Unlock of a Java hold")
 	e.mustDo(t, e.peer, javaReq(1, "unlock", name))
 
 	ok, err = m.TryLock(goA, 0, 0)

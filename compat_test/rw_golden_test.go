@@ -511,11 +511,11 @@ func runRWGolden(t *testing.T, env rwEnv, n rwNames) {
 	// publish ("1" for write, "0" for read). Redisson writes latch 1 and
 	// reports success; interlock writes -1, so that a resend after a lost
 	// reply reads "not held" back.
-	require.ErrorIs(t, rwB.Write().Unlock(ctxW), rwlock.ErrNotHeld)
+	require.ErrorIs(t, rwB.Write().Unlock(ctxW), interlock.ErrNotHeld)
 	latch, _ = r.step("17 write unlock, missing", "1", writeUnlock(
 		cmd("get", anyLatch), cmd("hget", N, "mode"), cmd(pub, ch, "1"), cmd("set", anyLatch, "-1", "px", latchMillis)))
 	r.latch(gate, latch, "-1")
-	require.ErrorIs(t, rwA.Read().Unlock(ctxA), rwlock.ErrNotHeld)
+	require.ErrorIs(t, rwA.Read().Unlock(ctxA), interlock.ErrNotHeld)
 	latch, _ = r.step("17b read unlock, missing", "0", readUnlock(A,
 		cmd("get", anyLatch), cmd("hget", N, "mode"), cmd(pub, ch, "0"), cmd("set", anyLatch, "-1", "px", latchMillis)))
 	r.latch(gate, latch, "-1")
@@ -529,10 +529,10 @@ func runRWGolden(t *testing.T, env rwEnv, n rwNames) {
 	r.step("18 read with lease", "", readAcq(A, leaseMillis,
 		cmd("hget", N, "mode"), cmd("hset", N, "mode", "read"), cmd("hset", N, A, "1"),
 		cmd("set", TA+":1", "1"), cmd("pexpire", TA+":1", leaseMillis), cmd("pexpire", N, leaseMillis)))
-	require.ErrorIs(t, rwB.Read().Unlock(ctxB), rwlock.ErrNotHeld)
+	require.ErrorIs(t, rwB.Read().Unlock(ctxB), interlock.ErrNotHeld)
 	r.step("18b read unlock by B:7", "", readUnlock(B,
 		cmd("get", anyLatch), cmd("hget", N, "mode"), cmd("hexists", N, B)))
-	require.ErrorIs(t, rwA.Write().Unlock(ctxA), rwlock.ErrNotHeld)
+	require.ErrorIs(t, rwA.Write().Unlock(ctxA), interlock.ErrNotHeld)
 	r.step("18c write unlock by a reader", "", run(script.RWWriteUnlock(), ks(N, ch, anyLatch),
 		argv("1", watchdogMillis, A+":write", pub, latchMillis),
 		cmd("get", anyLatch), cmd("hget", N, "mode")))
@@ -587,7 +587,7 @@ func runRWGolden(t *testing.T, env rwEnv, n rwNames) {
 	r.latch(gate, latch, "1")
 	assert.Zero(t, ctl.int("EXISTS", N))
 	// B's unlock finds no lock: "not held", and Redisson's "0" again.
-	require.ErrorIs(t, rwB.Read().Unlock(ctxB), rwlock.ErrNotHeld)
+	require.ErrorIs(t, rwB.Read().Unlock(ctxB), interlock.ErrNotHeld)
 	latch, _ = r.step("20c dead reader's unlock", "0", readUnlock(B,
 		cmd("get", anyLatch), cmd("hget", N, "mode"), cmd(pub, ch, "0"), cmd("set", anyLatch, "-1", "px", latchMillis)))
 	r.latch(gate, latch, "-1")

@@ -37,7 +37,7 @@
 // owner must unlock as many times as it locked).
 //
 // The owner is the calling goroutine, unless the context carries an owner
-// from interlock.WithOwner. A goroutine that did not lock gets ErrNotHeld
+// from interlock.WithOwner. A goroutine that did not lock gets interlock.ErrNotHeld
 // from Unlock: to unlock elsewhere, take an interlock.Hold, or carry the
 // owner in the context (see "Owners" in package interlock).
 //
@@ -106,12 +106,12 @@
 //
 // # Unlocking an expired lock
 //
-// Unlock releases one hold and returns ErrNotHeld when the owner holds
+// Unlock releases one hold and returns interlock.ErrNotHeld when the owner holds
 // nothing. When the lock does not exist at all, because its lease ran out
 // (or it was never taken), Redisson's unlock reports success and still
 // wakes the head waiter. interlock's Unlock does the same on the wire (it
 // wakes the head and writes the unlock latch), but its script answers
-// "nothing was held" in that case, and Unlock returns ErrNotHeld: the
+// "nothing was held" in that case, and Unlock returns interlock.ErrNotHeld: the
 // caller's hold had already ended, and its critical section may not have
 // been exclusive. This is the same answer rlock gives.
 //

@@ -112,7 +112,7 @@ func ExampleMutex_Unlock_expired() {
 	_ = m.LockLease(ctx, 50*time.Millisecond)
 	time.Sleep(100 * time.Millisecond)
 	err := m.Unlock(ctx)
-	fmt.Println(errors.Is(err, fairlock.ErrNotHeld))
+	fmt.Println(errors.Is(err, interlock.ErrNotHeld))
 	// Output:
 	// true
 }

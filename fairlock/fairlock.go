@@ -7,13 +7,6 @@ import (
 	lc "github.com/interlock-go/interlock/internal/lockcore"
 )
 
-// The kind's errors are the root's.
-var (
-	ErrNotHeld  = interlock.ErrNotHeld
-	ErrLockLost = interlock.ErrLockLost
-	ErrClosed   = interlock.ErrClosed
-)
-
 // DefaultWaitTimeout is how long a waiter keeps its place in the queue
 // after the waiter before it was due (Redisson's fairLockWaitTimeout).
 const DefaultWaitTimeout = 5 * time.Minute

@@ -99,7 +99,7 @@ func TestSingleAttemptNeverQueues(t *testing.T) {
 	assert.True(t, ok)
 	assert.Empty(t, queue(t, rc, m.Name()))
 	require.NoError(t, m.Unlock(interlock.WithOwner(ctx, 5)))
-	assert.ErrorIs(t, m.Unlock(holder), fairlock.ErrNotHeld)
+	assert.ErrorIs(t, m.Unlock(holder), interlock.ErrNotHeld)
 	nothingLeft(t, c, rc, m.Name())
 }
 
@@ -430,7 +430,7 @@ func TestDeadWaiterIsPurged(t *testing.T) {
 	assert.Empty(t, queue(t, rc, m.Name()))
 	assert.Empty(t, deadlines(t, rc, m.Name()))
 	require.NoError(t, m.Unlock(live))
-	assert.ErrorIs(t, m.Unlock(holder), fairlock.ErrNotHeld)
+	assert.ErrorIs(t, m.Unlock(holder), interlock.ErrNotHeld)
 	nothingLeft(t, c, rc, m.Name())
 }
 
@@ -456,10 +456,10 @@ func TestUnlockExpiredLock(t *testing.T) {
 	require.NoError(t, m.Unlock(b))
 
 	<-guard.Done()
-	assert.ErrorIs(t, context.Cause(guard), fairlock.ErrLockLost)
-	assert.ErrorIs(t, m.Unlock(a), fairlock.ErrNotHeld)
+	assert.ErrorIs(t, context.Cause(guard), interlock.ErrLockLost)
+	assert.ErrorIs(t, m.Unlock(a), interlock.ErrNotHeld)
 	// Also for an owner that never held it.
-	assert.ErrorIs(t, m.Unlock(interlock.WithOwner(ctx, 3)), fairlock.ErrNotHeld)
+	assert.ErrorIs(t, m.Unlock(interlock.WithOwner(ctx, 3)), interlock.ErrNotHeld)
 	nothingLeft(t, c, rc, m.Name())
 }
 

@@ -37,7 +37,7 @@ func (f *Fence) admit(token uint64) bool {
 
 // Do runs write, under the Fence, if token is admitted, and returns its
 // error. An older token gets an error wrapping ErrStale, token 0 or a nil
-// write one wrapping ErrInvalid; write does not run then.
+// write one wrapping interlock.ErrInvalid; write does not run then.
 func (f *Fence) Do(token uint64, write func() error) error {
 	switch {
 	case token == 0:

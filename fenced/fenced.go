@@ -13,10 +13,6 @@ import (
 )
 
 var (
-	// The kind's errors are the root's.
-	ErrNotHeld  = interlock.ErrNotHeld
-	ErrLockLost = interlock.ErrLockLost
-	ErrClosed   = interlock.ErrClosed
 	// ErrStale is wrapped by the error of Fence.Do and of RedisFence's
 	// writes when they refuse a token older than one already admitted.
 	ErrStale = errors.New("fenced: stale fencing token")

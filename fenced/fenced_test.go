@@ -167,7 +167,7 @@ func TestReentrancyAndExclusion(t *testing.T) {
 	require.NoError(t, err)
 	assert.True(t, held)
 	assert.True(t, excluded())
-	assert.ErrorIs(t, m.Unlock(other), fenced.ErrNotHeld)
+	assert.ErrorIs(t, m.Unlock(other), interlock.ErrNotHeld)
 	require.NoError(t, m.Unlock(ctx))
 	assert.Equal(t, 1, count())
 	assert.True(t, excluded())
@@ -175,7 +175,7 @@ func TestReentrancyAndExclusion(t *testing.T) {
 	assert.Equal(t, 0, count())
 	assert.False(t, excluded(), "another owner acquires after the last unlock")
 	require.NoError(t, m.Unlock(other))
-	assert.ErrorIs(t, m.Unlock(ctx), fenced.ErrNotHeld)
+	assert.ErrorIs(t, m.Unlock(ctx), interlock.ErrNotHeld)
 }
 
 // TestLeaseIsHonoured: unlike Redisson's lockAndGetToken(lease), the lease
@@ -204,12 +204,12 @@ func TestLeaseIsHonoured(t *testing.T) {
 	case <-time.After(3 * time.Second):
 		t.Fatal("the guard outlived the lease")
 	}
-	assert.ErrorIs(t, context.Cause(guard), fenced.ErrLockLost)
+	assert.ErrorIs(t, context.Cause(guard), interlock.ErrLockLost)
 	redistest.Eventually(t, 2*time.Second, func() bool {
 		locked, err := m.IsLocked(ctx)
 		return err == nil && !locked
 	}, "the lease did not end on the server")
-	assert.ErrorIs(t, m.Unlock(ctx), fenced.ErrNotHeld)
+	assert.ErrorIs(t, m.Unlock(ctx), interlock.ErrNotHeld)
 
 	// A watchdog hold gets the watchdog timeout.
 	_, err = m.LockToken(ctx)
@@ -237,9 +237,9 @@ func TestGuardReportsDeletedKey(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("guard not cancelled")
 	}
-	assert.ErrorIs(t, context.Cause(guard), fenced.ErrLockLost)
-	assert.ErrorIs(t, m.Unlock(ctx), fenced.ErrNotHeld)
-	assert.ErrorIs(t, context.Cause(m.Guard(ctx)), fenced.ErrNotHeld)
+	assert.ErrorIs(t, context.Cause(guard), interlock.ErrLockLost)
+	assert.ErrorIs(t, m.Unlock(ctx), interlock.ErrNotHeld)
+	assert.ErrorIs(t, context.Cause(m.Guard(ctx)), interlock.ErrNotHeld)
 }
 
 func TestWatchdogKeepsTheLock(t *testing.T) {
@@ -503,7 +503,7 @@ func TestBadTokenInputSendsNothing(t *testing.T) {
 }
 
 // TestClosedClientTokens: the token methods return ErrClosed once the
-// Client is closed, and fenced.ErrClosed is interlock.ErrClosed (the
+// Client is closed, and interlock.ErrClosed is interlock.ErrClosed (the
 // common methods are in the conformance suite).
 func TestClosedClientTokens(t *testing.T) {
 	c, _ := newClient(t)
@@ -515,10 +515,10 @@ func TestClosedClientTokens(t *testing.T) {
 	require.NoError(t, c.Close())
 	assert.ErrorIs(t, context.Cause(guard), interlock.ErrClosed)
 	_, err = m.LockToken(ctx)
-	assert.ErrorIs(t, err, fenced.ErrClosed)
+	assert.ErrorIs(t, err, interlock.ErrClosed)
 	_, err = m.LockLeaseToken(ctx, time.Second)
-	assert.ErrorIs(t, err, fenced.ErrClosed)
+	assert.ErrorIs(t, err, interlock.ErrClosed)
 	_, _, err = m.TryLockToken(ctx, 0, 0)
-	assert.ErrorIs(t, err, fenced.ErrClosed)
-	assert.True(t, errors.Is(fenced.ErrClosed, interlock.ErrClosed))
+	assert.ErrorIs(t, err, interlock.ErrClosed)
+	assert.True(t, errors.Is(interlock.ErrClosed, interlock.ErrClosed))
 }

@@ -133,14 +133,14 @@ func holder(stdin io.Reader, stdout io.Writer) error {
 			}
 			cause := "alive"
 			switch {
-			case errors.Is(context.Cause(guard), fenced.ErrLockLost):
+			case errors.Is(context.Cause(guard), interlock.ErrLockLost):
 				cause = "lost"
 			case guard.Err() != nil:
 				cause = "other"
 			}
 			unlock := "ok"
 			switch err := m.Unlock(ctx); {
-			case errors.Is(err, fenced.ErrNotHeld):
+			case errors.Is(err, interlock.ErrNotHeld):
 				unlock = "notheld"
 			case err != nil:
 				unlock = "error"

@@ -53,7 +53,7 @@
 // another cluster slot than the key: Redisson's scripts, which declare
 // both, fail there with CROSSSLOT. On a Redis Cluster, New therefore
 // refuses a name with a brace: every method returns an error wrapping
-// ErrInvalid, before anything is sent. On a standalone server or with
+// interlock.ErrInvalid, before anything is sent. On a standalone server or with
 // sentinel such names work, as they do in Java.
 //
 // # Guarantees and errors
@@ -62,11 +62,11 @@
 // a resend after a connection error counts down once. TrySetCount and
 // Delete are never resent: when their reply is lost the caller gets the
 // error. A negative count, a bad name, a nil client, and a key that holds
-// another type of data or no integer give errors wrapping ErrInvalid, and
+// another type of data or no integer give errors wrapping interlock.ErrInvalid, and
 // change nothing. CountDown runs detached from its context's end, as
 // interlock.Locker's Unlock does; Await with a context that has ended
 // already sends nothing. A context's error
 // comes back as itself, every call after the Client's Close returns
-// ErrClosed, and any other failure is an *interlock.Error naming the
+// interlock.ErrClosed, and any other failure is an *interlock.Error naming the
 // kind, the operation and the latch.
 package latch

@@ -16,12 +16,6 @@ import (
 	"github.com/interlock-go/interlock/internal/script"
 )
 
-// The package's errors are the root's.
-var (
-	ErrInvalid = interlock.ErrInvalid
-	ErrClosed  = interlock.ErrClosed
-)
-
 // Latch is a count-down latch shared with Redisson's RCountDownLatch of
 // the same name: it is open when its count is 0 or it does not exist.
 type Latch struct {

@@ -26,7 +26,7 @@ func TestLatchTrySetCount(t *testing.T) {
 		in := redistest.Listen(t, rc, keys.LatchChannel(name), tg.Cluster)
 
 		assert.ErrorIs(t, second(l.TrySetCount(ctx, -1)), interlock.ErrInvalid)
-		assert.ErrorIs(t, second(l.TrySetCount(ctx, -1)), latch.ErrInvalid)
+		assert.ErrorIs(t, second(l.TrySetCount(ctx, -1)), interlock.ErrInvalid)
 		assert.False(t, redistest.Exists(t, rc, name))
 
 		require.True(t, redistest.Must[bool](t)(l.TrySetCount(ctx, 3)))

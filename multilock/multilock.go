@@ -450,7 +450,7 @@ func unlockAll(ctx context.Context, members []interlock.Locker) []error {
 // Unlock releases one hold of every member, going on past failures: its
 // error is a member's, or an *interlock.Error of the lock wrapping those
 // of several members. A RedLock unlocks only the members its Clients
-// record as held by the owner, and fails with ErrNotHeld when there are
+// record as held by the owner, and fails with interlock.ErrNotHeld when there are
 // none. Like interlock.Locker's Unlock, it runs detached from ctx's end,
 // for up to 5s.
 func (m *Mutex) Unlock(ctx context.Context) error {

@@ -10,9 +10,6 @@ import (
 
 // The kind's errors: the root's, and the refused re-entry.
 var (
-	ErrNotHeld  = interlock.ErrNotHeld
-	ErrLockLost = interlock.ErrLockLost
-	ErrClosed   = interlock.ErrClosed
 	// ErrReentered is returned by an acquisition of a lock its owner
 	// already holds. Its text carries Redisson's token, which Java's
 	// Redisson recognises too.

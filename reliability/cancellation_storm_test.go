@@ -64,22 +64,22 @@ type t19Kind struct {
 var t19Kinds = []t19Kind{
 	{"rlock", func(c *interlock.Client, n string, _ bool) t19Op {
 		m := rlock.New(c, n)
-		return t19Op{m.Lock, m.Unlock, rlock.ErrNotHeld}
+		return t19Op{m.Lock, m.Unlock, interlock.ErrNotHeld}
 	}},
 	{"fairlock", func(c *interlock.Client, n string, _ bool) t19Op {
 		m := fairlock.New(c, n)
-		return t19Op{m.Lock, m.Unlock, fairlock.ErrNotHeld}
+		return t19Op{m.Lock, m.Unlock, interlock.ErrNotHeld}
 	}},
 	{"rwlock", func(c *interlock.Client, n string, write bool) t19Op {
 		m := rwlock.New(c, n)
 		if !write {
-			return t19Op{m.Read().Lock, m.Read().Unlock, rwlock.ErrNotHeld}
+			return t19Op{m.Read().Lock, m.Read().Unlock, interlock.ErrNotHeld}
 		}
-		return t19Op{m.Write().Lock, m.Write().Unlock, rwlock.ErrNotHeld}
+		return t19Op{m.Write().Lock, m.Write().Unlock, interlock.ErrNotHeld}
 	}},
 	{"fenced", func(c *interlock.Client, n string, _ bool) t19Op {
 		m := fenced.New(c, n)
-		return t19Op{m.Lock, m.Unlock, fenced.ErrNotHeld}
+		return t19Op{m.Lock, m.Unlock, interlock.ErrNotHeld}
 	}},
 }
 

@@ -271,7 +271,7 @@ func t17Run(t *testing.T, variant string, mode interlock.PubSubMode, locks int, 
 				uctx, cancel := context.WithTimeout(h.owner, 10*time.Second)
 				err := h.m.Unlock(uctx)
 				cancel()
-				if err != nil && !(h.guard.Err() != nil && errors.Is(err, rlock.ErrNotHeld)) {
+				if err != nil && !(h.guard.Err() != nil && errors.Is(err, interlock.ErrNotHeld)) {
 					callers.add("unlock", err)
 					unlockFailed.Add(1)
 				}

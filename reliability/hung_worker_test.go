@@ -88,7 +88,7 @@ func TestT25HungWorker(t *testing.T) {
 		} else {
 			okLost++
 		}
-		if !errors.Is(r.cause, interlock.ErrMaxHold) || !errors.Is(r.cause, rlock.ErrLockLost) {
+		if !errors.Is(r.cause, interlock.ErrMaxHold) || !errors.Is(r.cause, interlock.ErrLockLost) {
 			t.Errorf("run %d: guard cause %v, want ErrMaxHold and ErrLockLost", run, r.cause)
 		}
 		if r.freeAfter > freeBound || !r.gone {

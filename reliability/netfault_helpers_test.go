@@ -97,27 +97,27 @@ type netKind struct {
 
 // netKinds are the five kinds, in subtest order.
 var netKinds = []netKind{
-	{"rlock", []*script.Script{script.Acquire()}, script.Unlock(), "", rlock.ErrNotHeld, rlock.ErrLockLost,
+	{"rlock", []*script.Script{script.Acquire()}, script.Unlock(), "", interlock.ErrNotHeld, interlock.ErrLockLost,
 		func(c *interlock.Client, n string) netLock {
 			m := rlock.New(c, n)
 			return netLock{m.Lock, m.Unlock, m.Guard, m.Remaining}
 		}},
-	{"fairlock", []*script.Script{script.FairAcquire(), script.FairTryAcquire()}, script.FairUnlock(), "", fairlock.ErrNotHeld, fairlock.ErrLockLost,
+	{"fairlock", []*script.Script{script.FairAcquire(), script.FairTryAcquire()}, script.FairUnlock(), "", interlock.ErrNotHeld, interlock.ErrLockLost,
 		func(c *interlock.Client, n string) netLock {
 			m := fairlock.New(c, n, fairlock.WithWaitTimeout(2*time.Second))
 			return netLock{m.Lock, m.Unlock, m.Guard, m.Remaining}
 		}},
-	{"rwread", []*script.Script{script.RWReadAcquire()}, script.RWReadUnlock(), "", rwlock.ErrNotHeld, rwlock.ErrLockLost,
+	{"rwread", []*script.Script{script.RWReadAcquire()}, script.RWReadUnlock(), "", interlock.ErrNotHeld, interlock.ErrLockLost,
 		func(c *interlock.Client, n string) netLock {
 			m := rwlock.New(c, n).Read()
 			return netLock{m.Lock, m.Unlock, m.Guard, m.Remaining}
 		}},
-	{"rwwrite", []*script.Script{script.RWWriteAcquire()}, script.RWWriteUnlock(), ":write", rwlock.ErrNotHeld, rwlock.ErrLockLost,
+	{"rwwrite", []*script.Script{script.RWWriteAcquire()}, script.RWWriteUnlock(), ":write", interlock.ErrNotHeld, interlock.ErrLockLost,
 		func(c *interlock.Client, n string) netLock {
 			m := rwlock.New(c, n).Write()
 			return netLock{m.Lock, m.Unlock, m.Guard, m.Remaining}
 		}},
-	{"fenced", []*script.Script{script.FencedAcquire()}, script.Unlock(), "", fenced.ErrNotHeld, fenced.ErrLockLost,
+	{"fenced", []*script.Script{script.FencedAcquire()}, script.Unlock(), "", interlock.ErrNotHeld, interlock.ErrLockLost,
 		func(c *interlock.Client, n string) netLock {
 			m := fenced.New(c, n)
 			return netLock{m.Lock, m.Unlock, m.Guard, m.Remaining}

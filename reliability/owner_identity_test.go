@@ -42,11 +42,11 @@ type t01Kind struct {
 }
 
 var t01Kinds = []t01Kind{
-	{name: "rlock", notHeld: rlock.ErrNotHeld,
+	{name: "rlock", notHeld: interlock.ErrNotHeld,
 		newLock: func(c *interlock.Client, n string) t01Locker { return rlock.New(c, n) }},
-	{name: "fenced", notHeld: fenced.ErrNotHeld, token: true,
+	{name: "fenced", notHeld: interlock.ErrNotHeld, token: true,
 		newLock: func(c *interlock.Client, n string) t01Locker { return fenced.New(c, n) }},
-	{name: "fairlock", notHeld: fairlock.ErrNotHeld,
+	{name: "fairlock", notHeld: interlock.ErrNotHeld,
 		newLock: func(c *interlock.Client, n string) t01Locker { return fairlock.New(c, n) }},
 }
 

@@ -252,7 +252,7 @@ func (f *t15Fuzzer) unlock(o string, write bool) error {
 	op := fmt.Sprintf("%s %s unlock", f.label(o), t15Kind(write))
 	got := t15OK
 	switch {
-	case errors.Is(err, rwlock.ErrNotHeld):
+	case errors.Is(err, interlock.ErrNotHeld):
 		got = t15NotHeld
 	case err != nil:
 		return f.diverged(op, fmt.Errorf("unexpected error: %w", err))

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/interlock-go/interlock"
-	"github.com/interlock-go/interlock/fenced"
 	"github.com/interlock-go/interlock/internal/redistest"
 	"github.com/interlock-go/interlock/internal/runtime"
 )
@@ -338,7 +337,7 @@ func (s *t08State) unlock(h *hold) {
 		uctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 		err := h.Unlock(uctx)
 		cancel()
-		if err == nil || errors.Is(err, interlock.ErrReplication) || errors.Is(err, fenced.ErrNotHeld) {
+		if err == nil || errors.Is(err, interlock.ErrReplication) || errors.Is(err, interlock.ErrNotHeld) {
 			return
 		}
 		s.mu.Lock()

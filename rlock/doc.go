@@ -15,7 +15,7 @@
 // from interlock.WithOwner. An owner that already holds the lock acquires
 // it again at once, and must unlock as many times as it locked. Every
 // acquisition resets the TTL to its lease, as in Redisson. A goroutine
-// that did not lock gets ErrNotHeld from Unlock: to unlock elsewhere, take
+// that did not lock gets interlock.ErrNotHeld from Unlock: to unlock elsewhere, take
 // an interlock.Hold (interlock.Lock(ctx, m)), or carry the owner in the
 // context (see "Owners" in package interlock).
 //

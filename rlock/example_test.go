@@ -85,8 +85,8 @@ func ExampleMutex_Guard() {
 	_ = rc.Do(ctx, rc.B().Del().Key("example:guarded").Build()).Error()
 
 	<-work.Done() // at the next renewal, within 100ms here
-	fmt.Println(errors.Is(context.Cause(work), rlock.ErrLockLost))
-	fmt.Println(errors.Is(m.Unlock(ctx), rlock.ErrNotHeld))
+	fmt.Println(errors.Is(context.Cause(work), interlock.ErrLockLost))
+	fmt.Println(errors.Is(m.Unlock(ctx), interlock.ErrNotHeld))
 	// Output:
 	// true
 	// true

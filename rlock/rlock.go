@@ -7,13 +7,6 @@ import (
 	"github.com/interlock-go/interlock/internal/lockcore"
 )
 
-// The kind's errors are the root's.
-var (
-	ErrNotHeld  = interlock.ErrNotHeld
-	ErrLockLost = interlock.ErrLockLost
-	ErrClosed   = interlock.ErrClosed
-)
-
 // kind is Redisson's RLock, as the engine runs it.
 var kind = lockcore.Reentrant(string(interlock.KindRLock))
 

@@ -105,8 +105,8 @@ func ExampleReadLock_Guard() {
 	_ = rc.Do(ctx, rc.B().Del().Key("example:read-guard").Build()).Error()
 
 	<-work.Done() // at the next renewal, within 100ms here
-	fmt.Println(errors.Is(context.Cause(work), rwlock.ErrLockLost))
-	fmt.Println(errors.Is(rw.Read().Unlock(ctx), rwlock.ErrNotHeld))
+	fmt.Println(errors.Is(context.Cause(work), interlock.ErrLockLost))
+	fmt.Println(errors.Is(rw.Read().Unlock(ctx), interlock.ErrNotHeld))
 	// Output:
 	// true
 	// true

@@ -99,7 +99,7 @@ func TestDeletedLockLosesGuards(t *testing.T) {
 		case <-time.After(5 * time.Second):
 			t.Fatalf("guard %d not cancelled", i)
 		}
-		assert.ErrorIs(t, context.Cause(g), rwlock.ErrLockLost)
+		assert.ErrorIs(t, context.Cause(g), interlock.ErrLockLost)
 	}
 	took := time.Since(deleted)
 	t.Logf("losses reported %v after the keys were deleted", took.Round(time.Millisecond))
@@ -107,8 +107,8 @@ func TestDeletedLockLosesGuards(t *testing.T) {
 	// machine (latency, not safety): still before the validity would have
 	// run out.
 	assert.Less(t, took, watchdog/3+time.Second)
-	assert.ErrorIs(t, x.Write().Unlock(a), rwlock.ErrNotHeld)
-	assert.ErrorIs(t, y.Read().Unlock(b), rwlock.ErrNotHeld)
+	assert.ErrorIs(t, x.Write().Unlock(a), interlock.ErrNotHeld)
+	assert.ErrorIs(t, y.Read().Unlock(b), interlock.ErrNotHeld)
 	assert.Zero(t, c.Stats().Holds)
 }
 

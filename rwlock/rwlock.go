@@ -13,10 +13,6 @@ import (
 )
 
 var (
-	// The kind's errors are the root's.
-	ErrNotHeld  = interlock.ErrNotHeld
-	ErrLockLost = interlock.ErrLockLost
-	ErrClosed   = interlock.ErrClosed
 	// ErrUpgrade is returned, without sending anything, by a write
 	// acquisition of an owner that holds the read lock but not the write
 	// lock: it would wait for its own read holds. A waiting write

@@ -36,7 +36,7 @@ func TestReadLockUnlockLeavesNothing(t *testing.T) {
 	assert.False(t, redistest.Must[bool](t)(r.IsLocked(ctx)))
 	redistest.Eventually(t, 2*time.Second, func() bool { return len(keysLike(t, rc, rw.Name())) == 0 }, "keys left behind after unlock")
 	assert.Zero(t, c.Stats().Holds)
-	assert.ErrorIs(t, r.Unlock(ctx), rwlock.ErrNotHeld)
+	assert.ErrorIs(t, r.Unlock(ctx), interlock.ErrNotHeld)
 	assert.Zero(t, redistest.Must[time.Duration](t)(r.TTL(ctx)))
 }
 
@@ -59,7 +59,7 @@ func TestWriteLockUnlockLeavesNothing(t *testing.T) {
 	assert.False(t, redistest.Must[bool](t)(w.IsLocked(ctx)))
 	redistest.Eventually(t, 2*time.Second, func() bool { return len(keysLike(t, rc, rw.Name())) == 0 }, "keys left behind after unlock")
 	assert.Zero(t, c.Stats().Holds)
-	assert.ErrorIs(t, w.Unlock(ctx), rwlock.ErrNotHeld)
+	assert.ErrorIs(t, w.Unlock(ctx), interlock.ErrNotHeld)
 }
 
 // TestCompatibilityMatrix is Redisson's: with the left side held, the
@@ -324,7 +324,7 @@ func TestIsLockedAndForceUnlockAreModeSpecific(t *testing.T) {
 	assert.False(t, redistest.Must[bool](t)(w.ForceUnlock(ctx)), "W.forceUnlock leaves a read lock")
 	require.NoError(t, guard.Err())
 	assert.True(t, redistest.Must[bool](t)(r.ForceUnlock(ctx)))
-	assert.ErrorIs(t, context.Cause(guard), rwlock.ErrLockLost)
+	assert.ErrorIs(t, context.Cause(guard), interlock.ErrLockLost)
 	assert.False(t, redistest.Must[bool](t)(r.IsLocked(ctx)))
 
 	require.NoError(t, w.Lock(a))
@@ -334,7 +334,7 @@ func TestIsLockedAndForceUnlockAreModeSpecific(t *testing.T) {
 	assert.False(t, redistest.Must[bool](t)(r.ForceUnlock(ctx)), "R.forceUnlock leaves a write lock")
 	require.NoError(t, guard.Err())
 	assert.True(t, redistest.Must[bool](t)(w.ForceUnlock(ctx)))
-	assert.ErrorIs(t, context.Cause(guard), rwlock.ErrLockLost)
+	assert.ErrorIs(t, context.Cause(guard), interlock.ErrLockLost)
 	assert.False(t, redistest.Must[bool](t)(rwlock.New(c, rw.Name()).Write().IsLocked(ctx)))
 	assert.Zero(t, c.Stats().Holds)
 }
@@ -366,9 +366,9 @@ func TestUnlockByNonOwnerFails(t *testing.T) {
 	rw := rwlock.New(c, lockName(t))
 	b := owner(ctx)
 	require.NoError(t, rw.Read().Lock(b))
-	assert.ErrorIs(t, rw.Read().Unlock(ctx), rwlock.ErrNotHeld)
-	assert.ErrorIs(t, rw.Write().Unlock(ctx), rwlock.ErrNotHeld)
-	assert.ErrorIs(t, rw.Write().Unlock(b), rwlock.ErrNotHeld, "B reads, it does not write")
+	assert.ErrorIs(t, rw.Read().Unlock(ctx), interlock.ErrNotHeld)
+	assert.ErrorIs(t, rw.Write().Unlock(ctx), interlock.ErrNotHeld)
+	assert.ErrorIs(t, rw.Write().Unlock(b), interlock.ErrNotHeld, "B reads, it does not write")
 	B, err := c.Owner(b)
 	require.NoError(t, err)
 	assert.Equal(t, map[string]string{"mode": "read", B: "1"}, hash(t, rc, rw.Name()))
@@ -389,7 +389,7 @@ func TestWriteLeaseExpiry(t *testing.T) {
 	took := time.Since(start)
 	assert.Greater(t, took, 250*time.Millisecond)
 	assert.Less(t, took, 1500*time.Millisecond)
-	assert.ErrorIs(t, rw.Write().Unlock(a), rwlock.ErrNotHeld)
+	assert.ErrorIs(t, rw.Write().Unlock(a), interlock.ErrNotHeld)
 	require.NoError(t, rw.Write().Unlock(ctx))
 }
 

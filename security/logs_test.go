@@ -99,7 +99,7 @@ func TestLogsAndErrorsHideSecrets(t *testing.T) {
 	ok, err := rlock.New(other, "logs:plain").TryLock(ctx, 50*time.Millisecond, 0)
 	require.NoError(t, seen(err))
 	require.False(t, ok)
-	require.ErrorIs(t, seen(rlock.New(other, "logs:plain").Unlock(ctx)), rlock.ErrNotHeld)
+	require.ErrorIs(t, seen(rlock.New(other, "logs:plain").Unlock(ctx)), interlock.ErrNotHeld)
 	require.NoError(t, seen(m.Unlock(ctx)))
 
 	// 2. A lost lock: the key disappears under a watchdog hold.
@@ -112,7 +112,7 @@ func TestLogsAndErrorsHideSecrets(t *testing.T) {
 	case <-ctx.Done():
 		t.Fatal("the lost lock was not noticed")
 	}
-	require.ErrorIs(t, seen(context.Cause(guard)), rlock.ErrLockLost)
+	require.ErrorIs(t, seen(context.Cause(guard)), interlock.ErrLockLost)
 	require.Error(t, seen(lost.Unlock(ctx)))
 
 	// 3. Renewal fails (the user may no longer run scripts) until the

@@ -141,12 +141,12 @@
 // # Errors
 //
 // Bad arguments are rejected before anything is sent, with errors
-// wrapping ErrInvalid: a permit count below 1 for an acquisition or
+// wrapping interlock.ErrInvalid: a permit count below 1 for an acquisition or
 // release, a negative count for TrySetPermits or SetPermits, a negative
 // wait, a TTL or lease under 1ms (other than the leases 0 and NoExpiry), a
 // malformed permit id, a bad name or a nil client. A key of N or
 // {N}:timeout that holds another type of data (a lock's hash, say), or an
-// N that is no integer, gives an error wrapping ErrInvalid too, naming the
+// N that is no integer, gives an error wrapping interlock.ErrInvalid too, naming the
 // key and what it holds, and changes nothing (Expirable.AddPermits reads
 // only N). Release, ReleaseIfExists and Expirable's Release and
 // TryRelease run detached from their context's end, as
@@ -162,6 +162,6 @@
 // acquired, released already, found gone by this Client's renewal, or
 // another client's that expired and was reclaimed. TryRelease reports both
 // as false. A context's error comes back as itself, every call after the
-// Client's Close returns ErrClosed, and any other failure is an
+// Client's Close returns interlock.ErrClosed, and any other failure is an
 // *interlock.Error naming the kind, the operation and the semaphore.
 package semaphore

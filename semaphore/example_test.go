@@ -166,7 +166,7 @@ func ExampleParsePermitID() {
 	id, err := semaphore.ParsePermitID("F931C493916289A8B33EEFA41CFB0CE3")
 	fmt.Println(id, err)
 	_, err = semaphore.ParsePermitID("f931c4")
-	fmt.Println(errors.Is(err, semaphore.ErrInvalid))
+	fmt.Println(errors.Is(err, interlock.ErrInvalid))
 	// Output:
 	// f931c493916289a8b33eefa41cfb0ce3 <nil>
 	// true

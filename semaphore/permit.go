@@ -17,14 +17,14 @@ type PermitID [16]byte
 func (id PermitID) String() string { return hex.EncodeToString(id[:]) }
 
 // ParsePermitID parses 32 hex characters, in either case. A bad id is an
-// *interlock.Error of KindExpirable and OpParse wrapping ErrInvalid.
+// *interlock.Error of KindExpirable and OpParse wrapping interlock.ErrInvalid.
 func ParsePermitID(s string) (PermitID, error) {
 	var id PermitID
 	var err error
 	if len(s) != 2*len(id) {
-		err = fmt.Errorf("%w: permit id %q: want 32 hex characters, got %d", ErrInvalid, s, len(s))
+		err = fmt.Errorf("%w: permit id %q: want 32 hex characters, got %d", interlock.ErrInvalid, s, len(s))
 	} else if _, bad := hex.Decode(id[:], []byte(s)); bad != nil {
-		err = fmt.Errorf("%w: permit id %q is not hex", ErrInvalid, s)
+		err = fmt.Errorf("%w: permit id %q is not hex", interlock.ErrInvalid, s)
 	}
 	if err != nil {
 		return PermitID{}, &interlock.Error{Kind: interlock.KindExpirable, Op: interlock.OpParse, Err: err}

@@ -14,10 +14,8 @@ import (
 	"github.com/interlock-go/interlock/internal/script"
 )
 
-// The package's errors. The first two are the root's.
+// The package's errors; the others are the root's.
 var (
-	ErrInvalid = interlock.ErrInvalid
-	ErrClosed  = interlock.ErrClosed
 	// ErrPermitLost is wrapped by the cause of an Expirable Guard cancelled
 	// because a permit was lost, with the reason (interlock.ErrLeaseExpired,
 	// ErrNotRenewed, ErrKeyGone, ErrForceUnlocked, ErrMaxHold). It is not

@@ -343,7 +343,7 @@ func TestSemaphoreBadInput(t *testing.T) {
 		}
 		for op, err := range invalid {
 			assert.ErrorIs(t, err, interlock.ErrInvalid, op)
-			assert.ErrorIs(t, err, semaphore.ErrInvalid, op)
+			assert.ErrorIs(t, err, interlock.ErrInvalid, op)
 		}
 		assert.False(t, redistest.Exists(t, rc, name), "nothing sent")
 		assert.Empty(t, redistest.Receipts(t, rc, name))

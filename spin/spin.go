@@ -8,13 +8,6 @@ import (
 	lc "github.com/interlock-go/interlock/internal/lockcore"
 )
 
-// The kind's errors are the root's.
-var (
-	ErrNotHeld  = interlock.ErrNotHeld
-	ErrLockLost = interlock.ErrLockLost
-	ErrClosed   = interlock.ErrClosed
-)
-
 // kind is Redisson's RSpinLock: RLock's hash and scripts. Its waiters poll
 // (see Mutex), and its unlock publishes RLock's release message, which
 // Redisson's spin unlock does not: see the package documentation.
