@@ -63,7 +63,7 @@
 // Delete are never resent: when their reply is lost the caller gets the
 // error. A negative count, a bad name, a nil client, and a key that holds
 // another type of data or no integer give errors wrapping interlock.ErrInvalid, and
-// change nothing. CountDown runs detached from its context's end, as
+// change nothing. CountDown still counts down given a context that has ended, as
 // interlock.Locker's Unlock does; Await with a context that has ended
 // already sends nothing. A context's error
 // comes back as itself, every call after the Client's Close returns

@@ -63,8 +63,8 @@ func (l *Latch) TrySetCount(ctx context.Context, count int64) (bool, error) {
 
 // CountDown takes one from the count; the count reaching 0 opens the
 // latch and wakes every waiter, Go or Java. On an open latch it does
-// nothing. Like interlock.Locker's Unlock it runs detached from ctx's end,
-// for up to 5s.
+// nothing. Like interlock.Locker's Unlock it still counts down given a
+// ctx that has already ended, for up to 5s.
 func (l *Latch) CountDown(ctx context.Context) error {
 	if err := l.o.Ready(report.OpRelease); err != nil {
 		return err

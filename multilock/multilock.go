@@ -451,13 +451,13 @@ func unlockAll(ctx context.Context, members []interlock.Locker) []error {
 // error is a member's, or an *interlock.Error of the lock wrapping those
 // of several members. A RedLock unlocks only the members its Clients
 // record as held by the owner, and fails with interlock.ErrNotHeld when there are
-// none. Like interlock.Locker's Unlock, it runs detached from ctx's end,
-// for up to 5s.
+// none. Like interlock.Locker's Unlock, it still releases given a ctx
+// that has already ended, for up to 5s.
 func (m *Mutex) Unlock(ctx context.Context) error {
 	if err := m.ready(interlock.OpRelease); err != nil {
 		return err
 	}
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), undoTimeout)
+	ctx, cancel := lockcore.Detach(ctx)
 	defer cancel()
 	var todo []interlock.Locker
 	for _, member := range m.members {

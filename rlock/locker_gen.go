@@ -40,9 +40,9 @@ func (m *Mutex) TryLock(ctx context.Context, wait, lease time.Duration) (bool, e
 }
 
 // Unlock releases one hold of the calling owner, and the lock with the
-// last one, waking waiters here and in Java. It runs detached from
-// ctx's end (it takes only ctx's values) for up to 5s, so that a
-// deferred Unlock of a finished request still releases. An owner that
+// last one, waking waiters here and in Java. Given a ctx that has
+// already ended (a deferred Unlock of a finished request), it still
+// releases, on ctx's values alone, for up to 5s. An owner that
 // holds nothing gets an error wrapping ErrNotHeld, naming the owners
 // this Client holds the lock for. Without an answer it returns the
 // connection's error and stops counting the hold, which ends with its

@@ -32,20 +32,20 @@ type syncKind struct {
 var syncKinds = []syncKind{
 	{
 		name: "semaphore",
-		acl: []string{"+incrby", "+decrby", "+type",
+		acl: []string{"+incrby", "+decrby",
 			"~interlock_receipt:{app:*", "~redisson_sc:{app:*", "&redisson_sc:{app:*"},
 		exercise: exerciseSemaphore,
 	},
 	{
 		name: "expirable",
-		acl: []string{"+incrby", "+decrby", "+type",
+		acl: []string{"+incrby", "+decrby",
 			"+zadd", "+zcount", "+zmscore", "+zrange", "+zrangebyscore", "+zrem", "+zscore",
 			"~{app:*", "~interlock_receipt:{app:*", "~redisson_sc:{app:*", "&redisson_sc:{app:*"},
 		exercise: exerciseExpirable,
 	},
 	{
 		name: "latch",
-		acl: []string{"+decr", "+type", "~interlock_receipt:{app:*",
+		acl: []string{"+decr", "~interlock_receipt:{app:*",
 			"~redisson_countdownlatch__channel__{app:*", "&redisson_countdownlatch__channel__{app:*"},
 		exercise: exerciseLatch,
 	},

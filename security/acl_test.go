@@ -56,7 +56,7 @@ var aclCommon = []string{
 	"+hello", "+client|tracking", "+ping",
 	"+evalsha", "+eval",
 	"+exists", "+hexists", "+hget", "+hincrby", "+hset", "+pexpire", "+pttl",
-	"+get", "+set", "+del",
+	"+get", "+set", "+del", "+type", "+hscan",
 	"+publish", "+subscribe", "+unsubscribe", "+spublish", "+ssubscribe", "+sunsubscribe",
 	"+pubsub|shardnumsub",
 	"~app:*", "~redisson_unlock_latch:{app:*", "~redisson_lock__channel:{app:*", "&redisson_lock__channel:{app:*",

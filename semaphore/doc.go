@@ -149,7 +149,7 @@
 // N that is no integer, gives an error wrapping interlock.ErrInvalid too, naming the
 // key and what it holds, and changes nothing (Expirable.AddPermits reads
 // only N). Release, ReleaseIfExists and Expirable's Release and
-// TryRelease run detached from their context's end, as
+// TryRelease still release given a context that has ended, as
 // interlock.Locker's Unlock does; an acquisition whose context has ended
 // already sends nothing.
 //

@@ -329,7 +329,8 @@ func (e *Expirable) releaseCall(ids []PermitID, pub, receipt string) (*script.Sc
 // Client acquired (it remembers a lost permit for up to ten minutes); for
 // another's, only while the expired permit is not yet reclaimed. It fails
 // with ErrUnknownPermit when one is not acquired otherwise. Like
-// interlock.Locker's Unlock it runs detached from ctx's end, for up to 5s.
+// interlock.Locker's Unlock it still releases given a ctx that has
+// already ended, for up to 5s.
 func (e *Expirable) Release(ctx context.Context, ids ...PermitID) error {
 	ok, why, err := e.tryRelease(ctx, ids)
 	if err == nil && !ok {
@@ -339,8 +340,8 @@ func (e *Expirable) Release(ctx context.Context, ids ...PermitID) error {
 }
 
 // TryRelease is Release reporting a permit that is not acquired, or has
-// expired, as false rather than as an error; detached from ctx's end as
-// Release is.
+// expired, as false rather than as an error; it still releases given an
+// ended ctx, as Release does.
 func (e *Expirable) TryRelease(ctx context.Context, ids ...PermitID) (bool, error) {
 	ok, _, err := e.tryRelease(ctx, ids)
 	return ok, err

@@ -204,7 +204,8 @@ func (s *Semaphore) undo(receipt, p string) {
 // Release adds n free permits and wakes up to n waiters. Like Redisson's,
 // it does not check that the caller acquired them, and creates the
 // semaphore when it does not exist: ReleaseIfExists does not. Like
-// interlock.Locker's Unlock it runs detached from ctx's end, for up to 5s.
+// interlock.Locker's Unlock it still releases given a ctx that has
+// already ended, for up to 5s.
 func (s *Semaphore) Release(ctx context.Context, n int) error {
 	if err := s.check(report.OpRelease, n); err != nil {
 		return err
@@ -222,7 +223,7 @@ func (s *Semaphore) Release(ctx context.Context, n int) error {
 }
 
 // ReleaseIfExists is Release for an existing semaphore only, and reports
-// whether the semaphore existed; detached from ctx's end as Release is.
+// whether the semaphore existed; given an ended ctx, as Release is.
 func (s *Semaphore) ReleaseIfExists(ctx context.Context, n int) (bool, error) {
 	if err := s.check(report.OpRelease, n); err != nil {
 		return false, err

@@ -32,14 +32,13 @@ const (
 	ReleaseTimeout = unlockResendFor
 )
 
-// Detach returns the context a release runs on: ctx's values without its
-// cancellation or deadline, ended after ReleaseTimeout. A release whose
-// caller's context has ended (a deferred Unlock of a request that is done)
-// still releases, instead of leaving the hold to run out. A ctx that never
-// ends is returned as it is, which costs no timer; the unlock's resends
-// stop within ReleaseTimeout all the same.
+// Detach returns the context a release runs on: ctx itself while it has
+// not ended, so that a caller's deadline still bounds its release; once it
+// has (a deferred Unlock of a request that is done), its values alone,
+// ended after ReleaseTimeout, so that the release still happens instead of
+// leaving the hold to run out.
 func Detach(ctx context.Context) (context.Context, context.CancelFunc) {
-	if ctx.Done() == nil {
+	if ctx.Err() == nil {
 		return ctx, func() {}
 	}
 	return context.WithTimeout(context.WithoutCancel(ctx), ReleaseTimeout)
