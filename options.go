@@ -48,6 +48,9 @@ type config struct {
 	observers  []Observer // WithObserver's and WithLogger's, in order
 	replicaSet bool       // WithReplicaAcks was given
 	syncSet    bool       // WithReplicaSync was given
+	// syncMode is WithReplicaSyncMode's value, if given.
+	syncMode    SyncMode
+	syncModeSet bool
 }
 
 func defaultConfig() config {
@@ -66,6 +69,12 @@ func (c config) validate() error {
 	}
 	if c.replicaSet && c.syncSet {
 		return fmt.Errorf("%w: WithReplicaAcks and WithReplicaSync cannot be combined", ErrInvalid)
+	}
+	if c.syncModeSet && (c.syncMode < SyncAuto || c.syncMode > SyncAck) {
+		return fmt.Errorf("%w: unknown replica sync mode %d", ErrInvalid, int(c.syncMode))
+	}
+	if c.syncModeSet && !c.syncSet {
+		return fmt.Errorf("%w: WithReplicaSyncMode needs WithReplicaSync", ErrInvalid)
 	}
 	if c.syncSet && c.ReplicaTimeout < time.Millisecond {
 		return fmt.Errorf("%w: replica sync timeout %v must be at least 1ms", ErrInvalid, c.ReplicaTimeout)
@@ -131,6 +140,9 @@ func WithReplicaAcks(n int, timeout time.Duration) Option {
 // pipeline, with WAIT n timeout, n being the replicas the key's master has
 // (none: nothing is added), and takes back an acquisition none of them
 // acknowledged, which fails with ErrReplication; an unlock still counts.
+// Where the master has AOF on and knows WAITAOF, it sends WAITAOF 1 n
+// timeout instead and counts the replicas that wrote the script's effects
+// to their AOF; WithReplicaSyncMode(SyncAck) keeps to WAIT.
 //
 // This is Redisson's checkLockSyncedSlaves, its default outside
 // single-server configs. n is connected_slaves of INFO replication, read

@@ -49,12 +49,17 @@ func TestReplicaSyncOptionIsValidated(t *testing.T) {
 		"negative timeout": {interlock.WithReplicaSync(-time.Second)},
 		"with safe mode":   {interlock.WithReplicaAcks(1, time.Second), interlock.WithReplicaSync(time.Second)},
 		"then safe mode":   {interlock.WithReplicaSync(time.Second), interlock.WithReplicaAcks(1, time.Second)},
+		"mode alone":       {interlock.WithReplicaSyncMode(interlock.SyncAck)},
+		"unknown mode":     {interlock.WithReplicaSync(time.Second), interlock.WithReplicaSyncMode(interlock.SyncMode(7))},
 	} {
 		c, err := interlock.New(rc, opts...)
 		assert.ErrorIs(t, err, interlock.ErrInvalid, name)
 		assert.Nil(t, c, name)
 	}
 	c, err := interlock.New(rc, interlock.WithReplicaSync(interlock.DefaultReplicaSyncTimeout))
+	require.NoError(t, err)
+	require.NoError(t, c.Close())
+	c, err = interlock.New(rc, interlock.WithReplicaSyncMode(interlock.SyncAck), interlock.WithReplicaSync(time.Second))
 	require.NoError(t, err)
 	require.NoError(t, c.Close())
 }

@@ -34,29 +34,50 @@ type replicaCounts struct {
 type replicaCount struct {
 	n    int64     // connected_slaves; -1 once a WAIT disagreed with it
 	read time.Time // when n was read, or a re-read of it was started
+	// aof is aof_enabled:1 in the master's INFO persistence (read only
+	// when WAITAOF may be used).
+	aof bool
+	// waitaof is what a WAITAOF 0 0 0 probe of the master answered: 0 not
+	// probed yet, 1 it works, -1 refused (unknown before Redis 7.2, or
+	// denied).
+	waitaof int8
 }
 
 // get returns the count cached for slot's master, or -1 when it must be read
-// first. recheck is true for one caller per replicaRecheck, who should read
-// it again along with its script.
-func (c *replicaCounts) get(slot uint16, now time.Time) (n int64, recheck bool) {
+// first, and whether to wait with WAITAOF rather than WAIT. recheck is true
+// for one caller per replicaRecheck, who should read it again along with its
+// script. With aofCheck, a master with AOF on that was not yet probed for
+// WAITAOF must be read first too.
+func (c *replicaCounts) get(slot uint16, now time.Time, aofCheck bool) (n int64, aof, recheck bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	e := c.slots[slot]
 	switch {
-	case e == nil || e.n < 0:
-		return -1, false
+	case e == nil || e.n < 0 || (aofCheck && e.aof && e.waitaof == 0):
+		return -1, false, false
 	case now.Sub(e.read) >= replicaRecheck:
 		e.read = now
-		return e.n, true
+		recheck = true
 	}
-	return e.n, false
+	return e.n, aofCheck && e.aof && e.waitaof > 0, recheck
 }
 
-// learn records an INFO replication answer of slot's master and returns its
-// count.
+// probed records whether slot's master answered a WAITAOF 0 0 0 probe.
+func (c *replicaCounts) probed(slot uint16, ok bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if e := c.slots[slot]; e != nil {
+		e.waitaof = -1
+		if ok {
+			e.waitaof = 1
+		}
+	}
+}
+
+// learn records an INFO replication answer of slot's master (with its INFO
+// persistence, when WAITAOF may be used) and returns its count.
 func (c *replicaCounts) learn(slot uint16, info string, now time.Time) (int64, error) {
-	n, id, err := parseReplication(info)
+	n, id, aof, err := parseReplication(info)
 	if err != nil {
 		return -1, err
 	}
@@ -75,17 +96,21 @@ func (c *replicaCounts) learn(slot uint16, info string, now time.Time) (int64, e
 			c.nodes[id] = e
 		}
 	}
-	e.n, e.read = n, now
+	e.n, e.read, e.aof = n, now, aof
 	c.slots[slot] = e
 	return n, nil
 }
 
-// stale has the count of slot's master read again before its next use.
-func (c *replicaCounts) stale(slot uint16) {
+// stale has the count of slot's master read again before its next use;
+// reprobe has it probed for WAITAOF again too.
+func (c *replicaCounts) stale(slot uint16, reprobe bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if e := c.slots[slot]; e != nil {
 		e.n = -1
+		if reprobe {
+			e.waitaof = 0
+		}
 	}
 }
 
@@ -112,8 +137,9 @@ func (c *replicaCounts) forgetUnusedLocked() {
 }
 
 // parseReplication reads connected_slaves and master_replid from the text of
-// INFO replication ("field:value" lines).
-func parseReplication(info string) (n int64, id string, err error) {
+// INFO replication ("field:value" lines), and aof_enabled from that of INFO
+// persistence when it follows.
+func parseReplication(info string) (n int64, id string, aof bool, err error) {
 	found := false
 	for line := range strings.Lines(info) {
 		k, v, ok := strings.Cut(strings.TrimRight(line, "\r\n"), ":")
@@ -123,15 +149,17 @@ func parseReplication(info string) (n int64, id string, err error) {
 		switch k {
 		case "connected_slaves":
 			if n, err = strconv.ParseInt(v, 10, 64); err != nil || n < 0 {
-				return -1, "", fmt.Errorf("INFO replication: bad connected_slaves %q", v)
+				return -1, "", false, fmt.Errorf("INFO replication: bad connected_slaves %q", v)
 			}
 			found = true
 		case "master_replid":
 			id = v
+		case "aof_enabled":
+			aof = v == "1"
 		}
 	}
 	if !found {
-		return -1, "", errors.New("INFO replication has no connected_slaves")
+		return -1, "", false, errors.New("INFO replication has no connected_slaves")
 	}
-	return n, id, nil
+	return n, id, aof, nil
 }

@@ -23,7 +23,7 @@ func replicationInfo(n int, id string) string {
 func TestReplicaCountsPerMaster(t *testing.T) {
 	var c replicaCounts
 	now := time.Now()
-	n, recheck := c.get(1, now)
+	n, _, recheck := c.get(1, now, false)
 	assert.Equal(t, int64(-1), n, "unknown at first")
 	assert.False(t, recheck)
 
@@ -34,28 +34,28 @@ func TestReplicaCountsPerMaster(t *testing.T) {
 	require.NoError(t, err)
 	_, err = c.learn(3, replicationInfo(0, "bbbb"), now)
 	require.NoError(t, err)
-	n, _ = c.get(2, now)
+	n, _, _ = c.get(2, now, false)
 	assert.Equal(t, int64(2), n)
-	n, _ = c.get(3, now)
+	n, _, _ = c.get(3, now, false)
 	assert.Zero(t, n)
 
-	c.stale(1) // a WAIT through slot 1 disagreed
-	n, _ = c.get(2, now)
+	c.stale(1, false) // a WAIT through slot 1 disagreed
+	n, _, _ = c.get(2, now, false)
 	assert.Equal(t, int64(-1), n, "slot 2 has the same master")
-	n, _ = c.get(3, now)
+	n, _, _ = c.get(3, now, false)
 	assert.Zero(t, n, "another master")
 	_, err = c.learn(2, replicationInfo(1, "aaaa"), now)
 	require.NoError(t, err)
-	n, _ = c.get(1, now)
+	n, _, _ = c.get(1, now, false)
 	assert.Equal(t, int64(1), n)
 
 	// A slot that moved to another master follows it.
 	_, err = c.learn(2, replicationInfo(0, "bbbb"), now)
 	require.NoError(t, err)
-	c.stale(2)
-	n, _ = c.get(3, now)
+	c.stale(2, false)
+	n, _, _ = c.get(3, now, false)
 	assert.Equal(t, int64(-1), n)
-	n, _ = c.get(1, now)
+	n, _, _ = c.get(1, now, false)
 	assert.Equal(t, int64(1), n)
 }
 
@@ -65,12 +65,12 @@ func TestReplicaCountsRecheck(t *testing.T) {
 	now := time.Now()
 	_, err := c.learn(0, replicationInfo(0, "aaaa"), now)
 	require.NoError(t, err)
-	_, recheck := c.get(0, now.Add(replicaRecheck-time.Millisecond))
+	_, _, recheck := c.get(0, now.Add(replicaRecheck-time.Millisecond), false)
 	assert.False(t, recheck)
-	n, recheck := c.get(0, now.Add(replicaRecheck))
+	n, _, recheck := c.get(0, now.Add(replicaRecheck), false)
 	assert.Zero(t, n)
 	assert.True(t, recheck)
-	_, recheck = c.get(0, now.Add(replicaRecheck+time.Millisecond))
+	_, _, recheck = c.get(0, now.Add(replicaRecheck+time.Millisecond), false)
 	assert.False(t, recheck, "one caller rechecks")
 }
 
@@ -83,18 +83,18 @@ func TestReplicaCountsForget(t *testing.T) {
 		require.NoError(t, err)
 	}
 	assert.LessOrEqual(t, len(c.nodes), replicaNodesMax)
-	n, _ := c.get(7, now)
+	n, _, _ := c.get(7, now, false)
 	assert.Equal(t, int64(1), n)
 }
 
 func TestParseReplication(t *testing.T) {
-	n, id, err := parseReplication(replicationInfo(3, "abc"))
+	n, id, _, err := parseReplication(replicationInfo(3, "abc"))
 	require.NoError(t, err)
 	assert.Equal(t, int64(3), n)
 	assert.Equal(t, "abc", id)
-	_, _, err = parseReplication("# Replication\r\nrole:master\r\n")
+	_, _, _, err = parseReplication("# Replication\r\nrole:master\r\n")
 	assert.ErrorContains(t, err, "no connected_slaves")
-	_, _, err = parseReplication("connected_slaves:x\r\n")
+	_, _, _, err = parseReplication("connected_slaves:x\r\n")
 	assert.ErrorContains(t, err, "bad connected_slaves")
 }
 
@@ -121,7 +121,7 @@ func TestReplicaSyncRecheckFindsNewReplicas(t *testing.T) {
 	require.True(t, rueidis.IsRedisNil(r.Exec(ctx, &a, script.Acquire(), []string{name}, []string{"30000", "o:1"}).Error()))
 	assert.Zero(t, a.want, "no WAIT with the old count of 0")
 	require.NoError(t, r.CheckAcks(&a))
-	n, recheck := r.replicas.get(0, time.Now())
+	n, _, recheck := r.replicas.get(0, time.Now(), false)
 	assert.Equal(t, int64(1), n, "the count was read again with the script")
 	assert.False(t, recheck)
 
@@ -129,4 +129,52 @@ func TestReplicaSyncRecheckFindsNewReplicas(t *testing.T) {
 	assert.Equal(t, int64(1), a.want)
 	assert.Equal(t, int64(1), a.got)
 	require.NoError(t, r.CheckAcks(&a))
+}
+
+// With the AOF check, a master with AOF on is read (and probed) before it
+// gets WAITAOF; a refused probe or a master without AOF gets WAIT; a
+// refused WAITAOF has it probed again.
+func TestReplicaCountsAOF(t *testing.T) {
+	var c replicaCounts
+	now := time.Now()
+	aofOn := replicationInfo(1, "aaaa") + "\r\n# Persistence\r\naof_enabled:1\r\n"
+	_, err := c.learn(0, aofOn, now)
+	require.NoError(t, err)
+	n, aof, _ := c.get(0, now, false)
+	assert.Equal(t, int64(1), n, "without the check the AOF state does not matter")
+	assert.False(t, aof)
+	n, _, _ = c.get(0, now, true)
+	assert.Equal(t, int64(-1), n, "AOF on and not probed: read and probe first")
+	c.probed(0, true)
+	n, aof, _ = c.get(0, now, true)
+	assert.Equal(t, int64(1), n)
+	assert.True(t, aof)
+
+	c.stale(0, false) // a WAITAOF answered 0: the probe still holds
+	_, err = c.learn(0, aofOn, now)
+	require.NoError(t, err)
+	_, aof, _ = c.get(0, now, true)
+	assert.True(t, aof)
+
+	c.stale(0, true) // a WAITAOF was refused
+	_, err = c.learn(0, aofOn, now)
+	require.NoError(t, err)
+	n, _, _ = c.get(0, now, true)
+	assert.Equal(t, int64(-1), n, "probed again")
+	c.probed(0, false)
+	n, aof, _ = c.get(0, now, true)
+	assert.Equal(t, int64(1), n)
+	assert.False(t, aof, "a refused probe means WAIT")
+
+	// AOF turned off: WAIT, whatever the probe said.
+	_, err = c.learn(1, replicationInfo(1, "bbbb")+"aof_enabled:0\r\n", now)
+	require.NoError(t, err)
+	c.probed(1, true)
+	n, aof, _ = c.get(1, now, true)
+	assert.Equal(t, int64(1), n)
+	assert.False(t, aof)
+
+	_, _, aof, err = parseReplication(aofOn)
+	require.NoError(t, err)
+	assert.True(t, aof)
 }

@@ -137,8 +137,8 @@ func TestReplicaSync(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, ok)
 	requireSynced(t, rc, name, from, 1)
-	require.Len(t, rc.commands("INFO"), 1, "the count is read once, before the first call")
-	assert.Equal(t, []string{"INFO", "replication"}, rc.commands("INFO")[0])
+	require.Len(t, rc.commands("INFO"), 2, "the count is read once, before the first call")
+	assert.Equal(t, [][]string{{"INFO", "replication"}, {"INFO", "persistence"}}, rc.commands("INFO"))
 	from = rc.mark()
 	require.NoError(t, m.Unlock(ctx))
 	requireSynced(t, rc, name, from, 1)
@@ -148,7 +148,7 @@ func TestReplicaSync(t *testing.T) {
 	require.True(t, ok)
 	requireSynced(t, rc, name+":sem", from, 1)
 	require.NoError(t, sem.Release(ctx, 1))
-	assert.Len(t, rc.commands("INFO"), 1, "the count is cached")
+	assert.Len(t, rc.commands("INFO"), 2, "the count is cached")
 
 	// The replica is frozen: it stays connected, and acknowledges nothing.
 	require.NoError(t, replica.Pause())
@@ -176,7 +176,7 @@ func TestReplicaSync(t *testing.T) {
 	require.ErrorIs(t, err, interlock.ErrReplication)
 	assert.Contains(t, err.Error(), "0 of 1 replicas acknowledged")
 	assert.False(t, ok)
-	assert.Len(t, rc.commands("INFO"), infos+1, "count not read again after WAIT answered 0")
+	assert.Len(t, rc.commands("INFO"), infos+2, "count not read again after WAIT answered 0")
 	requireSynced(t, rc, name+":sem", from, 1)
 	require.Eventually(t, func() bool {
 		n, err := sem.Available(ctx)
@@ -230,7 +230,7 @@ func TestReplicaSyncWithoutReplicas(t *testing.T) {
 			assert.Empty(t, rc.commands("WAIT"))
 			want := 0
 			if synced {
-				want = 1
+				want = 2 // INFO replication and INFO persistence
 			}
 			assert.Len(t, rc.commands("INFO"), want)
 			for _, p := range rc.scriptPipelines(name, 0) {
@@ -310,13 +310,14 @@ func TestReplicaSyncCluster(t *testing.T) {
 		}
 		return n
 	}
-	assert.Equal(t, 2, calls(masters[0], "info"), "one INFO for each slot of the first master")
+	// Each read is INFO replication and INFO persistence.
+	assert.Equal(t, 2*2, calls(masters[0], "info"), "one read for each slot of the first master")
 	assert.Equal(t, waits(first, second), calls(masters[0], "wait"))
-	assert.Equal(t, 1, calls(masters[1], "info"))
+	assert.Equal(t, 2, calls(masters[1], "info"))
 	assert.Equal(t, waits(other), calls(masters[1], "wait"))
 	assert.Zero(t, calls(masters[2], "info"))
 	assert.Zero(t, calls(masters[2], "wait"))
-	assert.Len(t, rc.commands("INFO"), 3)
+	assert.Len(t, rc.commands("INFO"), 3*2)
 }
 
 // keyOn returns base, or base with a number appended, such that the key

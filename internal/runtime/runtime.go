@@ -45,6 +45,7 @@ type Config struct {
 	Observer       Observer // nil: nobody
 	ReplicaAcks    int      // 0: safe mode off
 	ReplicaSync    bool     // replica-sync mode (never with ReplicaAcks)
+	ReplicaSyncAck bool     // replica-sync mode waits with WAIT only, never WAITAOF
 	ReplicaTimeout time.Duration
 	MaxHold        time.Duration
 	SkewLimit      time.Duration // 0: no skew guard
