@@ -138,7 +138,7 @@ func (l *replyLog) await(t *testing.T, script *script.Script, owner string, n in
 type fairRecorder struct {
 	t       *testing.T
 	ctl     *conn
-	mon     *stream
+	mon     *monitor
 	taps    []*pubTap
 	n       int
 	latchRE *regexp.Regexp
@@ -169,17 +169,7 @@ func (r *fairRecorder) step(label string, pubs []string, want ...scriptRun) map[
 
 	mark := "compat-fair-step-" + strconv.Itoa(r.n)
 	r.ctl.do("ECHO", mark)
-	var lines []monLine
-	for _, v := range r.mon.until(t, markerTimeout, func(v any) bool {
-		s, _ := v.(string)
-		return strings.HasSuffix(s, `"echo" "`+mark+`"`) || strings.HasSuffix(s, `"ECHO" "`+mark+`"`)
-	}) {
-		s, ok := v.(string)
-		require.True(t, ok, "MONITOR pushed %#v", v)
-		l, err := parseMonitor(s)
-		require.NoError(t, err)
-		lines = append(lines, l)
-	}
+	lines := r.mon.untilEcho(t, mark, want...)
 	got := scriptRuns(lines)
 
 	vars := map[string]string{}
@@ -350,7 +340,7 @@ func runFairGolden(t *testing.T, env fairEnv, N, Q, Z, ch, latchPrefix, uniq str
 	}
 	r := &fairRecorder{t: t, ctl: ctl, taps: []*pubTap{sTap, cTap}, latchRE: latchRE}
 	base := &recorder{t: t, ctl: ctl} // for its latch and TTL checks
-	r.mon = openStream(t, env.node, 1, "MONITOR")
+	r.mon = openMonitor(t, env.node)
 	require.Empty(t, ctl.hash(N))
 
 	state := func() (map[string]string, []string, map[string]int64) {

@@ -70,7 +70,7 @@ func runFencedGolden(t *testing.T, env goldenEnv, n lockNames) {
 		assert.Equal(t, int64(slot), ctl.int("CLUSTER", "KEYSLOT", TK), "CLUSTER KEYSLOT %s", TK)
 	}
 	r := &recorder{t: t, ctl: ctl, taps: env.taps(t, n), latchRE: latchRE, channel: ch}
-	r.mon = openStream(t, env.node, 1, "MONITOR")
+	r.mon = openMonitor(t, env.node)
 	require.Empty(t, ctl.hash(N))
 	require.Zero(t, ctl.int("EXISTS", TK))
 

@@ -275,7 +275,7 @@ type goldenEnv struct {
 type recorder struct {
 	t       *testing.T
 	ctl     *conn
-	mon     *stream
+	mon     *monitor
 	taps    []*pubTap
 	n       int
 	latchRE *regexp.Regexp
@@ -304,19 +304,11 @@ func (r *recorder) step(label string, publishes bool, want ...scriptRun) (latch 
 
 	mark := "compat-step-" + strconv.Itoa(r.n)
 	r.ctl.do("ECHO", mark)
-	var lines []monLine
-	for _, v := range r.mon.until(t, markerTimeout, func(v any) bool {
-		s, _ := v.(string)
-		return strings.HasSuffix(s, `"echo" "`+mark+`"`) || strings.HasSuffix(s, `"ECHO" "`+mark+`"`)
-	}) {
-		s, ok := v.(string)
-		require.True(t, ok, "MONITOR pushed %#v", v)
-		l, err := parseMonitor(s)
-		require.NoError(t, err)
+	lines := r.mon.untilEcho(t, mark, want...)
+	for _, l := range lines {
 		if l.Client != "lua" && len(l.Args) > 0 && !strings.EqualFold(l.Args[0], "evalsha") && !strings.EqualFold(l.Args[0], "eval") {
 			other = append(other, l)
 		}
-		lines = append(lines, l)
 	}
 	got := scriptRuns(lines)
 
@@ -434,7 +426,7 @@ func runGolden(t *testing.T, env goldenEnv, n lockNames) {
 		}
 	}
 	r := &recorder{t: t, ctl: ctl, taps: env.taps(t, n), latchRE: latchRE, channel: ch}
-	r.mon = openStream(t, env.node, 1, "MONITOR")
+	r.mon = openMonitor(t, env.node)
 	require.Empty(t, ctl.hash(N))
 
 	holdCount := func(ctx context.Context, m *rlock.Mutex) int {

@@ -66,7 +66,7 @@ type sgRec struct {
 	t        *testing.T
 	name     string // every key and channel of the object contains it
 	ctl      *conn
-	mon      *stream
+	mon      *monitor
 	tap      *stream
 	kind     string // the kind its messages arrive as
 	markCmd  string
@@ -93,7 +93,7 @@ func newSgRec(t *testing.T, env sgEnv, name string, channels ...string) *sgRec {
 		r.kind, r.markCmd, r.markChan = "pmessage", "PUBLISH", "compat-mark:"+name
 		r.tap = openStream(t, addr, 1, "PSUBSCRIBE", "*"+name+"*")
 	}
-	r.mon = openStream(t, addr, 1, "MONITOR")
+	r.mon = openMonitor(t, addr)
 	return r
 }
 
@@ -138,17 +138,7 @@ func (r *sgRec) step(label string, msgs []pubMsg, want ...scriptRun) []string {
 
 	echo := "compat-sync-step-" + r.name + "-" + mark
 	r.ctl.do("ECHO", echo)
-	var lines []monLine
-	for _, v := range r.mon.until(t, markerTimeout, func(v any) bool {
-		s, _ := v.(string)
-		return strings.HasSuffix(s, `"ECHO" "`+echo+`"`)
-	}) {
-		s, ok := v.(string)
-		require.True(t, ok, "MONITOR pushed %#v", v)
-		l, err := parseMonitor(s)
-		require.NoError(t, err)
-		lines = append(lines, l)
-	}
+	lines := r.mon.untilEcho(t, echo, want...)
 	var runs []scriptRun
 	for _, run := range scriptRuns(lines) {
 		for _, k := range run.Keys {
