@@ -57,9 +57,11 @@ func TestSentinel(t *testing.T) {
 	}
 }
 
-// TestSentinelUnavailable cannot run in parallel: it empties PATH.
+// TestSentinelUnavailable cannot run in parallel: it empties PATH. It
+// tests the process backend, whatever EnvImage says.
 func TestSentinelUnavailable(t *testing.T) {
 	t.Setenv(redistest.EnvAddr, "")
+	t.Setenv(redistest.EnvImage, "")
 	t.Setenv("PATH", t.TempDir())
 	_, err := redistest.StartSentinel()
 	assert.ErrorIs(t, err, redistest.ErrUnavailable)
