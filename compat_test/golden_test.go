@@ -704,7 +704,7 @@ func equalStrings(a, b []string) bool {
 
 // TestGoldenRLockStandalone runs §15.1 on a standalone server, where
 // PubSubAuto must pick classic pub/sub: a PSUBSCRIBE tap sees each release,
-// an SSUBSCRIBE tap on the same channel sees nothing.
+// an SSUBSCRIBE tap on the same channel sees nothing (standaloneTaps).
 func TestGoldenRLockStandalone(t *testing.T) {
 	addr := monitoredStandalone(t)
 	rc := redistest.NewClient(t, addr)
@@ -716,34 +716,19 @@ func TestGoldenRLockStandalone(t *testing.T) {
 				nodes:   []string{addr},
 				sharded: false,
 				taps: func(t *testing.T, n lockNames) []*pubTap {
-					markP := "compat-mark:" + n.name
-					markS := keys.Suffix(n.name, "compat-mark")
-					return []*pubTap{{
-						label:    "PSUBSCRIBE",
-						s:        openStream(t, addr, 1, "PSUBSCRIBE", "*"+n.name+"*"),
-						kind:     "pmessage",
-						receives: true,
-						markCmd:  "PUBLISH",
-						markChan: markP,
-					}, {
-						label:    "SSUBSCRIBE",
-						s:        openStream(t, addr, 2, "SSUBSCRIBE", n.channel, markS),
-						kind:     "smessage",
-						receives: false,
-						markCmd:  "SPUBLISH",
-						markChan: markS,
-						settle:   classicSettle,
-					}}
+					return standaloneTaps(t, addr, n.name, n.name, n.channel)
 				},
 			}, n)
 		})
 	}
 }
 
-// TestGoldenRLockCluster runs §15.1 on a three-master Redis 7 cluster,
-// where PubSubAuto must pick sharded pub/sub (§2.5, §15.7): releases are
-// sent with SPUBLISH, so an SSUBSCRIBE tap on the node that owns the slot
-// sees them and a classic SUBSCRIBE tap on the same channel name does not.
+// TestGoldenRLockCluster runs §15.1 on a three-master cluster, where
+// PubSubAuto must pick sharded pub/sub (§2.5, §15.7): releases are sent
+// with SPUBLISH, so an SSUBSCRIBE tap on the node that owns the slot sees
+// them and a classic SUBSCRIBE tap on the same channel name does not. On
+// Redis 6, which has no sharded pub/sub, it picks classic pub/sub instead
+// (clusterTaps).
 func TestGoldenRLockCluster(t *testing.T) {
 	cl := monitoredCluster(t)
 	rc := cl.Client(t)
@@ -754,26 +739,9 @@ func TestGoldenRLockCluster(t *testing.T) {
 				rc:      rc,
 				node:    node,
 				nodes:   cl.Addrs(),
-				sharded: true,
+				sharded: shardedPubSub(t, node),
 				taps: func(t *testing.T, n lockNames) []*pubTap {
-					markS := keys.Suffix(n.name, "compat-mark")
-					markC := "compat-mark:" + n.name
-					return []*pubTap{{
-						label:    "SSUBSCRIBE",
-						s:        openStream(t, node, 2, "SSUBSCRIBE", n.channel, markS),
-						kind:     "smessage",
-						receives: true,
-						markCmd:  "SPUBLISH",
-						markChan: markS,
-					}, {
-						label:    "SUBSCRIBE",
-						s:        openStream(t, node, 2, "SUBSCRIBE", n.channel, markC),
-						kind:     "message",
-						receives: false,
-						markCmd:  "PUBLISH",
-						markChan: markC,
-						settle:   classicSettle,
-					}}
+					return clusterTaps(t, node, n.name, n.channel)
 				},
 			}, n)
 		})

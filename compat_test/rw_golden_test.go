@@ -624,24 +624,7 @@ func TestGoldenRWStandalone(t *testing.T) {
 				nodes:   []string{addr},
 				sharded: false,
 				taps: func(t *testing.T, n rwNames) []*pubTap {
-					markP := "compat-mark:" + n.name
-					markS := keys.Suffix(n.name, "compat-mark")
-					return []*pubTap{{
-						label:    "PSUBSCRIBE",
-						s:        openStream(t, addr, 1, "PSUBSCRIBE", "*"+n.unique+"*"),
-						kind:     "pmessage",
-						receives: true,
-						markCmd:  "PUBLISH",
-						markChan: markP,
-					}, {
-						label:    "SSUBSCRIBE",
-						s:        openStream(t, addr, 2, "SSUBSCRIBE", n.channel, markS),
-						kind:     "smessage",
-						receives: false,
-						markCmd:  "SPUBLISH",
-						markChan: markS,
-						settle:   classicSettle,
-					}}
+					return standaloneTaps(t, addr, n.name, n.unique, n.channel)
 				},
 			}, n)
 		})
@@ -649,8 +632,8 @@ func TestGoldenRWStandalone(t *testing.T) {
 }
 
 // TestGoldenRWCluster runs the same on the three-master cluster, where the
-// releases are SPUBLISHed: an SSUBSCRIBE tap on the slot's node sees them,
-// a classic SUBSCRIBE tap on the same channel does not.
+// releases are SPUBLISHed (PUBLISHed on Redis 6): the taps of clusterTaps
+// on the slot's node see them.
 func TestGoldenRWCluster(t *testing.T) {
 	cl := monitoredCluster(t)
 	rc := cl.Client(t)
@@ -661,26 +644,9 @@ func TestGoldenRWCluster(t *testing.T) {
 				rc:      rc,
 				node:    node,
 				nodes:   cl.Addrs(),
-				sharded: true,
+				sharded: shardedPubSub(t, node),
 				taps: func(t *testing.T, n rwNames) []*pubTap {
-					markS := keys.Suffix(n.name, "compat-mark")
-					markC := "compat-mark:" + n.name
-					return []*pubTap{{
-						label:    "SSUBSCRIBE",
-						s:        openStream(t, node, 2, "SSUBSCRIBE", n.channel, markS),
-						kind:     "smessage",
-						receives: true,
-						markCmd:  "SPUBLISH",
-						markChan: markS,
-					}, {
-						label:    "SUBSCRIBE",
-						s:        openStream(t, node, 2, "SUBSCRIBE", n.channel, markC),
-						kind:     "message",
-						receives: false,
-						markCmd:  "PUBLISH",
-						markChan: markC,
-						settle:   classicSettle,
-					}}
+					return clusterTaps(t, node, n.name, n.channel)
 				},
 			}, n)
 		})

@@ -48,6 +48,7 @@ func sgID(t *testing.T, s string) string {
 type sgEnv struct {
 	pub     string // PUBLISH or SPUBLISH, as Java would pass it
 	cluster bool
+	sharded bool                    // pub is SPUBLISH (a cluster of servers with sharded pub/sub)
 	node    func(key string) string // the node that owns key's slot
 }
 
@@ -57,7 +58,12 @@ func sgStandalone() sgEnv {
 
 func sgCluster(t *testing.T) sgEnv {
 	cl := sharedCluster(t)
-	return sgEnv{pub: "SPUBLISH", cluster: true, node: func(k string) string { return cl.NodeForKey(k).Addr() }}
+	env := sgEnv{pub: "PUBLISH", cluster: true, node: func(k string) string { return cl.NodeForKey(k).Addr() }}
+	// Redis 6 has no sharded pub/sub: Java and Go publish with PUBLISH.
+	if shardedPubSub(t, cl.Addrs()[0]) {
+		env.pub, env.sharded = "SPUBLISH", true
+	}
+	return env
 }
 
 // sgRec watches one object: a control connection to the node that owns
@@ -85,7 +91,7 @@ func newSgRec(t *testing.T, env sgEnv, name string, channels ...string) *sgRec {
 	for _, s := range script.All() {
 		require.Equal(t, s.SHA1(), r.ctl.str("SCRIPT", "LOAD", s.Source()))
 	}
-	if env.cluster {
+	if env.sharded {
 		r.kind, r.markCmd, r.markChan = "smessage", "SPUBLISH", keys.Suffix(name, "compat-mark")
 		args := append(append([]string{"SSUBSCRIBE"}, channels...), r.markChan)
 		r.tap = openStream(t, addr, len(args)-1, args...)
