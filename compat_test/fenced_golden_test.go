@@ -70,7 +70,7 @@ func runFencedGolden(t *testing.T, env goldenEnv, n lockNames) {
 		assert.Equal(t, int64(slot), ctl.int("CLUSTER", "KEYSLOT", TK), "CLUSTER KEYSLOT %s", TK)
 	}
 	r := &recorder{t: t, ctl: ctl, taps: env.taps(t, n), latchRE: latchRE, channel: ch}
-	r.mon = openStream(t, env.node, 1, "MONITOR")
+	r.mon = openMonitor(t, env.node)
 	require.Empty(t, ctl.hash(N))
 	require.Zero(t, ctl.int("EXISTS", TK))
 
@@ -298,15 +298,7 @@ func TestGoldenFencedStandalone(t *testing.T) {
 				nodes:   []string{addr},
 				sharded: false,
 				taps: func(t *testing.T, n lockNames) []*pubTap {
-					markP := "compat-mark:" + n.name
-					markS := keys.Suffix(n.name, "compat-mark")
-					return []*pubTap{{
-						label: "PSUBSCRIBE", s: openStream(t, addr, 1, "PSUBSCRIBE", "*"+n.name+"*"),
-						kind: "pmessage", receives: true, markCmd: "PUBLISH", markChan: markP,
-					}, {
-						label: "SSUBSCRIBE", s: openStream(t, addr, 2, "SSUBSCRIBE", n.channel, markS),
-						kind: "smessage", receives: false, markCmd: "SPUBLISH", markChan: markS, settle: classicSettle,
-					}}
+					return standaloneTaps(t, addr, n.name, n.name, n.channel)
 				},
 			}, n)
 		})
@@ -314,8 +306,8 @@ func TestGoldenFencedStandalone(t *testing.T) {
 }
 
 // TestGoldenFencedCluster runs the fenced vector on the three-master
-// cluster, where releases go out with SPUBLISH on the lock's node: an
-// SSUBSCRIBE tap there sees them, a classic SUBSCRIBE tap does not.
+// cluster, where releases go out with SPUBLISH on the lock's node (PUBLISH
+// on Redis 6): the taps of clusterTaps see them.
 func TestGoldenFencedCluster(t *testing.T) {
 	cl := monitoredCluster(t)
 	rc := cl.Client(t)
@@ -326,17 +318,9 @@ func TestGoldenFencedCluster(t *testing.T) {
 				rc:      rc,
 				node:    node,
 				nodes:   cl.Addrs(),
-				sharded: true,
+				sharded: shardedPubSub(t, node),
 				taps: func(t *testing.T, n lockNames) []*pubTap {
-					markS := keys.Suffix(n.name, "compat-mark")
-					markC := "compat-mark:" + n.name
-					return []*pubTap{{
-						label: "SSUBSCRIBE", s: openStream(t, node, 2, "SSUBSCRIBE", n.channel, markS),
-						kind: "smessage", receives: true, markCmd: "SPUBLISH", markChan: markS,
-					}, {
-						label: "SUBSCRIBE", s: openStream(t, node, 2, "SUBSCRIBE", n.channel, markC),
-						kind: "message", receives: false, markCmd: "PUBLISH", markChan: markC, settle: classicSettle,
-					}}
+					return clusterTaps(t, node, n.name, n.channel)
 				},
 			}, n)
 		})

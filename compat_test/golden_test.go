@@ -275,7 +275,7 @@ type goldenEnv struct {
 type recorder struct {
 	t       *testing.T
 	ctl     *conn
-	mon     *stream
+	mon     *monitor
 	taps    []*pubTap
 	n       int
 	latchRE *regexp.Regexp
@@ -304,19 +304,11 @@ func (r *recorder) step(label string, publishes bool, want ...scriptRun) (latch 
 
 	mark := "compat-step-" + strconv.Itoa(r.n)
 	r.ctl.do("ECHO", mark)
-	var lines []monLine
-	for _, v := range r.mon.until(t, markerTimeout, func(v any) bool {
-		s, _ := v.(string)
-		return strings.HasSuffix(s, `"echo" "`+mark+`"`) || strings.HasSuffix(s, `"ECHO" "`+mark+`"`)
-	}) {
-		s, ok := v.(string)
-		require.True(t, ok, "MONITOR pushed %#v", v)
-		l, err := parseMonitor(s)
-		require.NoError(t, err)
+	lines := r.mon.untilEcho(t, mark, want...)
+	for _, l := range lines {
 		if l.Client != "lua" && len(l.Args) > 0 && !strings.EqualFold(l.Args[0], "evalsha") && !strings.EqualFold(l.Args[0], "eval") {
 			other = append(other, l)
 		}
-		lines = append(lines, l)
 	}
 	got := scriptRuns(lines)
 
@@ -434,7 +426,7 @@ func runGolden(t *testing.T, env goldenEnv, n lockNames) {
 		}
 	}
 	r := &recorder{t: t, ctl: ctl, taps: env.taps(t, n), latchRE: latchRE, channel: ch}
-	r.mon = openStream(t, env.node, 1, "MONITOR")
+	r.mon = openMonitor(t, env.node)
 	require.Empty(t, ctl.hash(N))
 
 	holdCount := func(ctx context.Context, m *rlock.Mutex) int {
@@ -712,7 +704,7 @@ func equalStrings(a, b []string) bool {
 
 // TestGoldenRLockStandalone runs §15.1 on a standalone server, where
 // PubSubAuto must pick classic pub/sub: a PSUBSCRIBE tap sees each release,
-// an SSUBSCRIBE tap on the same channel sees nothing.
+// an SSUBSCRIBE tap on the same channel sees nothing (standaloneTaps).
 func TestGoldenRLockStandalone(t *testing.T) {
 	addr := monitoredStandalone(t)
 	rc := redistest.NewClient(t, addr)
@@ -724,34 +716,19 @@ func TestGoldenRLockStandalone(t *testing.T) {
 				nodes:   []string{addr},
 				sharded: false,
 				taps: func(t *testing.T, n lockNames) []*pubTap {
-					markP := "compat-mark:" + n.name
-					markS := keys.Suffix(n.name, "compat-mark")
-					return []*pubTap{{
-						label:    "PSUBSCRIBE",
-						s:        openStream(t, addr, 1, "PSUBSCRIBE", "*"+n.name+"*"),
-						kind:     "pmessage",
-						receives: true,
-						markCmd:  "PUBLISH",
-						markChan: markP,
-					}, {
-						label:    "SSUBSCRIBE",
-						s:        openStream(t, addr, 2, "SSUBSCRIBE", n.channel, markS),
-						kind:     "smessage",
-						receives: false,
-						markCmd:  "SPUBLISH",
-						markChan: markS,
-						settle:   classicSettle,
-					}}
+					return standaloneTaps(t, addr, n.name, n.name, n.channel)
 				},
 			}, n)
 		})
 	}
 }
 
-// TestGoldenRLockCluster runs §15.1 on a three-master Redis 7 cluster,
-// where PubSubAuto must pick sharded pub/sub (§2.5, §15.7): releases are
-// sent with SPUBLISH, so an SSUBSCRIBE tap on the node that owns the slot
-// sees them and a classic SUBSCRIBE tap on the same channel name does not.
+// TestGoldenRLockCluster runs §15.1 on a three-master cluster, where
+// PubSubAuto must pick sharded pub/sub (§2.5, §15.7): releases are sent
+// with SPUBLISH, so an SSUBSCRIBE tap on the node that owns the slot sees
+// them and a classic SUBSCRIBE tap on the same channel name does not. On
+// Redis 6, which has no sharded pub/sub, it picks classic pub/sub instead
+// (clusterTaps).
 func TestGoldenRLockCluster(t *testing.T) {
 	cl := monitoredCluster(t)
 	rc := cl.Client(t)
@@ -762,26 +739,9 @@ func TestGoldenRLockCluster(t *testing.T) {
 				rc:      rc,
 				node:    node,
 				nodes:   cl.Addrs(),
-				sharded: true,
+				sharded: shardedPubSub(t, node),
 				taps: func(t *testing.T, n lockNames) []*pubTap {
-					markS := keys.Suffix(n.name, "compat-mark")
-					markC := "compat-mark:" + n.name
-					return []*pubTap{{
-						label:    "SSUBSCRIBE",
-						s:        openStream(t, node, 2, "SSUBSCRIBE", n.channel, markS),
-						kind:     "smessage",
-						receives: true,
-						markCmd:  "SPUBLISH",
-						markChan: markS,
-					}, {
-						label:    "SUBSCRIBE",
-						s:        openStream(t, node, 2, "SUBSCRIBE", n.channel, markC),
-						kind:     "message",
-						receives: false,
-						markCmd:  "PUBLISH",
-						markChan: markC,
-						settle:   classicSettle,
-					}}
+					return clusterTaps(t, node, n.name, n.channel)
 				},
 			}, n)
 		})

@@ -316,17 +316,11 @@ func (l monLine) String() string { return "[" + l.Client + "] " + strings.Join(l
 //
 // Arguments are quoted the way sdscatrepr quotes them.
 func parseMonitor(s string) (monLine, error) {
-	open := strings.IndexByte(s, '[')
-	end := strings.Index(s, "] ")
-	if open < 0 || end < open {
-		return monLine{}, fmt.Errorf("monitor line %q: no client", s)
-	}
-	_, client, ok := strings.Cut(s[open+1:end], " ")
-	if !ok {
-		return monLine{}, fmt.Errorf("monitor line %q: no client", s)
+	client, rest, err := monitorPrefix(s)
+	if err != nil {
+		return monLine{}, err
 	}
 	l := monLine{Client: client}
-	rest := s[end+2:]
 	for rest != "" {
 		if rest[0] != '"' {
 			return monLine{}, fmt.Errorf("monitor line %q: expected a quoted argument at %q", s, rest)

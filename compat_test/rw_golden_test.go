@@ -81,7 +81,7 @@ type rwEnv struct {
 type rwRecorder struct {
 	t       *testing.T
 	ctl     *conn
-	mon     *stream
+	mon     *monitor
 	taps    []*pubTap
 	n       int
 	channel string
@@ -114,17 +114,7 @@ func (r *rwRecorder) step(label, payload string, want ...scriptRun) (latch strin
 
 	mark := "compat-rw-step-" + strconv.Itoa(r.n)
 	r.ctl.do("ECHO", mark)
-	var lines []monLine
-	for _, v := range r.mon.until(t, markerTimeout, func(v any) bool {
-		s, _ := v.(string)
-		return strings.HasSuffix(s, `"echo" "`+mark+`"`) || strings.HasSuffix(s, `"ECHO" "`+mark+`"`)
-	}) {
-		s, ok := v.(string)
-		require.True(t, ok, "MONITOR pushed %#v", v)
-		l, err := parseMonitor(s)
-		require.NoError(t, err)
-		lines = append(lines, l)
-	}
+	lines := r.mon.untilEcho(t, mark, want...)
 	expected := map[string]bool{}
 	for _, w := range want {
 		expected[w.Script] = true
@@ -261,7 +251,7 @@ func runRWGolden(t *testing.T, env rwEnv, n rwNames) {
 		latchRE: regexp.MustCompile("^" + regexp.QuoteMeta(n.latchPrefix) + "[0-9a-f]{32}$"),
 		skip:    map[string]bool{script.Renew().Name(): true, script.RWRenewRead().Name(): true},
 	}
-	r.mon = openStream(t, env.node, 1, "MONITOR")
+	r.mon = openMonitor(t, env.node)
 	require.Empty(t, ctl.hash(N))
 	gate.hold() // each latch stays until it was read
 
@@ -634,24 +624,7 @@ func TestGoldenRWStandalone(t *testing.T) {
 				nodes:   []string{addr},
 				sharded: false,
 				taps: func(t *testing.T, n rwNames) []*pubTap {
-					markP := "compat-mark:" + n.name
-					markS := keys.Suffix(n.name, "compat-mark")
-					return []*pubTap{{
-						label:    "PSUBSCRIBE",
-						s:        openStream(t, addr, 1, "PSUBSCRIBE", "*"+n.unique+"*"),
-						kind:     "pmessage",
-						receives: true,
-						markCmd:  "PUBLISH",
-						markChan: markP,
-					}, {
-						label:    "SSUBSCRIBE",
-						s:        openStream(t, addr, 2, "SSUBSCRIBE", n.channel, markS),
-						kind:     "smessage",
-						receives: false,
-						markCmd:  "SPUBLISH",
-						markChan: markS,
-						settle:   classicSettle,
-					}}
+					return standaloneTaps(t, addr, n.name, n.unique, n.channel)
 				},
 			}, n)
 		})
@@ -659,8 +632,8 @@ func TestGoldenRWStandalone(t *testing.T) {
 }
 
 // TestGoldenRWCluster runs the same on the three-master cluster, where the
-// releases are SPUBLISHed: an SSUBSCRIBE tap on the slot's node sees them,
-// a classic SUBSCRIBE tap on the same channel does not.
+// releases are SPUBLISHed (PUBLISHed on Redis 6): the taps of clusterTaps
+// on the slot's node see them.
 func TestGoldenRWCluster(t *testing.T) {
 	cl := monitoredCluster(t)
 	rc := cl.Client(t)
@@ -671,26 +644,9 @@ func TestGoldenRWCluster(t *testing.T) {
 				rc:      rc,
 				node:    node,
 				nodes:   cl.Addrs(),
-				sharded: true,
+				sharded: shardedPubSub(t, node),
 				taps: func(t *testing.T, n rwNames) []*pubTap {
-					markS := keys.Suffix(n.name, "compat-mark")
-					markC := "compat-mark:" + n.name
-					return []*pubTap{{
-						label:    "SSUBSCRIBE",
-						s:        openStream(t, node, 2, "SSUBSCRIBE", n.channel, markS),
-						kind:     "smessage",
-						receives: true,
-						markCmd:  "SPUBLISH",
-						markChan: markS,
-					}, {
-						label:    "SUBSCRIBE",
-						s:        openStream(t, node, 2, "SUBSCRIBE", n.channel, markC),
-						kind:     "message",
-						receives: false,
-						markCmd:  "PUBLISH",
-						markChan: markC,
-						settle:   classicSettle,
-					}}
+					return clusterTaps(t, node, n.name, n.channel)
 				},
 			}, n)
 		})
@@ -724,7 +680,7 @@ func TestGoldenRWWatchdog(t *testing.T) {
 
 	require.NoError(t, rwlock.New(foreign, N).Read().LockLease(interlock.WithOwner(ctx, 1), 20*time.Second))
 	ctl := dial(t, addr)
-	mon := openStream(t, addr, 1, "MONITOR")
+	mon := openMonitor(t, addr)
 	require.NoError(t, rwlock.New(c, N).Read().Lock(me))
 	require.NoError(t, rwlock.New(c, N).Read().Lock(me))
 	require.NoError(t, rwlock.New(c, Nw).Write().Lock(me))
@@ -740,16 +696,7 @@ func TestGoldenRWWatchdog(t *testing.T) {
 		}
 		mark := "compat-rw-watchdog-" + strconv.FormatInt(time.Now().UnixNano(), 10)
 		ctl.do("ECHO", mark)
-		var lines []monLine
-		for _, v := range mon.until(t, markerTimeout, func(v any) bool {
-			s, _ := v.(string)
-			return strings.HasSuffix(s, `"echo" "`+mark+`"`) || strings.HasSuffix(s, `"ECHO" "`+mark+`"`)
-		}) {
-			l, err := parseMonitor(v.(string))
-			require.NoError(t, err)
-			lines = append(lines, l)
-		}
-		for _, g := range scriptRuns(lines) {
+		for _, g := range scriptRuns(mon.untilEcho(t, mark)) {
 			switch g.Script {
 			case script.RWRenewRead().Name():
 				read = &g

@@ -48,6 +48,7 @@ func sgID(t *testing.T, s string) string {
 type sgEnv struct {
 	pub     string // PUBLISH or SPUBLISH, as Java would pass it
 	cluster bool
+	sharded bool                    // pub is SPUBLISH (a cluster of servers with sharded pub/sub)
 	node    func(key string) string // the node that owns key's slot
 }
 
@@ -57,7 +58,12 @@ func sgStandalone() sgEnv {
 
 func sgCluster(t *testing.T) sgEnv {
 	cl := sharedCluster(t)
-	return sgEnv{pub: "SPUBLISH", cluster: true, node: func(k string) string { return cl.NodeForKey(k).Addr() }}
+	env := sgEnv{pub: "PUBLISH", cluster: true, node: func(k string) string { return cl.NodeForKey(k).Addr() }}
+	// Redis 6 has no sharded pub/sub: Java and Go publish with PUBLISH.
+	if shardedPubSub(t, cl.Addrs()[0]) {
+		env.pub, env.sharded = "SPUBLISH", true
+	}
+	return env
 }
 
 // sgRec watches one object: a control connection to the node that owns
@@ -66,7 +72,7 @@ type sgRec struct {
 	t        *testing.T
 	name     string // every key and channel of the object contains it
 	ctl      *conn
-	mon      *stream
+	mon      *monitor
 	tap      *stream
 	kind     string // the kind its messages arrive as
 	markCmd  string
@@ -85,7 +91,7 @@ func newSgRec(t *testing.T, env sgEnv, name string, channels ...string) *sgRec {
 	for _, s := range script.All() {
 		require.Equal(t, s.SHA1(), r.ctl.str("SCRIPT", "LOAD", s.Source()))
 	}
-	if env.cluster {
+	if env.sharded {
 		r.kind, r.markCmd, r.markChan = "smessage", "SPUBLISH", keys.Suffix(name, "compat-mark")
 		args := append(append([]string{"SSUBSCRIBE"}, channels...), r.markChan)
 		r.tap = openStream(t, addr, len(args)-1, args...)
@@ -93,7 +99,7 @@ func newSgRec(t *testing.T, env sgEnv, name string, channels ...string) *sgRec {
 		r.kind, r.markCmd, r.markChan = "pmessage", "PUBLISH", "compat-mark:"+name
 		r.tap = openStream(t, addr, 1, "PSUBSCRIBE", "*"+name+"*")
 	}
-	r.mon = openStream(t, addr, 1, "MONITOR")
+	r.mon = openMonitor(t, addr)
 	return r
 }
 
@@ -138,17 +144,7 @@ func (r *sgRec) step(label string, msgs []pubMsg, want ...scriptRun) []string {
 
 	echo := "compat-sync-step-" + r.name + "-" + mark
 	r.ctl.do("ECHO", echo)
-	var lines []monLine
-	for _, v := range r.mon.until(t, markerTimeout, func(v any) bool {
-		s, _ := v.(string)
-		return strings.HasSuffix(s, `"ECHO" "`+echo+`"`)
-	}) {
-		s, ok := v.(string)
-		require.True(t, ok, "MONITOR pushed %#v", v)
-		l, err := parseMonitor(s)
-		require.NoError(t, err)
-		lines = append(lines, l)
-	}
+	lines := r.mon.untilEcho(t, echo, want...)
 	var runs []scriptRun
 	for _, run := range scriptRuns(lines) {
 		for _, k := range run.Keys {

@@ -22,8 +22,10 @@ const (
 	OpImage = "image"
 	// OpRun starts a container of Image on the host network with Args as
 	// its command line, labelled with PID, and waits until its log says
-	// ReadyLine and Port listens. Sets Ctr. Code AddrInUse when the port
-	// was taken; Err carries the log's last lines on failure.
+	// ReadyLine and Port listens. Entrypoint, when set, replaces the
+	// image's; Files are written into the container before it starts.
+	// Sets Ctr. Code AddrInUse when the port was taken; Err carries the
+	// log's last lines on failure.
 	OpRun = "run"
 	// OpState sets Running, Paused, Status and ExitCode of Ctr.
 	OpState = "state"
@@ -64,6 +66,17 @@ type Request struct {
 	Ctr           string   `json:"ctr,omitempty"`
 	Pause         bool     `json:"pause,omitempty"`
 	Cmd           []string `json:"cmd,omitempty"`
+	Entrypoint    []string `json:"entrypoint,omitempty"`
+	Files         []File   `json:"files,omitempty"`
+}
+
+// A File is written into a container of OpRun before it starts: a server
+// that rewrites its config file (a sentinel) gets one this way, in images
+// that have no shell to make it.
+type File struct {
+	Path    string `json:"path"`    // absolute, in an existing directory
+	Content string `json:"content"` // may be empty
+	Mode    int64  `json:"mode"`    // permission bits, such as 0o600
 }
 
 // A Reply answers the Request with the same ID.

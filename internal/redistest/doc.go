@@ -111,6 +111,10 @@
 // Without a Docker engine, or when an image is not built, they skip (fail
 // with CI=true) as below. docs/testing.md has the details.
 //
+// With EnvImage set, the sentinels of Sentinel and Sentinels are containers
+// too: the image's server in sentinel mode, its config file written into
+// the container before it starts.
+//
 // The Docker work is done through testcontainers-go by a helper process,
 // internal/redistest/docker, a module of its own so that neither
 // testcontainers-go nor the Docker client is in the library's module

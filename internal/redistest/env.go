@@ -156,8 +156,9 @@ func runMain(m *testing.M, setup func() (func(), error), opts []goleak.Option) i
 
 // EnvImage names the environment variable that moves the Start functions
 // onto the container backend: set to an Image's Name ("valkey-8.1.1"),
-// Start, StartCluster and StartReplicas (and the helpers built on them)
-// start that image instead of redis-server processes. scripts/matrix runs
+// Start, StartCluster, StartReplicas, StartSentinel and StartSentinels
+// (and the helpers built on them) start that image instead of redis-server
+// processes. scripts/matrix runs
 // the suites once per image this way.
 const EnvImage = "INTERLOCK_TEST_IMAGE"
 

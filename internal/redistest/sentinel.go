@@ -4,9 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -26,8 +24,9 @@ const (
 
 // SentinelServers is a master, one replica of it and one Redis Sentinel
 // that monitors them under the name MasterSet, each a redis-server process
-// started by this package. The sentinel runs in sentinel mode
-// (redis-server <config file> --sentinel) with a quorum of 1, considers the
+// started by this package, or each a container when EnvImage names an
+// image. The sentinel runs in sentinel mode
+// (<server> <config file> --sentinel) with a quorum of 1, considers the
 // master down after 1s without an answer and has a failover timeout of 5s.
 type SentinelServers struct {
 	master, replica, sentinel *Server
@@ -42,7 +41,8 @@ type SentinelServers struct {
 // replica, not of the sentinel. It returns once the replica is in sync (as
 // Replicated does) and the sentinel reports the master for MasterSet and
 // knows the replica as healthy, so a sentinel client connects at once. It
-// skips or fails tb as SkipOrFail does when redis-server is missing. REDIS_ADDR is ignored.
+// skips or fails tb as SkipOrFail does when redis-server (or Docker and the
+// image) is missing. REDIS_ADDR is ignored.
 func Sentinel(tb testing.TB, extraArgs ...string) *SentinelServers {
 	tb.Helper()
 	s, err := StartSentinel(WithArgs(extraArgs...))
@@ -52,18 +52,15 @@ func Sentinel(tb testing.TB, extraArgs ...string) *SentinelServers {
 }
 
 // StartSentinel is Sentinel without a testing.TB: the caller must call
-// Stop. If redis-server is not available, the error wraps ErrUnavailable.
+// Stop. If redis-server (or Docker and the image) is not available, the
+// error wraps ErrUnavailable.
 func StartSentinel(opts ...Option) (*SentinelServers, error) {
-	bin, err := lookBinary("redis-server")
-	if err != nil {
-		return nil, err
-	}
 	master, replica, err := StartReplicated(opts...)
 	if err != nil {
 		return nil, err
 	}
 	s := &SentinelServers{master: master, replica: replica}
-	if err := s.startSentinel(bin); err != nil {
+	if err := s.startSentinel(); err != nil {
 		s.Stop()
 		return nil, err
 	}
@@ -77,7 +74,7 @@ func StartSentinel(opts ...Option) (*SentinelServers, error) {
 		select {
 		case <-ctx.Done():
 			err = fmt.Errorf("redistest: sentinel %s did not report master %s with replica %s: %w (last check: %v)%s",
-				s.sentinel.addr, master.addr, replica.addr, ctx.Err(), err, s.sentinel.proc.Log())
+				s.sentinel.addr, master.addr, replica.addr, ctx.Err(), err, logTails(s.sentinel))
 			s.Stop()
 			return nil, err
 		case <-time.After(pollInterval):
@@ -85,36 +82,24 @@ func StartSentinel(opts ...Option) (*SentinelServers, error) {
 	}
 }
 
-// startSentinel writes the sentinel's config file and launcher to a new
-// directory and starts the sentinel.
-//
-// A sentinel needs a config file, which it rewrites with its state. The
-// port, the bind address and the directory come from redisproc's options,
-// which override the file.
-func (s *SentinelServers) startSentinel(bin string) error {
+// startSentinel starts the sentinel, with its config file in a new
+// directory (see startSentinelServer).
+func (s *SentinelServers) startSentinel() error {
 	dir, err := os.MkdirTemp("", "redistest-sentinel-")
 	if err != nil {
 		return fmt.Errorf("redistest: %w", err)
 	}
 	s.dir = dir
-	conf := filepath.Join(dir, "sentinel.conf")
-	config := strings.Join([]string{
-		"# Written by redistest; the sentinel rewrites this file. Its port and",
-		"# directory are set on the command line.",
+	sentinel, err := startSentinelServer(dir, "sentinel.conf", []string{
 		"bind 127.0.0.1",
 		"sentinel monitor " + sentinelMasterSet + " 127.0.0.1 " + strconv.Itoa(s.master.port) + " 1",
 		"sentinel down-after-milliseconds " + sentinelMasterSet + " 1000",
 		"sentinel failover-timeout " + sentinelMasterSet + " 5000",
-		"",
-	}, "\n")
-	if err := os.WriteFile(conf, []byte(config), 0o600); err != nil {
-		return fmt.Errorf("redistest: %w", err)
-	}
-	p, err := redisproc.Start(context.Background(), redisproc.Config{Bin: bin, ConfigFile: conf, Args: []string{"--sentinel"}, DirPattern: "redistest-"})
+	})
 	if err != nil {
 		return err
 	}
-	s.sentinel = &Server{addr: p.Addr(), port: p.Port(), proc: p}
+	s.sentinel = sentinel
 	return nil
 }
 

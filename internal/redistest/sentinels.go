@@ -4,10 +4,8 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -35,7 +33,7 @@ const (
 
 // A SentinelGroup is a master, its replicas and n Redis Sentinels that
 // monitor them under the name MasterSet, each a process started by this
-// package. The sentinels need a majority, n/2+1, to agree that the master
+// package, or each a container when EnvImage names an image. The sentinels need a majority, n/2+1, to agree that the master
 // is down (the quorum), consider it down after SentinelDownAfter without an
 // answer, and use SentinelFailoverTimeout. With three sentinels a paused
 // master is replaced in three to six seconds. Its methods are safe for
@@ -53,7 +51,7 @@ type SentinelGroup struct {
 // Sentinels starts a SentinelGroup of n sentinels for the test tb and
 // stops it with tb.Cleanup (sentinels first, the master last); see
 // StartSentinels. It skips or fails tb as SkipOrFail does when
-// redis-server is missing. REDIS_ADDR is ignored.
+// redis-server (or Docker and the image) is missing. REDIS_ADDR is ignored.
 func Sentinels(tb testing.TB, n int, opts ...Option) *SentinelGroup {
 	tb.Helper()
 	g, err := StartSentinels(n, opts...)
@@ -66,7 +64,8 @@ func Sentinels(tb testing.TB, n int, opts ...Option) *SentinelGroup {
 // says otherwise) and n ≥ 1 sentinels. It returns once every sentinel
 // reports the master, every replica with its link up, and the n-1 other
 // sentinels, which takes about two seconds for n > 1. The caller must call
-// Stop. If redis-server is not on PATH, the error wraps ErrUnavailable.
+// Stop. If redis-server is not on PATH (or, with EnvImage, Docker or the
+// image is missing), the error wraps ErrUnavailable.
 func StartSentinels(n int, opts ...Option) (*SentinelGroup, error) {
 	o := buildOptions(opts)
 	replicas := 1
@@ -75,10 +74,6 @@ func StartSentinels(n int, opts ...Option) (*SentinelGroup, error) {
 	}
 	if n < 1 || replicas < 1 {
 		return nil, fmt.Errorf("redistest: StartSentinels needs at least one sentinel and one replica, not %d and %d", n, replicas)
-	}
-	bin, err := lookBinary("redis-server")
-	if err != nil {
-		return nil, err
 	}
 	set, err := StartReplicas(replicas, opts...)
 	if err != nil {
@@ -90,7 +85,7 @@ func StartSentinels(n int, opts ...Option) (*SentinelGroup, error) {
 		return nil, fmt.Errorf("redistest: %w", err)
 	}
 	for i := range n {
-		s, err := g.startSentinel(bin, i)
+		s, err := g.startSentinel(i)
 		if err != nil {
 			g.Stop()
 			return nil, err
@@ -116,32 +111,16 @@ func StartSentinels(n int, opts ...Option) (*SentinelGroup, error) {
 	return g, nil
 }
 
-// startSentinel writes the config file of sentinel i and starts it. Its
-// port, bind address and directory are set on the command line by
-// redisproc, which overrides the file; the sentinel rewrites the file with
-// its state.
-func (g *SentinelGroup) startSentinel(bin string, i int) (*Server, error) {
-	conf := filepath.Join(g.dir, "sentinel-"+strconv.Itoa(i)+".conf")
+// startSentinel starts sentinel i (see startSentinelServer).
+func (g *SentinelGroup) startSentinel(i int) (*Server, error) {
 	set := sentinelMasterSet
-	config := strings.Join([]string{
-		"# Written by redistest; the sentinel rewrites this file.",
+	return startSentinelServer(g.dir, "sentinel-"+strconv.Itoa(i)+".conf", []string{
 		"bind 127.0.0.1",
 		fmt.Sprintf("sentinel monitor %s 127.0.0.1 %d %d", set, g.master.port, g.quorum),
 		fmt.Sprintf("sentinel down-after-milliseconds %s %d", set, SentinelDownAfter.Milliseconds()),
 		fmt.Sprintf("sentinel failover-timeout %s %d", set, SentinelFailoverTimeout.Milliseconds()),
 		"sentinel parallel-syncs " + set + " 1",
-		"",
-	}, "\n")
-	if err := os.WriteFile(conf, []byte(config), 0o600); err != nil {
-		return nil, fmt.Errorf("redistest: %w", err)
-	}
-	p, err := redisproc.Start(context.Background(), redisproc.Config{
-		Bin: bin, ConfigFile: conf, Args: []string{"--sentinel"}, DirPattern: "redistest-",
 	})
-	if err != nil {
-		return nil, err
-	}
-	return &Server{addr: p.Addr(), port: p.Port(), proc: p}, nil
 }
 
 // checkSentinel checks once that sentinel s reports the group's master,

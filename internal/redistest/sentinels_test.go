@@ -2,7 +2,6 @@ package redistest_test
 
 import (
 	"context"
-	"net"
 	"testing"
 	"time"
 
@@ -69,13 +68,11 @@ func TestSentinelFailover(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "v", v, "the sentinel client writes to the promoted master")
 
+	ids := runIDs(t, append(g.SentinelAddrs(), old.Addr(), promoted.Addr())...)
 	c.Close()
 	g.Stop()
 	g.Stop()
-	for _, addr := range append(g.SentinelAddrs(), old.Addr(), promoted.Addr()) {
-		_, err := net.DialTimeout("tcp", addr, time.Second)
-		assert.Error(t, err, "%s still accepts connections after Stop", addr)
-	}
+	stoppedAll(t, ids)
 }
 
 func TestSentinelsBadInput(t *testing.T) {

@@ -177,11 +177,19 @@ func (h *helper) image(ctx context.Context, ref string) error {
 func (h *helper) run(ctx context.Context, req dockerwire.Request) (string, error) {
 	host, _ := os.Hostname()
 	p := strconv.Itoa(req.Port) + "/tcp"
+	var files []testcontainers.ContainerFile
+	for _, f := range req.Files {
+		files = append(files, testcontainers.ContainerFile{
+			Reader: strings.NewReader(f.Content), ContainerFilePath: f.Path, FileMode: f.Mode,
+		})
+	}
 	ctr, err := testcontainers.GenericContainer(ctx, testcontainers.GenericContainerRequest{
 		ContainerRequest: testcontainers.ContainerRequest{
-			Image:  req.Image,
-			Cmd:    req.Args,
-			Labels: map[string]string{labelPID: strconv.Itoa(req.PID), labelHost: host},
+			Image:      req.Image,
+			Entrypoint: req.Entrypoint,
+			Cmd:        req.Args,
+			Files:      files,
+			Labels:     map[string]string{labelPID: strconv.Itoa(req.PID), labelHost: host},
 			HostConfigModifier: func(hc *container.HostConfig) {
 				hc.NetworkMode = "host"
 			},
