@@ -15,7 +15,7 @@ import (
 // BenchmarkRound is one renewal round of a Client's watchdog holds on the
 // package's standalone server: Slots64, 64 holds on 64 distinct slots;
 // OneSlot64, 64 holds sharing a hash tag; Keys10000, 10,000 holds named
-// without hash tags (on about 7,600 distinct slots). One op is one round,
+// without hash tags (on 7,608 distinct slots). One op is one round,
 // sent and answered. Run with:
 //
 //	go test -run '^$' -bench '^BenchmarkRound$' -count 10 ./internal/renewal
