@@ -67,7 +67,14 @@ func StartSlotted(opts ...Option) (*Server, error) {
 // reports cluster_state:ok.
 func ownAllSlots(ctx context.Context, addr string) error {
 	if _, err := redisproc.CommandString(ctx, addr, SlottedAdmin, "ADDSLOTSRANGE", "0", strconv.Itoa(SlotCount-1)); err != nil {
-		return fmt.Errorf("ADDSLOTSRANGE: %w", err)
+		// Redis 6 has no ADDSLOTSRANGE: every slot, one by one.
+		args := []string{SlottedAdmin, "ADDSLOTS"}
+		for slot := range SlotCount {
+			args = append(args, strconv.Itoa(slot))
+		}
+		if _, err2 := redisproc.CommandString(ctx, addr, args...); err2 != nil {
+			return fmt.Errorf("ADDSLOTSRANGE: %w; ADDSLOTS: %w", err, err2)
+		}
 	}
 	for {
 		info, err := redisproc.CommandString(ctx, addr, SlottedAdmin, "INFO")
