@@ -355,11 +355,13 @@ func TestObserverLossesAndRenewal(t *testing.T) {
 	admin := redistest.NewClient(t, addr)
 	ctx := interlock.WithOwner(context.Background(), interlock.NewOwnerID())
 
-	held := []*rlock.Mutex{rlock.New(c, "observed:held:1"), rlock.New(c, "observed:held:2")}
+	// The three locks share a slot: a tick groups its entries by slot,
+	// then chunks each group.
+	held := []*rlock.Mutex{rlock.New(c, "{observed}:held:1"), rlock.New(c, "{observed}:held:2")}
 	for _, m := range held {
 		require.NoError(t, m.Lock(ctx))
 	}
-	lost := rlock.New(c, "observed:lost")
+	lost := rlock.New(c, "{observed}:lost")
 	require.NoError(t, lost.Lock(ctx))
 	s := semaphore.NewExpirable(c, "observed:lost-permit")
 	_, _ = s.Delete(ctx)
@@ -389,7 +391,7 @@ func TestObserverLossesAndRenewal(t *testing.T) {
 	}
 
 	g, pg := lost.Guard(ctx), s.Guard(ctx, ids...)
-	require.NoError(t, admin.Do(ctx, admin.B().Del().Key("observed:lost").Build()).Error())
+	require.NoError(t, admin.Do(ctx, admin.B().Del().Key("{observed}:lost").Build()).Error())
 	require.NoError(t, admin.Do(ctx, admin.B().Del().Key("{observed:lost-permit}:timeout").Build()).Error())
 	for _, g := range []context.Context{g, pg} {
 		select {
@@ -406,7 +408,7 @@ func TestObserverLossesAndRenewal(t *testing.T) {
 	for _, e := range losses {
 		byKind[e.Kind] = e
 	}
-	assert.Equal(t, "observed:lost", byKind[interlock.KindRLock].Name)
+	assert.Equal(t, "{observed}:lost", byKind[interlock.KindRLock].Name)
 	assert.ErrorIs(t, byKind[interlock.KindRLock].Err, interlock.ErrLockLost)
 	assert.Equal(t, "observed:lost-permit", byKind[interlock.KindExpirable].Name)
 	assert.ErrorIs(t, byKind[interlock.KindExpirable].Err, semaphore.ErrPermitLost)

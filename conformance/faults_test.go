@@ -26,7 +26,7 @@ const ackTimeout = time.Second
 // acknowledged is taken back and fails; an unacknowledged unlock still
 // releases, and says so.
 func (s *suite) safeMode(t *testing.T) {
-	if s.Cluster {
+	if s.Cluster || s.Slotted {
 		t.Skip("safe mode runs against a standalone master and its replica")
 	}
 	master, replica := redistest.Replicated(t)

@@ -7,8 +7,9 @@ import (
 )
 
 // addr is the package's redis-server, which every kind's suite shares; the
-// cluster half of the suites shares one cluster too
-// (redistest.SharedCluster), which Main stops.
+// cluster and slot-enforcing thirds of the suites share one cluster and
+// one endpoint too (redistest.SharedCluster, SharedSlotted), which Main
+// stops.
 var addr string
 
 func TestMain(m *testing.M) { redistest.Main(m, redistest.ShareServer(&addr)) }

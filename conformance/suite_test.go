@@ -34,9 +34,10 @@ type Kind struct {
 	// Addr is the redis-server the suite runs on, or a node of the
 	// cluster it runs on (Run sets them); safe mode starts its own.
 	Addr string
-	// Cluster says Addr is a cluster node: safe mode, which needs a
-	// replica of a standalone master, is skipped.
-	Cluster bool
+	// Cluster says Addr is a cluster node, Slotted that it is a
+	// slot-enforcing endpoint (redistest.SharedSlotted): with either,
+	// safe mode, which needs a replica of a standalone master, is skipped.
+	Cluster, Slotted bool
 	// New returns the lock called name on c.
 	New func(c *interlock.Client, name string) interlock.Locker
 	// Acquire lists every acquire script of the kind, Unlock its unlock
@@ -65,8 +66,8 @@ type Kind struct {
 }
 
 // Run runs the suite for k, one subtest per contract: on the package's
-// server, then on the 3-master cluster the kinds share
-// (redistest.SharedCluster).
+// server, on the 3-master cluster the kinds share (redistest.SharedCluster),
+// then on the slot-enforcing endpoint they share (redistest.SharedSlotted).
 func Run(t *testing.T, k Kind) {
 	require.NotNil(t, k.New, "Kind.New")
 	require.NotEmpty(t, k.Acquire, "Kind.Acquire")
@@ -77,6 +78,10 @@ func Run(t *testing.T, k Kind) {
 	})
 	t.Run("cluster", func(t *testing.T) {
 		k.Addr, k.Cluster = redistest.SharedCluster(t)[0], true
+		run(t, k)
+	})
+	t.Run("slotted", func(t *testing.T) {
+		k.Addr, k.Slotted = redistest.SharedSlotted(t), true
 		run(t, k)
 	})
 }

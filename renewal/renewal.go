@@ -1,8 +1,8 @@
 // Package renewal keeps Redis keys of your own alive while your process
 // works on them, with the batched watchdog that renews interlock's locks: a
 // Keeper renews every kept key once a third of its TTL, in one script call
-// per batch of keys (per hash slot on a cluster), from one goroutine, and
-// tells you when a key it keeps is gone.
+// per batch of keys of one hash slot, all in one pipeline, from one
+// goroutine, and tells you when a key it keeps is gone.
 //
 //	k, err := renewal.NewKeeper(rc, 30*time.Second)
 //	...
@@ -66,7 +66,6 @@ func NewKeeper(rc rueidis.Client, ttl time.Duration) (*Keeper, error) {
 	s, err := renewal.New(rc, renewal.Config{
 		Lease:     ttl,
 		BatchSize: 100,
-		Cluster:   rc.Mode() == rueidis.ClientModeCluster,
 		Closed:    ErrClosed,
 	})
 	if err != nil {

@@ -33,6 +33,12 @@
 // of sentinels names it; WaitReplicaOfMaster waits until the sentinels have
 // turned the old master into a replica after it came back.
 //
+// Slotted (StartSlotted, SharedSlotted) is a server that enforces hash
+// slots behind one address, as managed endpoints and proxies do: cluster
+// enabled, owning all 16384 slots, with CLUSTER renamed to SlottedAdmin,
+// so that rueidis runs it as a standalone server that still refuses
+// commands whose keys span slots.
+//
 // ClusterWith(t, WithReplicas(1)) is a cluster of three masters with one
 // replica each. Failover runs CLUSTER FAILOVER on a replica and Reshard moves
 // slots with their keys; both wait until every node agrees, and NodeForSlot,
@@ -90,7 +96,8 @@
 // Clients makes a package's two ways to open a client of the library
 // under test (its constructor passed in: this package does not import the
 // library), closed when the test ends; Each and Target run a test on the
-// shared server and then on the shared cluster. Name makes a key name
+// shared server, then on the shared cluster, then on the shared
+// slot-enforcing endpoint. Name makes a key name
 // unique to the test (and deletes its keys when it ends), Context bounds a
 // test that hangs, Eventually and Must shorten testify's calls, Hooked
 // counts and tampers with what a client sends, and Exists, PTTL, Do,

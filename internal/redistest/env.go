@@ -108,7 +108,8 @@ func GoleakOptions() []goleak.Option {
 
 // Main is a complete TestMain for a package that shares servers between its
 // tests; it does not return. It calls setup, runs the tests, calls the
-// teardown that setup returned, stops the cluster SharedCluster started,
+// teardown that setup returned, stops the cluster SharedCluster and the
+// endpoint SharedSlotted started,
 // checks for leaked goroutines with goleak (passing GoleakOptions and
 // opts), and exits.
 //
@@ -145,6 +146,7 @@ func runMain(m *testing.M, setup func() (func(), error), opts []goleak.Option) i
 		teardown()
 	}
 	stopShared()
+	stopSharedSlotted()
 	if code == 0 {
 		if err := goleak.Find(append(GoleakOptions(), opts...)...); err != nil {
 			fmt.Fprintf(os.Stderr, "goleak: Errors on successful test run: %v\n", err)

@@ -42,8 +42,9 @@ func Eventually(tb testing.TB, d time.Duration, cond func() bool, msg string) {
 // ("rlock-test:TestGuard:cluster"): a name unique to the test, for the keys
 // it writes to a server its package shares. With addrs, every key that
 // contains the name is deleted when tb ends, on the server or cluster at
-// addrs and on the shared cluster if one was started (SharedCluster), so
-// that -count reruns start afresh.
+// addrs, on the shared cluster if one was started (SharedCluster) and on
+// the shared slot-enforcing endpoint if one was (SharedSlotted), so that
+// -count reruns start afresh.
 func Name(tb testing.TB, prefix string, addrs ...string) string {
 	name := prefix + strings.ReplaceAll(tb.Name(), "/", ":")
 	if len(addrs) > 0 {
@@ -52,6 +53,9 @@ func Name(tb testing.TB, prefix string, addrs ...string) string {
 			DeleteLike(addrs, name)
 			if cl := SharedClusterAddrs(); cl != nil {
 				DeleteLike(cl, name)
+			}
+			if sl := SharedSlottedAddr(); sl != "" {
+				DeleteLike([]string{sl}, name)
 			}
 		})
 	}
@@ -103,22 +107,29 @@ func opened[C interface{ Close() error }, O any](tb testing.TB, open func(rueidi
 }
 
 // Target is a deployment a test runs on (Each): the package's standalone
-// server or the shared cluster, with the library's constructor.
+// server, the shared cluster or the shared slot-enforcing endpoint, with
+// the library's constructor.
 type Target[C interface{ Close() error }, O any] struct {
 	// Cluster says the target is the shared cluster.
 	Cluster bool
+	// Slotted says the target is the shared slot-enforcing endpoint
+	// (SharedSlotted): a standalone server to the client that refuses
+	// commands whose keys span slots.
+	Slotted bool
 	// Addrs are the server's address, or the cluster's nodes.
 	Addrs []string
 	open  func(rueidis.Client, ...O) (C, error)
 }
 
-// Each runs f as two subtests: "standalone" on the server at addr (the
-// package's shared one), then "cluster" on the shared cluster
-// (SharedCluster). open is the library's constructor (interlock.New), with
-// which the target opens clients.
+// Each runs f as three subtests: "standalone" on the server at addr (the
+// package's shared one), "cluster" on the shared cluster (SharedCluster),
+// then "slotted" on the shared slot-enforcing endpoint (SharedSlotted).
+// open is the library's constructor (interlock.New), with which the target
+// opens clients.
 func Each[C interface{ Close() error }, O any](t *testing.T, addr string, open func(rueidis.Client, ...O) (C, error), f func(t *testing.T, tg Target[C, O])) {
 	t.Run("standalone", func(t *testing.T) { f(t, Target[C, O]{Addrs: []string{addr}, open: open}) })
 	t.Run("cluster", func(t *testing.T) { f(t, Target[C, O]{Cluster: true, Addrs: SharedCluster(t), open: open}) })
+	t.Run("slotted", func(t *testing.T) { f(t, Target[C, O]{Slotted: true, Addrs: []string{SharedSlotted(t)}, open: open}) })
 }
 
 // RC returns a new rueidis client on the target, closed when tb ends.

@@ -4,8 +4,9 @@
 // A Scheduler is the one place where a Client records the locks it holds.
 // Every hold is an Entry, one per (key, owner), counting re-entries. Holds
 // taken without a lease are "watchdog" holds: one goroutine per Scheduler
-// renews all of them every lease/3. Each tick groups the entries by cluster
-// hash slot, cuts each slot's entries into chunks of at most the batch size,
+// renews all of them every lease/3. Each tick groups the entries by hash
+// slot (on every server: one behind a proxy or managed endpoint may enforce
+// slots without being a cluster to the client), cuts each slot's entries into chunks of at most the batch size,
 // builds one EVALSHA per chunk and sends every chunk in a single DoMulti, so
 // rueidis pipelines them: one round trip per node per tick, however many
 // locks are held.

@@ -15,8 +15,9 @@ import (
 
 // A Task tells the Scheduler how to renew one lock kind's entries.
 type Task struct {
-	// Script renews a chunk of entries that share one slot and answers an
-	// array with 1 (renewed) or 0 (lost) per entry, in order.
+	// Script renews a chunk of entries that share one hash slot (on every
+	// server, not only a cluster) and answers an array with 1 (renewed) or
+	// 0 (lost) per entry, in order.
 	Script *script.Script
 	// Args returns the script's KEYS and ARGV for a chunk of entries.
 	Args func(lease time.Duration, chunk []*Entry) (keys, argv []string)
@@ -97,9 +98,6 @@ type Config struct {
 	Lease time.Duration
 	// BatchSize is the most entries one script call renews. Required.
 	BatchSize int
-	// Cluster groups entries by hash slot; without it all entries form one
-	// group, as on a standalone or sentinel-managed server.
-	Cluster bool
 	// Observer, if not nil, is told about failures and losses.
 	Observer Observer
 	// Closed is the cause given to the entries still held when the
@@ -246,10 +244,10 @@ func (s *Scheduler) HoldLabeled(key, owner string, task *Task, lease time.Durati
 		e = nil
 	}
 	if e == nil {
-		e = &Entry{Key: key, Owner: owner, task: task, s: s, heapIndex: -1, since: sentAt.Sub(epoch), label: label}
-		if s.cfg.Cluster {
-			e.slot = keys.Slot(key)
-		}
+		// Grouped by hash slot whatever the client's mode: a server that
+		// enforces slots behind one address (a managed service, a proxy)
+		// refuses a script whose keys span slots, as a cluster does.
+		e = &Entry{Key: key, Owner: owner, task: task, s: s, heapIndex: -1, since: sentAt.Sub(epoch), label: label, slot: keys.Slot(key)}
 		s.entries[k] = e
 	}
 	s.addHold(e, lease, sentAt)

@@ -671,7 +671,9 @@ func TestObserverHearsTicksAndLabels(t *testing.T) {
 	const lease = renewedLease
 	obs := ticks{ticks: make(chan renewal.Tick, 16), lost: make(chan *renewal.Label, 4)}
 	s := newScheduler(t, rc, renewal.Config{Lease: lease, BatchSize: 2, Observer: obs})
-	keys := []string{"renew:ta:" + t.Name(), "renew:tb:" + t.Name(), "renew:tc:" + t.Name()}
+	// One slot: a tick groups the entries by slot, then chunks each group.
+	tag := "{renew:t:" + t.Name() + "}"
+	keys := []string{tag + ":a", tag + ":b", tag + ":c"}
 	first := time.Now().Add(-lease / 3) // a hold sent earlier, still valid
 	labels := make([]*renewal.Label, len(keys))
 	for i, k := range keys {

@@ -67,7 +67,7 @@ func TestClusterBatching(t *testing.T) {
 	runtime.GC()
 	runtime.GC() // the second one empties sync.Pool victim caches
 	runtime.ReadMemStats(&before)
-	s := newScheduler(t, rc, renewal.Config{Lease: lease, BatchSize: batch, Cluster: true})
+	s := newScheduler(t, rc, renewal.Config{Lease: lease, BatchSize: batch})
 	now := time.Now()
 	for _, n := range names {
 		require.NoError(t, s.Hold(n, "me:1", task, 0, now))

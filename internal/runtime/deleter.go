@@ -12,11 +12,11 @@ import (
 
 // deleter deletes keys in the background. The first key queued after a
 // quiet spell starts a short batching window; when it closes, every key
-// queued meanwhile goes in one DEL per slot. Under load that turns one
-// DEL per unlock into one per window. One goroutine per Client.
+// queued meanwhile goes in one DEL per hash slot, all in one pipeline.
+// Under load that turns one round trip per unlock into one per window.
+// One goroutine per Client.
 type deleter struct {
-	rc      rueidis.Client
-	cluster bool
+	rc rueidis.Client
 
 	mu      sync.Mutex
 	pending []string
@@ -36,9 +36,9 @@ const (
 	maxDelKeys = 512
 )
 
-func newDeleter(rc rueidis.Client, cluster bool) *deleter {
+func newDeleter(rc rueidis.Client) *deleter {
 	ctx, cancel := context.WithCancel(context.Background())
-	d := &deleter{rc: rc, cluster: cluster, wake: make(chan struct{}, 1), cancel: cancel, done: make(chan struct{})}
+	d := &deleter{rc: rc, wake: make(chan struct{}, 1), cancel: cancel, done: make(chan struct{})}
 	go d.run(ctx)
 	return d
 }
@@ -94,15 +94,14 @@ func (d *deleter) flush(deadline time.Time) {
 	if len(batch) == 0 {
 		return
 	}
-	// The keys of one DEL must share a slot on a cluster.
-	groups := map[uint16][]string{0: nil}
-	if d.cluster {
-		for _, k := range batch {
-			s := keys.Slot(k)
-			groups[s] = append(groups[s], k)
-		}
-	} else {
-		groups[0] = batch
+	// The keys of one DEL share a slot, whatever the client's mode: a
+	// cluster, and a server that enforces slots behind one address (a
+	// managed service, a proxy), refuse a DEL whose keys span slots. The
+	// DELs of one flush go in one pipeline.
+	groups := map[uint16][]string{}
+	for _, k := range batch {
+		s := keys.Slot(k)
+		groups[s] = append(groups[s], k)
 	}
 	var cmds rueidis.Commands
 	for _, g := range groups {

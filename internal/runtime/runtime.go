@@ -123,7 +123,6 @@ func (r *Runtime) Task(name string, mk func(*Runtime) *renewal.Task) *renewal.Ta
 // New starts a Runtime on rc: one renewal goroutine, one clean-up goroutine
 // and one latch deleter. It sends nothing to Redis.
 func New(rc rueidis.Client, cfg Config) (*Runtime, error) {
-	cluster := rc.Mode() == rueidis.ClientModeCluster
 	var observer renewal.Observer
 	opts := cfg.PubSubOptions
 	if cfg.Observer != nil {
@@ -134,7 +133,6 @@ func New(rc rueidis.Client, cfg Config) (*Runtime, error) {
 	sched, err := renewal.New(rc, renewal.Config{
 		Lease:      cfg.Watchdog,
 		BatchSize:  cfg.BatchSize,
-		Cluster:    cluster,
 		Observer:   observer,
 		Closed:     report.ErrClosed,
 		MaxHold:    cfg.MaxHold,
@@ -155,7 +153,7 @@ func New(rc rueidis.Client, cfg Config) (*Runtime, error) {
 		Hub:       hub,
 		Renewal:   sched,
 		Transfers: newTransfers(),
-		latches:   newDeleter(rc, cluster),
+		latches:   newDeleter(rc),
 		settle:    newSettler(report.ErrClosed),
 		detached:  newDetacher(),
 		waits:     waitCounts{m: make(map[waitKey]int)},

@@ -76,7 +76,7 @@ func (d *doctor) checkNode(n *doctorNode) []doctorFinding {
 		out = append(out, f)
 	}
 	out = append(out, n.checkBusy(), n.checkPersistence(), n.checkClock(), d.checkACLFinding(n), n.checkPubSub())
-	if n.isCluster() {
+	if n.clientCluster() {
 		out = append(out, n.checkClusterNode())
 	}
 	return out
@@ -103,8 +103,8 @@ func (n *doctorNode) checkAccess() (doctorFinding, bool) {
 	f := n.finding("access", sevInfo, "")
 	var refused []string
 	for _, a := range asked {
-		if a.err == nil {
-			continue
+		if a.err == nil || (n.slotted && strings.HasPrefix(a.cmd, "CLUSTER ")) {
+			continue // refused behind one address: the slotted finding says what it means
 		}
 		if !redisconn.IsErrorReply(a.err) {
 			f.Severity = sevError
@@ -575,7 +575,7 @@ func (n *doctorNode) checkPubSub() doctorFinding {
 	if n.commands == nil {
 		f.Skipped = []string{"pubsub: " + refusal("COMMAND INFO", n.commandsErr) + "; taken from the version"}
 	}
-	if n.commands != nil && (!n.commands["subscribe"] || !n.commands["publish"]) && (!n.isCluster() || !sharded) {
+	if n.commands != nil && (!n.commands["subscribe"] || !n.commands["publish"]) && (!n.clientCluster() || !sharded) {
 		f.Severity = sevWarn
 		f.Summary = "the server does not know SUBSCRIBE or PUBLISH: waiters poll"
 		f.Meaning = "Releases cannot wake waiters: they find out by polling (at the holder's TTL, at most a second apart), so hand-offs take up to a second instead of a millisecond."
@@ -583,6 +583,9 @@ func (n *doctorNode) checkPubSub() doctorFinding {
 		return f
 	}
 	switch {
+	case n.slotted:
+		f.Summary = "classic pub/sub (PUBLISH/SUBSCRIBE) through this one address, as interlock's PubSubAuto and Redisson use on a client that runs it as a single server"
+		f.Meaning = "A proxy or managed endpoint must relay classic pub/sub for waiters to wake at a release; where it does not, they wake when the holder's TTL runs out (at most a second apart while polling). Forcing PubSubSharded through one address only works when its sharded messages reach this connection."
 	case !n.isCluster():
 		f.Summary = "classic pub/sub (PUBLISH/SUBSCRIBE), as interlock and Redisson use on a server that is no cluster"
 		if sharded {
@@ -697,6 +700,22 @@ func checkCluster(seed *doctorNode, nodes []*doctorNode) doctorFinding {
 		f.Severity = max(f.Severity, sevWarn)
 		f.Meaning += " The nodes disagree: " + strings.Join(disagree, ", ") + " (" + seed.addr + " says " + ci["cluster_state"] + ")."
 	}
+	return f
+}
+
+// checkSlotted explains a server that enforces cluster slots behind one
+// address: cluster_enabled:1 in INFO while CLUSTER is refused, so clients
+// run it as a standalone server.
+func checkSlotted(seed *doctorNode) doctorFinding {
+	f := doctorFinding{Check: "slots", Severity: sevInfo, Facts: map[string]any{}}
+	f.Facts["cluster_enabled"] = true
+	f.Facts["cluster_refused"] = seed.clusterInfoErr.Error()
+	f.Summary = "hash slots enforced behind one address: INFO says cluster_enabled:1, CLUSTER is refused (" +
+		seed.clusterInfoErr.Error() + "), so clients run it as a single server"
+	f.Meaning = "A managed service's endpoint or a proxy in front of a cluster: it refuses, with CROSSSLOT, any command or script whose keys span hash slots. " +
+		"interlock sends only single-slot commands: each lock's keys share its name's slot, and renewals and clean-up deletions are grouped by slot. " +
+		"Your own multi-key commands (a fenced write to a key in another slot, MGET) must stay in one slot too."
+	f.Action = "Nothing for interlock: connect to the address as to a single server, with the default pub/sub mode. docs/compatibility.md (managed services and proxies) says what each service allows."
 	return f
 }
 

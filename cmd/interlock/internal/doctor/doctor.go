@@ -96,7 +96,7 @@ type doctorNodeInfo struct {
 
 // doctorReport is what doctor prints, as text or JSON.
 type doctorReport struct {
-	Deployment string           `json:"deployment"` // standalone, cluster, sentinel, or nodes (several standalone servers)
+	Deployment string           `json:"deployment"` // standalone, cluster, slotted (slots enforced behind one address), sentinel, or nodes (several standalone servers)
 	Name       string           `json:"name"`       // the lock name the ACL check used
 	Nodes      []doctorNodeInfo `json:"nodes"`
 	Findings   []doctorFinding  `json:"findings"`
@@ -178,6 +178,8 @@ func (d *doctor) run(ctx context.Context) (*doctorReport, error) {
 	}
 	rep := &doctorReport{Deployment: "standalone", Name: d.name}
 	switch {
+	case seed.slotted:
+		rep.Deployment = "slotted"
 	case seed.isCluster():
 		rep.Deployment = "cluster"
 	case seed.info["redis_mode"] == "sentinel":
@@ -186,7 +188,7 @@ func (d *doctor) run(ctx context.Context) (*doctorReport, error) {
 		rep.Deployment = "nodes"
 	}
 	var nodes []*doctorNode
-	if seed.isCluster() && seed.clusterNodes != nil {
+	if seed.clientCluster() && seed.clusterNodes != nil {
 		nodes = d.probeCluster(ctx, seed)
 	} else {
 		// Not a cluster, or CLUSTER NODES refused: the nodes --redis names.
@@ -201,8 +203,11 @@ func (d *doctor) run(ctx context.Context) (*doctorReport, error) {
 		}
 		nodes = append(nodes, d.probeAll(ctx, rest)...)
 	}
-	if rep.Deployment == "cluster" {
+	switch rep.Deployment {
+	case "cluster":
 		rep.Findings = append(rep.Findings, checkCluster(seed, nodes))
+	case "slotted":
+		rep.Findings = append(rep.Findings, checkSlotted(seed))
 	}
 	for _, n := range nodes {
 		info := doctorNodeInfo{Addr: n.addr, Role: n.role(), Master: n.clusterMaster, Reachable: n.connErr == nil}
@@ -354,8 +359,9 @@ func writeDoctorText(w io.Writer, rep *doctorReport) error {
 			}
 		}
 	}
-	if rep.Deployment == "cluster" {
-		section("cluster", "")
+	switch rep.Deployment {
+	case "cluster", "slotted":
+		section(rep.Deployment, "")
 	}
 	for _, n := range rep.Nodes {
 		title := n.Addr

@@ -452,3 +452,30 @@ func TestDoctorChecks(t *testing.T) {
 	assert.Equal(t, sevError, f.Severity)
 	assert.Contains(t, f.Meaning, "5461 slots have no master")
 }
+
+// A server that enforces slots behind one address (cluster_enabled:1,
+// CLUSTER refused) is reported as such, explained, with classic pub/sub;
+// its refused CLUSTER commands are no access finding.
+func TestDoctorSlotted(t *testing.T) {
+	t.Parallel()
+	s := redistest.Slotted(t)
+	code, rep := runDoctor(t, "--redis", "redis://"+s.Addr())
+	assert.Equal(t, "slotted", rep.Deployment)
+	f := rep.finding(t, "slots", "")
+	assert.Equal(t, sevInfo, f.Severity)
+	assert.Contains(t, f.Summary, "cluster_enabled:1")
+	assert.Contains(t, f.Summary, "unknown command")
+	assert.Contains(t, f.Meaning, "CROSSSLOT")
+	assert.Contains(t, f.Meaning, "grouped by slot")
+	p := rep.finding(t, "pubsub", s.Addr())
+	assert.Contains(t, p.Summary, "classic pub/sub")
+	for _, f := range rep.Findings {
+		assert.NotEqual(t, "access", f.Check, "CLUSTER refused behind one address is no access problem: %+v", f)
+		assert.NotEqual(t, "cluster", f.Check, "%+v", f)
+	}
+	assert.Less(t, code, exit.Hazard)
+
+	res := clitest.Run(t, Command, "--redis", "redis://"+s.Addr())
+	assert.True(t, strings.HasPrefix(res.Stdout, "interlock doctor: slotted, "), res.Stdout)
+	assert.Contains(t, res.Stdout, "\nslotted\n  info    slots: hash slots enforced behind one address")
+}

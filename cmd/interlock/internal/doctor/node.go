@@ -52,6 +52,7 @@ type doctorNode struct {
 	configErr       error
 	clusterInfo     map[string]string // CLUSTER INFO, on a cluster node
 	clusterInfoErr  error
+	slotted         bool                // cluster-enabled, CLUSTER refused: slots enforced behind one address
 	clusterNodes    []doctorClusterNode // CLUSTER NODES, on a cluster node
 	clusterNodesErr error
 	commands        map[string]bool // which of doctorCommands the server knows
@@ -75,6 +76,12 @@ func (n doctorClusterNode) has(flag string) bool { return slices.Contains(n.flag
 
 // isCluster reports whether INFO says the node runs in cluster mode.
 func (n *doctorNode) isCluster() bool { return n.info["cluster_enabled"] == "1" }
+
+// clientCluster reports whether clients run the node as a cluster: it is
+// cluster-enabled and answers CLUSTER. A cluster-enabled node that refuses
+// CLUSTER (a managed service's endpoint, a proxy, a renamed command) is a
+// standalone server to rueidis and Redisson, which still enforces slots.
+func (n *doctorNode) clientCluster() bool { return n.isCluster() && !n.slotted }
 
 // server returns "valkey" or "redis", and the version.
 func (n *doctorNode) server() (name, version string) {
@@ -157,6 +164,9 @@ func (d *doctor) probe(ctx context.Context, addr string) *doctorNode {
 		if n.clusterInfoErr == nil {
 			n.clusterInfo = parseInfo(s)
 		}
+		// Refused, as it is behind one address: rueidis then runs the
+		// node as a standalone server, as Redisson does.
+		n.slotted = n.clusterInfoErr != nil && redisconn.IsErrorReply(n.clusterInfoErr)
 	case n.infoErr != nil:
 		// INFO refused: CLUSTER INFO may still tell a cluster node. Its
 		// refusal is not reported, as the node may be none.
@@ -165,7 +175,7 @@ func (d *doctor) probe(ctx context.Context, addr string) *doctorNode {
 			n.info = map[string]string{"cluster_enabled": "1"}
 		}
 	}
-	if n.isCluster() {
+	if n.clientCluster() {
 		s, n.clusterNodesErr = rc.Do(ctx, rc.B().ClusterNodes().Build()).ToString()
 		if n.clusterNodesErr == nil {
 			n.clusterNodes = parseClusterNodes(s)
@@ -186,7 +196,7 @@ func (d *doctor) probe(ctx context.Context, addr string) *doctorNode {
 	default:
 		user = d.connectedUser()
 	}
-	groups := aclGroups(d.name, n.isCluster(), n.isCluster() && n.shardedPubSub())
+	groups := aclGroups(d.name, n.clientCluster(), n.clientCluster() && n.shardedPubSub())
 	n.acl = checkACL(ctx, rc, user, self, groups)
 	return n
 }
