@@ -9,9 +9,9 @@ import (
 	"github.com/interlock-go/interlock/internal/redisproc"
 )
 
-// pauseReplicationWithoutLaddr is PauseReplication on Redis 6.0, whose
-// CLIENT LIST has no laddr field: the master cannot tell which of its
-// replica links belongs to replica s. When the master has one replica link,
+// pauseReplicationWithoutLaddr is PauseReplication on Redis 6.0 in a
+// container, whose CLIENT LIST has no laddr field: the master cannot tell
+// which of its replica links belongs to replica s. When the master has one replica link,
 // it is s's: s is frozen, then the master closes that link, as on later
 // versions. With more, s closes its own link just before it is frozen; it
 // would reconnect only at its next replication cron (once a second), so a
