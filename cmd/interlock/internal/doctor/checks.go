@@ -174,7 +174,10 @@ func (n *doctorNode) limits() []string {
 	if major < 6 || major == 6 && minor < 2 {
 		out = append(out,
 			"no ZMSCORE (6.2): after a failed release of several expirable permits interlock reads their leases with one ZSCORE each, in one pipeline",
-			"no ACL channel permissions (&pattern, 6.2): leave the & rules and +zmscore out of the Minimal ACL")
+			"no ACL channel permissions (6.2): every user may use every channel",
+			"ACL SETUSER refuses what the server does not know: leave +spublish +ssubscribe +sunsubscribe +pubsub|shardnumsub +zmscore, resetchannels and the & rules out of the Minimal ACL")
+	} else {
+		out = append(out, "ACL SETUSER refuses commands the server does not know: leave +spublish +ssubscribe +sunsubscribe +pubsub|shardnumsub out of the Minimal ACL")
 	}
 	if major < 6 {
 		out = append(out, "no ACL users (6.0)")
