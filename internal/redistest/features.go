@@ -3,6 +3,7 @@ package redistest
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -108,4 +109,26 @@ func parseFeatures(info string) (Features, error) {
 		return f, nil
 	}
 	return Features{}, fmt.Errorf("redistest: INFO server has no redis_version")
+}
+
+// ACLRules returns rules, ACL SETUSER rules, as docs/operations.md adapts
+// them to Redis 6: before 7.0 without the sharded pub/sub commands, which
+// the server would refuse, and with +client|setinfo, so that rueidis's
+// CLIENT SETINFO is answered "unknown subcommand" rather than logged as an
+// ACL denial; before 6.2 also without ZMSCORE and every channel rule (6.0
+// has no channel permissions: every user may use every channel).
+func (f Features) ACLRules(rules []string) []string {
+	var out []string
+	for _, r := range rules {
+		switch {
+		case !f.ShardedPubSub() && slices.Contains([]string{"+spublish", "+ssubscribe", "+sunsubscribe", "+pubsub|shardnumsub"}, r):
+		case !f.ChannelACL() && (r == "resetchannels" || r == "allchannels" || strings.HasPrefix(r, "&") || r == "+zmscore"):
+		default:
+			out = append(out, r)
+		}
+	}
+	if !f.AtLeast(7, 0) && slices.Contains(rules, "+hello") {
+		out = append(out, "+client|setinfo")
+	}
+	return out
 }
