@@ -175,9 +175,9 @@ func (n *doctorNode) limits() []string {
 		out = append(out,
 			"no ZMSCORE (6.2): after a failed release of several expirable permits interlock reads their leases with one ZSCORE each, in one pipeline",
 			"no ACL channel permissions (6.2): every user may use every channel",
-			"ACL SETUSER refuses what the server does not know: leave +spublish +ssubscribe +sunsubscribe +pubsub|shardnumsub +zmscore, resetchannels and the & rules out of the Minimal ACL")
+			"ACL SETUSER refuses what the server does not know: leave +spublish +ssubscribe +sunsubscribe +pubsub|shardnumsub +zmscore, resetchannels and the & rules out of the Minimal ACL, and add +client|setinfo, or rueidis's CLIENT SETINFO is logged as a denial on every connection")
 	} else {
-		out = append(out, "ACL SETUSER refuses commands the server does not know: leave +spublish +ssubscribe +sunsubscribe +pubsub|shardnumsub out of the Minimal ACL")
+		out = append(out, "ACL SETUSER refuses commands the server does not know: leave +spublish +ssubscribe +sunsubscribe +pubsub|shardnumsub out of the Minimal ACL, and add +client|setinfo, or rueidis's CLIENT SETINFO is logged as a denial on every connection")
 	}
 	if major < 6 {
 		out = append(out, "no ACL users (6.0)")
