@@ -6,7 +6,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/redis/rueidis"
@@ -44,23 +43,16 @@ func (f Features) ChannelACL() bool { return f.AtLeast(6, 2) }
 // ZMScore reports whether the server has ZMSCORE (Redis 6.2).
 func (f Features) ZMScore() bool { return f.AtLeast(6, 2) }
 
-// featureCache holds the Features read per address: a test process talks to
-// one version of server, whatever starts it.
-var featureCache sync.Map // address → Features
-
 // FeaturesOf returns the Features of the server (any node) rc talks to,
-// failing tb when it cannot tell.
+// failing tb when it cannot tell. It asks every time (INFO server): ports
+// are reused, by servers of other versions too.
 func FeaturesOf(tb testing.TB, rc rueidis.Client) Features {
 	tb.Helper()
 	for addr, n := range rc.Nodes() {
-		if f, ok := featureCache.Load(addr); ok {
-			return f.(Features)
-		}
 		info, err := n.Do(context.Background(), n.B().Info().Section("server").Build()).ToString()
 		require.NoError(tb, err, "INFO server on %s", addr)
 		f, err := parseFeatures(info)
 		require.NoError(tb, err, "%s", addr)
-		featureCache.Store(addr, f)
 		return f
 	}
 	require.FailNow(tb, "the client has no node")
@@ -71,14 +63,10 @@ func FeaturesOf(tb testing.TB, rc rueidis.Client) Features {
 // it cannot tell.
 func FeaturesAt(tb testing.TB, addr string) Features {
 	tb.Helper()
-	if f, ok := featureCache.Load(addr); ok {
-		return f.(Features)
-	}
 	info, err := redisproc.CommandString(context.Background(), addr, "INFO", "server")
 	require.NoError(tb, err, "INFO server on %s", addr)
 	f, err := parseFeatures(info)
 	require.NoError(tb, err, "%s", addr)
-	featureCache.Store(addr, f)
 	return f
 }
 
