@@ -186,10 +186,6 @@ func (d *doctor) probe(ctx context.Context, addr string) *doctorNode {
 	default:
 		user = d.connectedUser()
 	}
-	if n.major() > 0 && n.major() < 7 {
-		n.acl = aclResult{user: user, err: errNoACLCheck}
-		return n
-	}
 	groups := aclGroups(d.name, n.isCluster(), n.isCluster() && n.shardedPubSub())
 	n.acl = checkACL(ctx, rc, user, self, groups)
 	return n
