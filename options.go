@@ -35,7 +35,9 @@ const (
 	PubSubAuto PubSubMode = iota
 	// PubSubClassic always uses SUBSCRIBE and PUBLISH.
 	PubSubClassic
-	// PubSubSharded always uses SSUBSCRIBE and SPUBLISH (Redis 7+).
+	// PubSubSharded always uses SSUBSCRIBE and SPUBLISH (Redis 7+). On a
+	// server without them (Redis 6.x), every operation fails with ErrInvalid
+	// before it sends anything but one PUBSUB SHARDNUMSUB probe.
 	PubSubSharded
 )
 

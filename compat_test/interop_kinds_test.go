@@ -51,7 +51,9 @@ const wakeBound = 5 * time.Second
 type interopEnv struct {
 	label   string
 	version string
-	sharded bool // cluster: both sides must use SSUBSCRIBE/SPUBLISH
+	sharded bool // a Redis 7+ cluster: both sides must use SSUBSCRIBE/SPUBLISH
+	cluster bool
+	feat    redistest.Features
 	addrs   []string
 	rc      rueidis.Client
 	c       *interlock.Client
@@ -74,12 +76,15 @@ func newInteropEnv(t *testing.T, version, topology string) *interopEnv {
 	case "cluster":
 		cl := sharedCluster(t)
 		e.addrs = cl.Addrs()
-		e.sharded = true
 		e.rc = cl.Client(t)
+		e.cluster = true
 		e.nodeFor = func(key string) string { return cl.NodeForKey(key).Addr() }
 	default:
 		t.Fatalf("unknown topology %q", topology)
 	}
+	// Before Redis 7 both sides use classic pub/sub on a cluster too.
+	e.feat = redistest.FeaturesOf(t, e.rc)
+	e.sharded = e.cluster && e.feat.ShardedPubSub()
 	e.c = newLockClient(t, e.rc)
 	e.p = startJavaPeer(t, version, e.addrs)
 	return e
@@ -130,11 +135,12 @@ func (n *nodes) of(key string) *conn {
 	return c
 }
 
-// subscribers counts the clients subscribed to ch on the node that serves
-// ch, by classic and by sharded subscriptions.
+// subscribers counts the clients subscribed to ch: by classic
+// subscriptions on every node (a classic subscriber may be connected to
+// any), by sharded ones on the node that serves ch, where the server has
+// them.
 func (n *nodes) subscribers(ch string) (classic, sharded int64) {
-	c := n.of(ch)
-	count := func(sub string) int64 {
+	count := func(c *conn, sub string) int64 {
 		arr, ok := c.do("PUBSUB", sub, ch).([]any)
 		if !ok || len(arr) != 2 {
 			n.t.Fatalf("PUBSUB %s %s: unexpected reply %#v", sub, ch, arr)
@@ -142,7 +148,18 @@ func (n *nodes) subscribers(ch string) (classic, sharded int64) {
 		v, _ := arr[1].(int64)
 		return v
 	}
-	return count("NUMSUB"), count("SHARDNUMSUB")
+	for _, addr := range n.e.addrs {
+		c, ok := n.conns[addr]
+		if !ok {
+			c = dial(n.t, addr)
+			n.conns[addr] = c
+		}
+		classic += count(c, "NUMSUB")
+	}
+	if n.e.feat.ShardedPubSub() {
+		sharded = count(n.of(ch), "SHARDNUMSUB")
+	}
+	return classic, sharded
 }
 
 // awaitSubscribed waits until somebody listens on ch (a waiter that
@@ -1285,7 +1302,7 @@ func interopBraceName(t *testing.T, e *interopEnv) {
 	lockR := e.p.Do(t, peerReq{Thread: th, Op: "lock", Kind: "reentrant", Name: name})
 	unlockR := e.p.Do(t, peerReq{Thread: th, Op: "unlock", Kind: "reentrant", Name: name})
 	t.Logf("%s: Redisson lock(%q): ok=%v err=%q; unlock: ok=%v err=%q", e.label, name, lockR.OK, lockR.Err, unlockR.OK, unlockR.Err)
-	if e.sharded {
+	if e.cluster {
 		assert.True(t, lockR.OK, "Redisson's acquire has one key and should work")
 		assert.False(t, unlockR.OK, "Redisson's unlock of %q on a cluster was expected to fail (CROSSSLOT)", name)
 		assert.Contains(t, unlockR.Err, "CROSSSLOT")

@@ -36,7 +36,7 @@ func TestCluster(t *testing.T) {
 	ctx := redistest.Context(t)
 	sharded, err := runtime.Of(a).Sharded(ctx)
 	require.NoError(t, err)
-	require.True(t, sharded, "PubSubAuto on a Redis 7 cluster")
+	require.Equal(t, redistest.FeaturesOf(t, rc).ShardedPubSub(), sharded, "PubSubAuto: sharded on a Redis 7 cluster, classic on Redis 6")
 
 	suffix := strconv.FormatInt(time.Now().UnixNano(), 36)
 	for _, tc := range []struct{ name, tag string }{

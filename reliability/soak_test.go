@@ -505,6 +505,9 @@ func (e *soakEnv) serverChannels(ctx context.Context) int {
 	rc := e.direct
 	ch, err1 := rc.Do(ctx, rc.B().PubsubChannels().Build()).AsStrSlice()
 	sh, err2 := rc.Do(ctx, rc.B().PubsubShardchannels().Build()).AsStrSlice()
+	if script.IsUnknownCommand(err2) {
+		sh, err2 = nil, nil // Redis 6: no sharded channels
+	}
 	pat, err3 := rc.Do(ctx, rc.B().PubsubNumpat().Build()).AsInt64()
 	if err1 != nil || err2 != nil || err3 != nil {
 		return -1

@@ -27,6 +27,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/interlock-go/interlock"
+	"github.com/interlock-go/interlock/internal/redistest"
 )
 
 const (
@@ -60,6 +61,10 @@ func TestT22VendorGaps(t *testing.T) {
 			t.Parallel()
 			opts := append([]interlock.Option{interlock.WithWatchdogTimeout(t22Lease)}, gap.opts...)
 			e := netStart(t, opts...)
+			if f := redistest.FeaturesOf(t, e.direct); gap.command == "SSUBSCRIBE" {
+				// Sharded mode itself is refused before 7.0 (ErrInvalid).
+				redistest.RequireFeature(t, f, f.ShardedPubSub(), "sharded pub/sub")
+			}
 			require.NoError(t, e.proxy.Reject(gap.command, fmt.Sprintf("ERR unknown command '%s'", strings.ToLower(gap.command))))
 			// A second Client through the same proxy holds the lock.
 			holder, err := interlock.New(e.rc, opts...)

@@ -71,7 +71,9 @@ func TestTryLockWaitsForRelease(t *testing.T) {
 
 func TestReleaseMessageLostFallsBackToTTL(t *testing.T) {
 	ctx := redistest.Context(t)
-	waiters, _ := newClient(t)
+	waiters, rc := newClient(t)
+	f := redistest.FeaturesOf(t, rc)
+	redistest.RequireFeature(t, f, f.ShardedPubSub(), "sharded pub/sub, which the holder publishes with")
 	// The holder publishes with SPUBLISH, which a classic SUBSCRIBE never
 	// receives: its release message is lost to the waiter.
 	holders, _ := newClient(t, interlock.WithPubSubMode(interlock.PubSubSharded))

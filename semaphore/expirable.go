@@ -436,12 +436,11 @@ func (e *Expirable) release(ctx context.Context, ids []PermitID) (ok bool, why e
 // whyNot explains a failed release of several ids, which changed nothing:
 // it names the first id that is unknown or expired.
 func (e *Expirable) whyNot(ctx context.Context, ids []PermitID) error {
-	rc := e.o.RT().RC
 	raw := make([]string, len(ids))
 	for i, id := range ids {
 		raw[i] = id.raw()
 	}
-	scores, err := rc.Do(ctx, script.Resendable(rc.B().Zmscore().Key(e.timeout).Member(raw...).Build())).ToArray()
+	scores, err := e.scores(ctx, raw)
 	if err != nil {
 		return fmt.Errorf("%w: one of %d ids (reading which failed: %w)", ErrUnknownPermit, len(ids), err)
 	}
@@ -462,6 +461,30 @@ func (e *Expirable) whyNot(ctx context.Context, ids []PermitID) error {
 		}
 	}
 	return fmt.Errorf("%w: one of %d ids was released meanwhile", ErrUnknownPermit, len(ids))
+}
+
+// scores reads the expiry times of ids in the sorted set of acquired
+// permits, a null for an id it lacks: ZMSCORE, or on a server without it
+// (Redis 6.0) one ZSCORE per id in a single pipeline.
+func (e *Expirable) scores(ctx context.Context, ids []string) ([]rueidis.RedisMessage, error) {
+	rc := e.o.RT().RC
+	scores, err := rc.Do(ctx, script.Resendable(rc.B().Zmscore().Key(e.timeout).Member(ids...).Build())).ToArray()
+	if !script.IsUnknownCommand(err) {
+		return scores, err
+	}
+	cmds := make(rueidis.Commands, len(ids))
+	for i, id := range ids {
+		cmds[i] = script.Resendable(rc.B().Zscore().Key(e.timeout).Member(id).Build())
+	}
+	scores = make([]rueidis.RedisMessage, len(ids))
+	for i, res := range rc.DoMulti(ctx, cmds...) {
+		m, err := res.ToMessage()
+		if err != nil && !rueidis.IsRedisNil(err) {
+			return nil, err
+		}
+		scores[i] = m
+	}
+	return scores, nil
 }
 
 // checkIDs validates a list of ids to release.

@@ -135,6 +135,9 @@ func (a *attempt) run(ctx context.Context, r Request) (uint64, bool, error) {
 	if err := ctx.Err(); err != nil {
 		return 0, false, err
 	}
+	if err := l.rt.CheckPubSub(ctx); err != nil {
+		return 0, false, l.OpErr(report.OpAcquire, err) // before a hold no release could end
+	}
 	if l.kind.Fair != nil {
 		ok, err := a.acquireFair(ctx, r)
 		return 0, ok, err

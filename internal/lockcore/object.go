@@ -216,6 +216,9 @@ func (o *Object) wait(ctx context.Context, w Await, try wait.Attempt) (bool, err
 	if err := ctx.Err(); err != nil {
 		return false, err // ended already: nothing is sent
 	}
+	if err := o.rt.CheckPubSub(ctx); err != nil {
+		return false, err // sharded mode on a server without it
+	}
 	spec := wait.Spec{
 		Hub:      o.rt.Hub,
 		Channel:  o.channel,

@@ -209,8 +209,11 @@ func wrongData(err error) bool {
 	if !ok {
 		return false
 	}
+	// Redis 7 answers a script's error with its own code first; Redis 6.x
+	// puts "Error running script (call to f_...): @user_script:N: " before it.
 	msg := re.Error()
-	return strings.HasPrefix(msg, "WRONGTYPE") || strings.Contains(msg, "value is not an integer")
+	return strings.HasPrefix(msg, "WRONGTYPE") || strings.Contains(msg, ": WRONGTYPE ") ||
+		strings.Contains(msg, "value is not an integer")
 }
 
 // Fail is OpErr for an error that came from the server: when the server

@@ -59,6 +59,23 @@ func spublish(t *testing.T, rc rueidis.Client, channel, msg string) int64 {
 	return n
 }
 
+// requireSharded skips t on a server without sharded pub/sub (Redis 6.x).
+func requireSharded(t *testing.T, rc rueidis.Client) {
+	t.Helper()
+	f := redistest.FeaturesOf(t, rc)
+	redistest.RequireFeature(t, f, f.ShardedPubSub(), "sharded pub/sub")
+}
+
+// modes returns the pub/sub modes the server has: classic (false), and
+// sharded (true) from Redis 7.0 on.
+func modes(t *testing.T, rc rueidis.Client) []bool {
+	t.Helper()
+	if redistest.FeaturesOf(t, rc).ShardedPubSub() {
+		return []bool{false, true}
+	}
+	return []bool{false}
+}
+
 // eventually polls cond every few milliseconds for up to prompt.
 func eventually(t *testing.T, cond func() bool, format string, args ...any) {
 	t.Helper()
@@ -642,6 +659,8 @@ func TestServerDownAndBack(t *testing.T) {
 
 func TestRefusedSubscriptionFailsEverySubscriber(t *testing.T) {
 	admin := sharedServer.Client(t)
+	f := redistest.FeaturesOf(t, admin)
+	redistest.RequireFeature(t, f, f.ChannelACL(), "ACL channel rules (resetchannels)")
 	user := "pubsubtest-nochannels"
 	require.NoError(t, do(t, admin, "ACL", "SETUSER", user, "reset", "on", ">secret", "~*", "+@all", "resetchannels").Error())
 	t.Cleanup(func() { do(t, admin, "ACL", "DELUSER", user) })
@@ -680,7 +699,7 @@ func TestMalformedPayloadsNeverPanic(t *testing.T) {
 	h := newHub(t, rc)
 	ctx := testCtx(t)
 
-	for _, sharded := range []bool{false, true} {
+	for _, sharded := range modes(t, rc) {
 		name := chanName(t, 0)
 		sub, err := h.Subscribe(ctx, name, sharded)
 		require.NoError(t, err)
@@ -702,6 +721,7 @@ func TestMalformedPayloadsNeverPanic(t *testing.T) {
 func TestCloseJoinsEverything(t *testing.T) {
 	rc := sharedServer.Client(t)
 	require.NoError(t, do(t, rc, "PING").Error())
+	sharded := redistest.FeaturesOf(t, rc).ShardedPubSub()
 	ignore := goleak.IgnoreCurrent()
 
 	h, err := NewHub(rc)
@@ -710,7 +730,7 @@ func TestCloseJoinsEverything(t *testing.T) {
 	var results []<-chan error
 	var subs []*Subscription
 	for i := range 10 {
-		sub, err := h.Subscribe(ctx, chanName(t, i%3), i%2 == 0)
+		sub, err := h.Subscribe(ctx, chanName(t, i%3), sharded && i%2 == 0)
 		require.NoError(t, err)
 		subs = append(subs, sub)
 		results = append(results, waitAsync(ctx, sub, -1))
@@ -742,13 +762,14 @@ func TestCloseJoinsEverything(t *testing.T) {
 	goleak.VerifyNone(t, ignore)
 	eventually(t, func() bool {
 		return len(pubsubChannels(t, rc, "CHANNELS", "pubsubtest:"+t.Name()+":*")) == 0 &&
-			len(pubsubChannels(t, rc, "SHARDCHANNELS", "pubsubtest:"+t.Name()+":*")) == 0
+			(!sharded || len(pubsubChannels(t, rc, "SHARDCHANNELS", "pubsubtest:"+t.Name()+":*")) == 0)
 	}, "the server to drop the subscriptions")
 }
 
 func TestShardedOnCluster(t *testing.T) {
 	nodes := sharedCluster.Nodes()
 	rc := sharedCluster.Client(t)
+	requireSharded(t, rc)
 	require.Equal(t, rueidis.ClientModeCluster, rc.Mode())
 	h := newHub(t, rc)
 	ctx := testCtx(t)
@@ -852,6 +873,7 @@ func TestShardedOnCluster(t *testing.T) {
 func TestShardedMovedReroutes(t *testing.T) {
 	nodes := sharedCluster.Nodes()
 	rc := sharedCluster.Client(t)
+	requireSharded(t, rc)
 	h := newHub(t, rc, WithErrorHandler(func(err error) { t.Errorf("hub error: %v", err) }))
 	ctx := testCtx(t)
 
@@ -898,6 +920,7 @@ func TestSubscribeHonorsContextErrors(t *testing.T) {
 func TestShardedSlotMigration(t *testing.T) {
 	nodes := sharedCluster.Nodes()
 	rc := sharedCluster.Client(t)
+	requireSharded(t, rc)
 	h := newHub(t, rc, WithErrorHandler(func(err error) { t.Logf("hub error: %v", err) }))
 	ctx := testCtx(t)
 

@@ -6,6 +6,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/interlock-go/interlock/internal/redistest"
 )
 
 // returned counts the results that have arrived since the last call,
@@ -112,6 +114,7 @@ func TestWakeCountWakesAtMostN(t *testing.T) {
 // WakeCount on a sharded channel of a cluster.
 func TestWakeCountSharded(t *testing.T) {
 	rc := sharedCluster.Client(t)
+	requireSharded(t, rc)
 	h := newHub(t, rc)
 	ctx := testCtx(t)
 	name := chanName(t, 0)
@@ -235,9 +238,11 @@ func TestSubscribeWithOtherPolicy(t *testing.T) {
 	assert.Equal(t, 2, refs, "a refused Subscribe holds no reference")
 
 	// The sharded channel of that name is another channel.
-	s, err := h.SubscribeWith(ctx, name, true, WakeOnZero)
-	require.NoError(t, err)
-	s.Close()
+	if redistest.FeaturesOf(t, rc).ShardedPubSub() {
+		s, err := h.SubscribeWith(ctx, name, true, WakeOnZero)
+		require.NoError(t, err)
+		s.Close()
+	}
 
 	a.Close()
 	b.Close()

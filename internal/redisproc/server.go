@@ -140,6 +140,17 @@ func (s *Server) args() []string {
 	return append(args, s.extra...)
 }
 
+// PID returns the process id of the running server, 0 when it is not
+// running.
+func (s *Server) PID() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.proc == nil || s.proc.cmd.Process == nil {
+		return 0
+	}
+	return s.proc.cmd.Process.Pid
+}
+
 // Addr returns the server's address, "127.0.0.1:port".
 func (s *Server) Addr() string { return s.addr }
 

@@ -138,14 +138,27 @@ func (r *ReplicaSet) PauseReplication(i int) error {
 	if err != nil {
 		return fmt.Errorf("redistest: PauseReplication: replica %s: %w", s.addr, err)
 	}
+	// A container's Redis 6.0 has no laddr field and no socket this
+	// process can read (replicas60.go).
 	if s.ctr != nil && host != "" && port != "" && links != "" && !strings.Contains(links, " laddr=") {
 		return pauseReplicationWithoutLaddr(ctx, s, net.JoinHostPort(host, port))
+	}
+	// Redis 6.0 has no laddr field: the link's local address is read from
+	// the socket of its fd, before the replica is frozen.
+	var laddrs []string
+	for line := range strings.Lines(links) {
+		laddr := clientField(line, "laddr")
+		if fd, err := strconv.Atoi(clientField(line, "fd")); laddr == "" && err == nil && s.proc != nil {
+			if laddr, err = socketLocalAddr(s.proc.PID(), fd); err != nil {
+				return fmt.Errorf("redistest: PauseReplication: replica %s: %w", s.addr, err)
+			}
+		}
+		laddrs = append(laddrs, laddr)
 	}
 	if err := s.Pause(); err != nil {
 		return err
 	}
-	for line := range strings.Lines(links) {
-		laddr := clientField(line, "laddr")
+	for _, laddr := range laddrs {
 		if laddr == "" || host == "" || port == "" {
 			continue
 		}

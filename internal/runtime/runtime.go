@@ -10,6 +10,7 @@ package runtime
 import (
 	"context"
 	"crypto/rand"
+	"errors"
 	"fmt"
 	"strconv"
 	"sync"
@@ -95,6 +96,8 @@ type Runtime struct {
 	modeKnown bool
 	sharded   bool
 	probing   chan struct{} // closed when the probe in flight ends; nil: none
+	probeErr  string        // the server's refusal of the probe
+	shardedOK atomic.Bool   // sharded mode: the probe found sharded pub/sub
 
 	waits    waitCounts
 	replicas replicaCounts // replica-sync mode
@@ -210,16 +213,57 @@ func (r *Runtime) DeleteLater(key string) { r.latches.add(key) }
 // whose nodes answer PUBSUB SHARDNUMSUB, probed once. One caller probes
 // with its own ctx while the others wait for the answer or their own ctx;
 // a network error is returned and the probe tried again by the next call.
+// In sharded mode the same probe runs once, and a server that does not know
+// the command (Redis 6.x) makes every call fail with ErrInvalid
+// (ErrNoShardedPubSub) before anything else is sent.
 func (r *Runtime) Sharded(ctx context.Context) (bool, error) {
 	switch r.Cfg.PubSub {
 	case PubSubClassic:
 		return false, nil
 	case PubSubSharded:
-		return true, nil
+		if r.shardedOK.Load() {
+			return true, nil
+		}
+		return true, r.checkSharded(ctx)
 	}
 	if r.RC.Mode() != rueidis.ClientModeCluster {
 		return false, nil
 	}
+	return r.probed(ctx)
+}
+
+// ErrNoShardedPubSub is wrapped, with report.ErrInvalid, by every error of
+// a Client in sharded mode on a server without sharded pub/sub.
+var ErrNoShardedPubSub = errors.New("sharded pub/sub mode needs Redis 7.0 or later (or Valkey)")
+
+// CheckPubSub returns the error that Sharded would, so that acquisitions,
+// which publish nothing, are refused in sharded mode on a server that has
+// no sharded pub/sub before they take what no release could give back.
+// In the other modes it does nothing.
+func (r *Runtime) CheckPubSub(ctx context.Context) error {
+	if r.Cfg.PubSub != PubSubSharded || r.shardedOK.Load() {
+		return nil
+	}
+	return r.checkSharded(ctx)
+}
+
+// checkSharded runs the probe once in sharded mode: only a server that does
+// not know PUBSUB SHARDNUMSUB is refused; any other refusal (an ACL that
+// allows SPUBLISH but not PUBSUB) leaves the scripts to answer.
+func (r *Runtime) checkSharded(ctx context.Context) error {
+	ok, err := r.probed(ctx)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return fmt.Errorf("%w: %w: the server refused PUBSUB SHARDNUMSUB: %s", report.ErrInvalid, ErrNoShardedPubSub, r.probeErr)
+	}
+	r.shardedOK.Store(true)
+	return nil
+}
+
+// probed returns the probe's answer, probing once (see Sharded).
+func (r *Runtime) probed(ctx context.Context) (bool, error) {
 	for {
 		r.modeMu.Lock()
 		known, sharded, probing := r.modeKnown, r.sharded, r.probing
@@ -246,7 +290,7 @@ func (r *Runtime) Sharded(ctx context.Context) (bool, error) {
 // go on.
 func (r *Runtime) probeSharded(ctx context.Context) (bool, error) {
 	err := r.RC.Do(ctx, script.Resendable(r.RC.B().PubsubShardnumsub().Channel("0").Build())).Error()
-	_, isRedisErr := rueidis.IsRedisErr(err)
+	re, isRedisErr := rueidis.IsRedisErr(err)
 	r.modeMu.Lock()
 	defer r.modeMu.Unlock()
 	close(r.probing)
@@ -255,6 +299,12 @@ func (r *Runtime) probeSharded(ctx context.Context) (bool, error) {
 		return false, err
 	}
 	r.sharded, r.modeKnown = err == nil, true
+	if r.Cfg.PubSub == PubSubSharded && isRedisErr && !script.IsUnknownCommand(err) {
+		r.sharded = true // refused otherwise: the scripts will say why
+	}
+	if !r.sharded {
+		r.probeErr = re.Error()
+	}
 	return r.sharded, nil
 }
 

@@ -42,6 +42,11 @@ func TestPubSubMode(t *testing.T) {
 		interlock.PubSubSharded: "SPUBLISH",
 	} {
 		cmd, err := newRuntime(t, interlock.WithPubSubMode(mode)).PublishCommand(ctx)
+		if mode == interlock.PubSubSharded && !redistest.FeaturesAt(t, addr).ShardedPubSub() {
+			assert.ErrorIs(t, err, interlock.ErrInvalid, "sharded mode on Redis 6")
+			assert.ErrorIs(t, err, runtime.ErrNoShardedPubSub)
+			continue
+		}
 		require.NoError(t, err)
 		assert.Equal(t, want, cmd, mode)
 	}
@@ -57,7 +62,8 @@ func TestAutoModeOnClusterIsSharded(t *testing.T) {
 	defer c.Close()
 	sharded, err := runtime.Of(c).Sharded(context.Background())
 	require.NoError(t, err)
-	assert.True(t, sharded, "Redis 7 cluster: sharded pub/sub, as Redisson chooses")
+	assert.Equal(t, redistest.FeaturesAt(t, cl.Addrs()[0]).ShardedPubSub(), sharded,
+		"sharded pub/sub on a Redis 7 cluster, classic on Redis 6, as Redisson chooses")
 }
 
 // A caller never waits on another caller's probe past its own deadline:
@@ -109,7 +115,7 @@ func TestAutoModeProbeWaitsOnlyForItsOwnDeadline(t *testing.T) {
 	require.NoError(t, <-first, "the first caller's probe answers once the cluster does")
 	sharded, err := r.Sharded(ctx)
 	require.NoError(t, err, "the answer is kept: no probe, whatever the caller's deadline")
-	assert.True(t, sharded)
+	assert.Equal(t, redistest.FeaturesAt(t, cl.Addrs()[0]).ShardedPubSub(), sharded)
 }
 
 func TestDeleteLater(t *testing.T) {

@@ -6,6 +6,7 @@ package script
 import (
 	"context"
 	"slices"
+	"strings"
 
 	"github.com/redis/rueidis"
 
@@ -76,4 +77,17 @@ func (s *Script) Exec(ctx context.Context, c rueidis.Client, keys, args []string
 func IsNoScript(err error) bool {
 	re, ok := rueidis.IsRedisErr(err)
 	return ok && re.IsNoScript()
+}
+
+// IsUnknownCommand reports whether err is the server's refusal of a command
+// or subcommand it does not know, as Redis 6.x answers those added later
+// ("ERR unknown command", "ERR Unknown subcommand").
+func IsUnknownCommand(err error) bool {
+	re, ok := rueidis.IsRedisErr(err)
+	if !ok {
+		return false
+	}
+	// rueidis keeps or drops the "ERR " prefix depending on the reply's form.
+	msg := strings.TrimPrefix(strings.ToLower(re.Error()), "err ")
+	return strings.HasPrefix(msg, "unknown command") || strings.HasPrefix(msg, "unknown subcommand")
 }

@@ -5,6 +5,7 @@ import (
 	"crypto/sha1"
 	_ "embed"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -181,6 +182,10 @@ const (
 	aclDenied  = 0
 	aclUnknown = -1 // the server does not know the command
 )
+
+// errNoACLCheck says why the ACL check is skipped on a server before Redis 7,
+// which has no way to ask about a command without running it.
+var errNoACLCheck = errors.New("this server has neither redis.acl_check_cmd nor ACL DRYRUN (Redis 7.0) to check permissions with")
 
 // aclResult is what the ACL check found for one user on one node.
 type aclResult struct {

@@ -139,16 +139,49 @@ func (n *doctorNode) checkServer() doctorFinding {
 	up, _ := strconv.ParseInt(n.info["uptime_in_seconds"], 10, 64)
 	f := n.finding("server", sevOK, fmt.Sprintf("%s %s, %s, up %s", name, version, mode, time.Duration(up)*time.Second))
 	f.Facts["server"], f.Facts["version"], f.Facts["mode"], f.Facts["uptime_seconds"] = name, version, mode, up
-	if n.major() < 7 {
+	if limits := n.limits(); len(limits) > 0 {
 		f.Severity = sevInfo
-		f.Meaning = "interlock is tested on Redis 7.0 and later and on Valkey 8. Older servers have no sharded pub/sub and no ACL DRYRUN or redis.acl_check_cmd (doctor's permission check)."
-		f.Action = "Upgrade to Redis 7 or Valkey when you can."
+		f.Facts["limits"] = limits
+		f.Meaning = "interlock is tested on Redis 6.0 and later and on Valkey 8 and 9. " + name + " " + version + " lacks some of what Redis 7 has: " + strings.Join(limits, "; ") + "."
+		f.Action = "Nothing to do for the locks; upgrade to Redis 7 or Valkey for sharded pub/sub and doctor's permission check."
+		if n.major() < 6 {
+			f.Severity = sevWarn
+			f.Action = "Upgrade to Redis 6.0 or later: interlock is not tested on older servers."
+		}
 	}
 	if up < 600 {
 		f.Severity = max(f.Severity, sevInfo)
 		f.Meaning = strings.TrimSpace(f.Meaning + " The server started less than 10 minutes ago: locks held before a restart are gone unless persistence brought them back (see persistence).")
 	}
 	return f
+}
+
+// limits lists what the server's version lacks that interlock or doctor
+// would use on Redis 7, and what happens instead; nil from 7.0 on, and
+// when the version is unknown.
+func (n *doctorNode) limits() []string {
+	_, v := n.server()
+	var major, minor int
+	if _, err := fmt.Sscanf(v, "%d.%d", &major, &minor); err != nil || major >= 7 {
+		return nil
+	}
+	out := []string{
+		"no sharded pub/sub (SPUBLISH/SSUBSCRIBE, 7.0): PubSubAuto uses classic PUBLISH/SUBSCRIBE, as Redisson does, and PubSubSharded is refused (ErrInvalid)",
+		"no redis.acl_check_cmd or ACL DRYRUN (7.0): doctor cannot check the ACL",
+		"no ACL selectors or %R~/%W~ key permissions (7.0)",
+	}
+	if major < 6 || major == 6 && minor < 2 {
+		out = append(out,
+			"no ZMSCORE (6.2): after a failed release of several expirable permits interlock reads their leases with one ZSCORE each, in one pipeline",
+			"no ACL channel permissions (6.2): every user may use every channel",
+			"ACL SETUSER refuses what the server does not know: leave +spublish +ssubscribe +sunsubscribe +pubsub|shardnumsub +zmscore, resetchannels and the & rules out of the Minimal ACL, and add +client|setinfo, or rueidis's CLIENT SETINFO is logged as a denial on every connection")
+	} else {
+		out = append(out, "ACL SETUSER refuses commands the server does not know: leave +spublish +ssubscribe +sunsubscribe +pubsub|shardnumsub out of the Minimal ACL, and add +client|setinfo, or rueidis's CLIENT SETINFO is logged as a denial on every connection")
+	}
+	if major < 6 {
+		out = append(out, "no ACL users (6.0)")
+	}
+	return out
 }
 
 // checkClients reports the connections, which CLIENT LIST details.
@@ -469,6 +502,13 @@ func (n *doctorNode) checkClock() doctorFinding {
 // checkACLFinding reports which kinds the user may use.
 func (d *doctor) checkACLFinding(n *doctorNode) doctorFinding {
 	r := n.acl
+	if n.major() > 0 && n.major() < 7 {
+		// What the check tried (acl.lua's flags, ACL DRYRUN) is refused.
+		f := n.skipped("acl", sevInfo, "user "+r.user+": "+errNoACLCheck.Error())
+		f.Facts["user"] = r.user
+		f.Action = "Check the user's rules against the Minimal ACL of docs/operations.md by hand (ACL GETUSER " + r.user + ")."
+		return f
+	}
 	if r.err != nil {
 		if noScripts(r.err) {
 			f := n.finding("acl", sevWarn, "user "+r.user+" may not run scripts: no kind can work ("+r.err.Error()+")")
