@@ -61,7 +61,7 @@ func (d *doctor) checkNode(n *doctorNode) []doctorFinding {
 		f.Action = "Check that the node runs and that this host can reach the address the server announces (cluster-announce-ip, replica-announce-ip)."
 		return []doctorFinding{f}
 	}
-	if n.info["redis_mode"] == "sentinel" {
+	if n.mode() == "sentinel" {
 		f := n.finding("server", sevWarn, "this is a Sentinel, not a server that holds locks")
 		f.Meaning = "A Sentinel only watches the master and its replicas; locks live on them."
 		f.Action = "Run doctor with --redis naming the master and each replica (SENTINEL MASTERS and SENTINEL REPLICAS <name> list them)."
@@ -135,7 +135,7 @@ func (n *doctorNode) checkServer() doctorFinding {
 		return n.skipped("server", sevInfo, refusal("INFO", n.infoErr))
 	}
 	name, version := n.server()
-	mode := n.info["redis_mode"]
+	mode := n.mode()
 	up, _ := strconv.ParseInt(n.info["uptime_in_seconds"], 10, 64)
 	f := n.finding("server", sevOK, fmt.Sprintf("%s %s, %s, up %s", name, version, mode, time.Duration(up)*time.Second))
 	f.Facts["server"], f.Facts["version"], f.Facts["mode"], f.Facts["uptime_seconds"] = name, version, mode, up

@@ -182,7 +182,7 @@ func (d *doctor) run(ctx context.Context) (*doctorReport, error) {
 		rep.Deployment = "slotted"
 	case seed.isCluster():
 		rep.Deployment = "cluster"
-	case seed.info["redis_mode"] == "sentinel":
+	case seed.mode() == "sentinel":
 		rep.Deployment = "sentinel"
 	case len(d.opt.InitAddress) > 1:
 		rep.Deployment = "nodes"

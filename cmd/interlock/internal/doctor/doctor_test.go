@@ -404,6 +404,15 @@ func TestParseClusterNodes(t *testing.T) {
 	assert.False(t, usableAddr(nodes[3].addr))
 }
 
+// Valkey 8 and later report the mode as server_mode, Redis as redis_mode.
+func TestNodeMode(t *testing.T) {
+	t.Parallel()
+	valkey := &doctorNode{info: map[string]string{"server_mode": "sentinel", "redis_version": "7.2.4"}}
+	redis := &doctorNode{info: map[string]string{"redis_mode": "cluster"}}
+	assert.Equal(t, "sentinel", valkey.mode())
+	assert.Equal(t, "cluster", redis.mode())
+}
+
 // The checks on made-up nodes: what the servers in the tests above cannot
 // easily show.
 func TestDoctorChecks(t *testing.T) {

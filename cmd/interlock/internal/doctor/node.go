@@ -83,6 +83,15 @@ func (n *doctorNode) isCluster() bool { return n.info["cluster_enabled"] == "1" 
 // standalone server to rueidis and Redisson, which still enforces slots.
 func (n *doctorNode) clientCluster() bool { return n.isCluster() && !n.slotted }
 
+// mode returns the server's mode from INFO: "standalone", "cluster" or
+// "sentinel". Valkey 8 and later call the field server_mode.
+func (n *doctorNode) mode() string {
+	if m := n.info["server_mode"]; m != "" {
+		return m
+	}
+	return n.info["redis_mode"]
+}
+
 // server returns "valkey" or "redis", and the version.
 func (n *doctorNode) server() (name, version string) {
 	if v := n.info["valkey_version"]; v != "" || n.info["server_name"] == "valkey" {
