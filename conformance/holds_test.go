@@ -193,12 +193,19 @@ func (s *suite) guardRepeated(t *testing.T) {
 	held := context.Background() // the same owner: this goroutine
 	first := m.Guard(held)
 	require.NoError(t, first.Err())
+	// The least of three measurements: the other targets' clients, closing
+	// meanwhile, can only add to the heap, while a leak shows in each.
 	const calls = 20_000
-	before := liveHeap()
-	for range calls {
-		require.NoError(t, m.Guard(held).Err())
+	var grown int64
+	for range 3 {
+		before := liveHeap()
+		for range calls {
+			require.NoError(t, m.Guard(held).Err())
+		}
+		if grown = liveHeap() - before; grown/calls < 64 {
+			break
+		}
 	}
-	grown := liveHeap() - before
 	assert.Less(t, grown/calls, int64(64), "bytes kept per Guard call (%d in all)", grown)
 	require.NoError(t, m.Unlock(ctx))
 	require.Error(t, first.Err(), "the guard outlived the Unlock")
