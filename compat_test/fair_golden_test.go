@@ -452,7 +452,10 @@ func runFairGolden(t *testing.T, env fairEnv, N, Q, Z, ch, latchPrefix, uniq str
 	// the wait. (A2 sleeps on its PTTL timer: only the head is woken.)
 	// A2 waits on A1's Client, so the unlock offers it the lock
 	// (fair_transfer), which goes to the queue's head, B5, instead: the
-	// effects of fair_unlock.
+	// effects of fair_unlock. A2 stands ready once its goroutine has read
+	// its first try's answer, which a loaded machine may delay past A2's
+	// second try reaching the server.
+	require.Eventually(t, func() bool { return runtime.Of(a).Transfers.Offers() == 1 }, 10*time.Second, time.Millisecond, "A2 never stood ready")
 	gate.hold()
 	require.NoError(t, mA.Unlock(ctxA1))
 	require.NoError(t, <-b5)
