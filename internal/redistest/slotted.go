@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"slices"
 	"strconv"
 	"sync"
@@ -102,6 +103,11 @@ func Slotted(tb testing.TB, opts ...Option) *Server {
 	return s
 }
 
+// EnvSlotted names the environment variable that, set to "0", skips the
+// tests on the shared slot-enforcing endpoint (SharedSlotted), as
+// scripts/matrix does on most images to keep the matrix's load down.
+const EnvSlotted = "INTERLOCK_TEST_SLOTTED"
+
 // The package's shared slot-enforcing endpoint, started by the first
 // SharedSlotted and stopped by Main once the tests have run.
 var sharedSlotted struct {
@@ -119,6 +125,9 @@ var sharedSlotted struct {
 // own (Slotted).
 func SharedSlotted(tb testing.TB) string {
 	tb.Helper()
+	if os.Getenv(EnvSlotted) == "0" {
+		tb.Skipf("%s=0: no shared slot-enforcing endpoint in this run", EnvSlotted)
+	}
 	sharedSlotted.mu.Lock()
 	if !sharedSlotted.started {
 		sharedSlotted.started = true
