@@ -526,7 +526,10 @@ func TestBlackhole(t *testing.T) {
 	p.Blackhole(false)
 	_, err = lost.fr.reply()
 	require.ErrorIs(t, err, io.EOF, "the connection that lost a command is ended")
-	assert.Equal(t, int64(1), p.Stats().Resets)
+	// The rueidis client's connection lost its SET too: the proxy ends it
+	// as well unless the client closed it first, which a loaded machine
+	// may delay.
+	assert.Contains(t, []int64{1, 2}, p.Stats().Resets)
 	idle.send(t, cmd("PING"))
 	assert.Equal(t, "+PONG\r\n", idle.next(t), "an idle connection carries on")
 	require.NoError(t, eventually(t, c, func() rueidis.Completed { return c.B().Set().Key(k).Value("w").Build() }).Error())
