@@ -334,17 +334,16 @@ func (s *suite) remaining(t *testing.T) {
 	m := s.New(c, name)
 	assert.Zero(t, m.Remaining(ctx), "not held")
 
-	// A watchdog hold, past its lease, stays valid across renewals: above
-	// 2/3 of the lease (2s) on a quiet machine. Beside the fault suite's
-	// heaviest tests, four matrix images at once, renewals came up to 2.7s
-	// late, leaving 0.3s (latency, not safety): the floor is only that the
-	// hold never lapsed.
+	// A watchdog hold, past its lease, stays above 2/3 of the lease (2s)
+	// across renewals, less the slack of a loaded machine, where a renewal
+	// can come 600ms late or more (latency, not safety: the floor is a
+	// fifth of the lease).
 	require.NoError(t, m.Lock(ctx))
 	low := lease
 	for end := time.Now().Add(4 * lease / 3); time.Now().Before(end); time.Sleep(5 * time.Millisecond) {
 		low = min(low, m.Remaining(ctx))
 	}
-	assert.Positive(t, low, "lowest %v", low)
+	assert.Greater(t, low, lease/5, "lowest %v", low)
 	assert.Zero(t, m.Remaining(other(ctx)), "another owner holds nothing")
 	require.NoError(t, m.Unlock(ctx))
 	assert.Zero(t, m.Remaining(ctx), "released")
