@@ -1,14 +1,10 @@
 package compat_test
 
 import (
-	"context"
-	"sync"
 	"testing"
 
-	"github.com/stretchr/testify/require"
-
 	"github.com/interlock-go/interlock/internal/keys"
-	"github.com/interlock-go/interlock/internal/redisproc"
+	"github.com/interlock-go/interlock/internal/redistest"
 )
 
 // The golden replays watch each release with pub/sub taps. Redis 6.0 and
@@ -16,25 +12,11 @@ import (
 // with PUBLISH on a cluster too, so the replays expect PUBLISH, a classic
 // tap sees every release, and there is no SSUBSCRIBE tap to open.
 
-// shardedSeen caches shardedPubSub's answer by address.
-var shardedSeen sync.Map
-
 // shardedPubSub reports whether the server at addr has sharded pub/sub
-// (COMMAND INFO knows SPUBLISH: Redis 7.0 and later, Valkey).
+// (Redis 7.0 and later, Valkey).
 func shardedPubSub(t testing.TB, addr string) bool {
 	t.Helper()
-	if v, ok := shardedSeen.Load(addr); ok {
-		return v.(bool)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), ioTimeout)
-	defer cancel()
-	reply, err := redisproc.Command(ctx, addr, "COMMAND", "INFO", "SPUBLISH")
-	require.NoError(t, err, "COMMAND INFO SPUBLISH on %s", addr)
-	entries, ok := reply.([]any)
-	require.True(t, ok && len(entries) == 1, "COMMAND INFO SPUBLISH on %s answered %#v", addr, reply)
-	sharded := entries[0] != nil
-	shardedSeen.Store(addr, sharded)
-	return sharded
+	return redistest.FeaturesAt(t, addr).ShardedPubSub()
 }
 
 // Each set of taps pauses classicSettle before it marks a step that

@@ -366,6 +366,16 @@ func StartContainerServer(img Image, opts ...Option) (*Server, error) {
 // another one when the port was taken meanwhile, and waits until it is
 // ready. With cluster, it is a cluster node whose bus port is free too.
 func startContainer(img Image, extra []string, cluster bool) (*Server, error) {
+	return onFreePort(img, cluster, func(ctx context.Context, port int) (*Server, error) {
+		return runContainer(ctx, img, port, extra, cluster)
+	})
+}
+
+// onFreePort checks that img is built and calls run with a free port (with
+// a free cluster bus port too, with cluster), again with another one when
+// the port was taken meanwhile or the runtime failed in passing (the
+// failed container is removed either way).
+func onFreePort(img Image, cluster bool, run func(ctx context.Context, port int) (*Server, error)) (*Server, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), containerStartTimeout)
 	defer cancel()
 	if err := checkImage(ctx, img); err != nil {
@@ -378,12 +388,9 @@ func startContainer(img Image, extra []string, cluster bool) (*Server, error) {
 			return nil, err
 		}
 		var s *Server
-		s, err = runContainer(ctx, img, port, extra, cluster)
-		if err == nil {
+		if s, err = run(ctx, port); err == nil {
 			return s, nil
 		}
-		// A port taken meanwhile, or a runtime failure that passes (the
-		// failed container is removed either way): another try.
 		if !errors.Is(err, errAddrInUse) && !errors.Is(err, errTransient) {
 			break
 		}

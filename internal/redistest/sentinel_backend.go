@@ -2,7 +2,6 @@ package redistest
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -73,26 +72,9 @@ func startContainerSentinel(img Image, config string) (*Server, error) {
 	if err := dockerReady(); err != nil {
 		return nil, err
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), containerStartTimeout)
-	defer cancel()
-	if err := checkImage(ctx, img); err != nil {
-		return nil, err
-	}
-	var err error
-	for range 5 {
-		var port int
-		if port, err = redisproc.FreePort(false); err != nil {
-			return nil, err
-		}
-		var s *Server
-		if s, err = runSentinelContainer(ctx, img, port, config); err == nil {
-			return s, nil
-		}
-		if !errors.Is(err, errAddrInUse) && !errors.Is(err, errTransient) {
-			break
-		}
-	}
-	return nil, err
+	return onFreePort(img, false, func(ctx context.Context, port int) (*Server, error) {
+		return runSentinelContainer(ctx, img, port, config)
+	})
 }
 
 // runSentinelContainer creates and starts one sentinel container and
