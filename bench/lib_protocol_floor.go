@@ -12,19 +12,31 @@ import (
 	"github.com/interlock-go/interlock/lua"
 )
 
-// The protocol floor of a Redisson-compatible, retry-safe lock: Redisson's
+// The protocol floors of a Redisson-compatible, retry-safe lock: Redisson's
 // acquire script, then its latched unlock script, by plain EVALSHA on a
-// default rueidis client, and the latch deleted afterwards in batches, as
-// Redisson deletes it after each unlock (none of interlock's Go code). It
-// cannot wait: it runs where nothing contends (S1, S2), and is the
-// denominator of their "× floor".
-type protocolFloor struct{}
+// default rueidis client, with none of interlock's Go code. They cannot
+// wait: they run where nothing contends (S1, S2).
+//
+//   - The bare floor leaves each latch to its TTL and runs no goroutine or
+//     timer besides the caller's: the denominator of "× floor".
+//   - The other deletes the latches afterwards in DELs batched over 2 ms
+//     on a goroutine of its own (Redisson sends one DEL per unlock): the
+//     denominator of "× floor 2".
+type protocolFloor struct{ bare bool }
 
-func init() { Register(0, protocolFloor{}) }
+func init() {
+	Register(0, protocolFloor{bare: true})
+	Register(0, protocolFloor{})
+}
 
-func (protocolFloor) Name() string { return "floor: Redisson lock scripts (rueidis)" }
+func (f protocolFloor) Name() string {
+	if f.bare {
+		return "floor: bare Redisson lock scripts (rueidis)"
+	}
+	return "floor: Redisson lock scripts (rueidis)"
+}
 
-func (protocolFloor) Open(ctx context.Context, addr string) (Session, error) {
+func (f protocolFloor) Open(ctx context.Context, addr string) (Session, error) {
 	rc, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{addr}})
 	if err != nil {
 		return nil, err
@@ -36,13 +48,17 @@ func (protocolFloor) Open(ctx context.Context, addr string) (Session, error) {
 		}
 	}
 	cnt := newCountingClient(rc)
-	return &protocolSession{cnt: cnt, del: newReceiptDeleter(cnt), id: keys.RequestID()}, nil
+	s := &protocolSession{cnt: cnt, id: keys.RequestID()}
+	if !f.bare {
+		s.del = newReceiptDeleter(cnt)
+	}
+	return s, nil
 }
 
 type protocolSession struct {
 	cnt     *countingClient
-	del     *receiptDeleter
-	id      string // the client id of the owner strings
+	del     *receiptDeleter // nil: the latches are left to their TTL
+	id      string          // the client id of the owner strings
 	threads atomic.Int64
 }
 
@@ -50,7 +66,9 @@ func (f *protocolSession) IsFloor()                { /* marker */ }
 func (f *protocolSession) Commands() (int64, bool) { return f.cnt.n.Load(), true }
 
 func (f *protocolSession) Close() error {
-	f.del.close()
+	if f.del != nil {
+		f.del.close()
+	}
 	f.cnt.Client.Close()
 	return nil
 }
@@ -81,7 +99,8 @@ func (m *protocolMutex) Lock(ctx context.Context) error {
 	return err
 }
 
-// Unlock is unlock.lua under a fresh latch, then the latch's deletion.
+// Unlock is unlock.lua under a fresh latch, then the latch's deletion
+// unless the floor is bare.
 func (m *protocolMutex) Unlock(ctx context.Context) error {
 	c := m.f.cnt
 	latch := keys.UnlockLatch(m.name, keys.RequestID())
@@ -90,7 +109,9 @@ func (m *protocolMutex) Unlock(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	m.f.del.add(latch)
+	if m.f.del != nil {
+		m.f.del.add(latch)
+	}
 	if n != 1 {
 		return errors.New("floor: the lock was not released")
 	}

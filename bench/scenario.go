@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"syscall"
 	"time"
 )
 
@@ -83,6 +84,11 @@ type Sample struct {
 	// executed including those inside scripts (INFO commandstats delta).
 	Scripts  int64 `json:"scripts"`
 	Executed int64 `json:"executed"`
+	// CPU is the client process's CPU time (user and system) during the
+	// cell, every goroutine of it; CPUCounted false when unknown (a
+	// library that runs in another process).
+	CPU        time.Duration `json:"cpu"`
+	CPUCounted bool          `json:"cpu_counted"`
 }
 
 func (s *Sample) merge(o Sample) {
@@ -91,6 +97,8 @@ func (s *Sample) merge(o Sample) {
 	s.Lat = append(s.Lat, o.Lat...)
 	s.Cmds += o.Cmds
 	s.Counted = s.Counted && o.Counted
+	s.CPU += o.CPU
+	s.CPUCounted = s.CPUCounted && o.CPUCounted
 }
 
 // errNA is a scenario that a library cannot run.
@@ -145,6 +153,7 @@ func runLocal(ctx context.Context, sess Session, c Cell) (Sample, error) {
 		ms[w] = m
 	}
 	cmds0, counted := sess.Commands()
+	cpu0 := processCPU()
 	lockCtx, cancel := context.WithTimeout(ctx, c.Duration+60*time.Second)
 	defer cancel()
 	lats := make([][]time.Duration, c.Workers)
@@ -182,10 +191,21 @@ func runLocal(ctx context.Context, sess Session, c Cell) (Sample, error) {
 	time.Sleep(20 * time.Millisecond)
 	cmds1, _ := sess.Commands()
 	s.Cmds = cmds1 - cmds0
+	s.CPU, s.CPUCounted = processCPU()-cpu0, true
 	for _, err := range errs {
 		if err != nil {
 			return s, err
 		}
 	}
 	return s, nil
+}
+
+// processCPU is the CPU time this process has used so far, user and
+// system, all threads.
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

@@ -22,10 +22,13 @@ type tableInfo struct {
 type roundMetrics struct {
 	rate                     float64 // pairs (or acquisitions) per second
 	p50, p99, max            time.Duration
-	cmds                     float64 // client-side commands per pair; NaN if not counted
-	scripts, executed        float64 // server side, per pair
-	vsFloor, vsInterlock     float64 // rate ratios in the same round; NaN if absent
+	cmds                     float64       // client-side commands per pair; NaN if not counted
+	scripts, executed        float64       // server side, per pair
+	cpu                      time.Duration // client CPU per pair
+	vsFloor, vsInterlock     float64       // rate ratios in the same round; NaN if absent
+	vsFloor2                 float64       // over the second floor row
 	counted, hasFloor, hasIL bool
+	hasFloor2, cpuCounted    bool
 }
 
 func metricsOf(s Sample) roundMetrics {
@@ -41,6 +44,7 @@ func metricsOf(s Sample) roundMetrics {
 	ops := float64(s.Ops)
 	m.cmds = float64(s.Cmds) / ops
 	m.scripts, m.executed = float64(s.Scripts)/ops, float64(s.Executed)/ops
+	m.cpu, m.cpuCounted = s.CPU/time.Duration(s.Ops), s.CPUCounted
 	return m
 }
 
@@ -63,12 +67,22 @@ func printTable(w io.Writer, info tableInfo, scs []Scenario, libs []Library, res
 		fmt.Fprintf(w, "Modules: %s.\n\n", strings.Join(vs, ", "))
 	}
 	ilName := "interlock"
-	var floorNames []string
+	var floorNames, floor2Names []string
 	for _, sc := range scs {
 		byLib := res[sc.ID]
-		floorName := scenarioFloor(libs, byLib)
+		floors := scenarioFloors(libs, byLib)
+		floorName, floor2Name := "", ""
+		if len(floors) > 0 {
+			floorName = floors[0]
+		}
+		if len(floors) > 1 {
+			floor2Name = floors[1]
+		}
 		if floorName != "" && !slices.Contains(floorNames, floorName) {
 			floorNames = append(floorNames, floorName)
+		}
+		if floor2Name != "" && !slices.Contains(floor2Names, floor2Name) {
+			floor2Names = append(floor2Names, floor2Name)
 		}
 		perRound := map[string][]roundMetrics{}
 		for _, l := range libs {
@@ -80,6 +94,11 @@ func printTable(w io.Writer, info tableInfo, scs []Scenario, libs []Library, res
 				if f := byLib[floorName]; round < len(f) && f[round].err == nil {
 					if fm := metricsOf(f[round].s); fm.rate > 0 {
 						m.vsFloor, m.hasFloor = m.rate/fm.rate, true
+					}
+				}
+				if f := byLib[floor2Name]; round < len(f) && f[round].err == nil {
+					if fm := metricsOf(f[round].s); fm.rate > 0 {
+						m.vsFloor2, m.hasFloor2 = m.rate/fm.rate, true
 					}
 				}
 				if il := byLib[ilName]; round < len(il) && il[round].err == nil {
@@ -95,8 +114,8 @@ func printTable(w io.Writer, info tableInfo, scs []Scenario, libs []Library, res
 		if sc.Wait {
 			unit, lat = "acq/s", "wait"
 		}
-		fmt.Fprintf(w, "| Library | %s | p50 %s | p99 %s | max %s | cmds/op (client) | scripts/op (server) | executed/op (server) | × floor | × interlock |\n", unit, lat, lat, lat)
-		fmt.Fprintf(w, "|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n")
+		fmt.Fprintf(w, "| Library | %s | p50 %s | p99 %s | max %s | cmds/op (client) | scripts/op (server) | executed/op (server) | client CPU/op | × floor | × floor 2 | × interlock |\n", unit, lat, lat, lat)
+		fmt.Fprintf(w, "|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n")
 		for _, l := range libs {
 			name := l.Name()
 			ms := perRound[name]
@@ -111,7 +130,7 @@ func printTable(w io.Writer, info tableInfo, scs []Scenario, libs []Library, res
 				if why == "n/a" && strings.HasPrefix(name, "floor:") {
 					continue // floors only run where they are a floor
 				}
-				fmt.Fprintf(w, "| %s | %s |  |  |  |  |  |  |  |  |\n", name, why)
+				fmt.Fprintf(w, "| %s | %s |  |  |  |  |  |  |  |  |  |  |\n", name, why)
 				continue
 			}
 			med := func(f func(roundMetrics) float64, ok func(roundMetrics) bool) (float64, bool) {
@@ -144,7 +163,11 @@ func printTable(w io.Writer, info tableInfo, scs []Scenario, libs []Library, res
 			if n := len(ms); n < info.rounds {
 				mark = fmt.Sprintf(" (%d/%d rounds ok)", n, info.rounds)
 			}
-			fmt.Fprintf(w, "| %s%s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", name, mark,
+			cpu := "—"
+			if x, ok := med(func(m roundMetrics) float64 { return float64(m.cpu) }, func(m roundMetrics) bool { return m.cpuCounted }); ok {
+				cpu = fmtDur(time.Duration(x))
+			}
+			fmt.Fprintf(w, "| %s%s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", name, mark,
 				fmtInt(rate),
 				dur(func(m roundMetrics) time.Duration { return m.p50 }),
 				dur(func(m roundMetrics) time.Duration { return m.p99 }),
@@ -152,7 +175,9 @@ func printTable(w io.Writer, info tableInfo, scs []Scenario, libs []Library, res
 				num(med(func(m roundMetrics) float64 { return m.cmds }, func(m roundMetrics) bool { return m.counted })),
 				num(med(func(m roundMetrics) float64 { return m.scripts }, nil)),
 				num(med(func(m roundMetrics) float64 { return m.executed }, nil)),
+				cpu,
 				ratio(med(func(m roundMetrics) float64 { return m.vsFloor }, func(m roundMetrics) bool { return m.hasFloor })),
+				ratio(med(func(m roundMetrics) float64 { return m.vsFloor2 }, func(m roundMetrics) bool { return m.hasFloor2 })),
 				ratio(med(func(m roundMetrics) float64 { return m.vsInterlock }, func(m roundMetrics) bool { return m.hasIL })),
 			)
 		}
@@ -161,8 +186,9 @@ func printTable(w io.Writer, info tableInfo, scs []Scenario, libs []Library, res
 	fmt.Fprintf(w, "cmds/op: commands the library's clients sent per pair, counted client-side (rueidis.Client wrapper incl. dedicated connections; go-redis hook). "+
 		"scripts/op: EVAL/EVALSHA/FCALL per pair from INFO commandstats (always top level). "+
 		"executed/op: every command Redis executed per pair, top level and inside scripts, from INFO commandstats, excluding INFO, HELLO and CLIENT. "+
-		"× floor: rate over the rate, in the same round, of the scenario's first floor row (%s); × interlock: over interlock's. n/a: the library has no such lock.\n",
-		floorList(floorNames))
+		"client CPU/op: CPU time (user and system, every goroutine) of the process running the cell, per pair; the harness's own loop is in it for every row alike. "+
+		"× floor: rate over the rate, in the same round, of the scenario's first floor row (%s); × floor 2: over its second floor row (%s); × interlock: over interlock's. n/a: the library has no such lock.\n",
+		floorList(floorNames), floorList(floor2Names))
 }
 
 // floorList names the floors that were denominators.
@@ -173,20 +199,19 @@ func floorList(names []string) string {
 	return strings.Join(names, "; ")
 }
 
-// scenarioFloor is the denominator of a scenario's "× floor" column: the
-// first floor row that ran in it.
-func scenarioFloor(libs []Library, byLib map[string][]cellResult) string {
+// scenarioFloors are the denominators of a scenario's "× floor" and "×
+// floor 2" columns: the floor rows that ran in it, in row order.
+func scenarioFloors(libs []Library, byLib map[string][]cellResult) []string {
+	var names []string
 	for _, l := range libs {
 		if !strings.HasPrefix(l.Name(), "floor:") {
 			continue
 		}
-		for _, cr := range byLib[l.Name()] {
-			if cr.err == nil {
-				return l.Name()
-			}
+		if slices.ContainsFunc(byLib[l.Name()], func(cr cellResult) bool { return cr.err == nil }) {
+			names = append(names, l.Name())
 		}
 	}
-	return ""
+	return names
 }
 
 func fmtDur(d time.Duration) string {
