@@ -37,9 +37,11 @@
 // first half of every owner string; one renewal goroutine that keeps every
 // watchdog hold alive in batches grouped by cluster slot; one pub/sub Hub
 // through which all waiters of a channel share one subscription; one
-// goroutine that deletes unlock latches and one that finishes clean-ups.
-// Nothing else runs in the background: no goroutine or timer per lock, no
-// subscription per waiter. Stats counts what it keeps.
+// goroutine that finishes clean-ups; and one timer that deletes the unlock
+// latches no script has taken along (they ride, batched, on the Client's
+// next script on their slot). Nothing else runs in the background: no
+// goroutine or timer per lock, no subscription per waiter. Stats counts
+// what it keeps.
 //
 // # Owners
 //

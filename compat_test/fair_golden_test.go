@@ -296,7 +296,7 @@ func runFairGolden(t *testing.T, env fairEnv, N, Q, Z, ch, latchPrefix, uniq str
 	}
 	latchRE := regexp.MustCompile("^" + regexp.QuoteMeta(latchPrefix) + "[0-9a-f]{32}$")
 
-	gate := &gatedDeletes{Client: env.rc}
+	gate := newGatedDeletes(t, env.rc)
 	log := newReplyLog(gate)
 	a := newLockClient(t, log)
 	b := newLockClient(t, log)

@@ -46,7 +46,7 @@ func runFencedGolden(t *testing.T, env goldenEnv, n lockNames) {
 	require.Equal(t, slot, keys.Slot(TK), "slot of %s", TK)
 	latchRE := regexp.MustCompile("^" + regexp.QuoteMeta(n.latchPrefix) + "[0-9a-f]{32}$")
 
-	gate := &gatedDeletes{Client: env.rc}
+	gate := newGatedDeletes(t, env.rc)
 	a := newLockClient(t, gate)
 	b := newLockClient(t, gate)
 	t.Cleanup(gate.release) // runs before the Clients close

@@ -139,14 +139,26 @@ func scriptRuns(lines []monLine) []scriptRun {
 }
 
 // gatedDeletes wraps the rueidis client that interlock runs on and can hold
-// back pipelines made only of DEL commands, which is what the Client's
-// background latch deleter sends. Holding them lets a test read a latch key
+// back the DEL commands the Client sends for its latches: alone (its
+// sweep), or ahead of a script (the script then goes at once). Holding them lets a test read a latch key
 // right after an unlock, then release the deleter and time the deletion.
 // Everything else passes through untouched.
 type gatedDeletes struct {
 	rueidis.Client
 	mu   sync.Mutex
-	gate chan struct{} // nil: open
+	gate chan struct{}  // nil: open
+	held sync.WaitGroup // DELs that rode on a script, sent once the gate opens
+}
+
+// newGatedDeletes wraps rc; the test's end opens the gate and waits for
+// the DELs it held.
+func newGatedDeletes(t *testing.T, rc rueidis.Client) *gatedDeletes {
+	g := &gatedDeletes{Client: rc}
+	t.Cleanup(func() {
+		g.release()
+		g.held.Wait()
+	})
+	return g
 }
 
 func (g *gatedDeletes) hold() {
@@ -167,28 +179,38 @@ func (g *gatedDeletes) release() {
 }
 
 func (g *gatedDeletes) DoMulti(ctx context.Context, multi ...rueidis.Completed) []rueidis.RedisResult {
-	onlyDel := len(multi) > 0
-	for _, c := range multi {
-		if args := c.Commands(); len(args) == 0 || !strings.EqualFold(args[0], "DEL") {
-			onlyDel = false
-		}
+	dels := 0
+	for dels < len(multi) && redistest.IsCommand(multi[dels], "DEL") {
+		dels++
 	}
-	if onlyDel {
-		g.mu.Lock()
-		gate := g.gate
-		g.mu.Unlock()
-		if gate != nil {
-			// The test releases the gate once it has read the latch, which
-			// on a loaded machine can be after the batch's own deadline
-			// (a second): the held batch then goes out on a fresh one,
-			// as if the network had delayed it.
+	g.mu.Lock()
+	gate := g.gate
+	g.mu.Unlock()
+	if dels == 0 || gate == nil {
+		return g.Client.DoMulti(ctx, multi...)
+	}
+	held := multi[:dels]
+	if dels < len(multi) {
+		// Deletions riding on a script: the script goes now, the DELs
+		// once the gate opens (their replies are not read).
+		g.held.Go(func() {
 			<-gate
-			sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-			defer cancel()
-			return g.Client.DoMulti(sctx, multi...)
+			g.Client.DoMulti(context.Background(), held...)
+		})
+		ok := make([]rueidis.RedisResult, dels, len(multi))
+		for i := range ok {
+			ok[i] = rueidis.NewErrorResult(nil)
 		}
+		return append(ok, g.Client.DoMulti(ctx, multi[dels:]...)...)
 	}
-	return g.Client.DoMulti(ctx, multi...)
+	// The test releases the gate once it has read the latch, which on a
+	// loaded machine can be after the batch's own deadline (a second): the
+	// held batch then goes out on a fresh one, as if the network had
+	// delayed it.
+	<-gate
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	return g.Client.DoMulti(sctx, multi...)
 }
 
 // pubTap is a subscriber connection that watches a lock's channel, plus a
@@ -393,7 +415,7 @@ func runGolden(t *testing.T, env goldenEnv, n lockNames) {
 	require.Equal(t, slot, keys.Slot(n.other), "slot of %s", n.other)
 	latchRE := regexp.MustCompile("^" + regexp.QuoteMeta(n.latchPrefix) + "[0-9a-f]{32}$")
 
-	gate := &gatedDeletes{Client: env.rc}
+	gate := newGatedDeletes(t, env.rc)
 	a := newLockClient(t, gate)
 	b := newLockClient(t, gate)
 	t.Cleanup(gate.release) // runs before the Clients close

@@ -219,7 +219,7 @@ func runRWGolden(t *testing.T, env rwEnv, n rwNames) {
 		require.Equal(t, slot, keys.Slot(k), "slot of %s", k)
 	}
 
-	gate := &gatedDeletes{Client: env.rc}
+	gate := newGatedDeletes(t, env.rc)
 	a := newLockClient(t, gate)
 	b := newLockClient(t, gate)
 	t.Cleanup(gate.release) // runs before the Clients close

@@ -71,7 +71,7 @@ func (l *Common) execAcquire(ctx context.Context, acks *runtime.Acks, call *Call
 	}
 	ks, args := l.fill(call.Keys, v), l.fill(call.Args, v)
 	return l.rt.SendDetached(ctx, bound, func(ctx context.Context) rueidis.RedisResult {
-		return call.Script().Exec(ctx, l.rt.RC, ks, args)
+		return l.rt.Send(ctx, call.Script(), ks, args)
 	})
 }
 

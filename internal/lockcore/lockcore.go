@@ -134,7 +134,7 @@ func (l *Common) exec(ctx context.Context, a *runtime.Acks, call *Call, v *vals)
 
 // send runs call with v, never followed by WAIT.
 func (l *Common) send(ctx context.Context, call *Call, v *vals) rueidis.RedisResult {
-	return call.Script().Exec(ctx, l.rt.RC, l.fill(call.Keys, v), l.fill(call.Args, v))
+	return l.rt.Send(ctx, call.Script(), l.fill(call.Keys, v), l.fill(call.Args, v))
 }
 
 // Lock acquires as interlock.Locker says.

@@ -116,6 +116,18 @@ func (t *tap) Do(ctx context.Context, cmd rueidis.Completed) rueidis.RedisResult
 }
 
 func (t *tap) DoMulti(ctx context.Context, cmds ...rueidis.Completed) []rueidis.RedisResult {
+	if redistest.CarriesDeletes(cmds) {
+		n := len(cmds) - 1
+		// A script carrying the Client's queued deletions: the DELs go
+		// straight to the server, the script as a Do.
+		rs := make([]record, n)
+		for i, cmd := range cmds[:n] {
+			rs[i] = read(cmd)
+		}
+		res := t.Client.DoMulti(ctx, cmds[:n]...)
+		t.add(rs...)
+		return append(res, t.Do(ctx, cmds[n]))
+	}
 	rs := make([]record, len(cmds))
 	t.mu.Lock()
 	ackAll, hang := t.ackAll, t.hang

@@ -89,7 +89,7 @@ func (o *Object) Publish(ctx context.Context) (string, error) {
 
 // Run sends one script, never followed by WAIT.
 func (o *Object) Run(ctx context.Context, s *script.Script, keys []string, args ...string) rueidis.RedisResult {
-	return s.Exec(ctx, o.rt.RC, keys, args)
+	return o.rt.Send(ctx, s, keys, args)
 }
 
 // RunAcked sends one acquiring script, followed by WAIT in safe mode; the

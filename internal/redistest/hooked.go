@@ -2,6 +2,7 @@ package redistest
 
 import (
 	"context"
+	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -46,8 +47,42 @@ func (h *Hooked) Do(ctx context.Context, cmd rueidis.Completed) rueidis.RedisRes
 	return hook(ctx, cmd, next)
 }
 
-// DoMulti sends cmds, counted, past the hook.
+// DoMulti sends cmds, counted, past the hook, but for a script that the
+// Client sends behind the deletions it has queued (DELs, then one
+// EVALSHA): that script goes through the hook as a Do would, after the
+// DELs.
 func (h *Hooked) DoMulti(ctx context.Context, cmds ...rueidis.Completed) []rueidis.RedisResult {
-	h.sent.Add(int64(len(cmds)))
-	return h.Client.DoMulti(ctx, cmds...)
+	h.mu.Lock()
+	hook := h.hook
+	h.mu.Unlock()
+	n := len(cmds) - 1
+	if hook == nil || !CarriesDeletes(cmds) {
+		h.sent.Add(int64(len(cmds)))
+		return h.Client.DoMulti(ctx, cmds...)
+	}
+	h.sent.Add(int64(n))
+	res := h.Client.DoMulti(ctx, cmds[:n]...)
+	return append(res, h.Do(ctx, cmds[n]))
+}
+
+// IsCommand reports whether cmd is the command name (any case).
+func IsCommand(cmd rueidis.Completed, name string) bool {
+	args := cmd.Commands()
+	return len(args) > 0 && strings.EqualFold(args[0], name)
+}
+
+// CarriesDeletes reports whether cmds is a script that the Client sends
+// with the deletions it has queued (DELs, then one EVALSHA), rather than a
+// pipeline of its own, such as a renewal round.
+func CarriesDeletes(cmds []rueidis.Completed) bool {
+	n := len(cmds) - 1
+	if n < 1 || !IsCommand(cmds[n], "EVALSHA") {
+		return false
+	}
+	for _, c := range cmds[:n] {
+		if !IsCommand(c, "DEL") {
+			return false
+		}
+	}
+	return true
 }

@@ -41,7 +41,7 @@ func (r *Runtime) Exec(ctx context.Context, a *Acks, s *script.Script, ks, args 
 	case r.Cfg.ReplicaSync:
 		return r.execSynced(ctx, a, s, ks, args)
 	}
-	return s.Exec(ctx, r.RC, ks, args)
+	return r.Send(ctx, s, ks, args)
 }
 
 // execSynced is Exec in replica-sync mode: WAIT for as many replicas as the

@@ -3,116 +3,202 @@ package runtime
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/rueidis"
 
 	"github.com/interlock-go/interlock/internal/keys"
+	"github.com/interlock-go/interlock/internal/script"
 )
 
-// deleter deletes keys in the background. The first key queued after a
-// quiet spell starts a short batching window; when it closes, every key
-// queued meanwhile goes in one DEL per hash slot, all in one pipeline.
-// Under load that turns one round trip per unlock into one per window.
-// One goroutine per Client.
+// deleter deletes the keys an operation leaves behind once its caller has
+// its answer: unlock latches and semaphore receipts. They ride on the
+// Client's next script, in the same pipeline (Runtime.Send), once the
+// oldest has waited deleteWindow or enough are queued, so that under load
+// one DEL per hash slot goes with one script in many, no goroutine is
+// woken and no round trip is added. A timer sweeps the keys that no script
+// took within sweepAge (a Client gone quiet, or, on a cluster, a slot no
+// script goes to); a key it cannot delete expires by its TTL.
 type deleter struct {
-	rc rueidis.Client
+	rc      rueidis.Client
+	cluster bool
 
+	n       atomic.Int32 // len(pending), read without mu before every script
 	mu      sync.Mutex
-	pending []string
-	wake    chan struct{}
+	pending []queuedKey
+	armed   bool // the sweep timer is set
+	closed  bool
+	sweep   *time.Timer    // made by the first add
+	running sync.WaitGroup // sweeps in flight
+}
 
-	cancel  context.CancelFunc
-	done    chan struct{}
-	closeBy time.Time // set by close: the deadline of the last flush
+type queuedKey struct {
+	key  string
+	slot uint16
+	at   time.Time
 }
 
 const (
-	// deleteWindow is how long a queued key may wait for company.
+	// deleteWindow is how long a queued key may wait for company before
+	// the next script takes it.
 	deleteWindow = 2 * time.Millisecond
-	// deleteTimeout bounds one batch.
+	// deleteBatch is how many queued keys the next script takes at once,
+	// whatever their age.
+	deleteBatch = 64
+	// sweepEvery is the sweep timer's period while keys are queued, and
+	// sweepAge the age from which it deletes them itself: older than any
+	// key waits while scripts go out on its slot.
+	sweepEvery = 100 * time.Millisecond
+	sweepAge   = 20 * time.Millisecond
+	// deleteTimeout bounds one sweep.
 	deleteTimeout = time.Second
 	// maxDelKeys bounds the keys of one DEL command.
 	maxDelKeys = 512
 )
 
 func newDeleter(rc rueidis.Client) *deleter {
-	ctx, cancel := context.WithCancel(context.Background())
-	d := &deleter{rc: rc, wake: make(chan struct{}, 1), cancel: cancel, done: make(chan struct{})}
-	go d.run(ctx)
-	return d
+	return &deleter{rc: rc, cluster: rc.Mode() == rueidis.ClientModeCluster}
 }
 
+// add queues key. It sends nothing and wakes nothing; a Client that has
+// closed deletes it at once.
 func (d *deleter) add(key string) {
 	d.mu.Lock()
-	d.pending = append(d.pending, key)
-	d.mu.Unlock()
-	select {
-	case d.wake <- struct{}{}:
-	default:
+	if d.closed {
+		d.mu.Unlock()
+		ctx, cancel := context.WithTimeout(context.Background(), deleteTimeout)
+		defer cancel()
+		d.rc.Do(ctx, d.rc.B().Del().Key(key).Build())
+		return
 	}
-}
-
-// close stops the goroutine after one last flush, bounded by deadline.
-func (d *deleter) close(deadline time.Time) {
-	d.closeBy = deadline
-	d.cancel()
-	<-d.done
-}
-
-func (d *deleter) run(ctx context.Context) {
-	defer close(d.done)
-	window := time.NewTimer(deleteWindow)
-	window.Stop()
-	defer window.Stop()
-	var open <-chan time.Time // nil while no window is open
-	for {
-		select {
-		case <-d.wake:
-			if open == nil {
-				window.Reset(deleteWindow)
-				open = window.C
-			}
-		case <-open:
-			open = nil
-			d.flush(time.Now().Add(deleteTimeout))
-		case <-ctx.Done():
-			d.flush(d.closeBy)
-			return
+	d.pending = append(d.pending, queuedKey{key, keys.Slot(key), time.Now()})
+	d.n.Add(1)
+	if !d.armed {
+		d.armed = true
+		if d.sweep == nil {
+			d.sweep = time.AfterFunc(sweepEvery, d.sweepNow)
+		} else {
+			d.sweep.Reset(sweepEvery)
 		}
 	}
+	d.mu.Unlock()
 }
 
-// flush deletes every queued key by deadline. Its context is its own, so
-// that close neither abandons a batch in flight nor the keys queued before
-// it.
-func (d *deleter) flush(deadline time.Time) {
+// take returns the DEL commands that go along with a script on slot: none
+// while the oldest queued key is younger than deleteWindow and fewer than
+// deleteBatch wait; on a cluster, only keys of that slot.
+func (d *deleter) take(slot uint16, now time.Time) rueidis.Commands {
+	if d.n.Load() == 0 {
+		return nil
+	}
 	d.mu.Lock()
-	batch := d.pending
-	d.pending = nil
-	d.mu.Unlock()
-	if len(batch) == 0 {
-		return
+	defer d.mu.Unlock()
+	if len(d.pending) == 0 || len(d.pending) < deleteBatch && now.Sub(d.pending[0].at) < deleteWindow {
+		return nil
+	}
+	return d.dels(func(k queuedKey) bool { return !d.cluster || k.slot == slot })
+}
+
+// dels removes the queued keys that pick accepts and returns their DELs,
+// one per hash slot (and maxDelKeys). d.mu must be held.
+func (d *deleter) dels(pick func(queuedKey) bool) rueidis.Commands {
+	var taken []queuedKey
+	kept := d.pending[:0]
+	for _, k := range d.pending {
+		if pick(k) {
+			taken = append(taken, k)
+		} else {
+			kept = append(kept, k)
+		}
+	}
+	clear(d.pending[len(kept):])
+	d.pending = kept
+	d.n.Store(int32(len(kept)))
+	if len(taken) == 0 {
+		return nil
 	}
 	// The keys of one DEL share a slot, whatever the client's mode: a
 	// cluster, and a server that enforces slots behind one address (a
-	// managed service, a proxy), refuse a DEL whose keys span slots. The
-	// DELs of one flush go in one pipeline.
+	// managed service, a proxy), refuse a DEL whose keys span slots.
 	groups := map[uint16][]string{}
-	for _, k := range batch {
-		s := keys.Slot(k)
-		groups[s] = append(groups[s], k)
+	var order []uint16
+	for _, k := range taken {
+		if _, ok := groups[k.slot]; !ok {
+			order = append(order, k.slot)
+		}
+		groups[k.slot] = append(groups[k.slot], k.key)
 	}
 	var cmds rueidis.Commands
-	for _, g := range groups {
-		for len(g) > 0 {
+	for _, s := range order {
+		for g := groups[s]; len(g) > 0; {
 			n := min(len(g), maxDelKeys)
 			cmds = append(cmds, d.rc.B().Del().Key(g[:n]...).Build())
 			g = g[n:]
 		}
 	}
-	// Failures are left to the keys' own TTL: a latch expires by itself.
+	return cmds
+}
+
+// sweepNow runs on the timer: it deletes the keys that have waited
+// sweepAge, and sets the timer again while any are queued.
+func (d *deleter) sweepNow() {
+	d.mu.Lock()
+	if d.closed {
+		d.mu.Unlock()
+		return
+	}
+	d.running.Add(1)
+	defer d.running.Done()
+	cut := time.Now().Add(-sweepAge)
+	cmds := d.dels(func(k queuedKey) bool { return k.at.Before(cut) })
+	d.armed = len(d.pending) > 0
+	if d.armed {
+		d.sweep.Reset(sweepEvery)
+	}
+	d.mu.Unlock()
+	d.send(cmds, time.Now().Add(deleteTimeout))
+}
+
+// send sends cmds by deadline; failures are left to the keys' TTL.
+func (d *deleter) send(cmds rueidis.Commands, deadline time.Time) {
+	if len(cmds) == 0 {
+		return
+	}
 	ctx, cancel := context.WithDeadline(context.Background(), deadline)
 	defer cancel()
 	d.rc.DoMulti(ctx, cmds...)
+}
+
+// close stops the timer, waits for a sweep in flight, and deletes every
+// key still queued, by deadline. Keys added later are deleted at once.
+func (d *deleter) close(deadline time.Time) {
+	d.mu.Lock()
+	d.closed = true
+	if d.sweep != nil {
+		d.sweep.Stop()
+	}
+	cmds := d.dels(func(queuedKey) bool { return true })
+	d.mu.Unlock()
+	d.running.Wait()
+	d.send(cmds, deadline)
+}
+
+// Send runs s with ks and args, as script.Exec does, and sends along, in
+// the same pipeline and ahead of it, the deletions queued for its slot
+// (see deleter). Their replies are not read: a key left expires by its TTL.
+func (r *Runtime) Send(ctx context.Context, s *script.Script, ks, args []string) rueidis.RedisResult {
+	if r.latches.n.Load() == 0 || len(ks) == 0 {
+		return s.Exec(ctx, r.RC, ks, args)
+	}
+	dels := r.latches.take(keys.Slot(ks[0]), time.Now())
+	if len(dels) == 0 {
+		return s.Exec(ctx, r.RC, ks, args)
+	}
+	res := r.RC.DoMulti(ctx, append(dels, s.EvalSHA(r.RC, ks, args))...)
+	last := res[len(res)-1]
+	if script.IsNoScript(last.Error()) {
+		return r.RC.Do(ctx, s.Eval(r.RC, ks, args))
+	}
+	return last
 }
