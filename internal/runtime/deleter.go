@@ -195,7 +195,15 @@ func (r *Runtime) Send(ctx context.Context, s *script.Script, ks, args []string)
 	if len(dels) == 0 {
 		return s.Exec(ctx, r.RC, ks, args)
 	}
-	res := r.RC.DoMulti(ctx, append(dels, s.EvalSHA(r.RC, ks, args))...)
+	cmd := s.EvalSHA(r.RC, ks, args)
+	if cmd.IsRetryable() {
+		// rueidis resends a pipeline only when every command in it may be
+		// resent, and a DEL may.
+		for i := range dels {
+			dels[i] = dels[i].ToRetryable()
+		}
+	}
+	res := r.RC.DoMulti(ctx, append(dels, cmd)...)
 	last := res[len(res)-1]
 	if script.IsNoScript(last.Error()) {
 		return r.RC.Do(ctx, s.Eval(r.RC, ks, args))
