@@ -148,16 +148,37 @@ type fairRecorder struct {
 	retrying []string
 }
 
-// busyRetry reports whether run is a refused fair_acquire of a waiter in
-// r.retrying that want does not expect.
-func (r *fairRecorder) busyRetry(run scriptRun, want []scriptRun) bool {
-	if run.Script != script.FairAcquire().Name() || len(run.Argv) < 2 || !slices.Contains(r.retrying, run.Argv[1]) ||
-		len(run.Cmds) == 0 || run.Cmds[len(run.Cmds)-1][0] != "pttl" {
-		return false
+// dropRetries removes from got the refused fair_acquire runs of the
+// waiters in r.retrying beyond as many runs of theirs as want expects, the
+// latest first: a waiter passed over may try again, and be refused, at any
+// step.
+func (r *fairRecorder) dropRetries(got, want []scriptRun) []scriptRun {
+	owner := func(run scriptRun) string {
+		if run.Script != script.FairAcquire().Name() || len(run.Argv) < 2 {
+			return ""
+		}
+		return run.Argv[1]
 	}
-	return !slices.ContainsFunc(want, func(w scriptRun) bool {
-		return w.Script == run.Script && len(w.Argv) > 1 && w.Argv[1] == run.Argv[1]
-	})
+	count := func(runs []scriptRun, o string) int {
+		n := 0
+		for _, run := range runs {
+			if owner(run) == o {
+				n++
+			}
+		}
+		return n
+	}
+	for _, o := range r.retrying {
+		for surplus := count(got, o) - count(want, o); surplus > 0; surplus-- {
+			for j := len(got) - 1; j >= 0; j-- {
+				if run := got[j]; owner(run) == o && len(run.Cmds) > 0 && run.Cmds[len(run.Cmds)-1][0] == "pttl" {
+					got = slices.Delete(got, j, j+1)
+					break
+				}
+			}
+		}
+	}
+	return got
 }
 
 // step checks the step just done: the messages each tap saw (a "0" on each
@@ -186,7 +207,7 @@ func (r *fairRecorder) step(label string, pubs []string, want ...scriptRun) map[
 	mark := "compat-fair-step-" + strconv.Itoa(r.n)
 	r.ctl.do("ECHO", mark)
 	lines := r.mon.untilEcho(t, mark, want...)
-	got := slices.DeleteFunc(scriptRuns(lines), func(run scriptRun) bool { return r.busyRetry(run, want) })
+	got := r.dropRetries(scriptRuns(lines), want)
 
 	vars := map[string]string{}
 	shape := func(name string) *regexp.Regexp {
