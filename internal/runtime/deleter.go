@@ -48,9 +48,11 @@ const (
 	deleteBatch = 64
 	// sweepEvery is the sweep timer's period while keys are queued, and
 	// sweepAge the age from which it deletes them itself: older than any
-	// key waits while scripts go out on its slot.
-	sweepEvery = 100 * time.Millisecond
-	sweepAge   = 20 * time.Millisecond
+	// key waits while scripts go out on its slot, so that a Client sending
+	// steadily has them all taken along, and a quiet one sees them gone
+	// within about 15 ms.
+	sweepEvery = 10 * time.Millisecond
+	sweepAge   = 5 * time.Millisecond
 	// deleteTimeout bounds one sweep.
 	deleteTimeout = time.Second
 	// maxDelKeys bounds the keys of one DEL command.
