@@ -124,7 +124,8 @@ func (r *Runtime) Task(name string, mk func(*Runtime) *renewal.Task) *renewal.Ta
 }
 
 // New starts a Runtime on rc: one renewal goroutine, one clean-up goroutine
-// and one latch deleter. It sends nothing to Redis.
+// and the latch deleter (no goroutine of its own: a timer set while keys
+// wait). It sends nothing to Redis.
 func New(rc rueidis.Client, cfg Config) (*Runtime, error) {
 	var observer renewal.Observer
 	opts := cfg.PubSubOptions
@@ -205,7 +206,8 @@ func (r *Runtime) UndoQueue() int { return int(r.settle.n.Load()) }
 // (wait.Spec.Waiters), which Stats reports.
 func (r *Runtime) Waiters() *atomic.Int64 { return &r.waiters }
 
-// DeleteLater queues key for deletion in the deleter's next batch.
+// DeleteLater queues key for deletion: it rides on the Client's next
+// script on its slot, or the sweep deletes it (see deleter).
 func (r *Runtime) DeleteLater(key string) { r.latches.add(key) }
 
 // Sharded reports whether releases go out with SPUBLISH and waiters use
