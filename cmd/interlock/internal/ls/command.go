@@ -199,7 +199,7 @@ func (s *scan) run(ctx context.Context) (*listing, error) {
 	}
 	l := &listing{
 		Synchronizers: []entry{}, ScannedKeys: s.scanned, Match: s.match, Nodes: s.nodes, Truncated: s.truncated,
-		UnlockLatches: s.latches, Receipts: s.receipts, Counters: s.counters, Notes: s.notes,
+		UnlockLatches: int64(len(s.latches)), Receipts: int64(len(s.receipts)), Counters: s.counters, Notes: s.notes,
 	}
 	for _, e := range entries {
 		if e != nil {

@@ -131,6 +131,12 @@ func TestLsListsEveryKind(t *testing.T) {
 	waitSubscribed(t, rc, keys.LockChannel(n("fair"))+":"+c.ID()+":8") // the fair waiter's own channel
 	waitSubscribed(t, rc, keys.SemaphoreChannel(n("sem")))
 	waitSubscribed(t, rc, keys.LatchChannel(n("latch")))
+	// The receipts of the calls above are deleted shortly after they
+	// answered; the listing below counts the hand-made ones only.
+	require.Eventually(t, func() bool {
+		left, err := rc.Do(ctx, rc.B().Keys().Pattern(keys.ReceiptPrefix+":{"+base+"*").Build()).AsStrSlice()
+		return err == nil && len(left) == 0
+	}, 10*time.Second, 5*time.Millisecond, "the receipts of the calls are not deleted")
 
 	// Made by hand, as Java would have left them.
 	now := time.Now().UnixMilli()

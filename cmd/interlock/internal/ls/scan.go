@@ -70,11 +70,23 @@ type scan struct {
 
 	cands     map[string]*candidate
 	scanned   int64    // keys SCAN returned, over every node
-	latches   int64    // unlock latch keys seen (not listed)
-	receipts  int64    // receipt keys seen (not listed)
+	latches   set      // unlock latch keys seen (not listed)
+	receipts  set      // receipt keys seen (not listed)
 	nodes     []string // the nodes scanned
 	truncated bool     // a candidate was left out because of limit
 	notes     []string // what could not be read, for the whole listing
+}
+
+// set holds distinct keys: SCAN may return a key more than once while the
+// server's table grows or shrinks.
+type set map[string]struct{}
+
+// add puts k in the set, making it on first use.
+func (s *set) add(k string) {
+	if *s == nil {
+		*s = set{}
+	}
+	(*s)[k] = struct{}{}
 }
 
 // full reports whether the scan has as many candidates as it may list.
@@ -172,10 +184,10 @@ func (s *scan) classify(ctx context.Context, n rueidis.Client, batch []string) e
 	for _, k := range batch {
 		switch {
 		case strings.HasPrefix(k, keys.UnlockLatchPrefix+":"):
-			s.latches++
+			s.latches.add(k)
 			continue
 		case strings.HasPrefix(k, keys.ReceiptPrefix+":"):
-			s.receipts++
+			s.receipts.add(k)
 			continue
 		}
 		if name, braced, ok := s.derivedName(k); ok {
