@@ -317,3 +317,14 @@ func netWait(ctx context.Context, d time.Duration) {
 	case <-ctx.Done():
 	}
 }
+
+// netDropped waits up to bound for p to have dropped more replies than
+// before, and reports whether it did.
+func netDropped(p *faultproxy.Proxy, before int64, bound time.Duration) bool {
+	for end := time.Now().Add(bound); p.Stats().RepliesDropped == before; time.Sleep(time.Millisecond) {
+		if time.Now().After(end) {
+			return false
+		}
+	}
+	return true
+}
