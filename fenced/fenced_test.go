@@ -347,22 +347,30 @@ func TestLostAcquireReply(t *testing.T) {
 		return n
 	}
 
+	// The Client takes a lost acquisition back on its own, soon after the
+	// caller gave up.
 	lost()
-	locked, err := m.IsLocked(ctx)
-	require.NoError(t, err)
-	assert.False(t, locked, "a lost first acquisition is released")
+	assert.Eventually(t, func() bool {
+		locked, err := m.IsLocked(ctx)
+		return err == nil && !locked
+	}, 5*time.Second, 5*time.Millisecond, "a lost first acquisition is released")
 	assert.Equal(t, uint64(1), token(), "its token is skipped")
 
 	tok, err := m.LockToken(ctx)
 	require.NoError(t, err)
 	assert.Equal(t, uint64(2), tok)
 	lost() // a lost re-entry takes back only the hold it added
+	// HoldCount counts the holds of this goroutine's owner: polled here,
+	// not in assert.Eventually's goroutine.
 	n, err := m.HoldCount(ctx)
+	for end := time.Now().Add(5 * time.Second); err == nil && n != 1 && time.Now().Before(end); n, err = m.HoldCount(ctx) {
+		time.Sleep(5 * time.Millisecond)
+	}
 	require.NoError(t, err)
-	assert.Equal(t, 1, n)
+	assert.Equal(t, 1, n, "a lost re-entry is taken back")
 	assert.Equal(t, uint64(3), token())
 	require.NoError(t, m.Unlock(ctx))
-	locked, err = m.IsLocked(ctx)
+	locked, err := m.IsLocked(ctx)
 	require.NoError(t, err)
 	assert.False(t, locked)
 }
