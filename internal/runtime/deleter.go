@@ -25,6 +25,7 @@ type deleter struct {
 	cluster bool
 
 	n       atomic.Int32 // len(pending), read without mu before every script
+	first   atomic.Int64 // when pending[0] was queued, in UnixNano; read likewise
 	mu      sync.Mutex
 	pending []queuedKey
 	armed   bool // the sweep timer is set
@@ -74,7 +75,11 @@ func (d *deleter) add(key string) {
 		d.rc.Do(ctx, d.rc.B().Del().Key(key).Build())
 		return
 	}
-	d.pending = append(d.pending, queuedKey{key, keys.Slot(key), time.Now()})
+	now := time.Now()
+	if len(d.pending) == 0 {
+		d.first.Store(now.UnixNano())
+	}
+	d.pending = append(d.pending, queuedKey{key, keys.Slot(key), now})
 	d.n.Add(1)
 	if !d.armed {
 		d.armed = true
@@ -87,12 +92,16 @@ func (d *deleter) add(key string) {
 	d.mu.Unlock()
 }
 
-// take returns the DEL commands that go along with a script on slot: none
-// while the oldest queued key is younger than deleteWindow and fewer than
-// deleteBatch wait; on a cluster, only keys of that slot.
-func (d *deleter) take(slot uint16, now time.Time) rueidis.Commands {
-	if d.n.Load() == 0 {
-		return nil
+// take returns the DEL commands that go along with a script on key's
+// slot: none while the oldest queued key is younger than deleteWindow and
+// fewer than deleteBatch wait; on a cluster, only keys of that slot.
+func (d *deleter) take(key string, now time.Time) rueidis.Commands {
+	if n := d.n.Load(); n == 0 || n < deleteBatch && now.UnixNano()-d.first.Load() < int64(deleteWindow) {
+		return nil // without taking mu, which every script would contend for
+	}
+	var slot uint16
+	if d.cluster {
+		slot = keys.Slot(key)
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -117,6 +126,9 @@ func (d *deleter) dels(pick func(queuedKey) bool) rueidis.Commands {
 	clear(d.pending[len(kept):])
 	d.pending = kept
 	d.n.Store(int32(len(kept)))
+	if len(kept) > 0 {
+		d.first.Store(kept[0].at.UnixNano())
+	}
 	if len(taken) == 0 {
 		return nil
 	}
@@ -193,7 +205,7 @@ func (r *Runtime) Send(ctx context.Context, s *script.Script, ks, args []string)
 	if r.latches.n.Load() == 0 || len(ks) == 0 {
 		return s.Exec(ctx, r.RC, ks, args)
 	}
-	dels := r.latches.take(keys.Slot(ks[0]), time.Now())
+	dels := r.latches.take(ks[0], time.Now())
 	if len(dels) == 0 {
 		return s.Exec(ctx, r.RC, ks, args)
 	}
