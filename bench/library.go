@@ -54,6 +54,10 @@ type (
 	// Name starts with "floor:"; the first floor row is the denominator of
 	// the "× floor" column.
 	Floor interface{ IsFloor() }
+	// ContendedFloor marks the floor of the scenarios that wait (S3, S4):
+	// it runs only where the other floors do not, and its Name starts
+	// with "floor:", so that it is the "× floor" denominator there.
+	ContendedFloor interface{ IsContendedFloor() }
 	// CellRunner lets a Session run a whole cell itself instead of the
 	// harness calling Lock and Unlock in Go, e.g. a library that lives in
 	// another process (a JVM) and measures there. It returns the cell's
