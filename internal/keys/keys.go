@@ -90,6 +90,35 @@ func UnlockLatch(name, requestID string) string {
 	return Prefix(UnlockLatchPrefix, name) + ":" + requestID
 }
 
+// NewUnlockLatch is UnlockLatch(name, RequestID()), built in one
+// allocation.
+func NewUnlockLatch(name string) string { return fresh(UnlockLatchPrefix, name) }
+
+// NewReceipt is Receipt(name, RequestID()), built in one allocation.
+func NewReceipt(name string) string { return fresh(ReceiptPrefix, name) }
+
+// fresh returns Prefix(prefix, name) + ":" + RequestID().
+func fresh(prefix, name string) string {
+	var id [16]byte
+	_, _ = rand.Read(id[:])
+	var b strings.Builder
+	b.Grow(len(prefix) + len(name) + 4 + 2*len(id))
+	b.WriteString(prefix)
+	if strings.Contains(name, "{") {
+		b.WriteByte(':')
+		b.WriteString(name)
+	} else {
+		b.WriteString(":{")
+		b.WriteString(name)
+		b.WriteByte('}')
+	}
+	b.WriteByte(':')
+	var h [2 * len(id)]byte
+	hex.Encode(h[:], id[:])
+	b.Write(h[:])
+	return b.String()
+}
+
 // Receipt is the key that makes one semaphore or latch operation safe to
 // resend: interlock_receipt:{name}:<requestID>, in the name's slot.
 func Receipt(name, requestID string) string {

@@ -1,6 +1,7 @@
 package keys
 
 import (
+	"regexp"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -78,4 +79,14 @@ func TestRequestID(t *testing.T) {
 	id := RequestID()
 	assert.Regexp(t, `^[0-9a-f]{32}$`, id)
 	assert.NotEqual(t, id, RequestID())
+}
+
+func TestNewLatchAndReceipt(t *testing.T) {
+	for _, name := range []string{"lock", "a{b}c"} {
+		latch, receipt := NewUnlockLatch(name), NewReceipt(name)
+		assert.Regexp(t, `^`+regexp.QuoteMeta(UnlockLatch(name, ""))+`[0-9a-f]{32}$`, latch)
+		assert.Regexp(t, `^`+regexp.QuoteMeta(Receipt(name, ""))+`[0-9a-f]{32}$`, receipt)
+		assert.Equal(t, Slot(name), Slot(latch))
+		assert.NotEqual(t, latch, NewUnlockLatch(name))
+	}
 }

@@ -249,9 +249,19 @@ type vals struct {
 	yield         bool          // a transfer that ends a run
 }
 
-// fill builds the strings of args for lock l.
-func (l *Common) fill(args []Arg, v *vals) []string {
-	out := make([]string, len(args))
+// fill builds the KEYS and ARGV strings of c for lock l, in one
+// allocation.
+func (l *Common) fill(c *Call, v *vals) (ks, args []string) {
+	out := make([]string, len(c.Keys)+len(c.Args))
+	n := len(c.Keys)
+	l.fillInto(out[:n], c.Keys, v)
+	l.fillInto(out[n:], c.Args, v)
+	return out[:n:n], out[n:]
+}
+
+// fillInto writes the strings of args for lock l into out, which has
+// their length.
+func (l *Common) fillInto(out []string, args []Arg, v *vals) {
 	for i, a := range args {
 		switch a.src {
 		case srcText:
@@ -295,5 +305,4 @@ func (l *Common) fill(args []Arg, v *vals) []string {
 			}
 		}
 	}
-	return out
 }

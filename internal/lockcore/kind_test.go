@@ -85,7 +85,10 @@ func TestFillEveryArg(t *testing.T) {
 	for i, tc := range cases {
 		args[i] = tc.arg
 	}
-	got := l.fill(args, v)
+	// KEYS and ARGV are filled alike, and neither runs into the other.
+	ks, got := l.fill(&Call{Keys: args[:2], Args: args}, v)
+	assert.Equal(t, got[:2], ks)
+	assert.Equal(t, 2, cap(ks))
 	require.Len(t, got, len(cases))
 	for i, tc := range cases {
 		assert.Equal(t, tc.want, got[i], "arg %d", i)
@@ -93,12 +96,15 @@ func TestFillEveryArg(t *testing.T) {
 
 	// Now reads the clock at every call.
 	runtime.Of(c).SetWallClock(func() time.Time { return time.UnixMilli(5) })
-	assert.Equal(t, []string{"5"}, l.fill([]Arg{Now}, v))
+	args1 := func(a Arg) []string { _, out := l.fill(&Call{Args: []Arg{a}}, v); return out }
+	assert.Equal(t, []string{"5"}, args1(Now))
 	runtime.Of(c).SetWallClock(nil)
-	now, err := strconv.ParseInt(l.fill([]Arg{Now}, v)[0], 10, 64)
+	now, err := strconv.ParseInt(args1(Now)[0], 10, 64)
 	require.NoError(t, err)
 	assert.InDelta(t, time.Now().UnixMilli(), now, 5000)
-	assert.Empty(t, l.fill(nil, v))
+	ks, got = l.fill(&Call{}, v)
+	assert.Empty(t, ks)
+	assert.Empty(t, got)
 }
 
 // slot is one KEYS or ARGV entry as a script's header documents it: its

@@ -129,12 +129,14 @@ func (l *Common) holds(holder string) int { return l.rt.Renewal.Holds(l.name, ho
 
 // exec runs call with v in safe mode when it is on (a records the acks).
 func (l *Common) exec(ctx context.Context, a *runtime.Acks, call *Call, v *vals) rueidis.RedisResult {
-	return l.rt.Exec(ctx, a, call.Script(), l.fill(call.Keys, v), l.fill(call.Args, v))
+	ks, args := l.fill(call, v)
+	return l.rt.Exec(ctx, a, call.Script(), ks, args)
 }
 
 // send runs call with v, never followed by WAIT.
 func (l *Common) send(ctx context.Context, call *Call, v *vals) rueidis.RedisResult {
-	return l.rt.Send(ctx, call.Script(), l.fill(call.Keys, v), l.fill(call.Args, v))
+	ks, args := l.fill(call, v)
+	return l.rt.Send(ctx, call.Script(), ks, args)
 }
 
 // Lock acquires as interlock.Locker says.
@@ -232,8 +234,8 @@ func (l *Common) IsLocked(ctx context.Context) (bool, error) {
 	)
 	switch k := l.kind; {
 	case k.IsLocked != nil:
-		v := &vals{}
-		res, err = l.ProbeScript(ctx, k.IsLocked.Script(), l.fill(k.IsLocked.Keys, v), l.fill(k.IsLocked.Args, v))
+		ks, args := l.fill(k.IsLocked, &vals{})
+		res, err = l.ProbeScript(ctx, k.IsLocked.Script(), ks, args)
 	case k.LockedMode != "":
 		res, err = l.probeOne(ctx, rc.B().Hget().Key(l.name).Field("mode").Build())
 	default:

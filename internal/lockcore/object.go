@@ -112,7 +112,7 @@ func (o *Object) RunAcked(ctx context.Context, s *script.Script, keys []string, 
 
 // Receipt returns a new receipt key: the script that carries it runs at
 // most once, however often it is sent.
-func (o *Object) Receipt() string { return keys.Receipt(o.name, keys.RequestID()) }
+func (o *Object) Receipt() string { return keys.NewReceipt(o.name) }
 
 // RunCounted sends a script that counts (adds or gives permits, counts a
 // latch down) under a fresh receipt, appended to its KEYS with the

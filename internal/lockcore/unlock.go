@@ -93,7 +93,7 @@ func (l *Common) unlock(ctx context.Context, owner, holder string) (outcome rene
 		return renewal.Unknown, 0, false, l.OpErr(report.OpRelease, err)
 	}
 	v := &vals{owner: owner, holder: holder, lease: lease, publish: pub,
-		latch: keys.UnlockLatch(l.name, keys.RequestID())}
+		latch: keys.NewUnlockLatch(l.name)}
 	var acks runtime.Acks
 	var res rueidis.RedisResult
 	if lost != nil {
