@@ -159,6 +159,7 @@ func aclGroups(name string, cluster, sharded bool) []aclGroup {
 		{name: "replica-acks", probes: []aclProbe{
 			opt("only with WithReplicaAcks or WithReplicaSync", "WAIT", "1", "0"),
 			opt("only with WithReplicaSync", "INFO", "replication"),
+			opt("only with WithReplicaSync on a master with AOF on; refused, WAIT is sent instead", "WAITAOF", "1", "0", "0"),
 		}},
 	}
 }
@@ -272,8 +273,8 @@ func aclDryRun(ctx context.Context, rc rueidis.Client, user string, probes []acl
 			verdicts[i] = aclAllowed
 		case err == nil: // the reason it is refused
 			verdicts[i] = aclDenied
-		case redisconn.IsErrorReply(err) && strings.HasPrefix(err.Error(), "ERR Command"):
-			// "ERR Command 'x' not found": unknown to this server.
+		case redisconn.IsErrorReply(err) && strings.Contains(err.Error(), "Command '") && strings.HasSuffix(err.Error(), "not found"):
+			// "[ERR] Command 'x' not found": unknown to this server.
 			verdicts[i] = aclUnknown
 		default:
 			return nil, fmt.Errorf("ACL DRYRUN: %w", err)
@@ -318,7 +319,7 @@ func describeProbes(probes []aclProbe) string {
 			target = "channel " + p.args[1]
 		case cmd == "CLIENT" || cmd == "CLUSTER" || cmd == "PUBSUB":
 			cmd = cmd + "|" + strings.ToLower(p.args[1])
-		case len(p.args) > 1 && cmd != "HELLO" && cmd != "WAIT" && cmd != "INFO":
+		case len(p.args) > 1 && cmd != "HELLO" && cmd != "WAIT" && cmd != "WAITAOF" && cmd != "INFO":
 			target = p.args[1]
 		}
 		if _, ok := cmds[target]; !ok {
