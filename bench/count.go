@@ -99,9 +99,16 @@ func (h *countingHook) ProcessPipelineHook(next goredis.ProcessPipelineHook) gor
 }
 
 // newGoRedis opens a go-redis v9 client with its default pool and a
-// counting hook.
-func newGoRedis(addr string) (*goredis.Client, *countingHook) {
-	c := goredis.NewClient(&goredis.Options{Addr: addr})
+// counting hook: a Client, or with clusterMode a ClusterClient seeded with
+// addr (default options, a default pool per node), whose hook sees each
+// command once.
+func newGoRedis(addr string) (goredis.UniversalClient, *countingHook) {
+	var c goredis.UniversalClient
+	if clusterMode {
+		c = goredis.NewClusterClient(&goredis.ClusterOptions{Addrs: []string{addr}})
+	} else {
+		c = goredis.NewClient(&goredis.Options{Addr: addr})
+	}
 	h := &countingHook{}
 	c.AddHook(h)
 	return c, h

@@ -87,15 +87,16 @@ type javaPeer struct {
 	nextID int64
 }
 
-// startJavaPeer starts the peer against addrs (one: standalone; several:
-// cluster) with the given watchdog (0: Redisson's default).
-func startJavaPeer(ctx context.Context, addrs []string, watchdog time.Duration) (*javaPeer, error) {
+// startJavaPeer starts the peer against one server at addrs[0], or with
+// cluster against the cluster that addrs seed (useClusterServers), with
+// the given watchdog (0: Redisson's default).
+func startJavaPeer(ctx context.Context, addrs []string, cluster bool, watchdog time.Duration) (*javaPeer, error) {
 	jar, err := javaPeerJar(ctx)
 	if err != nil {
 		return nil, err
 	}
 	args := append(strings.Fields(javaPeerJVMFlags), "-jar", jar)
-	if len(addrs) == 1 {
+	if !cluster {
 		args = append(args, "--redis", "redis://"+addrs[0])
 	} else {
 		args = append(args, "--cluster", strings.Join(addrs, ","))

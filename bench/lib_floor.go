@@ -53,7 +53,7 @@ func (floorGoRedis) Open(_ context.Context, addr string) (Session, error) {
 }
 
 type goredisFloor struct {
-	c *goredis.Client
+	c goredis.UniversalClient
 	h *countingHook
 }
 
@@ -63,7 +63,7 @@ func (f *goredisFloor) ReadMutex(string) Mutex  { return goredisPing{f.c} }
 func (f *goredisFloor) Commands() (int64, bool) { return f.h.n.Load(), true }
 func (f *goredisFloor) Close() error            { return f.c.Close() }
 
-type goredisPing struct{ c *goredis.Client }
+type goredisPing struct{ c goredis.UniversalClient }
 
 func (p goredisPing) Lock(ctx context.Context) error   { return p.c.Ping(ctx).Err() }
 func (p goredisPing) Unlock(ctx context.Context) error { return p.c.Ping(ctx).Err() }

@@ -22,6 +22,8 @@ import (
 //   - The other deletes the latches afterwards in DELs batched over 2 ms
 //     on a goroutine of its own (Redisson sends one DEL per unlock): the
 //     denominator of "× floor 2".
+//
+// The unlock script publishes with floorPublish's command.
 type protocolFloor struct{ bare bool }
 
 func init() {
@@ -41,14 +43,16 @@ func (f protocolFloor) Open(ctx context.Context, addr string) (Session, error) {
 	if err != nil {
 		return nil, err
 	}
-	for _, s := range []*lua.Script{floorScript("acquire"), floorScript("unlock")} {
-		if err := rc.Do(ctx, rc.B().ScriptLoad().Script(s.Source()).Build()).Error(); err != nil {
-			rc.Close()
-			return nil, err
-		}
+	publish, err := floorPublish(ctx, rc)
+	if err == nil {
+		err = loadFloorScripts(ctx, rc, floorScript("acquire"), floorScript("unlock"))
+	}
+	if err != nil {
+		rc.Close()
+		return nil, err
 	}
 	cnt := newCountingClient(rc)
-	s := &protocolSession{cnt: cnt, id: keys.RequestID()}
+	s := &protocolSession{cnt: cnt, id: keys.RequestID(), publish: publish}
 	if !f.bare {
 		s.del = newReceiptDeleter(cnt)
 	}
@@ -59,6 +63,7 @@ type protocolSession struct {
 	cnt     *countingClient
 	del     *receiptDeleter // nil: the latches are left to their TTL
 	id      string          // the client id of the owner strings
+	publish string          // floorPublish
 	threads atomic.Int64
 }
 
@@ -105,7 +110,7 @@ func (m *protocolMutex) Unlock(ctx context.Context) error {
 	c := m.f.cnt
 	latch := keys.UnlockLatch(m.name, keys.RequestID())
 	n, err := c.Do(ctx, c.B().Evalsha().Sha1(floorScript("unlock").SHA1()).Numkeys(3).Key(m.name, m.channel, latch).
-		Arg("0", floorWatchdogMs, m.owner, "PUBLISH", floorLatchMs).Build()).AsInt64()
+		Arg("0", floorWatchdogMs, m.owner, m.f.publish, floorLatchMs).Build()).AsInt64()
 	if err != nil {
 		return err
 	}
@@ -123,6 +128,37 @@ const (
 	floorWatchdogMs = "30000"
 	floorLatchMs    = "20000"
 )
+
+// loadFloorScripts loads scripts into the script cache of every node: the
+// server, or each node of the cluster (the floors send EVALSHA only).
+func loadFloorScripts(ctx context.Context, rc rueidis.Client, scripts ...*lua.Script) error {
+	for _, n := range rc.Nodes() {
+		for _, s := range scripts {
+			if err := n.Do(ctx, n.B().ScriptLoad().Script(s.Source()).Build()).Error(); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// floorPublish is the command the floors' scripts announce releases with,
+// chosen as interlock and Redisson choose it by default: SPUBLISH on a
+// cluster whose nodes answer PUBSUB SHARDNUMSUB (Redis 7+), else PUBLISH.
+// It sends nothing to one server.
+func floorPublish(ctx context.Context, rc rueidis.Client) (string, error) {
+	if rc.Mode() != rueidis.ClientModeCluster {
+		return "PUBLISH", nil
+	}
+	err := rc.Do(ctx, rc.B().PubsubShardnumsub().Channel("0").Build()).Error()
+	if err == nil {
+		return "SPUBLISH", nil
+	}
+	if _, ok := rueidis.IsRedisErr(err); ok {
+		return "PUBLISH", nil
+	}
+	return "", err
+}
 
 // floorScript is the library's script in name.lua, which the floors send
 // by hand.

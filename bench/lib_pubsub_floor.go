@@ -22,7 +22,8 @@ import (
 // waiter, as a release of one permit of Redisson's per-channel semaphore
 // does. Unlock is the latched unlock script, which publishes the message;
 // its latch is left to its TTL. Waiters of a process are not queued: a
-// woken waiter races the others and the releasing goroutine.
+// woken waiter races the others and the releasing goroutine. Where the
+// scripts SPUBLISH (floorPublish), the channel is SSUBSCRIBEd.
 type pubsubFloor struct{}
 
 func init() { Register(2, pubsubFloor{}) }
@@ -34,18 +35,21 @@ func (pubsubFloor) Open(ctx context.Context, addr string) (Session, error) {
 	if err != nil {
 		return nil, err
 	}
-	for _, name := range []string{"acquire", "unlock"} {
-		if err := rc.Do(ctx, rc.B().ScriptLoad().Script(floorScript(name).Source()).Build()).Error(); err != nil {
-			rc.Close()
-			return nil, err
-		}
+	publish, err := floorPublish(ctx, rc)
+	if err == nil {
+		err = loadFloorScripts(ctx, rc, floorScript("acquire"), floorScript("unlock"))
 	}
-	return &pubsubSession{cnt: newCountingClient(rc), id: keys.RequestID(), channels: map[string]*pubsubChannel{}}, nil
+	if err != nil {
+		rc.Close()
+		return nil, err
+	}
+	return &pubsubSession{cnt: newCountingClient(rc), id: keys.RequestID(), publish: publish, channels: map[string]*pubsubChannel{}}, nil
 }
 
 type pubsubSession struct {
 	cnt     *countingClient
 	id      string
+	publish string // floorPublish; SPUBLISH goes with SSUBSCRIBE
 	threads atomic.Int64
 
 	mu       sync.Mutex
@@ -101,7 +105,11 @@ func (s *pubsubSession) subscribe(ctx context.Context, channel string) (*pubsubC
 			default: // more permits than waiters: a waiter will find the lock free anyway
 			}
 		}})
-		ch.err = ch.conn.Do(ctx, ch.conn.B().Subscribe().Channel(channel).Build()).Error()
+		sub := ch.conn.B().Subscribe().Channel(channel).Build()
+		if s.publish == "SPUBLISH" {
+			sub = ch.conn.B().Ssubscribe().Channel(channel).Build()
+		}
+		ch.err = ch.conn.Do(ctx, sub).Error()
 		close(ch.ready)
 	}
 	select {
@@ -163,5 +171,5 @@ func (m *pubsubMutex) Unlock(ctx context.Context) error {
 	c := m.s.cnt
 	return c.Do(ctx, c.B().Evalsha().Sha1(floorScript("unlock").SHA1()).Numkeys(3).
 		Key(m.name, m.channel, keys.UnlockLatch(m.name, keys.RequestID())).
-		Arg("0", floorWatchdogMs, m.owner, "PUBLISH", floorLatchMs).Build()).Error()
+		Arg("0", floorWatchdogMs, m.owner, m.s.publish, floorLatchMs).Build()).Error()
 }

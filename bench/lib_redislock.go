@@ -28,7 +28,7 @@ func (redislockLib) Open(_ context.Context, addr string) (Session, error) {
 }
 
 type redislockSession struct {
-	c  *goredis.Client
+	c  goredis.UniversalClient
 	h  *countingHook
 	rl *redislock.Client
 }

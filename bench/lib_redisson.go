@@ -23,7 +23,7 @@ func (redissonLib) Name() string { return "Redisson " + javaPeerVersion + " (JVM
 const redissonWarmup = 1500 * time.Millisecond
 
 func (redissonLib) Open(ctx context.Context, addr string) (Session, error) {
-	p, err := startJavaPeer(ctx, []string{addr}, 0)
+	p, err := startJavaPeer(ctx, []string{addr}, clusterMode, 0)
 	if err != nil {
 		return nil, err
 	}

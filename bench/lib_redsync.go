@@ -28,7 +28,7 @@ func (redsyncLib) Open(_ context.Context, addr string) (Session, error) {
 }
 
 type redsyncSession struct {
-	c  *goredis.Client
+	c  goredis.UniversalClient
 	h  *countingHook
 	rs *redsync.Redsync
 }

@@ -17,8 +17,8 @@ type Library interface {
 	// Name is the row label in the table and the value of -libs; it must be
 	// unique. The child process of S4 finds its library by this name.
 	Name() string
-	// Open connects to the Redis at addr ("host:port"). Connection setup
-	// is not measured.
+	// Open connects to the Redis at addr ("host:port"), with clusterMode a
+	// seed node of the cluster. Connection setup is not measured.
 	Open(ctx context.Context, addr string) (Session, error)
 }
 

@@ -32,6 +32,7 @@ type config struct {
 func main() {
 	var (
 		redisAddr = flag.String("redis", "", "Redis host:port; empty starts a redis-server from PATH on a free port")
+		cluster   = flag.Bool("cluster", false, "run on a Redis Cluster: -redis is then a seed node; without -redis, start a 3-master cluster on loopback")
 		rounds    = flag.Int("rounds", 5, "rounds; every round runs every library once per scenario")
 		duration  = flag.Duration("duration", 1500*time.Millisecond, "measured time per cell (one library, one scenario, one round)")
 		warmup    = flag.Duration("warmup", 300*time.Millisecond, "unmeasured time per library and scenario before the first round")
@@ -44,6 +45,7 @@ func main() {
 		childScen = flag.String("child-scenario", "", "internal")
 	)
 	flag.Parse()
+	clusterMode = *cluster
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if *child {
@@ -126,7 +128,11 @@ func run(ctx context.Context, cfg config, out io.Writer) error {
 	}
 	progress := func(format string, a ...any) { fmt.Fprintf(os.Stderr, format, a...) }
 
-	progress("lockbench: Redis %s at %s; warm-up %v per cell\n", r.version(ctx), r.addr, cfg.warmup)
+	if clusterMode {
+		progress("lockbench: Redis %s, %d-master cluster at %s; warm-up %v per cell\n", r.version(ctx), len(r.masters), strings.Join(r.masters, " "), cfg.warmup)
+	} else {
+		progress("lockbench: Redis %s at %s; warm-up %v per cell\n", r.version(ctx), r.addr, cfg.warmup)
+	}
 	for _, sc := range cfg.scenarios {
 		for i, l := range cfg.libs {
 			_, err := runCell(ctx, r, l, sessions[i], sc, "warm", cfg.warmup)
@@ -161,7 +167,7 @@ func run(ctx context.Context, cfg config, out io.Writer) error {
 		}
 	}
 	printTable(out, tableInfo{
-		redisVersion: r.version(ctx), rounds: cfg.rounds, duration: cfg.duration,
+		redisVersion: r.version(ctx), masters: len(r.masters), rounds: cfg.rounds, duration: cfg.duration,
 		wall: time.Since(began),
 	}, cfg.scenarios, cfg.libs, res)
 	return nil
@@ -248,9 +254,13 @@ func startChild(ctx context.Context, addr, lib string, c Cell) (*childProc, erro
 	if err != nil {
 		return nil, err
 	}
-	cmd := exec.CommandContext(ctx, exe, "-child", "-redis", addr, "-child-lib", lib,
+	args := []string{"-child", "-redis", addr, "-child-lib", lib,
 		"-child-scenario", c.Scenario.ID, "-child-key", c.Key,
-		"-child-workers", fmt.Sprint(c.Workers), "-duration", c.Duration.String())
+		"-child-workers", fmt.Sprint(c.Workers), "-duration", c.Duration.String()}
+	if clusterMode {
+		args = append(args, "-cluster")
+	}
+	cmd := exec.CommandContext(ctx, exe, args...)
 	cmd.Stderr = os.Stderr
 	stdin, err := cmd.StdinPipe()
 	if err != nil {

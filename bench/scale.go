@@ -499,7 +499,7 @@ func renewalJava(ctx context.Context, cl *scaleCluster, cfg scaleConfig, n int) 
 	for _, c := range perSlot {
 		row.bound += (c + 99) / 100
 	}
-	p, err := startJavaPeer(ctx, cl.addrs, cfg.Watchdog)
+	p, err := startJavaPeer(ctx, cl.addrs, true, cfg.Watchdog)
 	if err != nil {
 		return row, err
 	}

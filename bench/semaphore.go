@@ -36,7 +36,8 @@ import (
 //     interlock sends for a pair.
 //
 // Floors cannot wait, so they run only where no goroutine waits: P1, P2,
-// X1 and X2.
+// X1 and X2. The scripts publish with floorPublish's command (SPUBLISH on
+// a cluster with sharded pub/sub).
 const (
 	KindSemaphore LockKind = "semaphore"
 	KindExpirable LockKind = "expirable"
@@ -131,13 +132,15 @@ func openScriptFloor(ctx context.Context, addr string, receipts bool) (Session, 
 	if err != nil {
 		return nil, err
 	}
-	for _, s := range floorScriptSet {
-		if err := rc.Do(ctx, rc.B().ScriptLoad().Script(s.Source()).Build()).Error(); err != nil {
-			rc.Close()
-			return nil, err
-		}
+	publish, err := floorPublish(ctx, rc)
+	if err == nil {
+		err = loadFloorScripts(ctx, rc, floorScriptSet...)
 	}
-	f := &scriptFloor{cnt: newCountingClient(rc)}
+	if err != nil {
+		rc.Close()
+		return nil, err
+	}
+	f := &scriptFloor{cnt: newCountingClient(rc), publish: publish}
 	if receipts {
 		f.del = newReceiptDeleter(f.cnt)
 	}
@@ -146,8 +149,9 @@ func openScriptFloor(ctx context.Context, addr string, receipts bool) (Session, 
 
 // scriptFloor is either floor: del is nil without receipts.
 type scriptFloor struct {
-	cnt *countingClient
-	del *receiptDeleter
+	cnt     *countingClient
+	del     *receiptDeleter
+	publish string // floorPublish
 }
 
 func (f *scriptFloor) IsFloor()                { /* marker */ }
@@ -164,7 +168,7 @@ func (f *scriptFloor) Close() error {
 }
 
 func (f *scriptFloor) Permit(kind LockKind, name string) Mutex {
-	p := floorPermit{c: f.cnt, del: f.del, name: name, ch: keys.SemaphoreChannel(name), timeout: keys.Suffix(name, keys.PermitsSuffix)}
+	p := floorPermit{c: f.cnt, del: f.del, name: name, ch: keys.SemaphoreChannel(name), timeout: keys.Suffix(name, keys.PermitsSuffix), publish: f.publish}
 	if kind == KindExpirable {
 		return &floorExpirable{floorPermit: p}
 	}
@@ -175,9 +179,9 @@ func (f *scriptFloor) Permit(kind LockKind, name string) Mutex {
 var errFloorBusy = errors.New("floor: no free permit (the floor does not wait)")
 
 type floorPermit struct {
-	c                 rueidis.Client
-	del               *receiptDeleter // nil: no receipts
-	name, ch, timeout string
+	c                          rueidis.Client
+	del                        *receiptDeleter // nil: no receipts
+	name, ch, timeout, publish string
 }
 
 // floorReceiptTTL is interlock's receipt TTL in ms (lockcore.ReceiptTTL).
@@ -210,7 +214,7 @@ func (p floorPermit) Lock(ctx context.Context) error {
 
 // Unlock is REL.
 func (p floorPermit) Unlock(ctx context.Context) error {
-	return nilOK(p.call(ctx, floorScript("sem_release"), []string{p.name, p.ch}, "1", "PUBLISH").Error())
+	return nilOK(p.call(ctx, floorScript("sem_release"), []string{p.name, p.ch}, "1", p.publish).Error())
 }
 
 type floorExpirable struct {
@@ -226,7 +230,7 @@ func (p *floorExpirable) Lock(ctx context.Context) error {
 	_, _ = rand.Read(p.id[:])
 	now := time.Now().UnixMilli()
 	r, err := p.call(ctx, floorScript("pes_acquire"), []string{p.name, p.timeout, p.ch},
-		"1", strconv.FormatInt(now+floorLeaseMs, 10), strconv.FormatInt(now, 10), "922337203685477", "PUBLISH", string(p.id[:])).ToString()
+		"1", strconv.FormatInt(now+floorLeaseMs, 10), strconv.FormatInt(now, 10), "922337203685477", p.publish, string(p.id[:])).ToString()
 	if err == nil && r != "OK" {
 		err = errFloorBusy
 	}
@@ -239,7 +243,7 @@ func (p *floorExpirable) Lock(ctx context.Context) error {
 // Unlock is PREL1 of it.
 func (p *floorExpirable) Unlock(ctx context.Context) error {
 	n, err := p.call(ctx, floorScript("pes_release_one"), []string{p.name, p.ch, p.timeout},
-		string(p.id[:]), "1", strconv.FormatInt(time.Now().UnixMilli(), 10), "PUBLISH").AsInt64()
+		string(p.id[:]), "1", strconv.FormatInt(time.Now().UnixMilli(), 10), p.publish).AsInt64()
 	if err == nil && n != 1 {
 		err = errors.New("floor: the permit was not released")
 	}
@@ -248,9 +252,11 @@ func (p *floorExpirable) Unlock(ctx context.Context) error {
 
 // receiptDeleter is interlock's batched receipt deletion rebuilt on plain
 // rueidis: a queued key opens a 2ms window, at whose end every key queued
-// meanwhile goes out in one DEL (at most 512 keys a command).
+// meanwhile goes out in one DEL (at most 512 keys a command), on a cluster
+// one DEL per hash slot.
 type receiptDeleter struct {
 	rc      rueidis.Client
+	cluster bool
 	mu      sync.Mutex
 	pending []string
 	wake    chan struct{}
@@ -259,7 +265,8 @@ type receiptDeleter struct {
 }
 
 func newReceiptDeleter(rc rueidis.Client) *receiptDeleter {
-	d := &receiptDeleter{rc: rc, wake: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
+	d := &receiptDeleter{rc: rc, cluster: rc.Mode() == rueidis.ClientModeCluster,
+		wake: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
 	go d.run()
 	return d
 }
@@ -299,15 +306,38 @@ func (d *receiptDeleter) flush() {
 	batch := d.pending
 	d.pending = nil
 	d.mu.Unlock()
+	groups := [][]string{batch}
+	if d.cluster {
+		groups = bySlot(batch)
+	}
 	var cmds rueidis.Commands
-	for len(batch) > 0 {
-		n := min(len(batch), 512)
-		cmds = append(cmds, d.rc.B().Del().Key(batch[:n]...).Build())
-		batch = batch[n:]
+	for _, g := range groups {
+		for len(g) > 0 {
+			n := min(len(g), 512)
+			cmds = append(cmds, d.rc.B().Del().Key(g[:n]...).Build())
+			g = g[n:]
+		}
 	}
 	if len(cmds) > 0 {
 		d.rc.DoMulti(context.Background(), cmds...)
 	}
+}
+
+// bySlot groups ks by hash slot, in the order each slot first appears.
+func bySlot(ks []string) [][]string {
+	at := map[uint16]int{}
+	var out [][]string
+	for _, k := range ks {
+		s := keys.Slot(k)
+		i, ok := at[s]
+		if !ok {
+			i = len(out)
+			at[s] = i
+			out = append(out, nil)
+		}
+		out[i] = append(out[i], k)
+	}
+	return out
 }
 
 func nilOK(err error) error {

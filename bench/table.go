@@ -13,6 +13,7 @@ import (
 
 type tableInfo struct {
 	redisVersion string
+	masters      int // the cluster's masters; 0 for one server
 	rounds       int
 	duration     time.Duration
 	wall         time.Duration
@@ -52,9 +53,15 @@ func metricsOf(s Sample) roundMetrics {
 // over the rounds. Ratios are taken per round (both cells of a ratio ran in
 // the same round, minutes apart at most) and then their median is shown.
 func printTable(w io.Writer, info tableInfo, scs []Scenario, libs []Library, res results) {
-	fmt.Fprintf(w, "## Lock benchmark\n\n")
-	fmt.Fprintf(w, "Redis %s on loopback; %s; %s/%s, %d CPUs (GOMAXPROCS %d); %d rounds × %v per cell, interleaved; medians over rounds; %v of measuring.\n\n",
-		info.redisVersion, runtime.Version(), runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), runtime.GOMAXPROCS(0),
+	where := "Redis " + info.redisVersion + " on loopback"
+	if info.masters > 0 {
+		fmt.Fprintf(w, "## Lock benchmark on a %d-master Redis Cluster\n\n", info.masters)
+		where = fmt.Sprintf("Redis %s, a %d-master cluster on loopback", info.redisVersion, info.masters)
+	} else {
+		fmt.Fprintf(w, "## Lock benchmark\n\n")
+	}
+	fmt.Fprintf(w, "%s; %s; %s/%s, %d CPUs (GOMAXPROCS %d); %d rounds × %v per cell, interleaved; medians over rounds; %v of measuring.\n\n",
+		where, runtime.Version(), runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), runtime.GOMAXPROCS(0),
 		info.rounds, info.duration, info.wall.Round(time.Second))
 	if bi, ok := debug.ReadBuildInfo(); ok {
 		var vs []string
@@ -189,6 +196,9 @@ func printTable(w io.Writer, info tableInfo, scs []Scenario, libs []Library, res
 		"client CPU/op: CPU time (user and system, every goroutine) of the process running the cell, per pair; the harness's own loop is in it for every row alike. "+
 		"× floor: rate over the rate, in the same round, of the scenario's first floor row (%s); × floor 2: over its second floor row (%s); × interlock: over interlock's. n/a: the library has no such lock.\n",
 		floorList(floorNames), floorList(floor2Names))
+	if info.masters > 0 {
+		fmt.Fprintf(w, "\nOn the cluster, scripts/op and executed/op sum INFO commandstats over its %d masters, and executed/op excludes CLUSTER as well (the clients' topology look-ups).\n", info.masters)
+	}
 }
 
 // floorList names the floors that were denominators.
