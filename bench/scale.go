@@ -194,6 +194,7 @@ type renewalRow struct {
 	perNode      []float64
 	bound        int
 	tickClient   string // client-side DoMulti time, p50 / max
+	tickCPU      string // the process's CPU time per tick
 	tickServer   string // MONITOR: first to last script call, p50 / max
 	monitorCalls string // script calls per MONITOR burst
 	serverUsec   float64
@@ -270,6 +271,7 @@ func runRenewalScale(ctx context.Context, cl *scaleCluster, cfg scaleConfig, w i
 	})
 	line("Commands per lease/3 interval, by type", func(r renewalRow) string { return r.mix })
 	line("Tick wall time, client (DoMulti) p50 / max", func(r renewalRow) string { return r.tickClient })
+	line("Client CPU per tick (the whole process, user and system)", func(r renewalRow) string { return orNA(r.tickCPU) })
 	line("Tick span on the servers (MONITOR) p50 / max", func(r renewalRow) string { return r.tickServer })
 	line("Script calls per MONITOR burst", func(r renewalRow) string { return r.monitorCalls })
 	line("Server time in scripts per lease/3 interval", func(r renewalRow) string {
@@ -360,7 +362,7 @@ func renewalInterlock(ctx context.Context, cl *scaleCluster, cfg scaleConfig, n 
 	if err != nil {
 		return row, err
 	}
-	c0 := tc.calls.Load()
+	c0, cpu0 := tc.calls.Load(), processCPU()
 	var took []time.Duration
 	for range cfg.Ticks {
 		e, err := tc.nextTick(ctx, 1, tickWait)
@@ -369,7 +371,7 @@ func renewalInterlock(ctx context.Context, cl *scaleCluster, cfg scaleConfig, n 
 		}
 		took = append(took, e.took)
 	}
-	c1 := tc.calls.Load()
+	c1, cpu1 := tc.calls.Load(), processCPU()
 	s1, err := cl.evalStats(ctx)
 	if err != nil {
 		return row, err
@@ -383,6 +385,7 @@ func renewalInterlock(ctx context.Context, cl *scaleCluster, cfg scaleConfig, n 
 	row.mix = commandMix(m0, m1, cfg.Ticks)
 	slices.Sort(took)
 	row.tickClient = fmt.Sprintf("%v / %v", took[len(took)/2].Round(100*time.Microsecond), took[len(took)-1].Round(100*time.Microsecond))
+	row.tickCPU = ((cpu1 - cpu0) / time.Duration(cfg.Ticks)).Round(100 * time.Microsecond).String()
 
 	// Server-side span: MONITOR from the end of one tick to the end of the
 	// third after it.
@@ -535,7 +538,12 @@ func renewalJava(ctx context.Context, cl *scaleCluster, cfg scaleConfig, n int) 
 	if err != nil {
 		return row, err
 	}
+	jcpu0, cpuErr := procCPU(p.cmd.Process.Pid)
 	time.Sleep(time.Duration(cfg.Ticks) * interval)
+	jcpu1, err := procCPU(p.cmd.Process.Pid)
+	if cpuErr == nil && err == nil {
+		row.tickCPU = ((jcpu1 - jcpu0) / time.Duration(cfg.Ticks)).Round(100 * time.Microsecond).String()
+	}
 	s1, err := cl.evalStats(ctx)
 	if err != nil {
 		return row, err
@@ -550,6 +558,39 @@ func renewalJava(ctx context.Context, cl *scaleCluster, cfg scaleConfig, n int) 
 	row.tickClient = "n/a"
 	_ = p.do(map[string]any{"op": "releaseMany", "prefix": "bench:java:"}, nil)
 	return row, nil
+}
+
+// procCPU is process pid's user and system CPU time so far, from
+// /proc/<pid>/stat (Linux; clock ticks of 10 ms).
+func procCPU(pid int) (time.Duration, error) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return 0, err
+	}
+	// The command name, in parentheses, may hold spaces: count fields
+	// after its closing one. utime and stime are fields 14 and 15.
+	_, rest, ok := strings.Cut(string(b), ") ")
+	f := strings.Fields(rest)
+	if !ok || len(f) < 13 {
+		return 0, fmt.Errorf("/proc/%d/stat: unexpected format", pid)
+	}
+	var ticks int64
+	for _, s := range f[11:13] {
+		n, err := strconv.ParseInt(s, 10, 64)
+		if err != nil {
+			return 0, err
+		}
+		ticks += n
+	}
+	return time.Duration(ticks) * 10 * time.Millisecond, nil
+}
+
+// orNA is s, or "n/a" when it is empty.
+func orNA(s string) string {
+	if s == "" {
+		return "n/a"
+	}
+	return s
 }
 
 // parallelEach runs fn over items with workers goroutines; with sameOwner
