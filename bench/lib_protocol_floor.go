@@ -39,16 +39,8 @@ func (f protocolFloor) Name() string {
 }
 
 func (f protocolFloor) Open(ctx context.Context, addr string) (Session, error) {
-	rc, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{addr}})
+	rc, publish, err := openFloor(ctx, addr, floorScript("acquire"), floorScript("unlock"))
 	if err != nil {
-		return nil, err
-	}
-	publish, err := floorPublish(ctx, rc)
-	if err == nil {
-		err = loadFloorScripts(ctx, rc, floorScript("acquire"), floorScript("unlock"))
-	}
-	if err != nil {
-		rc.Close()
 		return nil, err
 	}
 	cnt := newCountingClient(rc)
@@ -92,13 +84,8 @@ var errProtocolBusy = errors.New("floor: lock held (the floor does not wait)")
 
 // Lock is acquire.lua with the watchdog lease.
 func (m *protocolMutex) Lock(ctx context.Context) error {
-	c := m.f.cnt
-	err := c.Do(ctx, c.B().Evalsha().Sha1(floorScript("acquire").SHA1()).Numkeys(1).Key(m.name).
-		Arg(floorWatchdogMs, m.owner).Build()).Error()
-	if rueidis.IsRedisNil(err) {
-		return nil
-	}
-	if err == nil {
+	ttl, err := floorAcquire(ctx, m.f.cnt, m.name, m.owner)
+	if err == nil && ttl >= 0 {
 		return errProtocolBusy
 	}
 	return err
@@ -107,10 +94,8 @@ func (m *protocolMutex) Lock(ctx context.Context) error {
 // Unlock is unlock.lua under a fresh latch, then the latch's deletion
 // unless the floor is bare.
 func (m *protocolMutex) Unlock(ctx context.Context) error {
-	c := m.f.cnt
 	latch := keys.UnlockLatch(m.name, keys.RequestID())
-	n, err := c.Do(ctx, c.B().Evalsha().Sha1(floorScript("unlock").SHA1()).Numkeys(3).Key(m.name, m.channel, latch).
-		Arg("0", floorWatchdogMs, m.owner, m.f.publish, floorLatchMs).Build()).AsInt64()
+	n, err := floorUnlock(ctx, m.f.cnt, m.name, m.channel, m.owner, m.f.publish, latch)
 	if err != nil {
 		return err
 	}
@@ -128,6 +113,43 @@ const (
 	floorWatchdogMs = "30000"
 	floorLatchMs    = "20000"
 )
+
+// openFloor opens a floor's default rueidis client on addr, with the
+// command releases are announced by (floorPublish) and scripts loaded on
+// every node.
+func openFloor(ctx context.Context, addr string, scripts ...*lua.Script) (rueidis.Client, string, error) {
+	rc, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{addr}})
+	if err != nil {
+		return nil, "", err
+	}
+	publish, err := floorPublish(ctx, rc)
+	if err == nil {
+		err = loadFloorScripts(ctx, rc, scripts...)
+	}
+	if err != nil {
+		rc.Close()
+		return nil, "", err
+	}
+	return rc, publish, nil
+}
+
+// floorAcquire sends acquire.lua with the watchdog lease for owner: -1
+// when acquired, else the holder's TTL in milliseconds.
+func floorAcquire(ctx context.Context, c rueidis.Client, name, owner string) (int64, error) {
+	ms, err := c.Do(ctx, c.B().Evalsha().Sha1(floorScript("acquire").SHA1()).Numkeys(1).Key(name).
+		Arg(floorWatchdogMs, owner).Build()).AsInt64()
+	if rueidis.IsRedisNil(err) {
+		return -1, nil
+	}
+	return ms, err
+}
+
+// floorUnlock sends unlock.lua for owner under latch, announcing the
+// release with publish; it returns the script's answer.
+func floorUnlock(ctx context.Context, c rueidis.Client, name, channel, owner, publish, latch string) (int64, error) {
+	return c.Do(ctx, c.B().Evalsha().Sha1(floorScript("unlock").SHA1()).Numkeys(3).Key(name, channel, latch).
+		Arg("0", floorWatchdogMs, owner, publish, floorLatchMs).Build()).AsInt64()
+}
 
 // loadFloorScripts loads scripts into the script cache of every node: the
 // server, or each node of the cluster (the floors send EVALSHA only).

@@ -31,16 +31,8 @@ func init() { Register(2, pubsubFloor{}) }
 func (pubsubFloor) Name() string { return "floor: Redisson lock protocol and raw pub/sub (rueidis)" }
 
 func (pubsubFloor) Open(ctx context.Context, addr string) (Session, error) {
-	rc, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{addr}})
+	rc, publish, err := openFloor(ctx, addr, floorScript("acquire"), floorScript("unlock"))
 	if err != nil {
-		return nil, err
-	}
-	publish, err := floorPublish(ctx, rc)
-	if err == nil {
-		err = loadFloorScripts(ctx, rc, floorScript("acquire"), floorScript("unlock"))
-	}
-	if err != nil {
-		rc.Close()
 		return nil, err
 	}
 	return &pubsubSession{cnt: newCountingClient(rc), id: keys.RequestID(), publish: publish, channels: map[string]*pubsubChannel{}}, nil
@@ -154,22 +146,15 @@ func (m *pubsubMutex) Lock(ctx context.Context) error {
 
 // try sends the acquire script: -1 when acquired, else the holder's TTL.
 func (m *pubsubMutex) try(ctx context.Context) (time.Duration, error) {
-	c := m.s.cnt
-	ms, err := c.Do(ctx, c.B().Evalsha().Sha1(floorScript("acquire").SHA1()).Numkeys(1).Key(m.name).
-		Arg(floorWatchdogMs, m.owner).Build()).AsInt64()
-	if rueidis.IsRedisNil(err) {
-		return -1, nil
-	}
-	if err != nil {
-		return 0, err
+	ms, err := floorAcquire(ctx, m.s.cnt, m.name, m.owner)
+	if err != nil || ms < 0 {
+		return -1, err
 	}
 	return time.Duration(max(ms, 1)) * time.Millisecond, nil
 }
 
 // Unlock is the latched unlock script, which publishes the release.
 func (m *pubsubMutex) Unlock(ctx context.Context) error {
-	c := m.s.cnt
-	return c.Do(ctx, c.B().Evalsha().Sha1(floorScript("unlock").SHA1()).Numkeys(3).
-		Key(m.name, m.channel, keys.UnlockLatch(m.name, keys.RequestID())).
-		Arg("0", floorWatchdogMs, m.owner, m.s.publish, floorLatchMs).Build()).Error()
+	_, err := floorUnlock(ctx, m.s.cnt, m.name, m.channel, m.owner, m.s.publish, keys.UnlockLatch(m.name, keys.RequestID()))
+	return err
 }

@@ -128,16 +128,8 @@ func (floorReceipts) Open(ctx context.Context, addr string) (Session, error) {
 }
 
 func openScriptFloor(ctx context.Context, addr string, receipts bool) (Session, error) {
-	rc, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{addr}})
+	rc, publish, err := openFloor(ctx, addr, floorScriptSet...)
 	if err != nil {
-		return nil, err
-	}
-	publish, err := floorPublish(ctx, rc)
-	if err == nil {
-		err = loadFloorScripts(ctx, rc, floorScriptSet...)
-	}
-	if err != nil {
-		rc.Close()
 		return nil, err
 	}
 	f := &scriptFloor{cnt: newCountingClient(rc), publish: publish}

@@ -152,9 +152,7 @@ func t27Run(t *testing.T, k sfKind, iters int) {
 		}
 		acancel()
 		if acqMode == 2 {
-			for wait := time.Now().Add(t27LateWrite()); e.proxy.Stats().RepliesDropped == before && time.Now().Before(wait); {
-				time.Sleep(time.Millisecond)
-			}
+			netDropped(e.proxy, before, t27LateWrite())
 		}
 		e.proxy.DropReplyTo(nil, 0)
 		if acqMode > 0 && e.proxy.Stats().RepliesDropped == before {

@@ -65,10 +65,23 @@ const (
 // Prefix returns prefix + ":" + name when name contains "{", and
 // prefix + ":{" + name + "}" otherwise (Redisson's prefixName).
 func Prefix(prefix, name string) string {
+	var b strings.Builder
+	b.Grow(len(prefix) + len(name) + 3)
+	writePrefix(&b, prefix, name)
+	return b.String()
+}
+
+// writePrefix writes Prefix(prefix, name) to b.
+func writePrefix(b *strings.Builder, prefix, name string) {
+	b.WriteString(prefix)
 	if strings.Contains(name, "{") {
-		return prefix + ":" + name
+		b.WriteByte(':')
+		b.WriteString(name)
+	} else {
+		b.WriteString(":{")
+		b.WriteString(name)
+		b.WriteByte('}')
 	}
-	return prefix + ":{" + name + "}"
 }
 
 // Suffix returns name + ":" + suffix when name contains "{", and
@@ -103,15 +116,7 @@ func fresh(prefix, name string) string {
 	_, _ = rand.Read(id[:])
 	var b strings.Builder
 	b.Grow(len(prefix) + len(name) + 4 + 2*len(id))
-	b.WriteString(prefix)
-	if strings.Contains(name, "{") {
-		b.WriteByte(':')
-		b.WriteString(name)
-	} else {
-		b.WriteString(":{")
-		b.WriteString(name)
-		b.WriteByte('}')
-	}
+	writePrefix(&b, prefix, name)
 	b.WriteByte(':')
 	var h [2 * len(id)]byte
 	hex.Encode(h[:], id[:])
