@@ -70,6 +70,9 @@ func t05Run(t *testing.T, k netKind, iters int) {
 			succeeded++
 			want = depth + 1
 		} else {
+			// A take-back whose first try failed (the connection was still
+			// being redialed) goes on in the background after Lock returned.
+			got = netTakenBack(t, e.direct, name, field, got, want)
 			failed++
 			errs.add(err)
 			if n := e.c.Stats().Holds; int64(n) != depth {

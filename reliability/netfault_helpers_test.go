@@ -328,3 +328,25 @@ func netDropped(p *faultproxy.Proxy, before int64, bound time.Duration) bool {
 	}
 	return true
 }
+
+// netTakenBack waits for the Client's background take-back to bring
+// field's count on lock name from got to want, but only while the lock's
+// own TTL cannot have expired it, so that expiry never passes for a
+// take-back; it returns the count last read.
+func netTakenBack(t *testing.T, rc rueidis.Client, name, field string, got, want int64) int64 {
+	t.Helper()
+	if got == want {
+		return got
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	ttl, err := rc.Do(ctx, rc.B().Pttl().Key(name).Build()).AsInt64()
+	if err != nil || ttl <= 0 {
+		return got
+	}
+	for end := time.Now().Add(time.Duration(ttl)*time.Millisecond - 200*time.Millisecond); got != want && time.Now().Before(end); {
+		time.Sleep(5 * time.Millisecond)
+		got = netCount(t, rc, name, field)
+	}
+	return got
+}
