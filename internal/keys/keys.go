@@ -60,7 +60,24 @@ const (
 	// PermitsSuffix names an expirable semaphore's sorted set of acquired
 	// permits: Suffix(name, PermitsSuffix).
 	PermitsSuffix = "timeout"
+	// RateValueSuffix names a rate limiter's count of free permits:
+	// Suffix(name, RateValueSuffix), and + ":" + client id per client.
+	RateValueSuffix = "value"
+	// RatePermitsSuffix names a rate limiter's sorted set of the permits
+	// taken in its window: Suffix(name, RatePermitsSuffix), and + ":" +
+	// client id per client.
+	RatePermitsSuffix = "permits"
 )
+
+// RateLimiter returns a rate limiter's five keys, in the order its
+// scripts take them: the config hash (the name), {name}:value,
+// {name}:value:<clientID>, {name}:permits, {name}:permits:<clientID>
+// (Redisson's RedissonRateLimiter, where clientID is the RedissonClient's
+// id). All are in the name's cluster slot.
+func RateLimiter(name, clientID string) []string {
+	value, permits := Suffix(name, RateValueSuffix), Suffix(name, RatePermitsSuffix)
+	return []string{name, value, Suffix(value, clientID), permits, Suffix(permits, clientID)}
+}
 
 // Prefix returns prefix + ":" + name when name contains "{", and
 // prefix + ":{" + name + "}" otherwise (Redisson's prefixName).
