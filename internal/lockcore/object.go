@@ -40,6 +40,16 @@ func NewObject(client any, kind, name string, channel func(string) string) Objec
 	return o
 }
 
+// NewObjectShaped is NewObject for an object whose key keeps shape (a
+// rate limiter's config hash) rather than a count. Its other keys are
+// added with Expect.
+func NewObjectShaped(client any, kind, name string, channel func(string) string, shape Shape) Object {
+	o := Object{newBase(client, kind, name)}
+	o.channel = channel(o.name)
+	o.Expect(o.name, shape)
+	return o
+}
+
 // Key returns the object's Redis key, from which its other keys derive.
 func (o *Object) Key() string { return o.name }
 

@@ -35,15 +35,18 @@ const (
 	// ShapeZSet is a sorted set: a fair lock's deadlines, an expirable
 	// semaphore's acquired permits.
 	ShapeZSet
+	// ShapeHash is a hash of settings (a rate limiter's config): only its
+	// type is checked.
+	ShapeHash
 )
 
 // redisType is the TYPE of a key of shape s; want is how errors name it.
 func (s Shape) redisType() string {
-	return [...]string{ShapeLock: "hash", ShapeCount: "string", ShapeList: "list", ShapeZSet: "zset"}[s]
+	return [...]string{ShapeLock: "hash", ShapeCount: "string", ShapeList: "list", ShapeZSet: "zset", ShapeHash: "hash"}[s]
 }
 
 func (s Shape) want() string {
-	return [...]string{ShapeLock: "a lock's hash", ShapeCount: "an integer count", ShapeList: "a list", ShapeZSet: "a zset"}[s]
+	return [...]string{ShapeLock: "a lock's hash", ShapeCount: "an integer count", ShapeList: "a list", ShapeZSet: "a zset", ShapeHash: "a hash"}[s]
 }
 
 // keyShape is one key of a synchronizer and what it keeps there.
