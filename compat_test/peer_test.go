@@ -112,6 +112,7 @@ type peerReq struct {
 	Count       int64
 	IDs         []string // hex permit ids
 	TTL         time.Duration
+	RL          peerRateArgs // kind ratelimit (interop_ratelimit_test.go)
 }
 
 // Special Wait and Lease values of the semaphore and latch ops (-1 ms on the
@@ -211,6 +212,7 @@ type peerWireReq struct {
 	Count   int64    `json:"count,omitempty"`
 	IDs     []string `json:"ids,omitempty"`
 	TTLMs   int64    `json:"ttlMs,omitempty"`
+	peerRateArgs
 }
 
 type peerWireReply struct {
@@ -370,6 +372,7 @@ func (p *javaPeer) Start(t *testing.T, req peerReq) <-chan peerReply {
 		ID: id, Thread: req.Thread, Op: req.Op, Kind: req.Kind, Name: req.Name,
 		WaitMs: req.Wait.Milliseconds(), LeaseMs: req.Lease.Milliseconds(),
 		Permits: req.Permits, Count: req.Count, IDs: req.IDs, TTLMs: req.TTL.Milliseconds(),
+		peerRateArgs: req.RL,
 	})
 	if err == nil {
 		err = p.send(line)

@@ -461,6 +461,9 @@ public final class Peer {
             default:
                 break;
         }
+        if (RateLimit.handles(string(cmd, "kind"))) {
+            return RateLimit.execute(this, op, cmd);
+        }
         if (Sync.handles(string(cmd, "kind"))) {
             return Sync.execute(this, op, cmd);
         }
