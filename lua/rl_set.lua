@@ -17,7 +17,9 @@ local free, taken = KEYS[2], KEYS[4]
 if ARGV[3] == '1' then
     free, taken = KEYS[3], KEYS[5]
 end
-redis.call('hset', KEYS[1], 'rate', ARGV[1], 'interval', ARGV[2], 'type', ARGV[3], 'keepAliveTime', ARGV[4])
+for i, field in ipairs({'rate', 'interval', 'type', 'keepAliveTime'}) do
+    redis.call('hset', KEYS[1], field, ARGV[i])
+end
 if tonumber(ARGV[4]) > 0 then
     redis.call('pexpire', KEYS[1], ARGV[4])
 end
