@@ -3,17 +3,20 @@ package ratelimit_test
 import (
 	"context"
 	"errors"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/redis/rueidis"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/interlock-go/interlock"
 	"github.com/interlock-go/interlock/internal/keys"
 	"github.com/interlock-go/interlock/internal/redistest"
+	"github.com/interlock-go/interlock/internal/script"
 	"github.com/interlock-go/interlock/ratelimit"
 )
 
@@ -200,4 +203,52 @@ func TestRateLimitGarbledConfig(t *testing.T) {
 	assert.ErrorIs(t, err, interlock.ErrInvalid)
 	_, err = ratelimit.New(c, other).Config(ctx)
 	assert.ErrorIs(t, err, interlock.ErrInvalid)
+}
+
+// TestRateLimitReceipts runs the acquire and undo scripts by hand, as a
+// resend and the Client's take-back of a lost reply send them.
+func TestRateLimitReceipts(t *testing.T) {
+	each(t, func(t *testing.T, tg target) {
+		ctx := redistest.Context(t)
+		c, rc := tg.Client(t)
+		name := rlName(t)
+		l := ratelimit.New(c, name)
+		require.True(t, redistest.Must[bool](t)(l.TrySetRate(ctx, ratelimit.Config{Rate: 5, Interval: time.Hour})))
+		ks := append(keys.RateLimiter(name, c.ID()), keys.Receipt(name, "0123456789abcdef0123456789abcdef"))
+		rnd := "0123456789abcdef"
+		now := strconv.FormatInt(time.Now().UnixMilli(), 10)
+		run := func(s *script.Script, args ...string) rueidis.RedisResult {
+			return s.Exec(ctx, rc, ks, args)
+		}
+		free := func() int64 { return redistest.Must[int64](t)(l.AvailablePermits(ctx)) }
+
+		for range 3 { // the first send and two resends: one grant
+			r := run(script.RLAcquire(), "2", now, rnd, "30000")
+			require.True(t, rueidis.IsRedisNil(r.Error()), "granted: %v", r.Error())
+		}
+		assert.EqualValues(t, 3, free(), "a resend takes nothing")
+		assert.EqualValues(t, 1, redistest.Must[int64](t)(rc.Do(ctx, rc.B().Zcard().Key(ks[3]).Build()).AsInt64()))
+
+		for range 2 { // the take-back, resent
+			n, err := run(script.RLUndoAcquire(), "2", rnd, "30000").AsInt64()
+			require.NoError(t, err)
+			_ = n
+		}
+		assert.EqualValues(t, 5, free(), "taken back once")
+		assert.EqualValues(t, 0, redistest.Must[int64](t)(rc.Do(ctx, rc.B().Zcard().Key(ks[3]).Build()).AsInt64()))
+		n, err := run(script.RLAcquire(), "2", now, rnd, "30000").AsInt64()
+		require.NoError(t, err, "a copy that arrives after the take-back")
+		assert.EqualValues(t, 0, n)
+		assert.EqualValues(t, 5, free(), "takes nothing")
+
+		// A take-back that comes first makes the late acquisition a no-op.
+		ks[5] = keys.Receipt(name, "fedcba9876543210fedcba9876543210")
+		n, err = run(script.RLUndoAcquire(), "1", rnd, "30000").AsInt64()
+		require.NoError(t, err)
+		assert.EqualValues(t, 0, n)
+		n, err = run(script.RLAcquire(), "1", now, rnd, "30000").AsInt64()
+		require.NoError(t, err)
+		assert.EqualValues(t, 0, n)
+		assert.EqualValues(t, 5, free())
+	})
 }
