@@ -63,7 +63,7 @@
 //
 // # Beyond Redisson
 //
-// Redisson 4.x's setRate(RateLimiterArgs) with keepState, updateRate and
-// release are not here; they write the same keys, so a Java process may
-// use them on a limiter Go shares.
+// Redisson's setRate(RateLimiterArgs) with keepState and updateRate (4.4.0
+// and later) and release (3.52.0 and later) are not here; they write the
+// same keys, so a Java process may use them on a limiter Go shares.
 package ratelimit
