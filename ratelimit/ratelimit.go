@@ -231,20 +231,25 @@ func (l *Limiter) acquire(ctx context.Context, n int, wait time.Duration, foreve
 	if err := ctx.Err(); err != nil {
 		return false, err // ended already: nothing is sent
 	}
+	start := l.o.Begin()
 	deadline := time.Now().Add(wait)
 	p := strconv.Itoa(n)
 	var timer *time.Timer
+	tries := 0
 	defer func() {
 		if timer != nil {
 			timer.Stop()
 		}
 	}()
 	for {
+		tries++
 		ok, delay, err := l.try(ctx, p)
 		if err != nil || ok {
+			l.o.Acquired(ctx, start, tries, n, !forever && wait == 0, ok, err)
 			return ok, err
 		}
 		if !forever && time.Until(deadline) < delay {
+			l.o.Acquired(ctx, start, tries, n, wait == 0, false, nil)
 			return false, nil
 		}
 		if timer == nil {
@@ -254,6 +259,7 @@ func (l *Limiter) acquire(ctx context.Context, n int, wait time.Duration, foreve
 		}
 		select {
 		case <-ctx.Done():
+			l.o.Acquired(ctx, start, tries, n, false, false, ctx.Err())
 			return false, ctx.Err()
 		case <-timer.C:
 		}

@@ -252,3 +252,35 @@ func TestRateLimitReceipts(t *testing.T) {
 		assert.EqualValues(t, 5, free())
 	})
 }
+
+// observed collects an Observer's events.
+type observed struct {
+	mu     sync.Mutex
+	events []interlock.Event
+}
+
+func (o *observed) Observe(_ context.Context, e interlock.Event) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.events = append(o.events, e)
+}
+
+func TestRateLimitObserver(t *testing.T) {
+	ctx := redistest.Context(t)
+	var obs observed
+	c, _ := newClient(t, interlock.WithObserver(&obs))
+	l := ratelimit.New(c, rlName(t))
+	require.True(t, redistest.Must[bool](t)(l.TrySetRate(ctx, ratelimit.Config{Rate: 1, Interval: time.Hour})))
+	require.True(t, redistest.Must[bool](t)(l.TryAcquire(ctx, 1, 0)))
+	require.False(t, redistest.Must[bool](t)(l.TryAcquire(ctx, 1, 0)))
+	obs.mu.Lock()
+	defer obs.mu.Unlock()
+	require.Len(t, obs.events, 2)
+	for i, want := range []string{interlock.OutcomeAcquired, interlock.OutcomeBusy} {
+		e := obs.events[i]
+		assert.Equal(t, interlock.KindRateLimiter, e.Kind)
+		assert.Equal(t, interlock.OpAcquire, e.Op)
+		assert.Equal(t, want, e.Outcome)
+		assert.Equal(t, 1, e.Permits)
+	}
+}

@@ -92,6 +92,19 @@ func (o *Object) Released(ctx context.Context, start, since time.Time, permits i
 	o.observe(ctx, e)
 }
 
+// Acquired tells the Observer, if any, of an acquisition of permits that
+// the object waited for by itself, not through Wait (a rate limiter's):
+// begun at start (Begin), after tries attempts, a single attempt when
+// try, with its outcome ok and err.
+func (o *Object) Acquired(ctx context.Context, start time.Time, tries, permits int, try, ok bool, err error) {
+	if o.obs == nil {
+		return
+	}
+	outcome, cause := acquireOutcome(ok, err, try)
+	o.observe(ctx, report.Event{Op: report.OpAcquire, Outcome: outcome, Duration: time.Since(start),
+		Attempts: tries, Permits: permits, Err: cause})
+}
+
 // Publish returns the command the object's scripts announce with.
 func (o *Object) Publish(ctx context.Context) (string, error) {
 	return o.rt.PublishCommand(ctx)
