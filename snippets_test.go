@@ -60,6 +60,8 @@ func work(context.Context) {}`,
 var c *interlock.Client`,
 	"semaphore/doc.go": `var ctx context.Context
 var c *interlock.Client`,
+	"ratelimit/doc.go": `var ctx context.Context
+var c *interlock.Client`,
 	"interlockotel/doc.go": `var rc rueidis.Client
 var tp trace.TracerProvider
 var exporter sdkmetric.Exporter`,
@@ -86,6 +88,7 @@ var snippetImports = []string{
 	"github.com/interlock-go/interlock/multilock",
 	"github.com/interlock-go/interlock/semaphore",
 	"github.com/interlock-go/interlock/latch",
+	"github.com/interlock-go/interlock/ratelimit",
 	"github.com/interlock-go/interlock/pubsub",
 	"github.com/interlock-go/interlock/renewal",
 	"github.com/interlock-go/interlock/lua",
