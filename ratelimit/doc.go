@@ -41,7 +41,8 @@
 // timer of its own, then tries again, until it succeeds or its context
 // ends. TryAcquire does the same within its wait, and reports false as
 // soon as the next try would come after it. No goroutine, subscription or
-// poll loop is involved: a limiter announces nothing.
+// poll loop is involved: a limiter announces nothing, so a SetRate from
+// elsewhere is seen at a waiter's next try, as in Redisson.
 //
 // # Expiry
 //
