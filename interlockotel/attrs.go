@@ -166,7 +166,7 @@ func (s *sets) each(f func(*attrSet)) {
 	})
 }
 
-const numKinds = 11
+const numKinds = 12
 
 // kindIndex numbers the known kinds; -1 for any other.
 func kindIndex(k string) int {
@@ -193,6 +193,8 @@ func kindIndex(k string) int {
 		return 9
 	case interlock.KindLatch:
 		return 10
+	case interlock.KindRateLimiter:
+		return 11
 	}
 	return -1
 }

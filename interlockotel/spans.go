@@ -51,7 +51,7 @@ func init() {
 	for _, k := range []interlock.Kind{
 		interlock.KindRLock, interlock.KindFairLock, interlock.KindReadLock, interlock.KindWriteLock,
 		interlock.KindFenced, interlock.KindNonReentrant, interlock.KindNonReentrantFair, interlock.KindSpin,
-		interlock.KindSemaphore, interlock.KindExpirable, interlock.KindLatch,
+		interlock.KindSemaphore, interlock.KindExpirable, interlock.KindLatch, interlock.KindRateLimiter,
 	} {
 		spanNames[string(k)] = [2]string{"acquire " + string(k), "release " + string(k)}
 	}
