@@ -12,6 +12,10 @@ package reliability
 import (
 	"context"
 	"encoding/binary"
+	"errors"
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -20,6 +24,7 @@ import (
 
 	"github.com/interlock-go/interlock"
 	"github.com/interlock-go/interlock/internal/keys"
+	"github.com/interlock-go/interlock/internal/redistest"
 	"github.com/interlock-go/interlock/internal/script"
 	"github.com/interlock-go/interlock/ratelimit"
 )
@@ -133,4 +138,79 @@ func t27RateZSet(t *testing.T, e *netEnv, name string) (sum int64, members int) 
 		sum += int64(binary.LittleEndian.Uint32([]byte(m[1+int(m[0]):])))
 	}
 	return sum, len(all)
+}
+
+// TestT27RateLimitCancellationStorm is T19 for the rate limiter: 16
+// goroutines take 1-2 permits of a limiter that never runs out within the
+// run (an hour's interval), each call's context cancelled 0-5 ms after it
+// began. A cancelled call may have been granted on the server; the Client
+// takes such grants back. Once the clean-up is done the free count and the
+// window hold exactly the permits of the calls that returned granted.
+func TestT27RateLimitCancellationStorm(t *testing.T) {
+	n := sized(3000, 30000)
+	rc := redistest.Standalone(t).Client(t)
+	c, err := interlock.New(rc)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = c.Close() })
+	name := "t27:storm:ratelimit"
+	l := ratelimit.New(c, name)
+	rate := int64(2 * n)
+	ok, err := l.TrySetRate(t.Context(), ratelimit.Config{Rate: rate, Interval: time.Hour})
+	require.NoError(t, err)
+	require.True(t, ok)
+	var (
+		next, cancelled, okCalls, granted atomic.Int64
+		failures                          sync.Map
+	)
+	start := time.Now()
+	var wg sync.WaitGroup
+	for w := range t27StormWorkers {
+		wg.Go(func() {
+			rng := rand.New(rand.NewPCG(rand.Uint64(), uint64(w)))
+			for next.Add(1) <= int64(n) {
+				p := 1 + rng.IntN(2)
+				ctx, cancel := context.WithCancel(context.Background())
+				stop := time.AfterFunc(time.Duration(rng.Int64N(int64(t19MaxCancel)+1)), cancel)
+				var err error
+				if rng.IntN(2) == 0 {
+					err = l.Acquire(ctx, p)
+				} else {
+					var ok bool
+					if ok, err = l.TryAcquire(ctx, p, 0); err == nil && !ok {
+						t19Count(&failures, "refused with the rate not reached")
+					}
+				}
+				stop.Stop()
+				cancel()
+				switch {
+				case err == nil:
+					okCalls.Add(1)
+					granted.Add(int64(p))
+				case errors.Is(err, context.Canceled):
+					cancelled.Add(1)
+				default:
+					t19Count(&failures, err.Error())
+				}
+			}
+		})
+	}
+	wg.Wait()
+	storm := time.Since(start)
+	want := rate - granted.Load()
+	s, err := sfSettle(c, l.AvailablePermits, want, t27Settle)
+	require.NoError(t, err)
+	e := &netEnv{direct: rc}
+	sum, members := t27RateZSet(t, e, name)
+	t.Logf("T27 storm ratelimit: %d acquisitions in %v, %d cancelled, %d granted (%d permits); after %v: %d free (want %d), the window %d permits in %d members, %d undo steps",
+		n, storm.Round(time.Millisecond), cancelled.Load(), okCalls.Load(), granted.Load(),
+		s.waited.Round(time.Millisecond), s.got, want, sum, members, c.Stats().UndoQueue)
+	failures.Range(func(msg, count any) bool {
+		t.Errorf("%d calls failed with: %s", count.(*atomic.Int64).Load(), msg)
+		return true
+	})
+	assert.Equal(t, int64(n), cancelled.Load()+okCalls.Load(), "every acquisition either failed with ctx's error or succeeded")
+	assert.Positive(t, cancelled.Load(), "some calls were cancelled")
+	assert.Equal(t, want, s.got, "free permits after the storm: rate - granted")
+	assert.Equal(t, granted.Load(), sum, "the window holds the granted permits, each once")
+	assert.Zero(t, c.Stats().UndoQueue, "clean-up steps pending")
 }
