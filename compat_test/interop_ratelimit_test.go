@@ -362,3 +362,37 @@ func rlWorstWindow(gs []rlGrant, interval time.Duration) (int64, int64) {
 	}
 	return worst, at
 }
+
+// TestInteropRateLimitNameMapper: a Go Client with PrefixNames and a
+// Redisson peer with the same NameMapper share one limiter, on the mapped
+// keys: Go's config is Java's, and the quota is one.
+func TestInteropRateLimitNameMapper(t *testing.T) {
+	t.Parallel()
+	for _, v := range peerVersions {
+		t.Run("redisson-"+v, func(t *testing.T) {
+			parallel(t)
+			rc := redistest.NewClient(t, standaloneAddr)
+			mapped := newLockClient(t, rc, interlock.WithNameMapper(interlock.PrefixNames(namePrefix)))
+			peer := startJavaPeer(t, v, []string{standaloneAddr}, withPeerNamePrefix(namePrefix))
+			ctx := testCtx(t, time.Minute)
+			name := unique("rl-names")
+			t.Cleanup(func() { redistest.DeleteLike([]string{standaloneAddr}, name) })
+			l := ratelimit.New(mapped, name)
+			require.True(t, redistest.Must[bool](t)(l.TrySetRate(ctx, ratelimit.Config{Rate: 3, Interval: time.Hour})))
+			require.True(t, redistest.Must[bool](t)(l.TryAcquire(ctx, 2, 0)))
+			for _, key := range []string{namePrefix + name, "{" + namePrefix + name + "}:value", "{" + namePrefix + name + "}:permits"} {
+				n, err := rc.Do(ctx, rc.B().Exists().Key(key).Build()).AsInt64()
+				require.NoError(t, err)
+				assert.EqualValues(t, 1, n, "%s: the mapped key %s", v, key)
+			}
+			var jc rlJavaConfig
+			r := peer.Do(t, rlReq("getConfig", name, peerRateArgs{}))
+			r.mustOK(t)
+			require.NoError(t, json.Unmarshal(r.Result, &jc))
+			assert.Equal(t, rlJavaConfig{"OVERALL", 3, 3_600_000}, jc, "Java reads Go's config through its mapper")
+			assert.EqualValues(t, 1, peer.Do(t, rlReq("availablePermits", name, peerRateArgs{})).Int(t))
+			assert.True(t, peer.Do(t, peerReq{Thread: 1, Op: "tryAcquire", Kind: "ratelimit", Name: name, Wait: peerNoWait, Permits: 1}).Bool(t))
+			assert.False(t, redistest.Must[bool](t)(l.TryAcquire(ctx, 1, 0)), "the quota is one")
+		})
+	}
+}
