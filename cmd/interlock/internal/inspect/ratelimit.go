@@ -105,12 +105,12 @@ func readRateState(r *replies, res []rueidis.RedisResult, name, client string) r
 
 // perClient reports whether the facts show a PER_CLIENT limiter's config.
 func perClient(f *Facts) bool {
-	return f.KeyType == "hash" && f.Fields["type"] == "1" && isRateConfig(f.Fields)
+	return f.KeyType == "hash" && f.Fields["type"] == "1" && IsRateConfig(f.Fields)
 }
 
 // isRateConfig reports whether a hash's fields are a rate limiter's
 // config: a rate or an interval, and no field a config has not.
-func isRateConfig(fields map[string]string) bool {
+func IsRateConfig(fields map[string]string) bool {
 	_, rate := fields["rate"]
 	_, interval := fields["interval"]
 	if !rate && !interval {
@@ -125,12 +125,21 @@ func isRateConfig(fields map[string]string) bool {
 }
 
 // isRateLimiter reports whether the facts show a rate limiter: its config
-// hash, or with no key of the name its taken permits' sorted set.
+// hash, or with no key of the name its taken permits' sorted set, every
+// member of it read shaped as one.
 func isRateLimiter(f *Facts) bool {
 	if f.KeyType == "hash" {
-		return isRateConfig(f.Fields)
+		return IsRateConfig(f.Fields)
 	}
-	return f.KeyType == "none" && f.rate.permitsType == "zset"
+	if f.KeyType != "none" || f.rate.permitsType != "zset" || len(f.rate.entries) == 0 {
+		return false
+	}
+	for _, z := range f.rate.entries {
+		if _, ok := entryPermits(z.Member); !ok {
+			return false
+		}
+	}
+	return true
 }
 
 // probeRateClients reads the windows of a PER_CLIENT limiter's clients:
@@ -466,7 +475,7 @@ func rateMisfit(f *Facts) string {
 	switch f.KeyType {
 	case "none", "":
 	case "hash":
-		if !isRateConfig(f.Fields) {
+		if !IsRateConfig(f.Fields) {
 			return holdsKey(f)
 		}
 		var r RateLimit

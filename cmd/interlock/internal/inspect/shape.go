@@ -160,7 +160,7 @@ func lockMisfit(f *Facts, kind string) string {
 	switch f.KeyType {
 	case "none", "":
 	case "hash":
-		if isRateConfig(f.Fields) {
+		if IsRateConfig(f.Fields) {
 			return holdsKey(f)
 		}
 		if s := foreignHash(f); s != "" {
@@ -223,7 +223,7 @@ func counterMisfit(f *Facts, kind string) string {
 func holdsKey(f *Facts) string {
 	switch f.KeyType {
 	case "hash":
-		if isRateConfig(f.Fields) {
+		if IsRateConfig(f.Fields) {
 			return "it holds a rate limiter's config (rate " + f.Fields["rate"] + " per " + f.Fields["interval"] + "ms)"
 		}
 		if s := foreignHash(f); s != "" {
