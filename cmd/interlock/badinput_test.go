@@ -288,8 +288,8 @@ func TestForeignKeys(t *testing.T) {
 		{[]string{"latch", "init", "NAME", "1"}, append([]foreign{fPermits}, notCounters...), "latch"},
 		{[]string{"latch", "countdown", "NAME"}, append([]foreign{fPermits}, notCounters...), "latch"},
 		{[]string{"latch", "await", "NAME"}, append([]foreign{fPermits}, notCounters...), "latch"},
-		{[]string{"unlock", "--force", "NAME"}, append([]foreign{fCounter}, others...), "reentrant lock"},
-		{[]string{"unlock", "--force", "--kind", "fair", "NAME"}, append([]foreign{fCounter}, others...), "fair lock"},
+		{[]string{"unlock", "--force", "NAME"}, append([]foreign{fCounter, fRate}, others...), "reentrant lock"},
+		{[]string{"unlock", "--force", "--kind", "fair", "NAME"}, append([]foreign{fCounter, fRate}, others...), "fair lock"},
 	}
 	for _, cmd := range cmds {
 		for _, f := range cmd.foreigns {
