@@ -174,7 +174,11 @@ func DetectKind(f *Facts) string {
 func Decode(f *Facts, hint string) Report {
 	kind := DetectKind(f)
 	if kind == kinds.RateLimit {
-		return decodeRateLimit(f)
+		r := decodeRateLimit(f)
+		if hint != "" {
+			r.Notes = append(r.Notes, fmt.Sprintf("--kind %s does not apply: this is a rate limiter", hint))
+		}
+		return r
 	}
 	if sk, ok := syncKind(f, kind, hint); ok {
 		return decodeSync(f, sk, hint)

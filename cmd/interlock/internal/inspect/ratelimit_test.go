@@ -130,6 +130,9 @@ func TestInspectGarbledRateLimiter(t *testing.T) {
 	assert.Contains(t, reports[2].Notes, "the limiter: 1 members of "+ratePermitsKey(badWindow, "")+
 		" are no taken permits (a length byte, that many bytes, 4 bytes of permits)")
 	assert.Contains(t, inspectTable(t, badType), "not set")
+	res := clitest.Run(t, Command, "--redis", clitest.RedisURL(), "--kind", "latch", badWindow)
+	require.Equal(t, 0, res.Code, res.Stderr)
+	assert.Contains(t, res.Stdout, "note: "+badWindow+": --kind latch does not apply: this is a rate limiter\n")
 
 	for _, name := range []string{badType, badRate} {
 		f, err := ProbeShape(t.Context(), rc, name)
