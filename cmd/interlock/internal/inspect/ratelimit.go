@@ -194,7 +194,7 @@ func scanRateClients(ctx context.Context, rc rueidis.Client, name string) ([]str
 				return nil, fmt.Errorf("SCAN on %s: %w", addr, err)
 			}
 			for _, k := range e.Elements {
-				if id := RateClientOf(name, k); id != "" {
+				if id := rateClientOf(name, k); id != "" {
 					seen[id] = true
 				}
 			}
@@ -206,10 +206,10 @@ func scanRateClients(ctx context.Context, rc rueidis.Client, name string) ([]str
 	return slices.Sorted(maps.Keys(seen)), nil
 }
 
-// RateClientOf returns the client id of key when it is one of the
+// rateClientOf returns the client id of key when it is one of the
 // per-client keys of the rate limiter name, {name}:value:<id> or
 // {name}:permits:<id>; else "".
-func RateClientOf(name, key string) string {
+func rateClientOf(name, key string) string {
 	for _, suffix := range []string{keys.RateValueSuffix, keys.RatePermitsSuffix} {
 		if id, ok := strings.CutPrefix(key, keys.Suffix(name, suffix)+":"); ok && id != "" {
 			return id
