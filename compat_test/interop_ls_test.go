@@ -17,6 +17,7 @@ import (
 	"github.com/interlock-go/interlock/internal/redistest"
 	"github.com/interlock-go/interlock/latch"
 	"github.com/interlock-go/interlock/nonreentrant"
+	"github.com/interlock-go/interlock/ratelimit"
 	"github.com/interlock-go/interlock/rlock"
 	"github.com/interlock-go/interlock/rwlock"
 	"github.com/interlock-go/interlock/semaphore"
@@ -25,7 +26,8 @@ import (
 
 // TestInteropLsListsJavaAndGo runs the interlock CLI's ls on one server
 // that holds a synchronizer of every kind written by a Redisson 4.7.0 JVM,
-// the same written by interlock, and a zombie made by hand (a lock hash
+// the same written by interlock (rate limiters, overall and per client,
+// included), and a zombie made by hand (a lock hash
 // with no TTL): each is listed with its kind, and only the zombie is
 // flagged.
 func TestInteropLsListsJavaAndGo(t *testing.T) {
@@ -57,6 +59,12 @@ func TestInteropLsListsJavaAndGo(t *testing.T) {
 	java(peerReq{Thread: 10, Op: "acquire", Kind: "expirable", Name: n("java", "expirable"), Permits: 1, Lease: time.Minute})
 	java(peerReq{Thread: 11, Op: "trySetCount", Kind: "latch", Name: n("java", "latch"), Count: 1})
 	latchWaiter := p.Start(t, peerReq{Thread: 22, Op: "await", Kind: "latch", Name: n("java", "latch"), Wait: time.Minute})
+	// Rate limiters, overall and per client, with 2 of 5 permits taken; a
+	// keep-alive makes them go by themselves.
+	for kind, typ := range map[string]string{"ratelimit": "OVERALL", "ratelimitPC": "PER_CLIENT"} {
+		java(rlReq("trySetRate", n("java", kind), peerRateArgs{RateType: typ, Rate: 5, IntervalMs: 60000, KeepAliveMs: 120000}))
+		java(peerReq{Thread: 1, Op: "acquire", Kind: "ratelimit", Name: n("java", kind), Permits: 2})
+	}
 
 	// Go, the same kinds.
 	rl := rlock.New(c, n("go", "reentrant"))
@@ -94,6 +102,12 @@ func TestInteropLsListsJavaAndGo(t *testing.T) {
 	ids, err := pes.Acquire(ctx, 1, time.Minute)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = pes.Release(bg, ids...) })
+	for kind, typ := range map[string]ratelimit.RateType{"ratelimit": ratelimit.Overall, "ratelimitPC": ratelimit.PerClient} {
+		l := ratelimit.New(c, n("go", kind))
+		_, err := l.TrySetRate(ctx, ratelimit.Config{Type: typ, Rate: 5, Interval: time.Minute, KeepAlive: 2 * time.Minute})
+		require.NoError(t, err)
+		require.NoError(t, l.Acquire(ctx, 2))
+	}
 	lat := latch.New(c, n("go", "latch"))
 	_, err = lat.TrySetCount(ctx, 1)
 	require.NoError(t, err)
@@ -141,8 +155,21 @@ func TestInteropLsListsJavaAndGo(t *testing.T) {
 			Holders     []struct {
 				ClientID string `json:"client_id"`
 			} `json:"holders"`
-			Queue    []json.RawMessage `json:"queue"`
-			Acquired []json.RawMessage `json:"acquired"`
+			Queue       []json.RawMessage `json:"queue"`
+			Acquired    []json.RawMessage `json:"acquired"`
+			RateLimiter *struct {
+				Type    string `json:"type"`
+				Rate    int64  `json:"rate"`
+				Overall *struct {
+					Free  int64 `json:"free_permits"`
+					Taken int64 `json:"taken"`
+				} `json:"overall"`
+				Clients []struct {
+					ClientID string `json:"client_id"`
+					Free     int64  `json:"free_permits"`
+					Taken    int64  `json:"taken"`
+				} `json:"clients"`
+			} `json:"rate_limiter"`
 		} `json:"synchronizers"`
 	}
 	require.NoError(t, json.Unmarshal(out, &got), "%s", out)
@@ -150,7 +177,7 @@ func TestInteropLsListsJavaAndGo(t *testing.T) {
 		"reentrant": {"reentrant"}, "fair": {"fair"}, "read": {"read/write", "read"},
 		"write": {"read/write", "write"}, "fenced": {"fenced"}, "spin": {"reentrant"},
 		"nonReentrant": {"reentrant"}, "nonReentrantFair": {"reentrant"}, "semaphore": {"semaphore"}, "expirable": {"expirable-semaphore"},
-		"latch": {"latch"},
+		"latch": {"latch"}, "ratelimit": {"ratelimit"}, "ratelimitPC": {"ratelimit"},
 	}
 	listed := map[string]bool{}
 	for _, e := range got.Synchronizers {
@@ -174,6 +201,20 @@ func TestInteropLsListsJavaAndGo(t *testing.T) {
 					assert.Positive(t, e.Subscribers, "%s: its waiter", e.Name)
 				case "expirable":
 					assert.Len(t, e.Acquired, 1, e.Name)
+				case "ratelimit":
+					require.NotNil(t, e.RateLimiter, e.Name)
+					assert.Equal(t, "OVERALL", e.RateLimiter.Type, e.Name)
+					assert.EqualValues(t, 5, e.RateLimiter.Rate, e.Name)
+					require.NotNil(t, e.RateLimiter.Overall, e.Name)
+					assert.EqualValues(t, 3, e.RateLimiter.Overall.Free, e.Name)
+					assert.EqualValues(t, 2, e.RateLimiter.Overall.Taken, e.Name)
+				case "ratelimitPC":
+					require.NotNil(t, e.RateLimiter, e.Name)
+					assert.Equal(t, "PER_CLIENT", e.RateLimiter.Type, e.Name)
+					require.Len(t, e.RateLimiter.Clients, 1, "%s: its client's keys belong to it", e.Name)
+					assert.Equal(t, client, e.RateLimiter.Clients[0].ClientID, e.Name)
+					assert.EqualValues(t, 3, e.RateLimiter.Clients[0].Free, e.Name)
+					assert.EqualValues(t, 2, e.RateLimiter.Clients[0].Taken, e.Name)
 				default:
 					require.Len(t, e.Holders, 1, e.Name)
 					assert.Equal(t, client, e.Holders[0].ClientID, e.Name)
@@ -213,6 +254,9 @@ func TestInteropLsListsJavaAndGo(t *testing.T) {
 	for _, side := range []string{"java", "go"} {
 		del = append(del, n(side, "semaphore"), n(side, "expirable"), keys.Suffix(n(side, "expirable"), "timeout"),
 			n(side, "latch"), keys.Prefix("redisson_lock_token", n(side, "fenced")))
+		del = append(del, keys.RateLimiter(n(side, "ratelimit"), c.ID())...)
+		del = append(del, keys.RateLimiter(n(side, "ratelimitPC"), c.ID())...)
+		del = append(del, keys.RateLimiter(n(side, "ratelimitPC"), p.ClientID())...)
 	}
 	t.Cleanup(func() { rc.Do(context.Background(), rc.B().Del().Key(append(del, zombie)...).Build()) })
 }

@@ -17,6 +17,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/redis/rueidis"
 	"github.com/stretchr/testify/assert"
@@ -25,7 +26,9 @@ import (
 	"github.com/interlock-go/interlock"
 	"github.com/interlock-go/interlock/cmd/interlock/internal/clitest"
 	"github.com/interlock-go/interlock/cmd/interlock/internal/exit"
+	"github.com/interlock-go/interlock/internal/keys"
 	"github.com/interlock-go/interlock/internal/redistest"
+	"github.com/interlock-go/interlock/ratelimit"
 	"github.com/interlock-go/interlock/rlock"
 	"github.com/interlock-go/interlock/rwlock"
 )
@@ -56,6 +59,11 @@ func TestBadInput(t *testing.T) {
 	t.Cleanup(func() { _, _ = rwlock.New(c, written).Write().ForceUnlock(ctx) })
 	sem, closed := clitest.LockName(t)+":sem", clitest.LockName(t)+":closed"
 	clitest.Do(t, rc, []string{"SET " + sem + " 2", "SET " + closed + " 2"}, sem, closed)
+	rl, rlPC := clitest.LockName(t)+":rl", clitest.LockName(t)+":rlpc"
+	clitest.CleanupKeys(t, rc, append(keys.RateLimiter(rl, c.ID()), keys.RateLimiter(rlPC, c.ID())...)...)
+	require.NoError(t, ratelimit.New(c, rl).SetRate(ctx, ratelimit.Config{Rate: 2, Interval: time.Minute}))
+	require.NoError(t, ratelimit.New(c, rl).Acquire(ctx, 2))
+	require.NoError(t, ratelimit.New(c, rlPC).SetRate(ctx, ratelimit.Config{Type: ratelimit.PerClient, Rate: 2, Interval: time.Minute}))
 	notExec := filepath.Join(t.TempDir(), "script")
 	require.NoError(t, os.WriteFile(notExec, []byte("#!/bin/sh\n"), 0o644))
 
@@ -89,6 +97,29 @@ func TestBadInput(t *testing.T) {
 		{[]string{"run", "--redis", redis, "--wait", "0", held, "--", "true"}, exit.Busy, `lock "` + held + `" is busy`},
 		{[]string{"run", "--redis", redis, clitest.LockName(t) + ":a", "--", "/no/such/cmd"}, exit.NotFound, "/no/such/cmd"},
 		{[]string{"run", "--redis", redis, clitest.LockName(t) + ":b", "--", notExec}, exit.CannotExec, notExec},
+
+		// run --kind ratelimit
+		{[]string{"run", "--redis", nowhere, "--kind", "ratelimit", "--lease", "1s", "R", "--", "true"}, exit.Usage, "--lease is not for --kind ratelimit"},
+		{[]string{"run", "--redis", nowhere, "--kind", "ratelimit", "--watchdog-timeout", "1m", "R", "--", "true"}, exit.Usage,
+			"--watchdog-timeout is not for --kind ratelimit"},
+		{[]string{"run", "--redis", nowhere, "--kind", "ratelimit", "--grace", "1s", "R", "--", "true"}, exit.Usage, "--grace is not for --kind ratelimit"},
+		{[]string{"run", "--redis", nowhere, "--kind", "ratelimit", "--permits", "0", "R", "--", "true"}, exit.Usage, "at least 1 permit is needed"},
+		{[]string{"run", "--redis", nowhere, "--kind", "ratelimit", "A", "B", "--", "true"}, exit.Usage, "takes one NAME, got 2"},
+		{[]string{"run", "--redis", redis, "--kind", "ratelimit", "--wait", "0", rl, "--", "true"}, exit.Busy, `rate limiter "` + rl + `" is busy: 1 permit was not free`},
+		{[]string{"run", "--redis", redis, "--kind", "ratelimit", "--permits", "3", rl, "--", "true"}, exit.Usage, "--permits 3 exceeds the rate"},
+		{[]string{"run", "--redis", redis, "--kind", "ratelimit", rlPC, "--", "true"}, exit.Usage, "is PER_CLIENT"},
+		{[]string{"run", "--redis", redis, "--kind", "ratelimit", sem, "--", "true"}, exit.Usage, "is no rate limiter: it holds the integer 2"},
+		{[]string{"run", "--redis", redis, "--kind", "ratelimit", rl + ":unset", "--", "true"}, exit.Failure, "is not set"},
+
+		// ratelimit
+		{[]string{"ratelimit", "--redis", nowhere}, exit.Usage, "want a subcommand: set or acquire"},
+		{[]string{"ratelimit", "--redis", nowhere, "set", "R", "1", "0s"}, exit.Usage, "at least 1ms"},
+		{[]string{"ratelimit", "--redis", nowhere, "set", "--keep-alive", "1s", "R", "1", "1m"}, exit.Usage, "must be at least the interval 1m0s"},
+		{[]string{"ratelimit", "--redis", nowhere, "acquire", "--permits", "-1", "R"}, exit.Usage, "at least 1 permit is needed"},
+		{[]string{"ratelimit", "--redis", nowhere, "acquire", "R"}, exit.Unavailable, "cannot connect to Redis"},
+		{[]string{"ratelimit", "--redis", redis, "acquire", "--wait", "10ms", rl}, exit.Busy, "1 permit was not free within --wait 10ms"},
+		{[]string{"ratelimit", "--redis", redis, "set", "--if-unset", rl, "3", "1m"}, exit.Failure, "is already set to 2 permits per 1m0s"},
+		{[]string{"ratelimit", "--redis", redis, "set", held, "3", "1m"}, exit.Usage, "is no rate limiter: it holds a lock"},
 
 		// semaphore
 		{[]string{"semaphore", "--redis", nowhere}, exit.Usage, "want a subcommand: init or add"},
@@ -218,6 +249,9 @@ var (
 	fRWLock  = foreign{"read/write lock", []string{"HSET NAME mode read " + clitest.JavaA + ":1 1", "PEXPIRE NAME 60000"}}
 	fCounter = foreign{"semaphore count", []string{"SET NAME 5"}}
 	fPermits = foreign{"expirable semaphore", []string{"SET NAME 5", "ZADD {NAME}:timeout 9999999999999 0123456789abcdef"}}
+	fRate    = foreign{"rate limiter", []string{"HSET NAME rate 5 interval 1000 type 0 keepAliveTime 0"}}
+	fRateBad = foreign{"rate limiter config that does not parse", []string{"HSET NAME rate many interval 1000 type 0"}}
+	fRateVal = foreign{"rate limiter count that is no integer", []string{"HSET NAME rate 5 interval 1000 type 0", "SET {NAME}:value hello"}}
 )
 
 // Every command, on a name whose key holds what its kind cannot work on,
@@ -227,9 +261,10 @@ func TestForeignKeys(t *testing.T) {
 	t.Parallel()
 	_, rc := clitest.NewLockClient(t)
 	others := []foreign{fString, fAppHash, fList, fSet, fZset, fStream}
-	notLocks := append([]foreign{fRWLock, fCounter}, others...)
-	notHalves := append([]foreign{fLock, fCounter}, others...)
-	notCounters := append([]foreign{fLock, fRWLock}, others...)
+	notLocks := append([]foreign{fRWLock, fCounter, fRate}, others...)
+	notHalves := append([]foreign{fLock, fCounter, fRate}, others...)
+	notCounters := append([]foreign{fLock, fRWLock, fRate}, others...)
+	notRates := append([]foreign{fLock, fRWLock, fCounter, fRateBad, fRateVal}, others...)
 	cmds := []struct {
 		args     []string // NAME stands for the name
 		foreigns []foreign
@@ -244,14 +279,17 @@ func TestForeignKeys(t *testing.T) {
 		{[]string{"run", "--wait", "0", "OTHER", "NAME", "--", "echo", "ran"}, notLocks, "reentrant lock"},
 		{[]string{"run", "--kind", "semaphore", "--wait", "0", "NAME", "--", "echo", "ran"}, notCounters, "semaphore"},
 		{[]string{"run", "--kind", "expirable-semaphore", "--wait", "0", "NAME", "--", "echo", "ran"}, notCounters, "expirable semaphore"},
+		{[]string{"run", "--kind", "ratelimit", "--wait", "0", "NAME", "--", "echo", "ran"}, notRates, "rate limiter"},
+		{[]string{"ratelimit", "set", "NAME", "1", "1s"}, notRates, "rate limiter"},
+		{[]string{"ratelimit", "acquire", "--wait", "0", "NAME"}, []foreign{fRateBad, fRateVal, fAppHash}, "rate limiter"},
 		{[]string{"semaphore", "init", "NAME", "1"}, notCounters, "semaphore"},
 		{[]string{"semaphore", "add", "NAME", "1"}, notCounters, "semaphore"},
 		{[]string{"semaphore", "add", "--kind", "expirable-semaphore", "NAME", "-1"}, notCounters, "expirable semaphore"},
 		{[]string{"latch", "init", "NAME", "1"}, append([]foreign{fPermits}, notCounters...), "latch"},
 		{[]string{"latch", "countdown", "NAME"}, append([]foreign{fPermits}, notCounters...), "latch"},
 		{[]string{"latch", "await", "NAME"}, append([]foreign{fPermits}, notCounters...), "latch"},
-		{[]string{"unlock", "--force", "NAME"}, append([]foreign{fCounter}, others...), "reentrant lock"},
-		{[]string{"unlock", "--force", "--kind", "fair", "NAME"}, append([]foreign{fCounter}, others...), "fair lock"},
+		{[]string{"unlock", "--force", "NAME"}, append([]foreign{fCounter, fRate}, others...), "reentrant lock"},
+		{[]string{"unlock", "--force", "--kind", "fair", "NAME"}, append([]foreign{fCounter, fRate}, others...), "fair lock"},
 	}
 	for _, cmd := range cmds {
 		for _, f := range cmd.foreigns {

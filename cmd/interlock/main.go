@@ -12,6 +12,7 @@ import (
 	"github.com/interlock-go/interlock/cmd/interlock/internal/inspect"
 	"github.com/interlock-go/interlock/cmd/interlock/internal/latchcmd"
 	"github.com/interlock-go/interlock/cmd/interlock/internal/ls"
+	"github.com/interlock-go/interlock/cmd/interlock/internal/ratelimitcmd"
 	"github.com/interlock-go/interlock/cmd/interlock/internal/run"
 	"github.com/interlock-go/interlock/cmd/interlock/internal/semaphorecmd"
 	"github.com/interlock-go/interlock/cmd/interlock/internal/unlock"
@@ -22,6 +23,7 @@ var commands = []cli.Command{
 	run.Command,
 	semaphorecmd.Command,
 	latchcmd.Command,
+	ratelimitcmd.Command,
 	inspect.Command,
 	ls.Command,
 	doctor.Command,

@@ -198,3 +198,26 @@ func TestRunReadLockLost(t *testing.T) {
 	assert.Contains(t, stderr, "lost while CMD ran")
 	assert.True(t, clitest.Dead(pid), "CMD is gone")
 }
+
+// --kind ratelimit takes the permits before CMD runs (CMD sees them taken)
+// and gives nothing back when it exits.
+func TestRunRateLimit(t *testing.T) {
+	t.Parallel()
+	name := clitest.LockName(t)
+	c, rc := clitest.NewLockClient(t)
+	clitest.CleanupKeys(t, rc, keys.RateLimiter(name, c.ID())...)
+	res := clitest.RunBinary(t, "", "ratelimit", "set", "--redis", clitest.RedisURL(), name, "5", "1m")
+	require.Equal(t, 0, res.Code, res.Stderr)
+	res = clitest.RunBinary(t, "", "run", "--redis", clitest.RedisURL(), "--kind", "ratelimit", "--permits", "3", name, "--",
+		clitest.Binary(), "inspect", "--json", "--redis", clitest.RedisURL(), name)
+	require.Equal(t, 0, res.Code, res.Stderr)
+	var r inspect.Report
+	require.NoError(t, json.Unmarshal([]byte(res.Stdout), &r), res.Stdout)
+	assert.Equal(t, kinds.RateLimit, r.Kind)
+	require.NotNil(t, r.RateLimit)
+	require.NotNil(t, r.RateLimit.Overall)
+	assert.EqualValues(t, 2, r.RateLimit.Overall.Free)
+	assert.EqualValues(t, 3, r.RateLimit.Overall.Taken)
+	after := inspectJSON(t, name)[0].RateLimit.Overall
+	assert.EqualValues(t, 3, after.Taken, "nothing is given back")
+}

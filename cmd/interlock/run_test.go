@@ -211,7 +211,7 @@ func TestRunUsageErrors(t *testing.T) {
 		args []string
 		want string
 	}{
-		{"kind unknown", []string{"--kind", "redlock", "L", "--", "true"}, `unknown --kind "redlock" (want reentrant, fair, read, write, fenced, spin, semaphore, expirable-semaphore)`},
+		{"kind unknown", []string{"--kind", "redlock", "L", "--", "true"}, `unknown --kind "redlock" (want reentrant, fair, read, write, fenced, spin, semaphore, expirable-semaphore, ratelimit)`},
 		{"kind empty", []string{"--kind=", "L", "--", "true"}, `unknown --kind ""`},
 		{"no separator", []string{"L", "true"}, `missing "--"`},
 		{"no CMD", []string{"L", "--"}, `no CMD after "--"`},

@@ -261,7 +261,7 @@ func TestSyncUsageErrors(t *testing.T) {
 		{[]string{"run", "--kind", "semaphore", "--permits", "two", "S", "--", "true"}, "not an integer"},
 		{[]string{"run", "--kind", "expirable-semaphore", "--lease", "500us", "S", "--", "true"}, "a lease must be at least 1ms"},
 		{[]string{"run", "--kind", "semaphore", "--lease", "1s", "S", "--", "true"}, "--lease is not for --kind semaphore"},
-		{[]string{"run", "--permits", "2", "L", "--", "true"}, "--permits is for --kind semaphore and expirable-semaphore, not for a reentrant lock"},
+		{[]string{"run", "--permits", "2", "L", "--", "true"}, "--permits is for --kind semaphore, expirable-semaphore and ratelimit, not for a reentrant lock"},
 		{[]string{"run", "--kind", "semaphore", "a{b", "--", "true"}, "cluster slot"},
 		{[]string{"semaphore"}, "semaphore: want a subcommand: init or add"},
 		{[]string{"semaphore", "drain", "S"}, `unknown subcommand "drain"`},

@@ -7,8 +7,8 @@ import (
 )
 
 // mainUsage is printed by "interlock help" and when no command is given.
-const mainUsage = `interlock: Redisson-compatible distributed locks, semaphores and latches for
-the shell.
+const mainUsage = `interlock: Redisson-compatible distributed locks, semaphores, latches and rate
+limiters for the shell.
 
 Usage:
   interlock run       [--redis URL] [--name-prefix P] [--kind KIND]
@@ -22,6 +22,10 @@ Usage:
   interlock latch     init [--redis URL] [--name-prefix P] NAME N
   interlock latch     countdown [--redis URL] [--name-prefix P] NAME
   interlock latch     await [--redis URL] [--name-prefix P] [--wait D] NAME
+  interlock ratelimit set [--redis URL] [--name-prefix P] [--per-client]
+                      [--keep-alive D] [--if-unset] NAME RATE INTERVAL
+  interlock ratelimit acquire [--redis URL] [--name-prefix P] [--permits N]
+                      [--wait D] NAME
   interlock inspect   [--redis URL] [--name-prefix P] [--json] [--kind KIND]
                       NAME...
   interlock ls        [--redis URL] [--json] [--limit N] [--counters] [PATTERN]
@@ -33,14 +37,17 @@ Usage:
   interlock help      [COMMAND]
 
   run        hold LOCK (several: all at once), or N permits of a semaphore,
-             while CMD runs, like flock(1) across machines
+             while CMD runs, like flock(1) across machines; or take N
+             permits of a rate limiter before CMD runs
   semaphore  set up a semaphore's permits, or add some
   latch      set up a count-down latch, count it down, or wait until open
+  ratelimit  set a rate limiter's rate, or take permits from it
   inspect    show who holds and who waits for LOCK, a semaphore's permits,
-             a latch's count, whoever wrote them (Go or Java Redisson)
-  ls         list the locks, semaphores and latches in Redis (SCAN, never
-             KEYS), flagging zombies, stale waiters, orphan keys, leaked
-             permits
+             a latch's count, a rate limiter's rate and window, whoever
+             wrote them (Go or Java Redisson)
+  ls         list the locks, semaphores, latches and rate limiters in Redis
+             (SCAN, never KEYS), flagging zombies, stale waiters, orphan
+             keys, leaked permits
   doctor     check a live server, node by node, for settings that break
              locks (eviction, replication, persistence, ACL, ...)
   unlock     delete LOCK whoever holds it (needs --force)
@@ -57,6 +64,8 @@ KIND is the kind of lock or semaphore, the same as Redisson's of that name:
   expirable-semaphore
              RPermitExpirableSemaphore (getPermitExpirableSemaphore):
              permits with ids and leases
+  ratelimit  RRateLimiter (getRateLimiter): run takes --permits permits,
+             never given back
 Latches are Redisson's RCountDownLatch (getCountDownLatch).
 
 Flags may be written -flag or --flag. Durations look like 500ms, 10s, 2m.

@@ -72,7 +72,7 @@ func TestUsageDocumentsEveryFlag(t *testing.T) {
 	t.Parallel()
 	getenv := func(string) string { return "" }
 	sets := map[string]*flag.FlagSet{}
-	for _, name := range []string{"run", "semaphore", "latch", "inspect", "unlock", "demo", "doctor"} {
+	for _, name := range []string{"run", "semaphore", "latch", "ratelimit", "inspect", "unlock", "demo", "doctor"} {
 		fs := flag.NewFlagSet(name, flag.ContinueOnError)
 		redisconn.AddFlag(fs, getenv)
 		sets[name] = fs
@@ -89,6 +89,11 @@ func TestUsageDocumentsEveryFlag(t *testing.T) {
 	sets["semaphore"].String("kind", "", "")
 	sets["semaphore"].String("ttl", "", "")
 	sets["latch"].String("wait", "", "")
+	sets["ratelimit"].Bool("per-client", false, "")
+	sets["ratelimit"].String("keep-alive", "", "")
+	sets["ratelimit"].Bool("if-unset", false, "")
+	sets["ratelimit"].String("permits", "", "")
+	sets["ratelimit"].String("wait", "", "")
 	sets["unlock"].Bool("force", false, "")
 	sets["unlock"].String("kind", "", "")
 	sets["demo"].String("chart", "", "")
@@ -96,7 +101,7 @@ func TestUsageDocumentsEveryFlag(t *testing.T) {
 	sets["doctor"].String("name", "", "")
 	sets["doctor"].String("acl-user", "", "")
 	sets["doctor"].Bool("wait-replicas", false, "")
-	for _, name := range []string{"run", "semaphore", "latch", "inspect", "unlock"} {
+	for _, name := range []string{"run", "semaphore", "latch", "ratelimit", "inspect", "unlock"} {
 		cli.AddNamePrefixFlag(sets[name])
 	}
 	for name, fs := range sets {
@@ -107,7 +112,7 @@ func TestUsageDocumentsEveryFlag(t *testing.T) {
 	}
 	// And the real flag sets define no others: unknown flags are refused.
 	for _, bad := range []string{"run --nope L -- true", "inspect --nope L", "unlock --nope L", "demo --nope",
-		"semaphore --nope init S 1", "latch --nope await L", "doctor --nope"} {
+		"semaphore --nope init S 1", "latch --nope await L", "ratelimit --nope set R 1 1s", "doctor --nope"} {
 		res := runInProcess(t, strings.Fields(bad)...)
 		require.Equal(t, exit.Usage, res.Code, bad)
 		assert.Contains(t, res.Stderr, "flag provided but not defined: -nope", bad)

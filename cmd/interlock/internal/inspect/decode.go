@@ -57,6 +57,8 @@ type Report struct {
 	// Acquired are an expirable semaphore's acquired permits, the soonest
 	// to expire first.
 	Acquired []Permit `json:"acquired,omitempty"`
+	// RateLimit is a rate limiter's config and windows.
+	RateLimit *RateLimit `json:"rate_limiter,omitempty"`
 	// Subscribers is the number of connections subscribed to the name's
 	// channels, over every node: clients waiting for it (a client that has
 	// just stopped waiting may still count). A fair lock's waiters listen
@@ -137,6 +139,7 @@ type kindRule struct {
 // one, and shows as such.
 var kindRules = []kindRule{
 	{kinds.ReadWrite, HasMode},
+	{kinds.RateLimit, isRateLimiter},
 	{kinds.Fenced, func(f *Facts) bool { return f.tokenType != "none" && f.tokenType != "" }},
 	{kinds.Fair, hasQueue},
 	{kinds.Reentrant, func(f *Facts) bool { return f.KeyType == "hash" }},
@@ -170,6 +173,13 @@ func DetectKind(f *Facts) string {
 // is. It never fails: what does not look like a Redisson object is a note.
 func Decode(f *Facts, hint string) Report {
 	kind := DetectKind(f)
+	if kind == kinds.RateLimit {
+		r := decodeRateLimit(f)
+		if hint != "" {
+			r.Notes = append(r.Notes, fmt.Sprintf("--kind %s does not apply: this is a rate limiter", hint))
+		}
+		return r
+	}
 	if sk, ok := syncKind(f, kind, hint); ok {
 		return decodeSync(f, sk, hint)
 	}

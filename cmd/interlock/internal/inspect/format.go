@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/interlock-go/interlock/cmd/interlock/internal/cli"
+	"github.com/interlock-go/interlock/cmd/interlock/internal/kinds"
 )
 
 // writeJSON prints each report as one JSON object on a line of its own.
@@ -41,12 +42,16 @@ func writeTable(w io.Writer, reports []Report) error {
 		for _, n := range r.Notes {
 			notes = append(notes, name+": "+n)
 		}
-		if IsSyncKind(r.Kind) {
+		if IsSyncKind(r.Kind) || r.Kind == kinds.RateLimit {
 			ttl := "-" // no key
 			if r.TTLms != 0 {
 				ttl = FormatTTL(r.TTL())
 			}
-			for _, cells := range syncRows(&r) {
+			rows := syncRows
+			if r.Kind == kinds.RateLimit {
+				rows = rateRows
+			}
+			for _, cells := range rows(&r) {
 				row(append([]string{name, r.Kind, ttl}, cells...)...)
 			}
 			continue

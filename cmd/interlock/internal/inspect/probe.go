@@ -63,6 +63,17 @@ type Facts struct {
 	// holdTTLs maps each reader timeout key read (holdKeys) to its PTTL.
 	holdTTLs map[string]int64
 
+	// rate is a rate limiter's overall window: {name}:value and
+	// {name}:permits.
+	rate rateState
+	// RateClients are the client ids whose windows a PER_CLIENT limiter's
+	// probe reads; nil: those a SCAN finds.
+	RateClients []string
+	// rateClients are the windows read, by client id; rateClientsLeft
+	// counts the clients found beyond maxRateClients.
+	rateClients     []rateState
+	rateClientsLeft int
+
 	// replyErrors are error replies to reads (a key that changed type
 	// between TYPE and the read): reported as notes.
 	replyErrors []string
@@ -72,6 +83,13 @@ type Facts struct {
 // at most two round trips to its node. It only reads: unlike Redisson's own
 // reads of an expirable semaphore, it reclaims no expired permit.
 func Probe(ctx context.Context, rc rueidis.Client, name string) (*Facts, error) {
+	return ProbeClients(ctx, rc, name, nil)
+}
+
+// ProbeClients is Probe, but reads the windows of a PER_CLIENT rate
+// limiter's clients of the ids given instead of those a SCAN finds (ls
+// found them already); nil: SCAN.
+func ProbeClients(ctx context.Context, rc rueidis.Client, name string, clients []string) (*Facts, error) {
 	// First the key of the name and the keys beside it, then what those
 	// name (the deadlines of the queued waiters, the TTLs of the read
 	// holds). All the keys share the lock's cluster slot (keys.Check made
@@ -83,12 +101,12 @@ func Probe(ctx context.Context, rc rueidis.Client, name string) (*Facts, error) 
 	tokenKey := keys.Prefix(keys.FenceTokenPrefix, name)
 	permitsKey := keys.Suffix(name, keys.PermitsSuffix)
 	b := rc.B()
-	res := rc.DoMulti(ctx,
+	first := rueidis.Commands{
 		b.Type().Key(name).Build(),
 		b.Pttl().Key(name).Build(),
 		b.Hgetall().Key(name).Build(),
 		b.Type().Key(queueKey).Build(),
-		b.Lrange().Key(queueKey).Start(0).Stop(maxWaiters-1).Build(),
+		b.Lrange().Key(queueKey).Start(0).Stop(maxWaiters - 1).Build(),
 		b.Llen().Key(queueKey).Build(),
 		b.Type().Key(timesKey).Build(),
 		b.Zcard().Key(timesKey).Build(),
@@ -97,9 +115,10 @@ func Probe(ctx context.Context, rc rueidis.Client, name string) (*Facts, error) 
 		b.Get().Key(name).Build(),
 		b.Type().Key(permitsKey).Build(),
 		b.Zcard().Key(permitsKey).Build(),
-		b.Zrange().Key(permitsKey).Min("0").Max(strconv.Itoa(maxPermits-1)).Withscores().Build(),
-	)
-	f := &Facts{Name: name, now: time.Now()}
+		b.Zrange().Key(permitsKey).Min("0").Max(strconv.Itoa(maxPermits - 1)).Withscores().Build(),
+	}
+	res := rc.DoMulti(ctx, append(first, rateStateCmds(b, name, "")...)...)
+	f := &Facts{Name: name, now: time.Now(), RateClients: clients}
 	// Each read is used only when TYPE said the key has the type it
 	// reads; the others fail with WRONGTYPE or find nothing, as expected.
 	r := replies{f: f}
@@ -129,8 +148,12 @@ func Probe(ctx context.Context, rc rueidis.Client, name string) (*Facts, error) 
 		f.permitsLen = r.int(res[12], "ZCARD "+permitsKey)
 		f.permits = r.zscores(res[13], "ZRANGE "+permitsKey)
 	}
+	f.rate = readRateState(&r, res[14:], name, "")
 	if r.err != nil {
 		return nil, r.err
+	}
+	if err := probeRateClients(ctx, rc, f, &r); err != nil {
+		return nil, err
 	}
 
 	// Second round: what the first one named.

@@ -48,6 +48,8 @@ func kindNoun(kind string) string {
 		return "expirable semaphore"
 	case kinds.Latch:
 		return "latch"
+	case kinds.RateLimit:
+		return "rate limiter"
 	}
 	return kind + " lock"
 }
@@ -83,6 +85,9 @@ func ProbeShape(ctx context.Context, rc rueidis.Client, name string) (*Facts, er
 		b.Type().Key(tokenKey).Build(),
 		b.Getrange().Key(tokenKey).Start(0).End(shapeBytes-1).Build(),
 		b.Type().Key(permitsKey).Build(),
+		b.Type().Key(rateValueKey(name, "")).Build(),
+		b.Getrange().Key(rateValueKey(name, "")).Start(0).End(shapeBytes-1).Build(),
+		b.Type().Key(ratePermitsKey(name, "")).Build(),
 	)
 	f := &Facts{Name: name}
 	r := replies{f: f}
@@ -91,6 +96,11 @@ func ProbeShape(ctx context.Context, rc rueidis.Client, name string) (*Facts, er
 	f.timesType = r.str(res[5], "TYPE "+timesKey)
 	f.tokenType = r.str(res[6], "TYPE "+tokenKey)
 	f.PermitsType = r.str(res[8], "TYPE "+permitsKey)
+	f.rate.valueType = r.str(res[9], "TYPE "+rateValueKey(name, ""))
+	if f.rate.valueType == "string" {
+		f.rate.value = r.str(res[10], "GETRANGE "+rateValueKey(name, ""))
+	}
+	f.rate.permitsType = r.str(res[11], "TYPE "+ratePermitsKey(name, ""))
 	switch f.KeyType {
 	case "hash":
 		f.Fields = map[string]string{}
@@ -125,7 +135,9 @@ func ProbeShape(ctx context.Context, rc rueidis.Client, name string) (*Facts, er
 // *Misfit saying what is there. A lock kind wants a lock hash of its own
 // kind, whose fields are all "<client id>:<owner id>" with a positive hold
 // count, and a fair lock's queue and a fenced lock's token of their types;
-// a semaphore or latch wants a string holding an integer.
+// a semaphore or latch wants a string holding an integer; a rate limiter
+// its config hash (whose fields parse) and a count and a sorted set beside
+// it.
 func Fits(f *Facts, kind string) error {
 	var holds string
 	switch {
@@ -133,6 +145,8 @@ func Fits(f *Facts, kind string) error {
 		holds = lockMisfit(f, kind)
 	case kinds.IsSemaphore(kind), kind == kinds.Latch:
 		holds = counterMisfit(f, kind)
+	case kind == kinds.RateLimit:
+		holds = rateMisfit(f)
 	}
 	if holds == "" {
 		return nil
@@ -146,6 +160,9 @@ func lockMisfit(f *Facts, kind string) string {
 	switch f.KeyType {
 	case "none", "":
 	case "hash":
+		if IsRateConfig(f.Fields) {
+			return holdsKey(f)
+		}
 		if s := foreignHash(f); s != "" {
 			return s
 		}
@@ -206,6 +223,9 @@ func counterMisfit(f *Facts, kind string) string {
 func holdsKey(f *Facts) string {
 	switch f.KeyType {
 	case "hash":
+		if IsRateConfig(f.Fields) {
+			return "it holds a rate limiter's config (rate " + f.Fields["rate"] + " per " + f.Fields["interval"] + "ms)"
+		}
 		if s := foreignHash(f); s != "" {
 			return s
 		}

@@ -12,8 +12,10 @@ Decodes what Redis holds for each NAME, whoever wrote it (interlock or Java
 Redisson): for a lock its kind, its TTL, and one row per holder (client id,
 owner or thread id, hold count) and per waiter, or "not locked"; for a
 semaphore its free permits and TTL, and for an expirable one every acquired
-permit with its id and the lease it has left; for a latch its count. It
-only reads: unlike Redisson's own reads it gives back no expired permit.
+permit with its id and the lease it has left; for a latch its count; for a
+rate limiter its config and window. It only reads: unlike Redisson's own
+reads it gives back no expired permit, and frees no permit of a rate
+limiter's window.
 
 Kinds are detected by Redisson's keys:
   read/write  the hash has a "mode" field: "read" or "write". Each reader's
@@ -39,6 +41,19 @@ Kinds are detected by Redisson's keys:
               marked EXPIRED: it is given back by the next operation on the
               semaphore, by any client. Leases are the acquiring clients'
               clocks; the time left is this host's.
+  ratelimit   the key is a hash of the fields rate, interval, type and
+              keepAliveTime (Redisson's RRateLimiter config). Its first row
+              shows the type (OVERALL or PER_CLIENT), rate, interval and
+              keep-alive, and for OVERALL the window {NAME}:value and
+              {NAME}:permits: the permits an acquisition would find free
+              now (those taken more than an interval ago count as free,
+              capped by the rate as Redisson does), the permits taken in
+              the window, and when the oldest of them frees. A PER_CLIENT
+              limiter has one row per client whose keys
+              {NAME}:value:<client id> and {NAME}:permits:<client id> a
+              SCAN finds (at most 100), each with its own window. The
+              window is the last interval on this host's clock; the
+              permits were stamped by the takers' clocks.
   semaphore/latch
               the key is a string holding an integer and nothing else
               exists: an RSemaphore and an RCountDownLatch (and an
@@ -66,7 +81,11 @@ Flags:
                      client_id, owner_id, deadline_ms, deadline,
                      remaining_ms, stale), fence_token, permits (free
                      permits), count (a latch's), acquired (id, expiry_ms,
-                     lease_left_ms, expired), key_type, subscribers
+                     lease_left_ms, expired), rate_limiter (type, rate,
+                     interval_ms, keep_alive_ms, overall or clients:
+                     client_id, free_permits, stored_free, taken,
+                     acquisitions, next_free_ms, value_ttl_ms,
+                     permits_ttl_ms), key_type, subscribers
                      (connections waiting on its channels), notes. TTLs are
                      milliseconds: -1 no expiry, -2 (read holds) gone;
                      lease_left_ms is -1 for no expiry and 0 once expired.

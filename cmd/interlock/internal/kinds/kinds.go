@@ -39,6 +39,8 @@ const (
 	Expirable = "expirable-semaphore"
 	// Latch is latch.Latch: RCountDownLatch.
 	Latch = "latch"
+	// RateLimit is ratelimit.Limiter: RRateLimiter.
+	RateLimit = "ratelimit"
 )
 
 // The kinds inspect and ls name besides those of --kind.

@@ -212,7 +212,14 @@ func (s *scan) run(ctx context.Context) (*listing, error) {
 // entry reads and decodes one candidate as inspect does, and adds ls's
 // flags; nil when nothing of a synchronizer is left under its name.
 func (s *scan) entry(ctx context.Context, c *candidate) (*entry, error) {
-	f, err := inspect.Probe(ctx, s.rc, c.name)
+	// The clients of a PER_CLIENT rate limiter are those whose keys the
+	// scan saw, unless it stopped at --limit: then inspect's SCAN finds
+	// them.
+	var clients []string
+	if !s.truncated {
+		clients = append([]string{}, c.rateClients...)
+	}
+	f, err := inspect.ProbeClients(ctx, s.rc, c.name, clients)
 	if err != nil {
 		return nil, fmt.Errorf("reading %q: %w", c.name, err)
 	}

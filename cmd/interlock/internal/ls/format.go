@@ -92,7 +92,7 @@ func writeTable(w io.Writer, l *listing) error {
 
 // ttlCell is the TTL cell: "-" when there is no key.
 func ttlCell(e *entry) string {
-	if inspect.IsSyncKind(e.Kind) {
+	if inspect.IsSyncKind(e.Kind) || e.Kind == kinds.RateLimit {
 		if e.TTLms == 0 {
 			return "-"
 		}
@@ -107,7 +107,13 @@ func ttlCell(e *entry) string {
 // holdersCell is the HOLDERS cell: a lock's holders as stored (hash field,
 // then "xN" for N holds), or a semaphore's or latch's state.
 func holdersCell(e *entry) string {
-	switch {
+	switch rl := e.RateLimit; {
+	case rl != nil && rl.Type == "":
+		return "not set"
+	case rl != nil && rl.Overall != nil:
+		return fmt.Sprintf("%s: %d free, %d taken", inspect.RateSummary(rl), rl.Overall.Free, rl.Overall.Taken)
+	case rl != nil:
+		return fmt.Sprintf("%s: %s", inspect.RateSummary(rl), cli.Plural(len(rl.Clients), "client"))
 	case e.Kind == kinds.Counter && e.Permits != nil:
 		return strconv.FormatInt(*e.Permits, 10) + " (permits or count)"
 	case e.Kind == kinds.Latch && e.Count != nil:

@@ -267,3 +267,20 @@ func containsPattern(pattern string) string {
 	}
 	return "*" + globQuote(lit) + "*"
 }
+
+// rateStateName parses a rate limiter's state key, {N}:value or
+// {N}:permits, or a client's, {N}:value:<client id> or
+// {N}:permits:<client id> with a UUID for client id, into N and the
+// client id ("" for the overall keys).
+func rateStateName(key string) (name, client string, braced, ok bool) {
+	base := key
+	if i := strings.LastIndexByte(key, ':'); i >= 0 && isUUID(key[i+1:]) {
+		base, client = key[:i], key[i+1:]
+	}
+	for _, suffix := range []string{keys.RateValueSuffix, keys.RatePermitsSuffix} {
+		if name, braced, ok = unsuffixName(base, suffix); ok {
+			return name, client, braced, true
+		}
+	}
+	return "", "", false, false
+}

@@ -49,6 +49,9 @@ type candidate struct {
 	// waitSem and waitLatch: the subscribers wait on a semaphore's or a
 	// latch's channel, which tells what a counter is.
 	waitSem, waitLatch bool
+	// rateClients are the client ids of the per-client rate limiter keys
+	// of name the scan saw ({name}:value:<id>, {name}:permits:<id>).
+	rateClients []string
 }
 
 // readKey is one read hold timeout key, inspect.ReadTimeoutKey(name, owner, k).
@@ -194,6 +197,12 @@ func (s *scan) classify(ctx context.Context, n rueidis.Client, batch []string) e
 			s.add(name, braced)
 			continue
 		}
+		if name, client, braced, ok := rateStateName(k); ok {
+			if c := s.add(name, braced); c != nil && client != "" {
+				c.rateClients = append(c.rateClients, client)
+			}
+			continue
+		}
 		if name, owner, hold, braced, ok := readTimeoutName(k); ok {
 			if c := s.add(name, braced); c != nil {
 				c.readKeys = append(c.readKeys, readKey{key: k, owner: owner, k: hold})
@@ -287,7 +296,7 @@ func (s *scan) classify(ctx context.Context, n rueidis.Client, batch []string) e
 		return err
 	}
 	for i, k := range small {
-		if fields, err := res[i].AsStrMap(); err == nil && lockShaped(fields) {
+		if fields, err := res[i].AsStrMap(); err == nil && (lockShaped(fields) || inspect.IsRateConfig(fields)) {
 			if c := s.add(k, false); c != nil {
 				c.primary = true
 			}
@@ -459,6 +468,7 @@ func (s *scan) resolveBraced() {
 		other.subscribers += c.subscribers
 		other.waitSem = other.waitSem || c.waitSem
 		other.waitLatch = other.waitLatch || c.waitLatch
+		other.rateClients = append(other.rateClients, c.rateClients...)
 		delete(s.cands, name)
 	}
 }

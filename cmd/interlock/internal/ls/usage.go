@@ -33,6 +33,13 @@ What is found, and how:
               field ending in ":write": read/write.
   expirable-semaphore
               {NAME}:timeout, a sorted set of 16-byte permit ids.
+  ratelimit   a hash with the fields rate, interval, type (and
+              keepAliveTime), Redisson's RRateLimiter config; or its
+              {NAME}:value or {NAME}:permits. HOLDERS shows its type, rate
+              and interval and its free permits and permits taken, or for
+              PER_CLIENT the number of clients; the clients' keys
+              {NAME}:value:<id> and {NAME}:permits:<id> belong to NAME and
+              are not listed apart.
   semaphore, latch
               a string holding an integer is a semaphore, a latch, or any
               counter of an application: Redis stores them alike. ls lists
@@ -73,7 +80,7 @@ Flags:
 ` + redisconn.FlagHelp + `  --json             print one JSON object: synchronizers (each with
                      inspect's fields: name, kind, locked, ttl_ms, mode,
                      holders, queue, fence_token, permits, count, acquired,
-                     key_type, notes; and alike: the kinds stored the same
+                     rate_limiter, key_type, notes; and alike: the kinds stored the same
                      way, subscribers, flags, orphan_read_timeouts: key,
                      ttl_ms), scanned_keys (the keys SCAN returned, those
                      matching match, SCAN's MATCH, when PATTERN has a

@@ -94,6 +94,17 @@ func parseRunArgs(io cli.Stdio, args []string) (*runConfig, error) {
 	if err := checkPermits(cfg, permits, lease.Given); err != nil {
 		return nil, err
 	}
+	if cfg.kind == kinds.RateLimit {
+		for _, f := range []struct {
+			name  string
+			given bool
+		}{{"--lease", lease.Given}, {"--watchdog-timeout", watchdog.Given}, {"--grace", grace.Given}} {
+			if f.given {
+				return nil, cli.Usagef("run", "%s is not for --kind %s: a rate limiter's permits are taken, not held, "+
+					"so nothing renews, expires or loses them while CMD runs", f.name, kinds.RateLimit)
+			}
+		}
+	}
 	if cfg.watchdog < interlock.MinWatchdogTimeout {
 		return nil, cli.Usagef("run", "--watchdog-timeout %v: the minimum is %v", cfg.watchdog, interlock.MinWatchdogTimeout)
 	}
@@ -112,9 +123,10 @@ func checkKind(kind string) error {
 // and refuses --lease for an RSemaphore, whose permits have none.
 func checkPermits(cfg *runConfig, permits *cli.CountFlag, leaseSet bool) error {
 	switch {
-	case !kinds.IsSemaphore(cfg.kind):
+	case !takesPermits(cfg.kind):
 		if permits.Given {
-			return cli.Usagef("run", "--permits is for --kind %s and %s, not for a %s lock", kinds.Semaphore, kinds.Expirable, cfg.kind)
+			return cli.Usagef("run", "--permits is for --kind %s, %s and %s, not for a %s lock", kinds.Semaphore, kinds.Expirable,
+				kinds.RateLimit, cfg.kind)
 		}
 		return nil
 	case permits.N < 1:
@@ -126,6 +138,12 @@ func checkPermits(cfg *runConfig, permits *cli.CountFlag, leaseSet bool) error {
 	}
 	cfg.permits = permits.N
 	return nil
+}
+
+// takesPermits reports whether kind takes --permits: a semaphore or a rate
+// limiter.
+func takesPermits(kind string) bool {
+	return kinds.IsSemaphore(kind) || kind == kinds.RateLimit
 }
 
 // Command is "interlock run": lock, run CMD under the lock, unlock.
@@ -191,8 +209,11 @@ func acquire(ctx context.Context, io cli.Stdio, c *redisconn.Conn, l locker, cfg
 	case refused != nil:
 		return refused
 	case err != nil:
+		if _, ok := errors.AsType[*exit.Error](err); ok {
+			return err // a refusal that says why: a rate limiter not set, say
+		}
 		return exit.Failed("cannot take "+cfg.describeLock(), err)
-	case !ok && kinds.IsSemaphore(cfg.kind):
+	case !ok && takesPermits(cfg.kind):
 		return exit.Errorf(exit.Busy, "%s is busy: %s not free within --wait %v", cfg.describeLock(), cfg.permitsWere(), cfg.wait.D)
 	case !ok && len(cfg.locks) > 1:
 		return exit.Errorf(exit.Busy, "%s is busy: another owner still held one of them after --wait %v", cfg.describeLock(), cfg.wait.D)
@@ -216,6 +237,8 @@ func (cfg *runConfig) describeLock() string {
 		return fmt.Sprintf("semaphore %q", cfg.lock)
 	case kinds.Expirable:
 		return fmt.Sprintf("expirable semaphore %q", cfg.lock)
+	case kinds.RateLimit:
+		return fmt.Sprintf("rate limiter %q", cfg.lock)
 	}
 	return fmt.Sprintf("%s lock %q", cfg.kind, cfg.lock)
 }

@@ -10,13 +10,14 @@ import (
 	"github.com/interlock-go/interlock/cmd/interlock/internal/cli"
 	"github.com/interlock-go/interlock/cmd/interlock/internal/kinds"
 	"github.com/interlock-go/interlock/fenced"
+	"github.com/interlock-go/interlock/ratelimit"
 	"github.com/interlock-go/interlock/semaphore"
 )
 
 // runKinds are the values of run's --kind: the locks, the spin lock (whose
 // data is RLock's, so unlock --force needs no kind of its own for it), then
-// the semaphores (semaphore.go).
-var runKinds = append(slices.Clip(kinds.Locks), kinds.Spin, kinds.Semaphore, kinds.Expirable)
+// the semaphores (semaphore.go) and the rate limiter (ratelimit.go).
+var runKinds = append(slices.Clip(kinds.Locks), kinds.Spin, kinds.Semaphore, kinds.Expirable, kinds.RateLimit)
 
 // envFenceToken names the variable that gives CMD the fencing token of
 // run's acquisition (--kind fenced).
@@ -50,6 +51,8 @@ func newLocker(c *interlock.Client, kind, name string, permits int) (locker, err
 		return &semaphoreLocker{s: semaphore.New(c, name), n: permits}, nil
 	case kinds.Expirable:
 		return &expirableLocker{e: semaphore.NewExpirable(c, name), n: permits}, nil
+	case kinds.RateLimit:
+		return &rateLocker{l: ratelimit.New(c, name), n: permits}, nil
 	}
 	m, err := kinds.NewLock(c, kind, name)
 	if err != nil {

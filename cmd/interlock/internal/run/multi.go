@@ -27,7 +27,7 @@ func checkNames(cfg *runConfig, names []string) error {
 		}
 	}
 	if len(names) > 1 {
-		if kinds.IsSemaphore(cfg.kind) {
+		if takesPermits(cfg.kind) {
 			return cli.Usagef("run", "--kind %s takes one NAME, got %d: only locks (%s, %s) can be held together",
 				cfg.kind, len(names), strings.Join(kinds.Locks, ", "), kinds.Spin)
 		}

@@ -12,6 +12,8 @@ const usage = `Usage: interlock run [flags] LOCK... -- CMD [ARGS...]
                      NAME -- CMD [ARGS...]
        interlock run --kind expirable-semaphore [--permits N] [--lease D]
                      [flags] NAME -- CMD [ARGS...]
+       interlock run --kind ratelimit [--permits N] [--wait D] [flags]
+                     NAME -- CMD [ARGS...]
 
 Acquires LOCK, by default the reentrant lock that Redisson's
 RedissonClient.getLock(LOCK) returns (--kind chooses another kind), runs CMD
@@ -62,6 +64,17 @@ deleted), CMD is terminated as for a lost lock and run exits 79; it also
 exits 79 when a permit is gone at release. Permits are acquired all at once
 or not at all; at most 1000.
 
+With --kind ratelimit, run takes N permits (--permits, default 1) of the
+rate limiter NAME, RedissonClient.getRateLimiter(NAME), waiting as long as
+the limiter says they take to come free (with --wait D: exit 75 as soon as
+they would come free only after D), then runs CMD. The permits are never
+given back: they leave the limiter's window an interval after they were
+taken, so nothing is released when CMD exits and nothing can be lost while
+it runs; --lease, --watchdog-timeout and --grace do not apply and are
+refused. A limiter that is not set exits 1; N above its rate, or a
+PER_CLIENT limiter (each interlock process is a client of its own), exits
+64. 'interlock ratelimit set' sets one up.
+
 Before anything changes, run refuses (exit 64) a name whose key holds what
 --kind cannot work on: another type of data, a hash that is no lock (fields
 that are not "<client id>:<owner id>"), a read/write lock for another kind
@@ -99,8 +112,10 @@ Flags:
                                 getPermitExpirableSemaphore(NAME): holds
                                 --permits permits with ids, exported in
                                 INTERLOCK_PERMIT_IDS
-  --permits N        the number of permits a semaphore kind takes, at least
-                     1. Default 1. Not for locks.
+                     ratelimit  RRateLimiter, getRateLimiter(NAME): takes
+                                --permits permits before CMD runs
+  --permits N        the number of permits a semaphore kind or a rate
+                     limiter takes, at least 1. Default 1. Not for locks.
   --wait D           give up when the lock (the permits) is still busy after
                      D and exit 75; 0 makes a single attempt. Default: wait
                      until it is free or interlock gets SIGINT or SIGTERM.

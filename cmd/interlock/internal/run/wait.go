@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/redis/rueidis"
 
@@ -92,6 +93,9 @@ func (cfg *runConfig) state(f *inspect.Facts, self string) string {
 		setUp = append(setUp, cli.ShellQuote(r.Name), "N")
 		return fmt.Sprintf("%s is not set up, so no permit is free until '%s' or a release provides some",
 			subject, strings.Join(setUp, " "))
+	case cfg.kind == kinds.RateLimit && r.RateLimit != nil && r.RateLimit.Overall != nil:
+		return fmt.Sprintf("%d free, %d wanted, %d taken in the last %v", r.RateLimit.Overall.Free, cfg.permits,
+			r.RateLimit.Overall.Taken, time.Duration(r.RateLimit.IntervalMs)*time.Millisecond)
 	case kinds.IsSemaphore(cfg.kind) && r.Permits != nil:
 		s := fmt.Sprintf("%d free, %d wanted", *r.Permits, cfg.permits)
 		if cfg.kind == kinds.Expirable {

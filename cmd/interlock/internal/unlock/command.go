@@ -125,7 +125,8 @@ func unlockKind(f *inspect.Facts, asked string) (string, error) {
 	switch {
 	case asked != "":
 		return asked, nil
-	case detected == kinds.None, detected == kinds.Unknown:
+	case detected == kinds.None, detected == kinds.Unknown, detected == kinds.RateLimit:
+		// No lock: Fits says what is there instead.
 		return kinds.Reentrant, nil
 	}
 	return detected, nil
