@@ -51,6 +51,7 @@ const (
 	aclRequestID = "00000000000000000000000000000000"
 	aclOwner     = "00000000-0000-0000-0000-000000000000:1"
 	aclSHA       = "0000000000000000000000000000000000000000"
+	aclClientID  = "00000000-0000-0000-0000-000000000000"
 )
 
 // aclGroups returns what each kind needs for locks called name, as the
@@ -147,6 +148,15 @@ func aclGroups(name string, cluster, sharded bool) []aclGroup {
 		p("SET", receipt, "1", "PX", "30000"), p("DEL", receipt),
 	}, pubsub(latchChan))
 
+	rate := keys.RateLimiter(name, aclClientID)
+	rateLimit := join(script(append(rate, receipt)...), []aclProbe{
+		p("HMGET", name, "rate", "interval", "type"), p("HSETNX", name, "rate", "1"), p("HGETALL", name),
+		p("DECRBY", rate[1], "1"), p("ZADD", rate[3], "1", aclRequestID), p("ZRANGE", rate[3], "0", "0"),
+		p("ZRANGEBYSCORE", rate[3], "0", "1"), p("ZREMRANGEBYSCORE", rate[3], "0", "1"),
+		opt("only to take back an acquisition whose reply was lost", "ZREM", rate[3], aclRequestID),
+		p("SET", receipt, "1", "PX", "30000"), p("DEL", receipt),
+	})
+
 	return []aclGroup{
 		{name: "connection", probes: conn},
 		{name: "reentrant", probes: reentrant},
@@ -156,6 +166,7 @@ func aclGroups(name string, cluster, sharded bool) []aclGroup {
 		{name: "semaphore", probes: semaphore},
 		{name: "expirable-semaphore", probes: expirable},
 		{name: "latch", probes: latchKind},
+		{name: "ratelimit", probes: rateLimit},
 		{name: "replica-acks", probes: []aclProbe{
 			opt("only with WithReplicaAcks or WithReplicaSync", "WAIT", "1", "0"),
 			opt("only with WithReplicaSync", "INFO", "replication"),
@@ -175,6 +186,7 @@ var aclKinds = map[string][]string{
 	"semaphore":           {"connection", "reentrant"},
 	"expirable-semaphore": {"connection", "reentrant"},
 	"latch":               {"connection", "reentrant"},
+	"ratelimit":           {"connection", "reentrant"},
 }
 
 // Probe verdicts.
