@@ -250,7 +250,12 @@ func (e *Entry) register(parent context.Context, as Label) context.Context {
 	r := &guardReg{cancel: cancel, as: as}
 	if e.watchdog == 0 {
 		r.until = e.leaseUntil
-		r.deadline = time.AfterFunc(time.Until(r.until), func() { e.leaseEnded(r) })
+		left := time.Until(r.until)
+		if left <= 0 {
+			cancel(e.lossAs(as, e.task.lostBy(report.ErrLeaseExpired, nil)))
+			return g
+		}
+		r.deadline = time.AfterFunc(left, func() { e.leaseEnded(r) })
 	}
 	if e.guards == nil {
 		e.guards = make(map[*guardReg]struct{})
