@@ -55,8 +55,8 @@ var idempotent = map[string]bool{
 	"pes_acquire":      true, "pes_acquired": true, "pes_add": true, "pes_available": true,
 	"pes_lease": true, "pes_permits": true, "pes_release": true, "pes_release_one": true,
 	"pes_renew": true, "pes_set_permits": true, "pes_undo_acquire": true, "pes_update_lease": true,
-	"renew":           true,
-	"rw_force_unlock": true, "rw_read_is_locked": true, "rw_renew_read": true,
+	"renew":          true,
+	"rw_extend_read": true, "rw_force_unlock": true, "rw_read_is_locked": true, "rw_renew_read": true,
 	"sem_acquire": true, "sem_add": true, "sem_release": true, "sem_release_if_exists": true,
 	"sem_undo_acquire": true,
 }
