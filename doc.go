@@ -77,6 +77,15 @@
 // lease, take a hold that ends by itself and is never renewed. Every acquisition resets
 // the lock's TTL to its own lease, as in Redisson.
 //
+// A job that finds it needs more time than its lease asks for it with
+// Extend, before the lease runs out: one idempotent script sets the lock's
+// TTL to the new lease (from now, and shorter is allowed) only if the
+// owner still holds it, as Redisson's renewal does, and Remaining and the
+// Guard's deadline follow; a hold that is gone fails with ErrNotHeld and is
+// not taken again. Every hold of the owner on that lock gets the new lease,
+// since the lock has one TTL. A watchdog hold needs no Extend: one renews
+// it at once with the watchdog timeout, confirming it is still held.
+//
 // A hold can be lost at any moment: a pause longer than the lease, a
 // partition longer than the watchdog timeout, a failover to a replica that
 // had not received the key. Guard's context ends when this process learns

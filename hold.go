@@ -89,6 +89,12 @@ func (h *Hold) Unlock(ctx context.Context) error {
 	return h.err
 }
 
+// Extend gives the hold's owner a new lease, as Locker.Extend does: the
+// lock stays held until lease from now, or ErrNotHeld says it is gone.
+func (h *Hold) Extend(ctx context.Context, lease time.Duration) error {
+	return h.l.Extend(h.ctx(ctx), lease)
+}
+
 // Guard returns a context derived from ctx that ends with the hold, as
 // Locker.Guard says for its owner. The context does not carry the hold's
 // owner: locks taken with it act for whoever ctx names.

@@ -184,3 +184,42 @@ func TestHoldAcquisitions(t *testing.T) {
 	assert.True(t, errors.Is(err, interlock.ErrNotHeld), "%v", err)
 	assert.Equal(t, err, h.Unlock(ctx))
 }
+
+// TestHoldExtendsFromAnotherGoroutine: a lease hold taken on one goroutine
+// is extended on another, for every lock kind: each of its keys gets the
+// new lease as its TTL, and Remaining follows. Once released, the Hold's
+// Extend fails with ErrNotHeld.
+func TestHoldExtendsFromAnotherGoroutine(t *testing.T) {
+	rc := redistest.NewClient(t, addr)
+	c, err := interlock.New(rc)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = c.Close() })
+	ctx := context.Background()
+	const lease = 5 * time.Second
+
+	for _, k := range heldLocks() {
+		t.Run(k.name, func(t *testing.T) {
+			key := "hold-extend-test:" + k.name
+			l := k.l(c, key)
+			var h *interlock.Hold
+			err := onOtherGoroutine(func() (err error) {
+				h, err = interlock.LockLease(ctx, l, 300*time.Millisecond)
+				return err
+			})
+			require.NoError(t, err)
+			require.NotNil(t, h)
+			sent := time.Now()
+			require.NoError(t, h.Extend(ctx, lease))
+			for key := range k.fields(key, "") {
+				ms, err := rc.Do(ctx, rc.B().Pttl().Key(key).Build()).AsInt64()
+				require.NoError(t, err)
+				ttl := time.Duration(ms) * time.Millisecond
+				assert.LessOrEqual(t, ttl, lease, key)
+				assert.GreaterOrEqual(t, ttl, lease-time.Since(sent)-time.Millisecond, key)
+			}
+			assert.Greater(t, h.Remaining(), lease-time.Since(sent)-time.Millisecond)
+			require.NoError(t, h.Unlock(ctx))
+			assert.ErrorIs(t, h.Extend(ctx, lease), interlock.ErrNotHeld)
+		})
+	}
+}

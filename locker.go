@@ -26,6 +26,11 @@ type Locker interface {
 	// reports whether it acquired; lease 0 is a watchdog hold. Still busy
 	// when wait has passed is (false, nil); an ended ctx is ctx's error.
 	TryLock(ctx context.Context, wait, lease time.Duration) (bool, error)
+	// Extend gives the calling owner's hold a new lease of at least 1ms
+	// from now, set atomically while the owner still holds the lock
+	// (Remaining and Guard's deadline follow), or fails with ErrNotHeld. A
+	// watchdog hold is renewed at once instead and stays one (see "Holds").
+	Extend(ctx context.Context, lease time.Duration) error
 	// Unlock releases one hold of the calling owner, and the lock with the
 	// last one, waking waiters here and in Java. Given a ctx that has
 	// already ended (a deferred Unlock of a finished request), it still

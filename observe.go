@@ -118,6 +118,7 @@ const (
 	OpInspect     Op = "inspect"      // a read of the state: IsLocked, HoldCount, TTL, Token, Available, Count, ...
 	OpSet         Op = "set"          // TrySetPermits, SetPermits, AddPermits, TrySetCount, UpdateLease, Drain
 	OpDelete      Op = "delete"       // Delete
+	OpExtend      Op = "extend"       // Extend
 	OpFence       Op = "fence"        // a fence's Admit, Do and writes
 	OpNew         Op = "new"          // New
 	OpOwner       Op = "owner"        // OwnerID and Client.Owner

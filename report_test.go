@@ -14,9 +14,9 @@ import (
 func TestEngineTermsAreTheRoots(t *testing.T) {
 	ops := map[Op]bool{OpAcquire: true, OpRelease: true, OpRenew: true, OpLost: true, OpResend: true,
 		OpRefused: true, OpUndo: true, OpPubSub: true, OpForceUnlock: true, OpGuard: true, OpInspect: true,
-		OpSet: true, OpDelete: true, OpFence: true}
+		OpSet: true, OpDelete: true, OpFence: true, OpExtend: true}
 	for _, op := range []report.Op{report.OpAcquire, report.OpRelease, report.OpResend, report.OpRefused,
-		report.OpUndo, report.OpForceUnlock, report.OpGuard, report.OpInspect, report.OpSet, report.OpDelete, report.OpLost} {
+		report.OpUndo, report.OpForceUnlock, report.OpGuard, report.OpInspect, report.OpSet, report.OpDelete, report.OpLost, report.OpExtend} {
 		assert.True(t, ops[Op(op)], "engine op %q", op)
 	}
 	outcomes := map[string]bool{OutcomeAcquired: true, OutcomeBusy: true, OutcomeTimedOut: true,

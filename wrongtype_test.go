@@ -197,6 +197,7 @@ var wrongTypeKinds = []struct {
 			{"Release", func(ctx context.Context) error { return s.Release(ctx, id) }, nil},
 			{"TryRelease", func(ctx context.Context) error { return second(s.TryRelease(ctx, id)) }, nil},
 			{"UpdateLease", func(ctx context.Context) error { return second(s.UpdateLease(ctx, id, time.Minute)) }, nil},
+			{"Extend", func(ctx context.Context) error { return s.Extend(ctx, id, time.Minute) }, nil},
 			{"LeaseLeft", func(ctx context.Context) error { return second(s.LeaseLeft(ctx, id)) }, nil},
 			{"TTL", func(ctx context.Context) error { return second(s.TTL(ctx)) }, nil},
 			{"Delete", func(ctx context.Context) error { return second(s.Delete(ctx)) }, nil},

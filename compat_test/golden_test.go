@@ -596,6 +596,13 @@ func runGolden(t *testing.T, env goldenEnv, n lockNames) {
 	assert.Equal(t, map[string]string{B: "1"}, ctl.hash(N))
 	r.pttlWithin(N, 10*time.Second)
 
+	// 10b. B:1 extends its lease (ours): Redisson's renewal, for one lock,
+	// with the new lease.
+	require.NoError(t, mB.Extend(ctxB, 20*time.Second))
+	r.step("10b extend", false, run(script.Renew(), ks(N), argv("20000", B),
+		cmd("hexists", N, B), cmd("pexpire", N, "20000")))
+	r.pttlWithin(N, 20*time.Second)
+
 	// 11. forceUnlock (by A, who does not hold it): DEL and "0".
 	forced, err := mA.ForceUnlock(ctxA)
 	require.NoError(t, err)

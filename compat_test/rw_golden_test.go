@@ -349,6 +349,16 @@ func runRWGolden(t *testing.T, env rwEnv, n rwNames) {
 		cmd("pexpire", N, watchdogMillis), cmd("hget", other, A), cmd("hget", other, B)))
 	assert.Zero(t, ctl.int("EXISTS", other))
 
+	// 5c. A:1 extends its read holds (ours; watchdog holds: the watchdog
+	// lease): its timeout keys and the hash, which keeps the longer TTL
+	// while B:7 reads too.
+	require.NoError(t, rwA.Read().Extend(ctxA, 10*time.Second))
+	r.step("5c read extend", "", run(script.RWExtendRead(), ks(N, TA), argv(watchdogMillis, A),
+		cmd("hget", N, A), cmd("pexpire", TA+":2", watchdogMillis), cmd("pexpire", TA+":1", watchdogMillis),
+		cmd("hlen", N), cmd("pttl", N), cmd("pexpire", N, watchdogMillis)))
+	r.pttl(TA+":2", 30*time.Second-ttlSlack, 30*time.Second)
+	r.pttl(TB+":1", 0, 5*time.Second) // B's key is not ours: untouched
+
 	// 6. A:1 unlock, one of two holds: the hash TTL becomes the longest
 	// remaining timeout, latch 0.
 	require.NoError(t, rwA.Read().Unlock(ctxA))

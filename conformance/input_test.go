@@ -28,6 +28,7 @@ func (s *suite) badInput(t *testing.T) {
 		_, err = l.TryLock(ctx, time.Second, 0)
 		assert.ErrorIs(t, err, interlock.ErrInvalid, what)
 		assert.ErrorIs(t, l.Unlock(ctx), interlock.ErrInvalid, what)
+		assert.ErrorIs(t, l.Extend(ctx, time.Second), interlock.ErrInvalid, what)
 		_, err = l.ForceUnlock(ctx)
 		assert.ErrorIs(t, err, interlock.ErrInvalid, what)
 		_, err = l.IsLocked(ctx)
@@ -59,7 +60,14 @@ func (s *suite) badInput(t *testing.T) {
 	assert.ErrorIs(t, m.LockLease(ctx, -time.Second), interlock.ErrInvalid)
 	assert.ErrorIs(t, m.LockLease(ctx, time.Microsecond), interlock.ErrInvalid)
 	assert.ErrorIs(t, m.Lock(interlock.WithOwner(ctx, -3)), interlock.ErrInvalid)
+	for _, lease := range []time.Duration{0, -time.Second, time.Microsecond} {
+		assert.ErrorIs(t, m.Extend(ctx, lease), interlock.ErrInvalid, "Extend(%v)", lease)
+	}
+	assert.ErrorIs(t, m.Extend(interlock.WithOwner(ctx, -3), time.Second), interlock.ErrInvalid)
 	assert.Zero(t, h.Sent(), "commands sent for bad input")
+	// An owner this Client holds nothing for is told so without a word sent.
+	assert.ErrorIs(t, m.Extend(ctx, time.Second), interlock.ErrNotHeld)
+	assert.Zero(t, h.Sent(), "commands sent for an Extend of nothing held")
 
 	_, err := interlock.New(nil)
 	assert.ErrorIs(t, err, interlock.ErrInvalid)

@@ -119,6 +119,11 @@ func run(t *testing.T, k Kind) {
 		t.Run("Repeated", alone(s.guardRepeated))
 	})
 	t.Run("Remaining", shared(s.remaining))
+	t.Run("Extend", func(t *testing.T) {
+		t.Run("Lease", shared(s.extendLease))
+		t.Run("Watchdog", shared(s.extendWatchdog))
+		t.Run("Gone", shared(s.extendGone))
+	})
 	t.Run("SafeMode", shared(s.safeMode))
 	t.Run("MaxHold", shared(s.maxHold))
 	t.Run("LostUnlockReply", shared(s.lostUnlockReply))

@@ -39,6 +39,14 @@ func (m *Mutex) TryLock(ctx context.Context, wait, lease time.Duration) (bool, e
 	return m.core().TryLock(ctx, wait, lease)
 }
 
+// Extend gives the calling owner's hold a new lease of at least 1ms
+// from now, set atomically while the owner still holds the lock
+// (Remaining and Guard's deadline follow), or fails with ErrNotHeld. A
+// watchdog hold is renewed at once instead and stays one (see "Holds").
+func (m *Mutex) Extend(ctx context.Context, lease time.Duration) error {
+	return m.core().Extend(ctx, lease)
+}
+
 // Unlock releases one hold of the calling owner, and the lock with the
 // last one, waking waiters here and in Java. Given a ctx that has
 // already ended (a deferred Unlock of a finished request), it still

@@ -57,7 +57,7 @@ var idempotent = map[string]bool{
 	"pes_renew": true, "pes_set_permits": true, "pes_undo_acquire": true, "pes_update_lease": true,
 	"renew":      true,
 	"rl_acquire": true, "rl_available": true, "rl_undo_acquire": true,
-	"rw_force_unlock": true, "rw_read_is_locked": true, "rw_renew_read": true,
+	"rw_extend_read": true, "rw_force_unlock": true, "rw_read_is_locked": true, "rw_renew_read": true,
 	"sem_acquire": true, "sem_add": true, "sem_release": true, "sem_release_if_exists": true,
 	"sem_undo_acquire": true,
 }

@@ -47,7 +47,12 @@
 // minority have), with that member's cause, which names a lost member: an
 // *interlock.Error of the member's Kind and name, with Op OpLost, wrapping
 // interlock.ErrLockLost and the reason it was lost; Remaining is the time the
-// members (a RedLock: a majority) are all still certainly held.
+// members (a RedLock: a majority) are all still certainly held. Extend
+// gives every member the new lease, side by side, and fails with
+// interlock.ErrNotHeld when a member is gone (a RedLock: when fewer than a
+// majority are still held): with nothing sent when this process knows it
+// already; otherwise the members still held keep the new lease, and Unlock
+// releases them.
 //
 // # A Locker
 //

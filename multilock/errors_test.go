@@ -34,6 +34,7 @@ func (f *member) IsLocked(context.Context) (bool, error)         { return f.held
 func (f *member) IsHeld(context.Context) (bool, error)           { return f.held, f.heldErr }
 func (f *member) HoldCount(context.Context) (int, error)         { return 0, f.heldErr }
 func (f *member) TTL(context.Context) (time.Duration, error)     { return 0, nil }
+func (f *member) Extend(context.Context, time.Duration) error    { return f.heldErr }
 
 func (f *member) TryLock(ctx context.Context, _, _ time.Duration) (bool, error) {
 	if err := ctx.Err(); err != nil {

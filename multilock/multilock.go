@@ -485,6 +485,55 @@ func (m *Mutex) Unlock(ctx context.Context) error {
 	return m.joined(interlock.OpRelease, errs...)
 }
 
+// Extend gives every member the new lease, as interlock.Locker's Extend
+// does one lock, side by side, and fails with interlock.ErrNotHeld (each
+// member's error) when a member is gone (a RedLock: when fewer than a
+// majority are still held). Nothing is sent when this process already
+// knows a member is gone; a member found gone by its server leaves the
+// others with the new lease until Unlock releases them.
+func (m *Mutex) Extend(ctx context.Context, lease time.Duration) error {
+	if err := m.ready(interlock.OpExtend); err != nil {
+		return err
+	}
+	if lease < time.Millisecond {
+		return m.opErr(interlock.OpExtend, m.invalid("lease %v must be at least 1ms", lease))
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	// The members are extended on goroutines of their own: they carry the
+	// caller's owner, which may be the calling goroutine.
+	id, err := interlock.OwnerID(ctx)
+	if err != nil {
+		return err
+	}
+	ctx = interlock.WithOwner(ctx, id)
+	var held, gone []interlock.Locker
+	for _, member := range m.members {
+		if recorded(ctx, member) {
+			held = append(held, member)
+		} else {
+			gone = append(gone, member)
+		}
+	}
+	extend := func(ctx context.Context, l interlock.Locker) (bool, error) { return true, l.Extend(ctx, lease) }
+	if len(held) < m.quorum {
+		_, errs := each(ctx, gone, extend) // each sends nothing, and says why
+		return m.joined(interlock.OpExtend, errs...)
+	}
+	_, errs := each(ctx, held, extend)
+	extended := 0
+	for _, err := range errs {
+		if err == nil {
+			extended++
+		}
+	}
+	if extended >= m.quorum {
+		return nil
+	}
+	return m.joined(interlock.OpExtend, errs...)
+}
+
 // Guard returns a context that ends when the calling owner's hold ends:
 // when a member (a RedLock: more than a minority) is lost or released,
 // with that member's cause; at once when the owner does not hold it. A

@@ -41,6 +41,7 @@ var (
 		Undo:     lc.Call{Script: script.RWUndoRead, Keys: []lc.Arg{lc.Name, lc.Channel, timeouts, prefix}, Args: []lc.Arg{lc.Lit("0"), lc.Owner, lc.Expected, lc.Publish}},
 		Force:    lc.Call{Script: script.RWForceUnlock, Keys: []lc.Arg{lc.Name, lc.Channel}, Args: []lc.Arg{lc.Lit("0"), lc.Publish, lc.Lit("read")}},
 		IsLocked: &lc.Call{Script: script.RWReadIsLocked, Keys: []lc.Arg{lc.Name}},
+		Extend:   lc.Call{Script: script.RWExtendRead, Keys: []lc.Arg{lc.Name, timeouts}, Args: []lc.Arg{lc.Lease, lc.Owner}},
 		Renew:    &renewal.Task{Script: script.RWRenewRead(), Args: readRenewArgs, Lost: interlock.ErrLockLost, KeepLosses: true},
 	}
 	writeKind = lc.Kind{
@@ -57,6 +58,7 @@ var (
 		Transfer: &lc.Call{Script: script.RWWriteTransfer, Keys: []lc.Arg{lc.Name, lc.Latch, lc.Channel},
 			Args: []lc.Arg{lc.Lease, lc.Owner, lc.LatchTTL, lc.Next, lc.NextLease, lc.Publish, lc.Yield}},
 		LockedMode: "write",
+		Extend:     lc.ExtendOne,
 		Renew:      lc.RenewTask,
 	}
 )

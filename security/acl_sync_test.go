@@ -158,6 +158,9 @@ func exerciseExpirable(ctx context.Context, a, b *interlock.Client, name string)
 	if left, err := ea.LeaseLeft(ctx, held[0]); err != nil || left <= time.Second {
 		return k.step("LeaseLeft after update", errors.Join(err, fmt.Errorf("left %v", left)))
 	}
+	if err := k.step("Extend", ea.Extend(ctx, held[0], 5*time.Second)); err != nil {
+		return err
+	}
 	if err := k.step("release to waiter", ea.Release(ctx, held...)); err != nil {
 		return err
 	}

@@ -26,6 +26,7 @@ import (
 type secLock interface {
 	Lock(ctx context.Context) error
 	TryLock(ctx context.Context, wait, lease time.Duration) (bool, error)
+	Extend(ctx context.Context, lease time.Duration) error
 	Unlock(ctx context.Context) error
 	ForceUnlock(ctx context.Context) (bool, error)
 	IsLocked(ctx context.Context) (bool, error)
@@ -159,6 +160,9 @@ func exercise(ctx context.Context, k secKind, a, b *interlock.Client, name strin
 		return err
 	}
 	if err := step("re-enter", la.Lock(ctx)); err != nil {
+		return err
+	}
+	if err := step("extend", la.Extend(ctx, 5*time.Second)); err != nil {
 		return err
 	}
 	if _, err := la.IsLocked(ctx); err != nil {

@@ -37,7 +37,7 @@
 // acquisitions and releases and dropped by AddPermits and Drain.
 //
 // An Expirable's permits have ids: Acquire returns them and Release,
-// TryRelease, UpdateLease and LeaseLeft take them. A PermitID is 16 random
+// TryRelease, UpdateLease, Extend and LeaseLeft take them. A PermitID is 16 random
 // bytes, stored raw as Redisson stores them and shown as 32 lower-case hex
 // characters, the string Java's API hands out and takes, so an id can
 // travel between a Go and a Java process.
@@ -73,7 +73,9 @@
 //
 // Any other lease is rejected: in Redisson a lease of 0 or less makes a
 // permit that has already expired. UpdateLease sets a new lease, from now,
-// on a permit that has not expired.
+// on a permit that has not expired; Extend does the same for a job that
+// needs more time, failing with interlock.ErrNotHeld once the permit is
+// gone, as a lock's Extend does.
 //
 // Redis never expires a permit by itself. An expired permit stays in the
 // sorted set until the next client, Go or Java, runs a script that

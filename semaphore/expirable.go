@@ -540,6 +540,64 @@ func (e *Expirable) UpdateLease(ctx context.Context, id PermitID, lease time.Dur
 	return true, nil
 }
 
+// Extend gives the acquired permit id a new lease of at least 1ms from
+// now, set atomically while it is still acquired (Remaining and Guard
+// follow), as interlock.Locker's Extend does for a lock; a permit held by
+// the watchdog is renewed at once instead and stays so. A permit that is
+// gone fails with an error wrapping interlock.ErrNotHeld and the reason:
+// ErrPermitExpired when its lease ran out by this Client's records, else
+// ErrUnknownPermit. It is never acquired again. UpdateLease is Redisson's
+// form, which reports the permit gone as false.
+func (e *Expirable) Extend(ctx context.Context, id PermitID, lease time.Duration) error {
+	if err := e.o.Ready(report.OpExtend); err != nil {
+		return err
+	}
+	if lease < time.Millisecond {
+		return e.o.Invalid(report.OpExtend, "lease %v must be at least 1ms", lease)
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	renewals := e.o.RT().Renewal
+	held, watchdog := renewals.Extending(e.timeout, id.raw())
+	if known, expired := renewals.Expired(e.timeout, id.raw()); known && !held {
+		return e.notExtended(id, expired) // gone by this Client's records: nothing to send
+	}
+	if watchdog {
+		lease = e.o.RT().Cfg.Watchdog
+	}
+	pub, err := e.o.Publish(ctx)
+	if err != nil {
+		return e.o.OpErr(report.OpExtend, err)
+	}
+	now, sent := e.now(), time.Now()
+	n, err := lockcore.Int(e.o.Run(ctx, script.PESUpdateLease(), []string{e.o.Key(), e.timeout, e.o.Channel()},
+		id.raw(), e.expiry(now, lease), itoa(now), pub))
+	if err != nil {
+		return e.o.Fail(ctx, report.OpExtend, err)
+	}
+	if n != 1 {
+		if err := e.o.Misfit(ctx, report.OpExtend); err != nil {
+			return err
+		}
+		_, expired := renewals.Expired(e.timeout, id.raw())
+		e.forget(id, renewal.NotHeld)
+		return e.notExtended(id, expired)
+	}
+	renewals.Extend(e.timeout, id.raw(), lease, sent)
+	return nil
+}
+
+// notExtended is the error of an Extend of permit id, which is gone:
+// expired, by this Client's records, or else unknown.
+func (e *Expirable) notExtended(id PermitID, expired bool) error {
+	why := ErrUnknownPermit
+	if expired {
+		why = ErrPermitExpired
+	}
+	return e.o.OpErr(report.OpExtend, fmt.Errorf("%w: %w: %s", interlock.ErrNotHeld, why, id))
+}
+
 // LeaseLeft returns how long the acquired permit id has left: NoExpiry
 // when it never expires. It fails with ErrPermitExpired when id's lease
 // ran out by this Client's records (as Release), and with

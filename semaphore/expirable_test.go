@@ -568,6 +568,73 @@ func TestSemaphoresSafeMode(t *testing.T) {
 	})
 }
 
+// Extend keeps a leased permit past its first lease: the zset's score,
+// Remaining and the Guard's deadline move to the new lease; once that has
+// run out, Extend fails with ErrNotHeld and ErrPermitExpired, and takes
+// nothing. A watchdog permit is renewed with the watchdog timeout.
+func TestExpirableExtend(t *testing.T) {
+	const (
+		first    = 100 * time.Millisecond
+		extended = 400 * time.Millisecond
+	)
+	each(t, func(t *testing.T, tg target) {
+		ctx := redistest.Context(t)
+		c, rc := tg.Client(t)
+		name := semName(t)
+		e := semaphore.NewExpirable(c, name)
+		require.True(t, redistest.Must[bool](t)(e.TrySetPermits(ctx, 2)))
+
+		id := redistest.Must[[]semaphore.PermitID](t)(e.Acquire(ctx, 1, first))[0]
+		g := e.Guard(ctx, id)
+		sent, at := time.Now(), nowMS()
+		require.NoError(t, e.Extend(ctx, id, extended))
+		s, ok := score(t, rc, name, id)
+		require.True(t, ok)
+		assert.InDelta(t, at+extended.Milliseconds(), s, float64(time.Since(sent).Milliseconds()+5))
+		within(t, e.Remaining(id), extended-time.Since(sent), extended, "Remaining")
+
+		time.Sleep(time.Until(sent.Add(first + 100*time.Millisecond)))
+		ok, err := tryTwo(ctx, semaphore.NewExpirable(c, name))
+		require.NoError(t, err)
+		if time.Since(sent) < extended {
+			assert.False(t, ok, "the permit came back within its extended lease")
+			assert.NoError(t, g.Err(), "the guard ended at the first lease")
+		}
+		select {
+		case <-g.Done():
+		case <-time.After(extended + 2*time.Second):
+			t.Fatal("the guard of an extended permit did not end")
+		}
+		assert.GreaterOrEqual(t, time.Since(sent), extended, "the guard ended before the extended lease")
+		assert.ErrorIs(t, context.Cause(g), semaphore.ErrPermitLost)
+		err = e.Extend(ctx, id, time.Minute)
+		assert.ErrorIs(t, err, interlock.ErrNotHeld)
+		assert.ErrorIs(t, err, semaphore.ErrPermitExpired)
+		assert.EqualValues(t, 2, redistest.Must[int64](t)(e.Available(ctx)), "an Extend took the permit back")
+
+		err = e.Extend(ctx, semaphore.PermitID{7}, time.Minute)
+		assert.ErrorIs(t, err, interlock.ErrNotHeld)
+		assert.ErrorIs(t, err, semaphore.ErrUnknownPermit)
+
+		wd := redistest.Must[[]semaphore.PermitID](t)(e.Acquire(ctx, 1, 0))[0]
+		at = nowMS()
+		require.NoError(t, e.Extend(ctx, wd, 100*time.Millisecond))
+		s, _ = score(t, rc, name, wd)
+		assert.InDelta(t, at+interlock.DefaultWatchdogTimeout.Milliseconds(), s, 1000, "renewed by the watchdog's lease")
+		within(t, e.Remaining(wd), 29*time.Second, 30*time.Second, "Remaining")
+		require.NoError(t, e.Release(ctx, wd))
+	})
+}
+
+// tryTwo tries once for both of a two-permit semaphore's permits.
+func tryTwo(ctx context.Context, e *semaphore.Expirable) (bool, error) {
+	ids, ok, err := e.TryAcquire(ctx, 2, 0, time.Minute)
+	if ok {
+		return true, e.Release(ctx, ids...)
+	}
+	return false, err
+}
+
 func TestExpirableBadInput(t *testing.T) {
 	each(t, func(t *testing.T, tg target) {
 		ctx := redistest.Context(t)
@@ -587,6 +654,9 @@ func TestExpirableBadInput(t *testing.T) {
 			"TryAcquire(1, -1ns)":       third(e.TryAcquire(ctx, 1, -1, time.Minute)),
 			"TryAcquire(1, 0, -5ms)":    third(e.TryAcquire(ctx, 1, 0, -5*time.Millisecond)),
 			"UpdateLease(id, 1us)":      second(e.UpdateLease(ctx, id, time.Microsecond)),
+			"Extend(id, 0)":             e.Extend(ctx, id, 0),
+			"Extend(id, NoExpiry)":      e.Extend(ctx, id, semaphore.NoExpiry),
+			"Extend(id, 500us)":         e.Extend(ctx, id, 500*time.Microsecond),
 			"Release()":                 e.Release(ctx),
 			"Release(id, id)":           e.Release(ctx, id, id),
 			"TryRelease(id, 2, id)":     second(e.TryRelease(ctx, id, semaphore.PermitID{2}, id)),
@@ -676,6 +746,7 @@ func allExpirableOps(ctx context.Context, e *semaphore.Expirable) []op {
 		{"Release", func() error { return e.Release(ctx, id) }},
 		{"TryRelease", func() error { return second(e.TryRelease(ctx, id)) }},
 		{"UpdateLease", func() error { return second(e.UpdateLease(ctx, id, time.Minute)) }},
+		{"Extend", func() error { return e.Extend(ctx, id, time.Minute) }},
 		{"LeaseLeft", func() error { return second(e.LeaseLeft(ctx, id)) }},
 		{"Available", func() error { return second(e.Available(ctx)) }},
 		{"Permits", func() error { return second(e.Permits(ctx)) }},

@@ -49,6 +49,10 @@ type Kind struct {
 	Transfer *Call
 	// Force deletes the lock whoever holds it and answers 1 if it did.
 	Force Call
+	// Extend sets the TTL of the owner's holds to Lease if it still holds
+	// the lock, and answers 1 (or {1}) when it did, 0 (or {0}) when the
+	// owner holds nothing; it must be idempotent.
+	Extend Call
 	// IsLocked, when set, answers 1 when the lock is held; without it
 	// IsLocked is EXISTS, or with LockedMode, HGET mode == LockedMode.
 	IsLocked   *Call
@@ -173,6 +177,10 @@ func Prefixed(prefix string) func(string) string {
 // LockTask): reentrant, fair, fenced and write locks.
 var RenewTask = &renewal.Task{Script: script.Renew(), Args: RenewArgs, Lost: report.ErrLockLost, KeepLosses: true}
 
+// ExtendOne extends one holder's hold whose hash field is the holder:
+// script.Renew (Redisson's LockTask) for one lock, with the given lease.
+var ExtendOne = Call{Script: script.Renew, Keys: []Arg{Name}, Args: []Arg{Lease, Owner}}
+
 // RenewArgs builds the KEYS and ARGV of script.Renew for a chunk of holds.
 func RenewArgs(lease time.Duration, chunk []*renewal.Entry) (keys, argv []string) {
 	keys = make([]string, len(chunk))
@@ -194,8 +202,9 @@ func Reentrant(event string) Kind {
 		Acquire: Call{Script: script.Acquire, Keys: []Arg{Name}, Args: []Arg{Lease, Owner}},
 		Unlock: Call{Script: script.Unlock, Keys: []Arg{Name, Channel, Latch},
 			Args: []Arg{Lit("0"), Lease, Owner, Publish, LatchTTL}},
-		Undo:  Call{Script: script.UndoAcquire, Keys: []Arg{Name, Channel}, Args: []Arg{Lit("0"), Owner, Expected, Publish}},
-		Force: Call{Script: script.ForceUnlock, Keys: []Arg{Name, Channel}, Args: []Arg{Lit("0"), Publish}},
+		Undo:   Call{Script: script.UndoAcquire, Keys: []Arg{Name, Channel}, Args: []Arg{Lit("0"), Owner, Expected, Publish}},
+		Force:  Call{Script: script.ForceUnlock, Keys: []Arg{Name, Channel}, Args: []Arg{Lit("0"), Publish}},
+		Extend: ExtendOne,
 		Transfer: &Call{Script: script.Transfer, Keys: []Arg{Name, Latch, Channel},
 			Args: []Arg{Lease, Owner, LatchTTL, Next, NextLease, Publish, Yield}},
 		Renew: RenewTask,
@@ -224,9 +233,10 @@ func FairKind(event string) Kind {
 		ExpiredReply: 2,
 		Transfer: &Call{Script: script.FairTransfer, Keys: []Arg{Name, queue, timeouts, Channel, Latch},
 			Args: []Arg{Lit("0"), Lease, Owner, Now, Publish, LatchTTL, Next, NextLease, NextGrace}},
-		Undo:  Call{Script: script.FairUndoAcquire, Keys: []Arg{Name, queue, timeouts, Channel}, Args: []Arg{Lit("0"), Owner, Expected, Publish, Now}},
-		Force: Call{Script: script.FairForceUnlock, Keys: []Arg{Name, queue, timeouts, Channel}, Args: []Arg{Lit("0"), Now, Publish}},
-		Renew: RenewTask,
+		Undo:   Call{Script: script.FairUndoAcquire, Keys: []Arg{Name, queue, timeouts, Channel}, Args: []Arg{Lit("0"), Owner, Expected, Publish, Now}},
+		Force:  Call{Script: script.FairForceUnlock, Keys: []Arg{Name, queue, timeouts, Channel}, Args: []Arg{Lit("0"), Now, Publish}},
+		Extend: ExtendOne,
+		Renew:  RenewTask,
 	}
 }
 

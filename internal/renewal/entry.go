@@ -37,8 +37,18 @@ type Entry struct {
 	heapIndex  int             // position in s.maxHolds, -1 when not in it
 	ended      bool
 	cause      error
-	guards     map[*context.CancelCauseFunc]Label // made by guard, ended with the hold; the name a loss gives
-	shared     map[sharedKey]context.Context      // the guards of parents that never end
+	guards     map[*guardReg]struct{}        // made by guard, ended with the hold
+	shared     map[sharedKey]context.Context // the guards of parents that never end
+}
+
+// guardReg is one registered guard of an entry: how to end it, the name
+// its loss gives, and, for a hold with an explicit lease, the deadline at
+// which the lease ends it, which an Extend moves. Guarded by s.mu.
+type guardReg struct {
+	cancel   context.CancelCauseFunc
+	as       Label
+	until    time.Time
+	deadline *time.Timer // nil: no deadline (a watchdog hold)
 }
 
 // count returns how many holds e records: 0 once it ended, or once every
@@ -209,8 +219,10 @@ func (e *Entry) guard(parent context.Context, as Label) context.Context {
 		e.shared[k] = g
 		context.AfterFunc(g, func() {
 			s.mu.Lock()
-			if e.shared[k] == g {
-				delete(e.shared, k)
+			for k, sg := range e.shared { // by value: moveDeadlines may re-key it
+				if sg == g {
+					delete(e.shared, k)
+				}
 			}
 			s.mu.Unlock()
 		})
@@ -230,28 +242,80 @@ type sharedKey struct {
 // forgotten when it ends first. s.mu must be held.
 func (e *Entry) register(parent context.Context, as Label) context.Context {
 	s := e.s
-	// An explicit lease ends the hold on the server without any message.
-	// The deadline is the guard's parent, not its child: the cancellation
-	// that ends the hold then sets the guard's cause itself, and nothing
-	// racing it can replace that cause with context.Canceled.
-	base, stopDeadline := parent, func() {}
+	// An explicit lease ends the hold on the server without any message:
+	// a timer ends the guard then, unless the lease was moved meanwhile
+	// (Extend). Every cancellation happens under s.mu, so the first cause
+	// given (released, lost, lease expired) is the one the guard keeps.
+	g, cancel := context.WithCancelCause(parent)
+	r := &guardReg{cancel: cancel, as: as}
 	if e.watchdog == 0 {
-		base, stopDeadline = context.WithDeadlineCause(parent, e.leaseUntil, e.lossAs(as, e.task.lostBy(report.ErrLeaseExpired, nil)))
+		r.until = e.leaseUntil
+		left := time.Until(r.until)
+		if left <= 0 {
+			cancel(e.lossAs(as, e.task.lostBy(report.ErrLeaseExpired, nil)))
+			return g
+		}
+		r.deadline = time.AfterFunc(left, func() { e.leaseEnded(r) })
 	}
-	g, cancel := context.WithCancelCause(base)
 	if e.guards == nil {
-		e.guards = make(map[*context.CancelCauseFunc]Label)
+		e.guards = make(map[*guardReg]struct{})
 	}
-	e.guards[&cancel] = as
+	e.guards[r] = struct{}{}
 	// A guard that ends first (its parent ended, or its lease ran out) is
 	// forgotten, and its deadline's timer stopped.
 	context.AfterFunc(g, func() {
-		stopDeadline()
 		s.mu.Lock()
-		delete(e.guards, &cancel)
+		if r.deadline != nil {
+			r.deadline.Stop()
+		}
+		delete(e.guards, r)
 		s.mu.Unlock()
 	})
 	return g
+}
+
+// leaseEnded ends guard r as lost when its lease has ended, or sets its
+// timer again when an Extend moved the lease's end. s.mu must not be held.
+func (e *Entry) leaseEnded(r *guardReg) {
+	s := e.s
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := e.guards[r]; !ok || r.deadline == nil {
+		return
+	}
+	if d := time.Until(r.until); d > 0 {
+		r.deadline.Reset(d)
+		return
+	}
+	delete(e.guards, r)
+	r.cancel(e.lossAs(r.as, e.task.lostBy(report.ErrLeaseExpired, nil)))
+}
+
+// moveDeadlines gives every guard of e with a deadline e's new lease end,
+// or, now that e has a watchdog hold, no deadline. s.mu must be held.
+func (e *Entry) moveDeadlines() {
+	for r := range e.guards {
+		switch {
+		case r.deadline == nil:
+		case e.watchdog > 0:
+			r.deadline.Stop()
+			r.deadline = nil
+		default:
+			r.until = e.leaseUntil
+			r.deadline.Reset(time.Until(r.until))
+		}
+	}
+	for k, g := range e.shared {
+		if !k.until.IsZero() && k.until != e.leaseUntil {
+			delete(e.shared, k)
+			if e.watchdog == 0 {
+				k.until = e.leaseUntil
+			} else {
+				k.until = time.Time{}
+			}
+			e.shared[k] = g
+		}
+	}
 }
 
 // remaining returns how long the hold is still certainly valid on the
@@ -276,8 +340,11 @@ func (e *Entry) end(cause error) {
 	}
 	e.ended = true
 	e.cause = cause
-	for cancel, as := range e.guards {
-		(*cancel)(e.lossAs(as, cause))
+	for r := range e.guards {
+		if r.deadline != nil {
+			r.deadline.Stop()
+		}
+		r.cancel(e.lossAs(r.as, cause))
 	}
 	e.guards = nil
 	e.shared = nil

@@ -89,3 +89,66 @@ func TestGuardsOfEndingParentsAreForgotten(t *testing.T) {
 		return registered == 0 && shared == 0
 	}, 5*time.Second, 10*time.Millisecond, "guards of ended parents are forgotten")
 }
+
+// Extend moves the end of a lease hold: its guards, registered and shared,
+// end at the new lease's end, later or earlier than the old one, and every
+// hold of the entry gets the new lease. A watchdog entry keeps its holds
+// and gets no deadline.
+func TestExtendMovesGuardDeadlines(t *testing.T) {
+	rc := redistest.NewClient(t, addr)
+	s := newScheduler(t, rc, renewal.Config{Lease: time.Second, BatchSize: 100})
+	key := "renew:extend:" + t.Name()
+	assert.False(t, s.Extend(key, "me:1", time.Second, time.Now()), "no entry")
+
+	start := time.Now()
+	require.NoError(t, s.Hold(key, "me:1", task, 100*time.Millisecond, start))
+	require.NoError(t, s.Hold(key, "me:1", task, 100*time.Millisecond, start))
+	held, watchdog := s.Extending(key, "me:1")
+	require.True(t, held)
+	require.False(t, watchdog)
+	parent, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	g, ok := s.Guard(parent, key, "me:1")
+	require.True(t, ok)
+	shared := guard(t, s, key, "me:1")
+
+	sent := time.Now()
+	require.True(t, s.Extend(key, "me:1", 300*time.Millisecond, sent))
+	assert.InDelta(t, 300*time.Millisecond, s.Remaining(key, "me:1"), float64(50*time.Millisecond))
+	assert.Equal(t, 2, s.Holds(key, "me:1"))
+	time.Sleep(time.Until(start.Add(150 * time.Millisecond)))
+	require.NoError(t, g.Err(), "ended at the old lease")
+	require.NoError(t, shared.Err(), "ended at the old lease")
+	assert.Equal(t, shared.Done(), guard(t, s, key, "me:1").Done(), "the shared guard, moved, is still shared")
+	for _, g := range []context.Context{g, shared} {
+		<-g.Done()
+		assert.GreaterOrEqual(t, time.Since(sent), 300*time.Millisecond)
+		assert.ErrorIs(t, context.Cause(g), errLost)
+	}
+	assert.Zero(t, s.Holds(key, "me:1"), "the new lease ran out")
+
+	// Shorter than the old lease: the guard ends sooner.
+	start = time.Now()
+	require.NoError(t, s.Hold(key, "me:1", task, time.Minute, start))
+	g = guard(t, s, key, "me:1")
+	require.True(t, s.Extend(key, "me:1", 50*time.Millisecond, time.Now()))
+	select {
+	case <-g.Done():
+		assert.ErrorIs(t, context.Cause(g), errLost)
+	case <-time.After(5 * time.Second):
+		t.Fatal("the guard kept the old, longer lease")
+	}
+
+	// A watchdog hold stays one.
+	wd := key + ":watchdog"
+	hold(t, rc, wd, "me:1", time.Second)
+	require.NoError(t, s.Hold(wd, "me:1", task, 0, time.Now()))
+	held, watchdog = s.Extending(wd, "me:1")
+	require.True(t, held)
+	require.True(t, watchdog)
+	require.True(t, s.Extend(wd, "me:1", time.Second, time.Now()))
+	g = guard(t, s, wd, "me:1")
+	time.Sleep(150 * time.Millisecond)
+	assert.NoError(t, g.Err())
+	assert.Equal(t, 1, s.Holds(wd, "me:1"))
+}

@@ -283,7 +283,8 @@ func (s *Scheduler) addHold(e *Entry, lease time.Duration, sentAt time.Time) {
 
 // Relet replaces owner's holds on key by one hold of lease (0: a watchdog
 // hold), set on the server by a request sent at sentAt, and reports whether
-// there was an entry. Guards made before keep any deadline they were given.
+// there was an entry. Guards made before move to the new lease's end (none
+// for a watchdog hold).
 func (s *Scheduler) Relet(key, owner string, lease time.Duration, sentAt time.Time) bool {
 	return s.relet(key, owner, false, lease, sentAt)
 }
@@ -320,6 +321,47 @@ func (s *Scheduler) relet(key, owner string, last bool, lease time.Duration, sen
 	}
 	e.leaseUntil = time.Time{}
 	s.addHold(e, lease, sentAt)
+	e.moveDeadlines()
+	return true
+}
+
+// Extending reports whether owner holds key by the Scheduler's records
+// (Holds > 0), and whether one of its holds is a watchdog hold, which an
+// Extend renews with the watchdog lease instead of giving it another.
+func (s *Scheduler) Extending(key, owner string) (held, watchdog bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e := s.entries[entryKey{key, owner}]
+	if e == nil || e.count() == 0 {
+		return false, false
+	}
+	return true, e.watchdog > 0
+}
+
+// Extend records that a request sent at sentAt set the TTL of owner's holds
+// on key to lease, and reports whether they are still recorded. An entry
+// with a watchdog hold was renewed (lease is Config.Lease, as Extending
+// said) and keeps its holds; otherwise every hold gets lease, since the
+// key's one TTL ends them all, and the guards' deadlines move to its end.
+func (s *Scheduler) Extend(key, owner string, lease time.Duration, sentAt time.Time) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e := s.entries[entryKey{key, owner}]
+	if e == nil || e.ended || len(e.holds) == 0 {
+		return false
+	}
+	if e.watchdog > 0 {
+		e.failing = nil
+		e.setTTL(sentAt, lease)
+		s.checkUrgent(e)
+		return true
+	}
+	for i := range e.holds {
+		e.holds[i] = lease
+	}
+	e.leaseUntil = sentAt.Add(lease)
+	e.setTTL(sentAt, lease)
+	e.moveDeadlines()
 	return true
 }
 

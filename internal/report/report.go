@@ -78,6 +78,7 @@ const (
 	OpSet         Op = "set"
 	OpDelete      Op = "delete"
 	OpLost        Op = "lost"
+	OpExtend      Op = "extend"
 )
 
 // The outcomes of the engine's events: the root's Outcome constants.

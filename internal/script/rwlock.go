@@ -11,6 +11,7 @@ var (
 	rwForceUnlock   = load("rw_force_unlock")
 	rwReadIsLocked  = load("rw_read_is_locked")
 	rwRenewRead     = load("rw_renew_read")
+	rwExtendRead    = load("rw_extend_read")
 	rwUndoRead      = load("rw_undo_read")
 	rwUndoWrite     = load("rw_undo_write")
 	rwWriteTransfer = load("rw_write_transfer")
@@ -36,6 +37,9 @@ func RWReadIsLocked() *Script { return rwReadIsLocked }
 
 // RWRenewRead returns rw_renew_read.lua.
 func RWRenewRead() *Script { return rwRenewRead }
+
+// RWExtendRead returns rw_extend_read.lua.
+func RWExtendRead() *Script { return rwExtendRead }
 
 // RWUndoRead returns rw_undo_read.lua.
 func RWUndoRead() *Script { return rwUndoRead }
