@@ -90,6 +90,7 @@ const (
 	KindSemaphore        Kind = "semaphore"
 	KindExpirable        Kind = "semaphore.expirable"
 	KindLatch            Kind = "latch"
+	KindElection         Kind = "election"  // a campaign's hold on the fenced lock, and the election's errors
 	KindMultiLock        Kind = "multilock" // in errors only: its members' events are theirs
 	KindRedLock          Kind = "redlock"   // in errors only, as KindMultiLock
 	KindClient           Kind = "client"    // in errors only: New, OwnerID, Client.Owner, ClockSkew

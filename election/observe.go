@@ -1,0 +1,134 @@
+package election
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/interlock-go/interlock/internal/keys"
+	"github.com/interlock-go/interlock/internal/pubsub"
+	"github.com/interlock-go/interlock/internal/report"
+)
+
+// Observe waits for leadership changes and sends each leader it reads:
+// the current one first, then every new term (another holder or a new
+// token). The channel closes when ctx ends or the Client closes.
+func (e *Election) Observe(ctx context.Context) <-chan Leader {
+	out := make(chan Leader)
+	if err := e.l.Ready(report.OpInspect); err != nil || ctx.Err() != nil {
+		close(out)
+		return out
+	}
+	go func() {
+		defer close(out)
+		e.observe(ctx, out)
+	}()
+	return out
+}
+
+// The waits of an observer that found nobody leading, or could not read:
+// from vacantFirst, doubling, up to the recheck interval.
+const vacantFirst = 5 * time.Millisecond
+
+// expiryMargin is how long after the lock's PTTL an observer reads again,
+// to see it gone.
+const expiryMargin = 2 * time.Millisecond
+
+// observe is Observe's goroutine: it subscribes to the lock's channel and
+// the election's own before each read (so that a change after the read
+// wakes it), sends what changed, and waits for a message, the lock's
+// expiry, or the recheck interval.
+func (e *Election) observe(ctx context.Context, out chan<- Leader) {
+	rt := e.l.RT()
+	var watchers []*pubsub.Watcher
+	defer func() {
+		for _, w := range watchers {
+			w.Close()
+		}
+	}()
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
+	var (
+		last  Leader
+		seen  bool
+		quick = vacantFirst // the next wait after a vacancy or a failure
+	)
+	for {
+		if ctx.Err() != nil || rt.Closed() {
+			return
+		}
+		wait := e.recheck
+		var err error
+		if watchers == nil {
+			watchers, err = e.watch(ctx)
+		}
+		if err == nil {
+			var (
+				cur  Leader
+				pttl time.Duration
+				ok   bool
+			)
+			cur, pttl, ok, err = e.read(ctx)
+			switch {
+			case err != nil:
+			case !ok:
+				wait = quick
+				quick = min(2*quick, e.recheck)
+			default:
+				quick = vacantFirst
+				if !seen || cur != last {
+					select {
+					case out <- cur:
+					case <-ctx.Done():
+						return
+					}
+					last, seen = cur, true
+				}
+				if pttl > 0 {
+					wait = min(wait, pttl+expiryMargin)
+				}
+			}
+		}
+		if err != nil {
+			if errors.Is(err, report.ErrClosed) || errors.Is(err, pubsub.ErrClosed) || ctx.Err() != nil {
+				return
+			}
+			wait = quick
+			quick = min(2*quick, e.recheck)
+		}
+		timer.Reset(wait)
+		var lockC, ownC <-chan struct{}
+		if watchers != nil {
+			lockC, ownC = watchers[0].C(), watchers[1].C()
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-lockC:
+		case <-ownC:
+		case <-timer.C:
+		}
+		timer.Stop()
+	}
+}
+
+// watch subscribes to the lock's channel (releases, Java's included) and
+// the election's own (Go leaders' new terms).
+func (e *Election) watch(ctx context.Context) ([]*pubsub.Watcher, error) {
+	rt := e.l.RT()
+	sharded, err := rt.Sharded(ctx)
+	if err != nil {
+		return nil, err
+	}
+	name := e.l.Key()
+	lockW, err := rt.Hub.Watch(ctx, keys.LockChannel(name), sharded, pubsub.WakeLock)
+	if err != nil {
+		return nil, err
+	}
+	ownW, err := rt.Hub.Watch(ctx, keys.LeaderChannel(name), sharded, pubsub.WakeLock)
+	if err != nil {
+		lockW.Close()
+		return nil, err
+	}
+	return []*pubsub.Watcher{lockW, ownW}, nil
+}
