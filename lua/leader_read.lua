@@ -7,6 +7,7 @@
 -- KEYS[1]  lock hash            N
 -- KEYS[2]  token counter        redisson_lock_token:{N}
 -- KEYS[3]  value key            interlock_leader:{N}
+-- ARGV[1]  (none)
 --
 -- Returns {0} when nobody holds the lock, else {pttl, token, owner, value,
 -- recorded}: the lock's PTTL in ms (-1: no expiry), the counter as a

@@ -3,8 +3,8 @@
 -- The locks change as Redisson 3.44.0 .. 4.7.0 renewal.LockTask changes
 -- them; the value keys are interlock's own.
 --
--- KEYS[2i-1]   lock hash        Li (all in one slot)
--- KEYS[2i]     value key        interlock_leader:{Li}
+-- KEYS[1], KEYS[3], ..., KEYS[2k-1]  lock hashes   L1 .. Lk (all in one slot)
+-- KEYS[2], KEYS[4], ..., KEYS[2k]    value keys    interlock_leader:{Li}, after Li
 -- ARGV[1]      lease in ms      the watchdog timeout
 -- ARGV[i+1]    owners           Oi is the holder of Li
 --
