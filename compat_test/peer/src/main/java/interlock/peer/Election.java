@@ -19,12 +19,12 @@ import org.redisson.client.codec.StringCodec;
  * </pre>
  *
  * It campaigns with getFencedLock(N).lockAndGetToken() (a watchdog hold),
- * then, for H ms, calls the loaded script S with KEYS K and ARGV (token,
- * ID, System.nanoTime()) every W ms (with no "sha", it only holds), and
- * resigns with unlock(). The script is the test's fenced resource: it
+ * then calls the loaded script S with KEYS K and ARGV (token, ID,
+ * System.nanoTime()) every W ms until H ms have passed, the last call after
+ * that (with no "sha", it only holds), and resigns with unlock(). The script is the test's fenced resource: it
  * answers 1 when it accepted the write, 0 when it refused a stale token.
  * The reply is {"token":T, "gotNs":G, "endNs":E, "accepted":A,
- * "rejected":R, "lost":L}: G and E are System.nanoTime() (CLOCK_MONOTONIC on
+ * "rejected":R, "failed":F, "lost":L} (F: writes that got no answer): G and E are System.nanoTime() (CLOCK_MONOTONIC on
  * Linux, the clock the Go side reads) when the lock was acquired and when
  * the writes stopped; L is true when unlock found the lock no longer held
  * (it expired while the JVM was paused, and another candidate took it).
@@ -63,25 +63,40 @@ final class Election {
         long until = got + holdMs * 1_000_000L;
         long accepted = 0;
         long rejected = 0;
+        long failed = 0;
         RScript script = peer.redisson.getScript(StringCodec.INSTANCE);
-        while (System.nanoTime() < until) {
-            if (sha != null) {
-                Long ok = script.evalSha(RScript.Mode.READ_WRITE, sha, LONG, keys,
-                        String.valueOf(token), writer == null ? "" : writer, String.valueOf(System.nanoTime()));
-                if (ok != null && ok == 1L) {
-                    accepted++;
-                } else {
-                    rejected++;
-                }
-            }
-            Thread.sleep(writeMs);
-        }
-        long end = System.nanoTime();
+        long end;
         boolean lost = false;
         try {
-            lock.unlock();
-        } catch (IllegalMonitorStateException e) {
-            lost = true;
+            while (true) {
+                if (sha != null) {
+                    try {
+                        Long ok = script.evalSha(RScript.Mode.READ_WRITE, sha, LONG, keys,
+                                String.valueOf(token), writer == null ? "" : writer, String.valueOf(System.nanoTime()));
+                        if (ok != null && ok == 1L) {
+                            accepted++;
+                        } else {
+                            rejected++;
+                        }
+                    } catch (RuntimeException e) {
+                        failed++; // a timeout after a pause, say: the term goes on
+                    }
+                }
+                // Checked after the write: a leader resumed after a pause
+                // finishes the write it was about to make, as a real one
+                // would.
+                if (System.nanoTime() >= until) {
+                    break;
+                }
+                Thread.sleep(writeMs);
+            }
+        } finally {
+            end = System.nanoTime();
+            try {
+                lock.unlock();
+            } catch (IllegalMonitorStateException e) {
+                lost = true;
+            }
         }
         Map<String, Object> r = new LinkedHashMap<>();
         r.put("token", token);
@@ -89,6 +104,7 @@ final class Election {
         r.put("endNs", end);
         r.put("accepted", accepted);
         r.put("rejected", rejected);
+        r.put("failed", failed);
         r.put("lost", lost);
         return r;
     }
