@@ -2,7 +2,6 @@ package election_test
 
 import (
 	"context"
-	"errors"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -225,31 +224,35 @@ func TestContenders(t *testing.T) {
 	assert.Len(t, seen, n)
 }
 
+// next returns the next leader seen, failing t when none comes promptly.
+func next(t *testing.T, seen <-chan election.Leader) election.Leader {
+	t.Helper()
+	select {
+	case ld, ok := <-seen:
+		require.True(t, ok, "Observe closed")
+		return ld
+	case <-time.After(redistest.Prompt):
+		t.Fatal("Observe saw no change")
+	}
+	return election.Leader{}
+}
+
 // Observe sends the current leader, then every new term: a Go leader's
-// announcement, a release, an expiry and a silent foreign acquisition.
+// announcement, a silent acquisition after a release (as a Java one is),
+// and with a recheck interval of a minute, so that no poll explains them.
 func TestObserve(t *testing.T) {
 	c, _ := newClient(t, interlock.WithWatchdogTimeout(time.Second))
 	ctx := redistest.Context(t)
 	name := electionName(t)
+	a := election.New(c, name)
+	la, err := a.Campaign(ctx, "a")
+	require.NoError(t, err)
+
 	watcher := election.New(c, name, election.WithRecheck(time.Minute))
 	octx, stop := context.WithCancel(ctx)
 	seen := watcher.Observe(octx)
-	next := func() election.Leader {
-		t.Helper()
-		select {
-		case ld, ok := <-seen:
-			require.True(t, ok)
-			return ld
-		case <-time.After(redistest.Prompt):
-			t.Fatal("Observe saw no change")
-		}
-		return election.Leader{}
-	}
-
-	a := election.New(c, name)
-	_, err := a.Campaign(ctx, "a")
-	require.NoError(t, err)
-	assert.Equal(t, election.Leader{Value: "a", Token: 1, Owner: next().Owner}, election.Leader{Value: "a", Token: 1, Owner: next2(t, a, ctx)})
+	ld := next(t, seen)
+	assert.Equal(t, election.Leader{Value: "a", Token: la.Token(), Owner: ld.Owner}, ld, "the current leader first")
 
 	require.NoError(t, a.Resign(ctx))
 	other, _ := newClient(t)
@@ -257,16 +260,16 @@ func TestObserve(t *testing.T) {
 	mctx := interlock.WithOwner(ctx, 9)
 	_, err = m.LockToken(mctx) // a silent acquisition, as a Java holder's
 	require.NoError(t, err)
-	ld := next()
-	assert.Equal(t, uint64(2), ld.Token)
-	assert.Empty(t, ld.Value)
+	ld = next(t, seen)
+	assert.Equal(t, election.Leader{Value: "", Token: la.Token() + 1, Owner: other.ID() + ":9"}, ld)
 	require.NoError(t, m.Unlock(mctx))
 
 	b := election.New(c, name)
-	_, err = b.Campaign(ctx, "b")
+	lb, err := b.Campaign(ctx, "b")
 	require.NoError(t, err)
-	ld = next()
-	assert.Equal(t, election.Leader{Value: "b", Token: 3, Owner: ld.Owner}, ld)
+	ld = next(t, seen)
+	assert.Equal(t, "b", ld.Value)
+	assert.Equal(t, lb.Token(), ld.Token)
 
 	stop()
 	for range seen {
@@ -274,11 +277,84 @@ func TestObserve(t *testing.T) {
 	require.NoError(t, b.Resign(ctx))
 }
 
-func next2(t *testing.T, e *election.Election, ctx context.Context) string {
-	t.Helper()
-	ld, err := e.Leader(ctx)
+// Observe sees a leader whose lock expired (a crashed leader) replaced by
+// a silent acquisition, without a message: from the lock's PTTL.
+func TestObserveExpiry(t *testing.T) {
+	ctx := redistest.Context(t)
+	name := electionName(t)
+	c, _ := newClient(t)
+	watcher := election.New(c, name, election.WithRecheck(time.Minute))
+	seen := watcher.Observe(ctx)
+
+	dead, _ := newClient(t)
+	m := fenced.New(dead, name)
+	_, err := m.LockLeaseToken(interlock.WithOwner(ctx, 1), 300*time.Millisecond) // a holder that dies
 	require.NoError(t, err)
-	return ld.Owner
+	assert.Equal(t, uint64(1), next(t, seen).Token)
+
+	heir := election.New(dead, name)
+	lead, err := heir.Campaign(ctx, "heir") // waits for the expiry
+	require.NoError(t, err)
+	ld := next(t, seen)
+	assert.Equal(t, uint64(2), ld.Token)
+	assert.Equal(t, "heir", ld.Value)
+	require.NoError(t, heir.Resign(ctx))
+	_ = lead
 }
 
-var _ = errors.Is
+// An observer takes no wake-up from a candidate of its own Client: with
+// the default 30s watchdog, the release wakes the waiting campaign at once.
+func TestObserverTakesNoWakeUp(t *testing.T) {
+	ctx := redistest.Context(t)
+	name := electionName(t)
+	c, _ := newClient(t)
+	holder, _ := newClient(t)
+	a := election.New(holder, name)
+	_, err := a.Campaign(ctx, "a")
+	require.NoError(t, err)
+
+	var observers []<-chan election.Leader
+	for range 3 {
+		observers = append(observers, election.New(c, name).Observe(ctx))
+	}
+	for _, o := range observers {
+		next(t, o)
+	}
+	b := election.New(c, name)
+	led := make(chan error, 1)
+	go func() {
+		_, err := b.Campaign(ctx, "b")
+		led <- err
+	}()
+	time.Sleep(200 * time.Millisecond) // b parks
+	released := time.Now()
+	require.NoError(t, a.Resign(ctx))
+	select {
+	case err := <-led:
+		require.NoError(t, err)
+		assert.Less(t, time.Since(released), redistest.Prompt)
+	case <-time.After(redistest.Prompt):
+		t.Fatal("the release did not wake the candidate")
+	}
+	for _, o := range observers {
+		assert.Equal(t, "b", next(t, o).Value)
+	}
+	require.NoError(t, b.Resign(ctx))
+}
+
+// Observe's channel closes when the Client closes.
+func TestObserveEndsWithTheClient(t *testing.T) {
+	ctx := redistest.Context(t)
+	c, _ := newClient(t)
+	seen := election.New(c, electionName(t)).Observe(ctx)
+	time.Sleep(50 * time.Millisecond)
+	require.NoError(t, c.Close())
+	select {
+	case _, ok := <-seen:
+		assert.False(t, ok)
+	case <-time.After(redistest.Prompt):
+		t.Fatal("Observe outlived its Client")
+	}
+	_, err := election.New(c, "x").Campaign(ctx, "v")
+	assert.ErrorIs(t, err, interlock.ErrClosed)
+}

@@ -53,48 +53,48 @@ func (e *Election) observe(ctx context.Context, out chan<- Leader) {
 		seen  bool
 		quick = vacantFirst // the next wait after a vacancy or a failure
 	)
+	poll := vacantFirst // while not subscribed: the next wait, doubling
 	for {
 		if ctx.Err() != nil || rt.Closed() {
 			return
 		}
-		wait := e.recheck
-		var err error
 		if watchers == nil {
-			watchers, err = e.watch(ctx)
-		}
-		if err == nil {
-			var (
-				cur  Leader
-				pttl time.Duration
-				ok   bool
-			)
-			cur, pttl, ok, err = e.read(ctx)
-			switch {
-			case err != nil:
-			case !ok:
-				wait = quick
-				quick = min(2*quick, e.recheck)
-			default:
-				quick = vacantFirst
-				if !seen || cur != last {
-					select {
-					case out <- cur:
-					case <-ctx.Done():
-						return
-					}
-					last, seen = cur, true
-				}
-				if pttl > 0 {
-					wait = min(wait, pttl+expiryMargin)
-				}
-			}
-		}
-		if err != nil {
-			if errors.Is(err, report.ErrClosed) || errors.Is(err, pubsub.ErrClosed) || ctx.Err() != nil {
+			var err error
+			if watchers, err = e.watch(ctx); ended(ctx, err) {
 				return
 			}
+		}
+		wait := e.recheck
+		cur, pttl, ok, err := e.read(ctx)
+		switch {
+		case ended(ctx, err):
+			return
+		case err != nil || !ok:
+			// A failure, or a vacancy that a Java acquisition may fill
+			// without a message: look again soon, then less often.
 			wait = quick
 			quick = min(2*quick, e.recheck)
+		default:
+			quick = vacantFirst
+			if !seen || cur != last {
+				select {
+				case out <- cur:
+				case <-ctx.Done():
+					return
+				}
+				last, seen = cur, true
+			}
+			if pttl > 0 {
+				wait = min(wait, pttl+expiryMargin)
+			}
+		}
+		if watchers == nil {
+			// Not subscribed (refused, or no connection): poll, as lock
+			// waiters do then, and subscribe again at the next look.
+			wait = min(wait, poll)
+			poll = min(2*poll, e.recheck)
+		} else {
+			poll = vacantFirst
 		}
 		timer.Reset(wait)
 		var lockC, ownC <-chan struct{}
@@ -110,6 +110,12 @@ func (e *Election) observe(ctx context.Context, out chan<- Leader) {
 		}
 		timer.Stop()
 	}
+}
+
+// ended reports whether err (or ctx) ends the observation: the Client
+// closed, or ctx ended.
+func ended(ctx context.Context, err error) bool {
+	return ctx.Err() != nil || errors.Is(err, report.ErrClosed) || errors.Is(err, pubsub.ErrClosed)
 }
 
 // watch subscribes to the lock's channel (releases, Java's included) and
