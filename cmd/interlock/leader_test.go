@@ -115,3 +115,22 @@ func TestLeaderUsageErrors(t *testing.T) {
 		assert.Equal(t, exit.Usage, res.Code, "%q: %s", args, res.Stderr)
 	}
 }
+
+// A campaign that lasts says once, on stderr, who leads meanwhile.
+func TestLeaderWaitNote(t *testing.T) {
+	t.Parallel()
+	name := clitest.LockName(t)
+	c, rc := clitest.NewLockClient(t)
+	t.Cleanup(func() { clitest.CleanupKeys(t, rc, "redisson_lock_token:{"+name+"}", "interlock_leader:{"+name+"}") })
+	e := election.New(c, name)
+	_, err := e.Campaign(t.Context(), "host-a")
+	require.NoError(t, err)
+	go func() {
+		time.Sleep(3500 * time.Millisecond)
+		assert.NoError(t, e.Resign(t.Context()))
+	}()
+	res := clitest.RunBinary(t, "", "leader", "--redis", clitest.RedisURL(), name, "--", "true")
+	require.Equal(t, 0, res.Code, res.Stderr)
+	assert.Contains(t, res.Stderr, `still waiting to lead election "`+name+`" after 3s: term 1 is led by "host-a"; 'interlock inspect`)
+	assert.Equal(t, 1, strings.Count(res.Stderr, "\n"), "one line: %s", res.Stderr)
+}

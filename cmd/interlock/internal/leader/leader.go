@@ -15,10 +15,12 @@ import (
 	"github.com/interlock-go/interlock"
 	"github.com/interlock-go/interlock/cmd/interlock/internal/cli"
 	"github.com/interlock-go/interlock/cmd/interlock/internal/exit"
+	"github.com/interlock-go/interlock/cmd/interlock/internal/inspect"
 	"github.com/interlock-go/interlock/cmd/interlock/internal/kinds"
 	"github.com/interlock-go/interlock/cmd/interlock/internal/proc"
 	"github.com/interlock-go/interlock/cmd/interlock/internal/redisconn"
 	"github.com/interlock-go/interlock/cmd/interlock/internal/run"
+	"github.com/interlock-go/interlock/cmd/interlock/internal/waitnote"
 	"github.com/interlock-go/interlock/election"
 	"github.com/interlock-go/interlock/internal/keys"
 )
@@ -120,7 +122,9 @@ func runLeader(ctx context.Context, io cli.Stdio, args []string) error {
 	what := fmt.Sprintf("leadership of election %q", cfg.name)
 
 	cctx, stop := proc.CancelOnSignal(ctx, sigs)
+	quiet := waitnote.Start(cctx, io.Err, waitnote.After, func(ctx context.Context) string { return waitingFor(ctx, e, cfg) })
 	lead, err := e.Campaign(cctx, cfg.value)
+	quiet()
 	if got := stop(); got != nil {
 		if err == nil {
 			_ = kinds.Release(ctx, e.Resign) // else it expires by itself
@@ -148,4 +152,23 @@ func runLeader(ctx context.Context, io cli.Stdio, args []string) error {
 		fmt.Fprintf(io.Err, "interlock: warning: cannot resign %s: %v; it ends by itself within %v\n", what, err, cfg.watchdog.D)
 	}
 	return status
+}
+
+// waitingFor says, for a campaign that lasts, who leads meanwhile (never
+// an owner id: interlock inspect shows those).
+func waitingFor(ctx context.Context, e *election.Election, cfg *config) string {
+	look := inspect.CommandLine(cfg.redis, kinds.Fenced, cfg.prefix+cfg.name)
+	ld, err := e.Leader(ctx)
+	switch {
+	case errors.Is(err, election.ErrNoLeader):
+		return fmt.Sprintf("still waiting to lead election %q after %v: nobody leads (a leader's lock just ran out, or its release is on its way); '%s' shows more",
+			cfg.name, waitnote.After, look)
+	case err != nil:
+		return ""
+	case ld.Value == "":
+		return fmt.Sprintf("still waiting to lead election %q after %v: term %d is led by a holder that records no value (a Java client?); '%s' shows it",
+			cfg.name, waitnote.After, ld.Token, look)
+	}
+	return fmt.Sprintf("still waiting to lead election %q after %v: term %d is led by %q; '%s' shows its lock",
+		cfg.name, waitnote.After, ld.Token, cli.Short(ld.Value), look)
 }

@@ -17,6 +17,7 @@ this process as its holder), then runs CMD with stdin, stdout and stderr
 passed through and, in its environment, INTERLOCK_LOCK=NAME,
 INTERLOCK_FENCING_TOKEN (also as INTERLOCK_FENCE_TOKEN) set to the term's
 fencing token, larger than every earlier term's, and INTERLOCK_LEADER_VALUE.
+A wait that lasts more than 3s says once, on stderr, who leads meanwhile.
 When CMD exits, interlock resigns, and a waiting candidate leads. The exit
 status is CMD's: its exit code, or 128+N when a signal N killed it.
 
