@@ -51,9 +51,12 @@
 // the leader), or, as a backstop for changes that announce nothing (a Java
 // acquisition that follows an expiry, a Java holder's re-entry), a
 // re-check after WithRecheck's interval; after a vacancy it re-checks
-// sooner, from 5ms up to that interval. A term that begins and ends
-// between two reads is not reported; the terms Observe reports have
-// increasing tokens unless a Java RLock holder took no token.
+// sooner, from 5ms up to that interval. Where it cannot subscribe (an ACL
+// without the channels, a connection down) it polls, as lock waiters do,
+// from 5ms up to that interval. A term that begins and ends between two
+// reads is not reported (nor one that begins and ends while the process is
+// stopped); the terms Observe reports have increasing tokens unless a Java
+// RLock holder took no token.
 //
 // # Owners
 //

@@ -126,7 +126,8 @@ type Leadership struct {
 
 // Context returns a context that ends when the term ends: with cause
 // interlock.ErrLockLost when leadership was lost (the lock expired or was
-// taken), context.Canceled after Resign, interlock.ErrClosed with the Client.
+// taken), context.Canceled after Resign, interlock.ErrClosed with the
+// Client (ErrNotHeld if it was lost before Campaign returned).
 func (l *Leadership) Context() context.Context { return l.ctx }
 
 // Token returns the term's fencing token: larger than that of every term
@@ -217,8 +218,8 @@ func (e *Election) Leading() *Leadership {
 
 // Resign ends this Election's term: it releases the lock and deletes its
 // value, waking the waiting candidates here and in Java. Without a term it
-// returns an error wrapping interlock.ErrNotHeld (interlock.ErrLockLost
-// after a loss); with an ended ctx it still resigns, as Unlock does.
+// returns an error wrapping interlock.ErrNotHeld (and ErrLockLost when the
+// term was lost); with an ended ctx it still resigns, as Unlock does.
 func (e *Election) Resign(ctx context.Context) error {
 	e.mu.Lock()
 	lead := e.lead

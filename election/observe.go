@@ -10,9 +10,11 @@ import (
 	"github.com/interlock-go/interlock/internal/report"
 )
 
-// Observe waits for leadership changes and sends each leader it reads:
-// the current one first, then every new term (another holder or a new
-// token). The channel closes when ctx ends or the Client closes.
+// Observe sends each leader it reads: the current one first, then every
+// new term (another holder or a new token), retrying through failures.
+// Receive until the channel closes, which it does when ctx ends or the
+// Client closes; the package documentation ("Values and observation") says
+// when it looks.
 func (e *Election) Observe(ctx context.Context) <-chan Leader {
 	out := make(chan Leader)
 	if err := e.l.Ready(report.OpInspect); err != nil || ctx.Err() != nil {
