@@ -358,3 +358,19 @@ func TestObserveEndsWithTheClient(t *testing.T) {
 	_, err := election.New(c, "x").Campaign(ctx, "v")
 	assert.ErrorIs(t, err, interlock.ErrClosed)
 }
+
+// A name whose key holds something else is refused, not waited for.
+func TestForeignKey(t *testing.T) {
+	c, rc := newClient(t)
+	ctx := redistest.Context(t)
+	name := electionName(t)
+	require.NoError(t, rc.Do(ctx, rc.B().Set().Key(name).Value("application data").Build()).Error())
+	e := election.New(c, name)
+	_, err := e.Campaign(ctx, "v")
+	assert.ErrorIs(t, err, interlock.ErrInvalid)
+	_, err = e.Leader(ctx)
+	assert.ErrorIs(t, err, interlock.ErrInvalid)
+	v, err := rc.Do(ctx, rc.B().Get().Key(name).Build()).ToString()
+	require.NoError(t, err)
+	assert.Equal(t, "application data", v, "left as it was")
+}
