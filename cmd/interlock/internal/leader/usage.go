@@ -35,8 +35,13 @@ late writes (see package fenced). If interlock dies, another candidate leads
 within --watchdog-timeout.
 
 Flags:
-  --value V               this leader's value (default host:pid)
-  --watchdog-timeout D    lease renewed while leading (default 30s)
-  --grace D               time between SIGTERM and SIGKILL (default 10s)
+  --value V          this leader's value, for Leader and Observe (default
+                     host:pid)
+  --watchdog-timeout D
+                     the lease the watchdog renews while this process leads:
+                     how long the lock outlives a dead or paused leader
+                     (default 30s)
+  --grace D          after SIGTERM on lost leadership, wait D for CMD to exit
+                     before SIGKILL (default 10s)
 ` + redisconn.FlagHelp + cli.NamePrefixHelp + `
 ` + exit.Help
