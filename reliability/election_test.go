@@ -76,6 +76,9 @@ redis.call('HINCRBY', KEYS[3], 'accepted', 1)
 return 1
 `
 
+// electionRes is the oracle's resource that leaders work on.
+const electionRes = "election"
+
 // electionKeys are the resource's keys for the election called name.
 func electionKeys(name string) []string {
 	return []string{"chaos:fence", "redisson_lock_token:{" + name + "}", "chaos:stats", "chaos:terms"}
@@ -140,6 +143,7 @@ func electionCandidate() error {
 	workerSay("ready", electionMsg{Client: c.ID()})
 	fence := rueidis.NewLuaScript(electionFence)
 	ks := electionKeys(cfg.Name)
+	oracle := &oracleClient{rc: rc, fence: true}
 	for ctx.Err() == nil {
 		lead, err := e.Campaign(ctx, cfg.Writer)
 		if err != nil {
@@ -153,6 +157,13 @@ func electionCandidate() error {
 		// A term runs its course even when the parent asks us to stop, so
 		// that no term is too short for the observers.
 		term := lead.Context()
+		sec := Section{Res: electionRes, Owner: cfg.Writer, ID: fmt.Sprintf("%s:%d", cfg.Writer, lead.Token()), Token: lead.Token()}
+		octx, ocancel := context.WithTimeout(context.Background(), 5*time.Second)
+		in, err := oracle.Enter(octx, sec)
+		ocancel()
+		if err != nil {
+			return err
+		}
 		hold := time.NewTimer(electionHoldMin + rand.N(electionHoldMax-electionHoldMin))
 		tick := time.NewTicker(electionWriteEvery)
 	writing:
@@ -171,6 +182,17 @@ func electionCandidate() error {
 				m.Accepted++
 			default:
 				m.Rejected++
+			}
+			if in {
+				// The oracle's section ends at its last accepted write: it
+				// never exits, so that an exit recorded after a stop
+				// cannot look like an overlap.
+				octx, ocancel := context.WithTimeout(context.Background(), 5*time.Second)
+				in, err = oracle.RMW(octx, sec, time.Duration(1+rand.N(4))*time.Millisecond)
+				ocancel()
+				if err != nil {
+					return err
+				}
 			}
 			select {
 			case <-tick.C:
@@ -224,6 +246,11 @@ type electionRun struct {
 	addr     string
 	name     string
 	watchdog time.Duration
+
+	oracle struct {
+		enter, read, write string
+		keys               []any
+	} // the oracle's scripts by SHA1, for the JVM
 
 	mu        sync.Mutex
 	procs     map[string]*electionProc // by label
@@ -324,6 +351,7 @@ func (r *electionRun) startJVM(ctx context.Context, gen int, sha string) {
 			hold := electionHoldMin + rand.N(electionHoldMax-electionHoldMin)
 			rep, err := peer.Do(ctx, jvmReq{Thread: 1, Op: "term", Kind: "election", Name: r.name, Extra: map[string]any{
 				"holdMs": hold.Milliseconds(), "writeMs": electionWriteEvery.Milliseconds(), "sha": sha, "keys": keys, "writer": label,
+				"oEnter": r.oracle.enter, "oRead": r.oracle.read, "oWrite": r.oracle.write, "oKeys": r.oracle.keys, "oRes": electionRes,
 			}})
 			if err != nil {
 				return // killed, or the run is over
@@ -400,6 +428,20 @@ func TestElectionChaos(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := &electionRun{t: t, addr: srv.Addr(), name: "chaos-election", watchdog: watchdog, procs: map[string]*electionProc{}}
+	// The oracle lives on the election's server, which no fault touches,
+	// so that the JVM reaches it too.
+	oracle := &Oracle{srv: srv, rc: rc}
+	for _, sc := range []struct {
+		src string
+		sha *string
+	}{{oracleEnterSrc, &r.oracle.enter}, {oracleReadSrc, &r.oracle.read}, {oracleWriteSrc, &r.oracle.write}} {
+		if *sc.sha, err = rc.Do(ctx, rc.B().ScriptLoad().Script(sc.src).Build()).ToString(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, k := range []string{oracleResKey(electionRes), oracleOccKey(electionRes), oracleStats, oracleLog, oracleResources} {
+		r.oracle.keys = append(r.oracle.keys, k)
+	}
 
 	// The test's own observer, which lives through the whole run.
 	c, err := interlock.New(rc, interlock.WithWatchdogTimeout(watchdog))
@@ -570,6 +612,7 @@ func TestElectionChaos(t *testing.T) {
 	if n := stats["stale_accepted"]; n != "" && n != "0" {
 		t.Errorf("%s stale accepts: %s", n, stats["last_stale"])
 	}
+	verdict := oracle.Verify(t, -1)
 	seenAll := 0
 	for _, o := range r.observers {
 		if len(o.tokens) == 0 {
@@ -634,6 +677,7 @@ func TestElectionChaos(t *testing.T) {
 	t.Logf("election chaos: %v, watchdog %v: %d terms (tokens 1..%d; Go %d, JVM %d reported), %d kills, %d pauses (%d aimed at the JVM), %s accepted writes, %s stale accepts, %s stale writes refused (%d counted by their writers), JVM terms ended lost %d",
 		runFor, watchdog, final, final, r.goTerms, r.jvmTerms, kills, pauses, jvmFaults(faults), stats["accepted"], orZero(stats["stale_accepted"]), orZero(stats["stale_rejected"]), r.rejected, r.jvmLost)
 	t.Logf("election chaos: takeover after a kill %v (bound %v); after a pause %v", killLat, bound, pauseLat)
+	t.Logf("election chaos: oracle %v", verdict)
 	t.Logf("election chaos: %d observers (%d Go processes and the test's), %d saw every term in their span (but those that began and ended while their process was stopped); the test's saw %d of %d",
 		len(r.observers), len(r.observers)-1, seenAll, len(main.tokens), final)
 }

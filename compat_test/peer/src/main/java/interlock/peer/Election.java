@@ -28,6 +28,8 @@ import org.redisson.client.codec.StringCodec;
  * Linux, the clock the Go side reads) when the lock was acquired and when
  * the writes stopped; L is true when unlock found the lock no longer held
  * (it expired while the JVM was paused, and another candidate took it).
+ * With the fields of {@link Oracle}, each tick also runs the reliability
+ * suite's oracle.
  */
 final class Election {
     /** RScript's integer return type: INTEGER in 3.x, LONG in 4.x. */
@@ -57,6 +59,7 @@ final class Election {
         String sha = Peer.string(cmd, "sha");
         String writer = Peer.string(cmd, "writer");
         List<Object> keys = strings(cmd, "keys");
+        Oracle oracle = Oracle.of(cmd, writer == null ? "" : writer);
         RFencedLock lock = peer.redisson.getFencedLock(name);
         Long token = lock.lockAndGetToken();
         long got = System.nanoTime();
@@ -65,6 +68,9 @@ final class Election {
         long rejected = 0;
         long failed = 0;
         RScript script = peer.redisson.getScript(StringCodec.INSTANCE);
+        if (oracle != null) {
+            oracle.enter(script, token);
+        }
         long end;
         boolean lost = false;
         try {
@@ -80,6 +86,13 @@ final class Election {
                         }
                     } catch (RuntimeException e) {
                         failed++; // a timeout after a pause, say: the term goes on
+                    }
+                }
+                if (oracle != null) {
+                    try {
+                        oracle.readModifyWrite(script, token);
+                    } catch (RuntimeException e) {
+                        failed++;
                     }
                 }
                 // Checked after the write: a leader resumed after a pause
@@ -107,6 +120,59 @@ final class Election {
         r.put("failed", failed);
         r.put("lost", lost);
         return r;
+    }
+
+    /**
+     * The reliability suite's oracle (reliability/oracle_test.go), run by
+     * the SHA1s of its scripts: "oEnter", "oRead", "oWrite", with KEYS
+     * "oKeys" and the resource "oRes". A term enters a section named
+     * writer:token, then does a read-modify-write of the resource's counter
+     * at each tick until a write is refused for a stale token; it never
+     * exits (the checker ends such a section at its last accepted write).
+     */
+    private static final class Oracle {
+        final String enter;
+        final String read;
+        final String write;
+        final List<Object> keys;
+        final String res;
+        final String writer;
+        boolean in;
+
+        private Oracle(Map<String, Object> cmd, String writer) {
+            this.enter = Peer.string(cmd, "oEnter");
+            this.read = Peer.string(cmd, "oRead");
+            this.write = Peer.string(cmd, "oWrite");
+            this.keys = strings(cmd, "oKeys");
+            this.res = Peer.string(cmd, "oRes");
+            this.writer = writer;
+        }
+
+        static Oracle of(Map<String, Object> cmd, String writer) {
+            return cmd.get("oEnter") == null ? null : new Oracle(cmd, writer);
+        }
+
+        private Object call(RScript script, String sha, Long token, String value) {
+            return script.evalSha(RScript.Mode.READ_WRITE, sha, LONG, keys, res, writer, writer + ":" + token,
+                    String.valueOf(token), "1", String.valueOf(System.nanoTime()), value);
+        }
+
+        void enter(RScript script, Long token) {
+            Object ok = call(script, enter, token, "");
+            in = ok instanceof Long && (Long) ok == 1L;
+        }
+
+        void readModifyWrite(RScript script, Long token) {
+            if (!in) {
+                return;
+            }
+            Object c = call(script, read, token, "");
+            long v = c instanceof Long ? (Long) c : 0;
+            Object ok = call(script, write, token, String.valueOf(v + 1));
+            if (!(ok instanceof Long && (Long) ok == 1L)) {
+                in = false; // fenced out
+            }
+        }
     }
 
     private static List<Object> strings(Map<String, Object> cmd, String key) {
