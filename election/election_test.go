@@ -374,3 +374,19 @@ func TestForeignKey(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "application data", v, "left as it was")
 }
+
+// An Observe whose receiver stopped reading ends with the Client too.
+func TestObserveUnreadEndsWithTheClient(t *testing.T) {
+	ctx := redistest.Context(t)
+	c, _ := newClient(t)
+	name := electionName(t)
+	holder, _ := newClient(t)
+	_, err := election.New(holder, name).Campaign(ctx, "a")
+	require.NoError(t, err)
+	seen := election.New(c, name).Observe(context.Background()) // never read, never cancelled
+	time.Sleep(100 * time.Millisecond)                          // its first send waits
+	require.NoError(t, c.Close())
+	time.Sleep(300 * time.Millisecond)
+	_, open := <-seen
+	assert.False(t, open, "Observe gave up its send when the Client closed")
+}

@@ -56,6 +56,7 @@ func (e *Election) observe(ctx context.Context, out chan<- Leader) {
 		quick = vacantFirst // the next wait after a vacancy or a failure
 	)
 	poll := vacantFirst // while not subscribed: the next wait, doubling
+	again := false      // a wake-up came while a leader was being sent
 	for {
 		if ctx.Err() != nil || rt.Closed() {
 			return
@@ -79,9 +80,7 @@ func (e *Election) observe(ctx context.Context, out chan<- Leader) {
 		default:
 			quick = vacantFirst
 			if !seen || cur != last {
-				select {
-				case out <- cur:
-				case <-ctx.Done():
+				if !e.send(ctx, out, cur, watchers, &again) {
 					return
 				}
 				last, seen = cur, true
@@ -98,6 +97,10 @@ func (e *Election) observe(ctx context.Context, out chan<- Leader) {
 		} else {
 			poll = vacantFirst
 		}
+		if again {
+			// Woken while the receiver was slow: look again at once.
+			again, wait = false, 0
+		}
 		timer.Reset(wait)
 		var lockC, ownC <-chan struct{}
 		if watchers != nil {
@@ -111,6 +114,31 @@ func (e *Election) observe(ctx context.Context, out chan<- Leader) {
 		case <-timer.C:
 		}
 		timer.Stop()
+	}
+}
+
+// send hands ld to the receiver. It gives up (false) when ctx ends, or
+// when the Client closes meanwhile (the hub's close wakes its watchers),
+// so that a receiver that stopped reading keeps no goroutine past either;
+// a wake-up that comes while it waits sets again.
+func (e *Election) send(ctx context.Context, out chan<- Leader, ld Leader, watchers []*pubsub.Watcher, again *bool) bool {
+	var lockC, ownC <-chan struct{}
+	if watchers != nil {
+		lockC, ownC = watchers[0].C(), watchers[1].C()
+	}
+	for {
+		select {
+		case out <- ld:
+			return true
+		case <-ctx.Done():
+			return false
+		case <-lockC:
+		case <-ownC:
+		}
+		if e.l.RT().Closed() {
+			return false
+		}
+		*again = true
 	}
 }
 
