@@ -422,6 +422,7 @@ func (r *electionRun) leaderProc(ctx context.Context, e *election.Election, pref
 
 // TestElectionChaos is the election's row of the fault suite.
 func TestElectionChaos(t *testing.T) {
+	redistest.RequireProcess(t)
 	runFor := time.Duration(sized(7, 60)) * time.Second
 	watchdog := time.Duration(sized(1000, 2000)) * time.Millisecond
 	srv := redistest.Standalone(t)
