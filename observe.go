@@ -91,6 +91,7 @@ const (
 	KindExpirable        Kind = "semaphore.expirable"
 	KindLatch            Kind = "latch"
 	KindRateLimiter      Kind = "ratelimit"
+	KindElection         Kind = "election"  // a campaign's hold on the fenced lock, and the election's errors
 	KindMultiLock        Kind = "multilock" // in errors only: its members' events are theirs
 	KindRedLock          Kind = "redlock"   // in errors only, as KindMultiLock
 	KindClient           Kind = "client"    // in errors only: New, OwnerID, Client.Owner, ClockSkew

@@ -41,10 +41,14 @@ type snippet struct {
 var snippetGivens = map[string]string{
 	"README.md": `var ctx context.Context
 var c *interlock.Client
-func doWork(context.Context) {}`,
+func doWork(context.Context) {}
+func schedule(context.Context, uint64) {}`,
 	"doc.go": `var ctx context.Context
 var m *rlock.Mutex
 func work(context.Context) {}`,
+	"election/doc.go": `var ctx context.Context
+var client *interlock.Client
+func work(context.Context, uint64) {}`,
 	"fenced/doc.go": `var ctx context.Context
 var rc rueidis.Client
 var m *fenced.Mutex`,
@@ -89,6 +93,7 @@ var snippetImports = []string{
 	"github.com/interlock-go/interlock/semaphore",
 	"github.com/interlock-go/interlock/latch",
 	"github.com/interlock-go/interlock/ratelimit",
+	"github.com/interlock-go/interlock/election",
 	"github.com/interlock-go/interlock/pubsub",
 	"github.com/interlock-go/interlock/renewal",
 	"github.com/interlock-go/interlock/lua",

@@ -19,7 +19,7 @@ import (
 // imports, and what go doc and pkg.go.dev show.
 var surfacePackages = []string{
 	".", "rlock", "fairlock", "fenced", "spin", "nonreentrant", "rwlock",
-	"semaphore", "latch", "multilock", "ratelimit", "renewal", "pubsub", "lua",
+	"semaphore", "latch", "multilock", "ratelimit", "election", "renewal", "pubsub", "lua",
 }
 
 // TestSurface holds the public surface to two rules: every exported

@@ -364,6 +364,7 @@ func TestInteropKinds(t *testing.T) {
 				t.Run("rw/javaReadUnlockKeepsGoReaders", func(t *testing.T) { interopReadUnlockTTL(t, e, true) })
 				t.Run("rw/goReadUnlockKeepsJavaReaders", func(t *testing.T) { interopReadUnlockTTL(t, e, false) })
 				t.Run("fenced/tokensIncrease", func(t *testing.T) { interopFencedTokens(t, e) })
+				t.Run("election/javaAndGoLeaders", func(t *testing.T) { interopElection(t, e) })
 				t.Run("names/braceWithoutTag", func(t *testing.T) { interopBraceName(t, e) })
 			})
 		}

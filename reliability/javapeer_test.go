@@ -49,6 +49,7 @@ type jvmReq struct {
 	Name        string
 	Wait, Lease time.Duration
 	Permits     int
+	Extra       map[string]any // further fields of the command, as the op reads them
 }
 
 // jvmReply is the peer's answer; Err is "<Exception>: <message>..." when OK
@@ -233,6 +234,9 @@ func (p *jvmPeer) Do(ctx context.Context, req jvmReq) (jvmReply, error) {
 	}
 	if req.Permits != 0 {
 		cmd["permits"] = req.Permits
+	}
+	for k, v := range req.Extra {
+		cmd[k] = v
 	}
 	line, _ := json.Marshal(cmd)
 	p.writeMu.Lock()

@@ -11,6 +11,8 @@
 //	                    [--permits N] [--wait D] [--lease D]
 //	                    [--watchdog-timeout D] [--grace D]
 //	                    LOCK... -- CMD [ARGS...]
+//	interlock leader    [--redis URL] [--name-prefix P] [--value V]
+//	                    [--watchdog-timeout D] [--grace D] NAME -- CMD [ARGS...]
 //	interlock semaphore init [--redis URL] [--name-prefix P] [--kind KIND]
 //	                    [--ttl D] NAME N
 //	interlock semaphore add  [--redis URL] [--name-prefix P] [--kind KIND]
@@ -44,6 +46,13 @@
 // halves of RReadWriteLock) or fenced (RFencedLock: CMD also gets
 // INTERLOCK_FENCE_TOKEN, the acquisition's fencing token, larger than every
 // token handed out for the lock before).
+//
+// leader campaigns in the election NAME (package election: the leader
+// holds the fenced lock NAME, RFencedLock in Java) and runs CMD only while
+// it leads, with INTERLOCK_FENCING_TOKEN (also INTERLOCK_FENCE_TOKEN), the
+// term's fencing token, and INTERLOCK_LEADER_VALUE, --value (default
+// host:pid), in its environment; it resigns when CMD exits, and ends CMD
+// when leadership is lost as run does when its lock is, with exit 79.
 //
 // run --kind semaphore holds --permits N permits (default 1) of an
 // RSemaphore while CMD runs, waiting for them as for a lock (--wait, exit
@@ -133,7 +142,8 @@
 //	75     run: the lock or permits were still busy when --wait ran out;
 //	       latch await: the latch was still closed when --wait ran out
 //	79     run: the lock or an expirable permit was lost while CMD ran (CMD
-//	       was terminated), or was found gone when CMD exited
+//	       was terminated), or was found gone when CMD exited; leader: the
+//	       leadership was, in the same ways
 //	126    run: CMD could not be executed
 //	127    run: CMD was not found
 //	128+N  run: CMD died of signal N, or interlock got signal N while

@@ -11,6 +11,7 @@ import (
 	"github.com/interlock-go/interlock/cmd/interlock/internal/exit"
 	"github.com/interlock-go/interlock/cmd/interlock/internal/inspect"
 	"github.com/interlock-go/interlock/cmd/interlock/internal/latchcmd"
+	"github.com/interlock-go/interlock/cmd/interlock/internal/leader"
 	"github.com/interlock-go/interlock/cmd/interlock/internal/ls"
 	"github.com/interlock-go/interlock/cmd/interlock/internal/ratelimitcmd"
 	"github.com/interlock-go/interlock/cmd/interlock/internal/run"
@@ -21,6 +22,7 @@ import (
 // commands lists the subcommands in the order the usage text gives them.
 var commands = []cli.Command{
 	run.Command,
+	leader.Command,
 	semaphorecmd.Command,
 	latchcmd.Command,
 	ratelimitcmd.Command,

@@ -15,6 +15,8 @@ Usage:
                       [--permits N] [--wait D] [--lease D]
                       [--watchdog-timeout D] [--grace D]
                       LOCK... -- CMD [ARGS...]
+  interlock leader    [--redis URL] [--name-prefix P] [--value V]
+                      [--watchdog-timeout D] [--grace D] NAME -- CMD [ARGS...]
   interlock semaphore init [--redis URL] [--name-prefix P] [--kind KIND]
                       [--ttl D] NAME N
   interlock semaphore add  [--redis URL] [--name-prefix P] [--kind KIND]
@@ -39,6 +41,9 @@ Usage:
   run        hold LOCK (several: all at once), or N permits of a semaphore,
              while CMD runs, like flock(1) across machines; or take N
              permits of a rate limiter before CMD runs
+             while CMD runs, like flock(1) across machines
+  leader     run CMD only while this process leads the election NAME
+             (the fenced lock NAME), with its fencing token
   semaphore  set up a semaphore's permits, or add some
   latch      set up a count-down latch, count it down, or wait until open
   ratelimit  set a rate limiter's rate, or take permits from it

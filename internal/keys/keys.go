@@ -45,6 +45,14 @@ const (
 	// ReadWriteChannelPrefix names a read/write lock's channel:
 	// Prefix(ReadWriteChannelPrefix, name).
 	ReadWriteChannelPrefix = "redisson_rwlock"
+	// LeaderPrefix names an election's value key, interlock's own: a hash
+	// of the leader's owner, token and value that lives as long as the
+	// leader's hold on the fenced lock of the same name (LeaderValue).
+	LeaderPrefix = "interlock_leader"
+	// LeaderChannelPrefix names the channel on which an election's Go
+	// leaders announce a new term (LeaderChannel); interlock's own, unknown
+	// to Redisson.
+	LeaderChannelPrefix = "interlock_leader__channel"
 )
 
 // LatchChannelPrefix is what LatchChannel puts before "{name}"; unlike the
@@ -113,6 +121,14 @@ func Suffix(name, suffix string) string {
 // LockChannel is the channel on which reentrant and fenced locks announce
 // a release: redisson_lock__channel:{name}.
 func LockChannel(name string) string { return Prefix(LockChannelPrefix, name) }
+
+// LeaderValue is an election's value key, in the lock's slot:
+// interlock_leader:{name}.
+func LeaderValue(name string) string { return Prefix(LeaderPrefix, name) }
+
+// LeaderChannel is the channel on which an election's Go leaders announce
+// their terms: interlock_leader__channel:{name}.
+func LeaderChannel(name string) string { return Prefix(LeaderChannelPrefix, name) }
 
 // UnlockLatch is the key that makes one logical unlock idempotent:
 // redisson_unlock_latch:{name}:<requestID>.

@@ -74,6 +74,13 @@ func New(client any, kind *Kind, name string) Common {
 	return l
 }
 
+// Key returns the lock's key: its name as the Client's NameMapper maps it,
+// from which its other keys derive.
+func (l *Common) Key() string { return l.name }
+
+// RT returns the Client's runtime (nil for a nil client).
+func (l *Common) RT() *runtime.Runtime { return l.rt }
+
 // FairWait is the wait-timeout option of the fair kinds: the timeout, and
 // the argument error of a bad one, which NewFair reports.
 type FairWait struct {

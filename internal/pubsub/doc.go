@@ -59,6 +59,13 @@
 // returns at once; that resubscription wake-up covers it too.) Callers must
 // still pass the holder's TTL to Wait.
 //
+// A Watcher (Hub.Watch) shares a channel's subscription without waiting
+// in it: it hears every message, and every wake-up of all its waiters,
+// through a buffered-1 channel, and takes no "0" from the waiters, which
+// still wake, or store the permit, as if it were not there. An election's
+// observer watches the lock's channel so, beside candidates of its own
+// process.
+//
 // Closing the last Subscription of a channel drops the local entry at once
 // (Hub.Channels reflects it synchronously); the (S)UNSUBSCRIBE is sent
 // asynchronously, promptly, by the connection goroutine. A Subscribe that

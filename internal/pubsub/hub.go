@@ -438,6 +438,7 @@ func (h *Hub) dispatch(key chanKey, payload string) {
 	if e == nil {
 		return
 	}
+	e.notify()
 	switch e.policy {
 	case WakeLock:
 		if payload == unlockMessage {

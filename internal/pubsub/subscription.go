@@ -79,6 +79,8 @@ type entry struct {
 	// stored permit) that have not yet acted on it (Subscription.Pass):
 	// a WakeCount message wakes only as many more as it announced.
 	trying int
+	// watchers hear every message and wake-up of the channel (Watch).
+	watchers map[*Watcher]struct{}
 }
 
 func newEntry(key chanKey, slot uint16, policy Policy) *entry {
@@ -186,6 +188,7 @@ func (e *entry) releaseCount(n int64) {
 // Subscription.Wait).
 func (e *entry) wakeAll() {
 	e.mu.Lock()
+	e.notifyLocked()
 	e.wakeAlls++
 	e.relayTo = e.pushes
 	e.relayLocked()
@@ -205,10 +208,28 @@ func (e *entry) shutdown() {
 	e.mu.Lock()
 	e.closed = true
 	e.permits = 0
+	e.notifyLocked()
 	for e.head != nil {
 		e.signal(e.head, wakeClosed)
 	}
 	e.mu.Unlock()
+}
+
+// notify tells every Watcher of the channel that something happened.
+func (e *entry) notify() {
+	e.mu.Lock()
+	e.notifyLocked()
+	e.mu.Unlock()
+}
+
+// notifyLocked is notify with e.mu held.
+func (e *entry) notifyLocked() {
+	for w := range e.watchers {
+		select {
+		case w.ch <- struct{}{}:
+		default: // one pending notification stands for any number
+		}
+	}
 }
 
 // queueHint reports whether waiters are parked, and how long the one that
@@ -480,4 +501,47 @@ func (s *Subscription) passLocked() {
 		s.relay = false
 		s.e.relayLocked()
 	}
+}
+
+// Watcher hears every message of a channel, and every wake-up of all its
+// waiters (a resubscription after the connection was lost, the hub's
+// close), without taking part in the channel's wake policy: a "0" still
+// wakes, or is stored for, one waiter. It shares the channel's one server
+// subscription. For an observer of a lock that must not take a wake-up
+// away from the lock's waiters in its process.
+type Watcher struct {
+	sub *Subscription
+	ch  chan struct{}
+}
+
+// Watch subscribes to channel, as SubscribeWith does, for a Watcher.
+func (h *Hub) Watch(ctx context.Context, channel string, sharded bool, policy Policy) (*Watcher, error) {
+	s, err := h.SubscribeWith(ctx, channel, sharded, policy)
+	if err != nil {
+		return nil, err
+	}
+	w := &Watcher{sub: s, ch: make(chan struct{}, 1)}
+	e := s.e
+	e.mu.Lock()
+	if e.watchers == nil {
+		e.watchers = make(map[*Watcher]struct{})
+	}
+	e.watchers[w] = struct{}{}
+	e.mu.Unlock()
+	return w, nil
+}
+
+// C receives a value after one or more messages or wake-ups: at most one
+// is pending at a time, so a slow reader misses none, but learns of
+// several at once.
+func (w *Watcher) C() <-chan struct{} { return w.ch }
+
+// Close stops the Watcher and releases its reference to the channel. It is
+// idempotent.
+func (w *Watcher) Close() {
+	e := w.sub.e
+	e.mu.Lock()
+	delete(e.watchers, w)
+	e.mu.Unlock()
+	w.sub.Close()
 }

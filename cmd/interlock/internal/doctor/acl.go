@@ -126,6 +126,13 @@ func aclGroups(name string, cluster, sharded bool) []aclGroup {
 	token := keys.Prefix(keys.FenceTokenPrefix, name)
 	fenced := join(script(name, token), []aclProbe{p("INCR", token)})
 
+	value, leaderChan := keys.LeaderValue(name), keys.LeaderChannel(name)
+	election := join(script(name, token, value, lockChan, latch), []aclProbe{
+		p("INCR", token), p("HKEYS", name),
+		p("HSET", value, "owner", aclOwner), p("HGET", value, "owner"), p("HMGET", value, "owner", "token", "value"),
+		p("PEXPIRE", value, "30000"), p("DEL", value),
+	}, pubsub(leaderChan))
+
 	semChan, receipt := keys.SemaphoreChannel(name), keys.Receipt(name, aclRequestID)
 	semaphore := join(script(name, semChan, receipt), []aclProbe{
 		p("INCRBY", name, "1"), p("DECRBY", name, "1"), p("TYPE", name),
@@ -163,6 +170,7 @@ func aclGroups(name string, cluster, sharded bool) []aclGroup {
 		{name: "fair", probes: fair},
 		{name: "read-write", probes: readWrite},
 		{name: "fenced", probes: fenced},
+		{name: "election", probes: election},
 		{name: "semaphore", probes: semaphore},
 		{name: "expirable-semaphore", probes: expirable},
 		{name: "latch", probes: latchKind},
@@ -183,6 +191,7 @@ var aclKinds = map[string][]string{
 	"fair":                {"connection", "reentrant"},
 	"read-write":          {"connection", "reentrant"},
 	"fenced":              {"connection", "reentrant"},
+	"election":            {"connection", "reentrant"},
 	"semaphore":           {"connection", "reentrant"},
 	"expirable-semaphore": {"connection", "reentrant"},
 	"latch":               {"connection", "reentrant"},

@@ -191,7 +191,7 @@ func minimalACL(t *testing.T) [][]string {
 		}
 		lines = append(lines, keep)
 	}
-	require.Len(t, lines, 8, "the first line and seven kinds' lines")
+	require.Len(t, lines, 9, "the first line and eight kinds' lines")
 	require.Equal(t, "resetkeys", lines[0][0])
 	return lines
 }
@@ -251,7 +251,7 @@ func TestDoctorRestrictedUser(t *testing.T) {
 	fair := kinds["fair"].(map[string]any)
 	assert.Equal(t, false, fair["ok"])
 	assert.Contains(t, fair["missing"], "RPUSH redisson_lock_queue:{app:doctor} "+aclOwner)
-	assert.Equal(t, "user rlock may use reentrant; not fair, read-write, fenced, semaphore, expirable-semaphore, latch, ratelimit", acl.Summary)
+	assert.Equal(t, "user rlock may use reentrant; not fair, read-write, fenced, election, semaphore, expirable-semaphore, latch, ratelimit", acl.Summary)
 	assert.Contains(t, acl.Meaning, "fair: EVALSHA, EVAL on its scripts' keys; LINDEX, LPOP, LRANGE, LREM, RPUSH on redisson_lock_queue:{app:doctor}; ZADD, ZINCRBY, ZRANGE, ZREM, ZSCORE on redisson_lock_timeout:{app:doctor}. read-write: ")
 	assert.Contains(t, acl.Meaning, "Refused, but needed only in some setups: ZREM on {app:doctor}:permits (only to take back an acquisition whose reply was lost); WAIT (only with WithReplicaAcks or WithReplicaSync); INFO (only with WithReplicaSync).")
 

@@ -44,6 +44,7 @@ type runConfig struct {
 	locks    []string // every LOCK name, in the order given (several: a multilock)
 	prefix   string   // --name-prefix
 	argv     []string // CMD and its arguments
+	what     string   // the hold in messages, when another command runs CMD (Supervise)
 }
 
 // parseRunArgs parses run's arguments: flags and LOCK, "--", then CMD.
@@ -227,6 +228,9 @@ func acquire(ctx context.Context, io cli.Stdio, c *redisconn.Conn, l locker, cfg
 // when it is not the default, as in `write lock "L"`, or the semaphore, as
 // in `semaphore "S"`.
 func (cfg *runConfig) describeLock() string {
+	if cfg.what != "" {
+		return cfg.what
+	}
 	if len(cfg.locks) > 1 {
 		return cfg.describeMulti()
 	}

@@ -467,6 +467,9 @@ public final class Peer {
         if (Sync.handles(string(cmd, "kind"))) {
             return Sync.execute(this, op, cmd);
         }
+        if (Election.handles(string(cmd, "kind"))) {
+            return Election.execute(this, op, cmd);
+        }
         long waitMs = number(cmd, "waitMs", 0);
         long leaseMs = number(cmd, "leaseMs", 0);
         long lease = leaseMs > 0 ? leaseMs : -1; // -1: watchdog
