@@ -166,7 +166,7 @@ func (s *sets) each(f func(*attrSet)) {
 	})
 }
 
-const numKinds = 12
+const numKinds = 13
 
 // kindIndex numbers the known kinds; -1 for any other.
 func kindIndex(k string) int {
@@ -195,6 +195,8 @@ func kindIndex(k string) int {
 		return 10
 	case interlock.KindRateLimiter:
 		return 11
+	case interlock.KindElection:
+		return 12
 	}
 	return -1
 }

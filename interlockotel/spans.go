@@ -52,6 +52,7 @@ func init() {
 		interlock.KindRLock, interlock.KindFairLock, interlock.KindReadLock, interlock.KindWriteLock,
 		interlock.KindFenced, interlock.KindNonReentrant, interlock.KindNonReentrantFair, interlock.KindSpin,
 		interlock.KindSemaphore, interlock.KindExpirable, interlock.KindLatch, interlock.KindRateLimiter,
+		interlock.KindElection,
 	} {
 		spanNames[string(k)] = [2]string{"acquire " + string(k), "release " + string(k)}
 	}
