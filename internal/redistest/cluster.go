@@ -170,17 +170,26 @@ func (c *ClusterServers) waitStable(ctx context.Context, want func(*topology) er
 }
 
 // readTopology checks the cluster once and returns its topology if it is
-// stable: every node sees a healthy cluster of all nodes and three masters,
-// has no slot migrating or importing, and returns the same CLUSTER SLOTS,
+// stable: every node sees a healthy cluster of all nodes and three masters
+// at one current epoch, has no slot migrating or importing, and returns the same CLUSTER SLOTS,
 // in which every master has its replicas; and every replica's link to its
 // master is up.
 func (c *ClusterServers) readTopology(ctx context.Context) (*topology, error) {
-	var first string
+	var first, epoch string
 	var t topology
 	for i, n := range c.nodes {
 		info, err := redisproc.CommandString(ctx, n.addr, "CLUSTER", "INFO")
 		if err != nil {
 			return nil, fmt.Errorf("%s: CLUSTER INFO: %w", n.addr, err)
+		}
+		// A config epoch bumped by a reshard's last slot, not yet heard
+		// of by every node, can make a failover started now promote a
+		// replica with a stale slot map.
+		e, _ := redisproc.InfoField(info, "cluster_current_epoch")
+		if i == 0 {
+			epoch = e
+		} else if e != epoch {
+			return nil, fmt.Errorf("%s: cluster_current_epoch is %s but %s's is %s", n.addr, e, c.nodes[0].addr, epoch)
 		}
 		for field, want := range map[string]string{
 			"cluster_state":          "ok",

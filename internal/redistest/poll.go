@@ -18,20 +18,18 @@ import (
 func waitUntil(ctx context.Context, interval time.Duration, what string, check func(context.Context) error) error {
 	t := time.NewTimer(0)
 	defer t.Stop()
+	var last error // the latest check's verdict, which says what was missing
 	for {
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("%s: %w", what, ctx.Err())
+			if last == nil {
+				return fmt.Errorf("%s: %w", what, ctx.Err())
+			}
+			return fmt.Errorf("%s: %w (last check: %v)", what, ctx.Err(), last)
 		case <-t.C:
 		}
-		err := check(ctx)
-		if err == nil {
+		if last = check(ctx); last == nil {
 			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("%s: %w (last check: %v)", what, ctx.Err(), err)
-		default:
 		}
 		t.Reset(interval)
 	}
