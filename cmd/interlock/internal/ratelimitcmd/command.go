@@ -181,7 +181,15 @@ func acquire(ctx context.Context, io cli.Stdio, c *redisconn.Conn, l *ratelimit.
 	defer interrupted()
 	start := time.Now()
 	quiet := waitnote.Start(ictx, io.Err, waitnote.After, WaitNote(c, l.Name(), n, look))
-	ok, err := Take(ictx, l, n, wait)
+	// One try first, so that "after" is said only of a wait, never of a
+	// slow reply.
+	ok, err := l.TryAcquire(ictx, n, 0)
+	waited := err == nil && !ok
+	if waited {
+		rest := wait
+		rest.D = max(0, wait.D-time.Since(start))
+		ok, err = Take(ictx, l, n, rest)
+	}
 	quiet()
 	if sig := interrupted(); sig != nil {
 		return exit.Errorf(exit.Signal(sig), "%v while waiting for rate limiter %q", sig, l.Name())
@@ -193,8 +201,8 @@ func acquire(ctx context.Context, io cli.Stdio, c *redisconn.Conn, l *ratelimit.
 		return exit.Errorf(exit.Busy, "rate limiter %q: %s not free within --wait %v", l.Name(), permitsWere(n), wait.D)
 	}
 	took := fmt.Sprintf("%s: took %s", l.Name(), cli.Plural(n, "permit"))
-	if waited := time.Since(start); waited >= 10*time.Millisecond {
-		took += " after " + waited.Round(time.Millisecond).String()
+	if waited {
+		took += " after " + time.Since(start).Round(time.Millisecond).String()
 	}
 	fmt.Fprintln(io.Out, took)
 	return nil
