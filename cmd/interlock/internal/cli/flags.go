@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -56,6 +57,29 @@ func (fs *FlagSet) ParseArgs(io Stdio, args []string) ([]string, error) {
 		positional = append(positional, rest[0])
 		args = rest[1:]
 	}
+}
+
+// ParseCommand parses the arguments of a command that runs CMD: flags and
+// what (the positional arguments, "LOCK" or "NAME"), then "--", then CMD
+// and its arguments. It refuses a missing "--", no what before it and no
+// CMD after it.
+func (fs *FlagSet) ParseCommand(io Stdio, args []string, what string) (positional, argv []string, err error) {
+	head, hasSep := args, false
+	if i := slices.Index(args, "--"); i >= 0 {
+		head, argv, hasSep = args[:i], args[i+1:], true
+	}
+	if positional, err = fs.ParseArgs(io, head); err != nil {
+		return nil, nil, err
+	}
+	switch {
+	case !hasSep:
+		return nil, nil, Usagef(fs.Name(), "missing \"--\" between %s and CMD", what)
+	case len(positional) == 0:
+		return nil, nil, Usagef(fs.Name(), "no %s before \"--\"", what)
+	case len(argv) == 0:
+		return nil, nil, Usagef(fs.Name(), "no CMD after \"--\"")
+	}
+	return positional, argv, nil
 }
 
 // errHelp is returned by ParseArgs after printing help: the command ends

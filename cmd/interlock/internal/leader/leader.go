@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
-	"slices"
 	"strconv"
 
 	"github.com/interlock-go/interlock"
@@ -62,23 +61,13 @@ func parse(io cli.Stdio, args []string) (*config, error) {
 	fs.Var(&cfg.watchdog, "watchdog-timeout", "watchdog lease")
 	fs.Var(&cfg.grace, "grace", "time between SIGTERM and SIGKILL")
 
-	head, argv, hasSep := args, []string(nil), false
-	if i := slices.Index(args, "--"); i >= 0 {
-		head, argv, hasSep = args[:i], args[i+1:], true
-	}
-	positional, err := fs.ParseArgs(io, head)
+	positional, argv, err := fs.ParseCommand(io, args, "NAME")
 	if err != nil {
 		return nil, err
 	}
 	switch {
-	case !hasSep:
-		return nil, cli.Usagef("leader", "missing \"--\" between NAME and CMD")
-	case len(positional) == 0:
-		return nil, cli.Usagef("leader", "no NAME before \"--\"")
 	case len(positional) > 1:
 		return nil, cli.Usagef("leader", "one NAME only, got %d", len(positional))
-	case len(argv) == 0:
-		return nil, cli.Usagef("leader", "no CMD after \"--\"")
 	case cfg.watchdog.D < interlock.MinWatchdogTimeout:
 		return nil, cli.Usagef("leader", "--watchdog-timeout %v: the minimum is %v", cfg.watchdog.D, interlock.MinWatchdogTimeout)
 	case cfg.grace.D < 0:

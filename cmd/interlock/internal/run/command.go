@@ -65,21 +65,9 @@ func parseRunArgs(io cli.Stdio, args []string) (*runConfig, error) {
 	grace := &cli.DurationFlag{D: defaultGrace}
 	fs.Var(grace, "grace", "time between SIGTERM and SIGKILL")
 
-	head, argv, hasSep := args, []string(nil), false
-	if i := slices.Index(args, "--"); i >= 0 {
-		head, argv, hasSep = args[:i], args[i+1:], true
-	}
-	positional, err := fs.ParseArgs(io, head)
+	positional, argv, err := fs.ParseCommand(io, args, "LOCK")
 	if err != nil {
 		return nil, err
-	}
-	switch {
-	case !hasSep:
-		return nil, cli.Usagef("run", "missing \"--\" between LOCK and CMD")
-	case len(positional) == 0:
-		return nil, cli.Usagef("run", "no LOCK before \"--\"")
-	case len(argv) == 0:
-		return nil, cli.Usagef("run", "no CMD after \"--\"")
 	}
 	if err := checkKind(cfg.kind); err != nil {
 		return nil, err
