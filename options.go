@@ -180,8 +180,9 @@ func WithReplicaSync(timeout time.Duration) Option {
 // wrapping the kind's ErrLockLost and ErrMaxHold when the key is gone or
 // the server does not answer within 200 ms (the release then goes on in
 // the background), and releases normally when it is still there. Holds
-// with an explicit lease are not affected. The default, 0, is no limit, as
-// in Redisson.
+// with an explicit lease are not affected, Extend's included: a holder
+// that asks for more time is alive. The default, 0, is no limit, as in
+// Redisson.
 func WithMaxHold(d time.Duration) Option {
 	return func(c *config) { c.MaxHold = d }
 }
