@@ -98,9 +98,20 @@ func TestFreePortLeavesRoomForTheBus(t *testing.T) {
 func TestSpawnDetectsBusyBusPort(t *testing.T) {
 	t.Parallel()
 	bin := requireServer(t)
-	port, err := FreePort(true)
-	require.NoError(t, err)
-	bus, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(port+ClusterBusOffset))
+	// Another test process may take the bus port between FreePort and the
+	// Listen: take another one then.
+	var (
+		port int
+		bus  net.Listener
+		err  error
+	)
+	for range 20 {
+		port, err = FreePort(true)
+		require.NoError(t, err)
+		if bus, err = net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(port+ClusterBusOffset)); err == nil {
+			break
+		}
+	}
 	require.NoError(t, err)
 	defer bus.Close()
 
