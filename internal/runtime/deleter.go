@@ -16,13 +16,20 @@ import (
 // its answer: unlock latches and semaphore receipts. They ride on the
 // Client's next script, in the same pipeline (Runtime.Send), once the
 // oldest has waited deleteWindow or enough are queued, so that under load
-// one DEL per hash slot goes with one script in many, no goroutine is
-// woken and no round trip is added. A timer sweeps the keys that no script
-// took within sweepAge (a Client gone quiet, or, on a cluster, a slot no
-// script goes to); a key it cannot delete expires by its TTL.
+// one DEL goes with one script in many, no goroutine is woken and no
+// round trip is added. A timer sweeps the keys that no script took within
+// sweepAge (a Client gone quiet, or, on a cluster, a slot no script goes
+// to); a key it cannot delete expires by its TTL.
+//
+// On a cluster a DEL holds the keys of one hash slot. Elsewhere one DEL
+// holds keys of every slot until the server refuses such a DEL, as one
+// that enforces slots behind one address (a managed service, a proxy)
+// does with CROSSSLOT; from then on a DEL holds one slot's keys there
+// too, and the refused keys are queued again.
 type deleter struct {
 	rc      rueidis.Client
 	cluster bool
+	spans   atomic.Bool // a DEL may hold keys of several slots
 
 	n       atomic.Int32 // len(pending), read without mu before every script
 	first   atomic.Int64 // when pending[0] was queued, in UnixNano; read likewise
@@ -61,7 +68,16 @@ const (
 )
 
 func newDeleter(rc rueidis.Client) *deleter {
-	return &deleter{rc: rc, cluster: rc.Mode() == rueidis.ClientModeCluster}
+	d := &deleter{rc: rc, cluster: rc.Mode() == rueidis.ClientModeCluster}
+	d.spans.Store(!d.cluster)
+	return d
+}
+
+// delBatch is one DEL command and the keys it holds.
+type delBatch struct {
+	cmds  rueidis.Commands
+	keys  [][]string // cmds[i]'s keys; rueidis recycles a command once sent
+	spans bool       // a DEL may hold keys of several slots
 }
 
 // add queues key. It sends nothing and wakes nothing; a Client that has
@@ -95,9 +111,9 @@ func (d *deleter) add(key string) {
 // take returns the DEL commands that go along with a script on key's
 // slot: none while the oldest queued key is younger than deleteWindow and
 // fewer than deleteBatch wait; on a cluster, only keys of that slot.
-func (d *deleter) take(key string, now time.Time) rueidis.Commands {
+func (d *deleter) take(key string, now time.Time) delBatch {
 	if n := d.n.Load(); n == 0 || n < deleteBatch && now.UnixNano()-d.first.Load() < int64(deleteWindow) {
-		return nil // without taking mu, which every script would contend for
+		return delBatch{} // without taking mu, which every script would contend for
 	}
 	var slot uint16
 	if d.cluster {
@@ -106,14 +122,15 @@ func (d *deleter) take(key string, now time.Time) rueidis.Commands {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if len(d.pending) == 0 || len(d.pending) < deleteBatch && now.Sub(d.pending[0].at) < deleteWindow {
-		return nil
+		return delBatch{}
 	}
 	return d.dels(func(k queuedKey) bool { return !d.cluster || k.slot == slot })
 }
 
-// dels removes the queued keys that pick accepts and returns their DELs,
-// one per hash slot (and maxDelKeys). d.mu must be held.
-func (d *deleter) dels(pick func(queuedKey) bool) rueidis.Commands {
+// dels removes the queued keys that pick accepts and returns their DELs:
+// one per hash slot unless a DEL may span slots, and at most maxDelKeys
+// keys each. d.mu must be held.
+func (d *deleter) dels(pick func(queuedKey) bool) delBatch {
 	var taken []queuedKey
 	kept := d.pending[:0]
 	for _, k := range d.pending {
@@ -129,29 +146,59 @@ func (d *deleter) dels(pick func(queuedKey) bool) rueidis.Commands {
 	if len(kept) > 0 {
 		d.first.Store(kept[0].at.UnixNano())
 	}
+	b := delBatch{spans: d.spans.Load()}
 	if len(taken) == 0 {
-		return nil
+		return b
 	}
-	// The keys of one DEL share a slot, whatever the client's mode: a
-	// cluster, and a server that enforces slots behind one address (a
-	// managed service, a proxy), refuse a DEL whose keys span slots.
 	groups := map[uint16][]string{}
 	var order []uint16
 	for _, k := range taken {
-		if _, ok := groups[k.slot]; !ok {
-			order = append(order, k.slot)
+		slot := k.slot
+		if b.spans {
+			slot = 0
 		}
-		groups[k.slot] = append(groups[k.slot], k.key)
+		if _, ok := groups[slot]; !ok {
+			order = append(order, slot)
+		}
+		groups[slot] = append(groups[slot], k.key)
 	}
-	var cmds rueidis.Commands
 	for _, s := range order {
 		for g := groups[s]; len(g) > 0; {
 			n := min(len(g), maxDelKeys)
-			cmds = append(cmds, d.rc.B().Del().Key(g[:n]...).Build())
+			b.cmds = append(b.cmds, d.rc.B().Del().Key(g[:n]...).Build())
+			b.keys = append(b.keys, g[:n:n])
 			g = g[n:]
 		}
 	}
-	return cmds
+	return b
+}
+
+// refused reads the replies to b's DELs: the first refusal of a DEL that
+// spans slots turns spanning off and queues its keys again, one DEL per
+// slot from then on. Other failures leave the keys to their TTL.
+func (d *deleter) refused(b delBatch, replies []rueidis.RedisResult) {
+	if !b.spans {
+		return
+	}
+	for i, res := range replies {
+		if _, ok := rueidis.IsRedisErr(res.Error()); !ok || !spansSlots(b.keys[i]) {
+			continue
+		}
+		d.spans.Store(false)
+		for _, k := range b.keys[i] {
+			d.add(k)
+		}
+	}
+}
+
+// spansSlots reports whether keys hash to more than one slot.
+func spansSlots(ks []string) bool {
+	for _, k := range ks[1:] {
+		if keys.Slot(k) != keys.Slot(ks[0]) {
+			return true
+		}
+	}
+	return false
 }
 
 // sweepNow runs on the timer: it deletes the keys that have waited
@@ -165,23 +212,24 @@ func (d *deleter) sweepNow() {
 	d.running.Add(1)
 	defer d.running.Done()
 	cut := time.Now().Add(-sweepAge)
-	cmds := d.dels(func(k queuedKey) bool { return k.at.Before(cut) })
+	b := d.dels(func(k queuedKey) bool { return k.at.Before(cut) })
 	d.armed = len(d.pending) > 0
 	if d.armed {
 		d.sweep.Reset(sweepEvery)
 	}
 	d.mu.Unlock()
-	d.send(cmds, time.Now().Add(deleteTimeout))
+	d.send(b, time.Now().Add(deleteTimeout))
 }
 
-// send sends cmds by deadline; failures are left to the keys' TTL.
-func (d *deleter) send(cmds rueidis.Commands, deadline time.Time) {
-	if len(cmds) == 0 {
+// send sends b by deadline; failures are left to the keys' TTL, but for
+// a refused DEL that spans slots (refused).
+func (d *deleter) send(b delBatch, deadline time.Time) {
+	if len(b.cmds) == 0 {
 		return
 	}
 	ctx, cancel := context.WithDeadline(context.Background(), deadline)
 	defer cancel()
-	d.rc.DoMulti(ctx, cmds...)
+	d.refused(b, d.rc.DoMulti(ctx, b.cmds...))
 }
 
 // close stops the timer, waits for a sweep in flight, and deletes every
@@ -192,20 +240,22 @@ func (d *deleter) close(deadline time.Time) {
 	if d.sweep != nil {
 		d.sweep.Stop()
 	}
-	cmds := d.dels(func(queuedKey) bool { return true })
+	b := d.dels(func(queuedKey) bool { return true })
 	d.mu.Unlock()
 	d.running.Wait()
-	d.send(cmds, deadline)
+	d.send(b, deadline)
 }
 
 // Send runs s with ks and args, as script.Exec does, and sends along, in
-// the same pipeline and ahead of it, the deletions queued for its slot
-// (see deleter). Their replies are not read: a key left expires by its TTL.
+// the same pipeline and ahead of it, the deletions queued for it (see
+// deleter). Their replies are read only for a refusal of a DEL that spans
+// slots: a key left expires by its TTL.
 func (r *Runtime) Send(ctx context.Context, s *script.Script, ks, args []string) rueidis.RedisResult {
 	if r.latches.n.Load() == 0 || len(ks) == 0 {
 		return s.Exec(ctx, r.RC, ks, args)
 	}
-	dels := r.latches.take(ks[0], time.Now())
+	b := r.latches.take(ks[0], time.Now())
+	dels := b.cmds
 	if len(dels) == 0 {
 		return s.Exec(ctx, r.RC, ks, args)
 	}
@@ -218,6 +268,7 @@ func (r *Runtime) Send(ctx context.Context, s *script.Script, ks, args []string)
 		}
 	}
 	res := r.RC.DoMulti(ctx, append(dels, cmd)...)
+	r.latches.refused(b, res[:len(dels)])
 	last := res[len(res)-1]
 	if script.IsNoScript(last.Error()) {
 		return r.RC.Do(ctx, s.Eval(r.RC, ks, args))

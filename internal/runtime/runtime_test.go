@@ -4,13 +4,16 @@ import (
 	"context"
 	"log/slog"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/redis/rueidis"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/interlock-go/interlock"
+	"github.com/interlock-go/interlock/internal/keys"
 	"github.com/interlock-go/interlock/internal/redistest"
 	"github.com/interlock-go/interlock/internal/runtime"
 )
@@ -118,8 +121,44 @@ func TestAutoModeProbeWaitsOnlyForItsOwnDeadline(t *testing.T) {
 	assert.Equal(t, redistest.FeaturesAt(t, cl.Addrs()[0]).ShardedPubSub(), sharded)
 }
 
+// Queued keys of many slots are deleted, by a DEL that spans slots on a
+// standalone server, and one slot at a time behind an endpoint that
+// refuses such a DEL; Close deletes the keys still queued.
 func TestDeleteLater(t *testing.T) {
-	rc := redistest.NewClient(t, addr)
+	t.Run("standalone", func(t *testing.T) { testDeleteLater(t, addr, false) })
+	t.Run("slotted", func(t *testing.T) { testDeleteLater(t, redistest.SharedSlotted(t), true) })
+}
+
+// delCounting counts the DELs sent in a DoMulti whose keys span slots, and
+// those of them the server refused.
+type delCounting struct {
+	rueidis.Client
+	spanning, refused atomic.Int64
+}
+
+func (c *delCounting) DoMulti(ctx context.Context, cmds ...rueidis.Completed) []rueidis.RedisResult {
+	spans := make([]bool, len(cmds)) // read before rueidis recycles them
+	for i, cmd := range cmds {
+		if args := cmd.Commands(); args[0] == "DEL" {
+			for _, k := range args[2:] {
+				spans[i] = spans[i] || keys.Slot(k) != keys.Slot(args[1])
+			}
+		}
+	}
+	res := c.Client.DoMulti(ctx, cmds...)
+	for i, r := range res {
+		if spans[i] {
+			c.spanning.Add(1)
+			if _, ok := rueidis.IsRedisErr(r.Error()); ok {
+				c.refused.Add(1)
+			}
+		}
+	}
+	return res
+}
+
+func testDeleteLater(t *testing.T, addr string, refuses bool) {
+	rc := &delCounting{Client: redistest.NewClient(t, addr)}
 	c, err := interlock.New(rc)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = c.Close() })
@@ -133,15 +172,27 @@ func TestDeleteLater(t *testing.T) {
 		r.DeleteLater(k)
 	}
 	count := func() int64 {
-		n, err := rc.Do(ctx, rc.B().Exists().Key(keys...).Build()).AsInt64()
-		require.NoError(t, err)
+		n := int64(0)
+		for _, k := range keys { // one slot per EXISTS, for the slotted endpoint
+			m, err := rc.Do(ctx, rc.B().Exists().Key(k).Build()).AsInt64()
+			require.NoError(t, err)
+			n += m
+		}
 		return n
 	}
 	require.Eventually(t, func() bool { return count() == 0 }, 5*time.Second, time.Millisecond)
+	assert.Positive(t, rc.spanning.Load(), "a DEL spans slots until one is refused")
+	if refuses {
+		assert.Equal(t, int64(1), rc.refused.Load(), "one refusal, then one slot per DEL")
+	} else {
+		assert.Zero(t, rc.refused.Load())
+	}
 
 	// Keys queued just before Close are deleted by Close.
-	require.NoError(t, rc.Do(ctx, rc.B().Set().Key(keys[0]).Value("1").Build()).Error())
-	r.DeleteLater(keys[0])
+	for _, k := range keys[:3] {
+		require.NoError(t, rc.Do(ctx, rc.B().Set().Key(k).Value("1").Build()).Error())
+		r.DeleteLater(k)
+	}
 	require.NoError(t, c.Close())
 	assert.Zero(t, count())
 }
