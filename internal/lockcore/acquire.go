@@ -56,8 +56,8 @@ type attempt struct {
 	pending *runtime.Pending
 }
 
-// sendBound is how long a detached try waits for its reply: the lease or
-// the watchdog timeout, whichever is longer, so that a short lease does not
+// sendBound is a detached try's deadline (runtime.SendDetached): the lease
+// or the watchdog timeout, whichever is longer, so that a short lease does not
 // cut short a reply that a loaded server sends late.
 func (a *attempt) sendBound() time.Duration { return max(a.lease, a.l.rt.Cfg.Watchdog) }
 

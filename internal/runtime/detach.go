@@ -26,8 +26,8 @@ type detacher struct {
 	quit context.CancelFunc
 	wg   sync.WaitGroup
 
-	mu     sync.Mutex
-	closed bool // under mu: sends run on their caller's goroutine
+	mu     sync.RWMutex // read-held by add, so that sends do not contend
+	closed bool         // under mu: sends run on their caller's goroutine
 }
 
 func newDetacher() *detacher {
@@ -46,8 +46,8 @@ func (d *detacher) close() {
 
 // add counts a goroutine about to start; false once closed.
 func (d *detacher) add() bool {
-	d.mu.Lock()
-	defer d.mu.Unlock()
+	d.mu.RLock()
+	defer d.mu.RUnlock()
 	if d.closed {
 		return false
 	}
@@ -61,6 +61,7 @@ func (d *detacher) add() bool {
 type Pending struct {
 	done chan struct{}
 	res  rueidis.RedisResult
+	ctx  sendCtx // the send's, allocated with it
 }
 
 // Done is closed once the send has ended.
@@ -71,8 +72,8 @@ func (p *Pending) Result() rueidis.RedisResult { return p.res }
 
 // SendDetached runs send, which must honour the context it is given,
 // and returns its reply. When ctx can end, send runs on a goroutine of
-// its own with ctx's values but not its end, bounded by bound and by
-// Close; if ctx ends first, SendDetached returns ctx's error and the
+// its own with ctx's values but not its end, and bound as its deadline
+// (sendCtx); if ctx ends first, SendDetached returns ctx's error and the
 // Pending send, which a clean-up step waits for before it takes back
 // what the command may have done.
 func (r *Runtime) SendDetached(ctx context.Context, bound time.Duration, send func(ctx context.Context) rueidis.RedisResult) (rueidis.RedisResult, *Pending) {
@@ -87,14 +88,11 @@ func (r *Runtime) SendDetached(ctx context.Context, bound time.Duration, send fu
 		return send(ctx), nil // the Client is closing
 	}
 	p := &Pending{done: make(chan struct{})}
+	p.ctx = sendCtx{vals: ctx, stop: d.stop, deadline: time.Now().Add(bound)}
 	go func() {
 		defer d.wg.Done()
 		defer close(p.done)
-		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), bound)
-		defer cancel()
-		stop := context.AfterFunc(d.stop, cancel)
-		defer stop()
-		p.res = send(sctx)
+		p.res = send(&p.ctx)
 	}()
 	select {
 	case <-p.done:
@@ -107,3 +105,24 @@ func (r *Runtime) SendDetached(ctx context.Context, bound time.Duration, send fu
 		return rueidis.NewErrorResult(ctx.Err()), p
 	}
 }
+
+// sendCtx is a detached send's context: the caller's values, and the
+// Client's end as its own. Its deadline, the bound, has no timer behind
+// it, which every send would pay for: rueidis applies it to a synchronous
+// send as its connection's deadline, while a pipelined send waits for its
+// reply, its connection's failure (rueidis's ConnWriteTimeout, 10 s by
+// default) or Close.
+type sendCtx struct {
+	vals     context.Context // the caller's
+	stop     context.Context // the detacher's: ended by Close
+	deadline time.Time
+}
+
+func (c *sendCtx) Deadline() (time.Time, bool) { return c.deadline, true }
+func (c *sendCtx) Done() <-chan struct{}       { return c.stop.Done() }
+func (c *sendCtx) Err() error                  { return c.stop.Err() }
+func (c *sendCtx) Value(key any) any           { return c.vals.Value(key) }
+
+// AfterFunc lets a context derived from c follow c's end without a
+// goroutine of its own (context.AfterFunc's contract).
+func (c *sendCtx) AfterFunc(f func()) func() bool { return context.AfterFunc(c.stop, f) }

@@ -59,13 +59,22 @@ func TestSendDetachedInline(t *testing.T) {
 	assert.Equal(t, 2, sent)
 }
 
-// Close makes a send still waiting give up, and joins it; the bound does
-// the same.
+// Close makes a send still waiting give up, and joins it; the bound is
+// the send's deadline, which a send that honours it (rueidis, on its
+// connection) ends by.
 func TestSendDetachedEndsByBoundAndClose(t *testing.T) {
 	r := newRuntime(t)
 	wait := func(sctx context.Context) rueidis.RedisResult {
-		<-sctx.Done()
-		return rueidis.NewErrorResult(sctx.Err())
+		dl, ok := sctx.Deadline()
+		if !ok {
+			return rueidis.NewErrorResult(errors.New("no deadline"))
+		}
+		select {
+		case <-sctx.Done():
+			return rueidis.NewErrorResult(sctx.Err())
+		case <-time.After(time.Until(dl)):
+			return rueidis.NewErrorResult(context.DeadlineExceeded)
+		}
 	}
 
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Millisecond)

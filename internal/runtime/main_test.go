@@ -26,7 +26,7 @@ func TestMain(m *testing.M) {
 
 // newRuntime returns the Runtime of a new Client on the shared server,
 // closed when t ends.
-func newRuntime(t *testing.T, opts ...interlock.Option) *runtime.Runtime {
+func newRuntime(t testing.TB, opts ...interlock.Option) *runtime.Runtime {
 	t.Helper()
 	c, err := interlock.New(redistest.NewClient(t, addr), opts...)
 	require.NoError(t, err)
