@@ -190,6 +190,9 @@ func (l *Common) ForceUnlock(ctx context.Context) (bool, error) {
 	if err != nil {
 		return false, l.OpErr(report.OpForceUnlock, err)
 	}
+	// A renewal that finds the key gone before Drop runs counts the loss
+	// as this forced unlock's, not as a deletion by someone else.
+	defer l.rt.Renewal.Forcing(l.name)()
 	n, err := l.send(ctx, &l.kind.Force, &vals{publish: pub}).AsInt64()
 	if err != nil {
 		return false, l.Fail(ctx, report.OpForceUnlock, err)

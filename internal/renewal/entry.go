@@ -112,7 +112,7 @@ func (e *Entry) endRelease(o Outcome) {
 	case Released:
 		s.forget(e, nil)
 	case NotHeld:
-		s.forget(e, e.goneCause(time.Now()))
+		s.forget(e, s.goneCause(e, time.Now()))
 	}
 }
 

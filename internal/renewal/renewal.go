@@ -137,6 +137,7 @@ type Scheduler struct {
 	maxHolds deadlines             // entries with a MaxHold deadline, earliest first
 	lost     map[entryKey]lostHold // entries lost, until their owner acquires again
 	inFlight int                   // renewal rounds sent and not yet applied
+	forcing  map[string]int        // keys being force-unlocked (Forcing)
 	closed   bool
 
 	rounds sync.WaitGroup // the rounds in flight, joined by run
@@ -375,7 +376,7 @@ func (s *Scheduler) Lose(key, owner string) {
 		return
 	}
 	now := time.Now()
-	l := s.lose(e, e.goneCause(now), now)
+	l := s.lose(e, s.goneCause(e, now), now)
 	s.mu.Unlock()
 	s.reportLost([]lostEntry{l})
 }
@@ -569,6 +570,36 @@ func (s *Scheduler) Release(key, owner string) (lease time.Duration, held bool, 
 			e.endRelease(o)
 		}
 	}
+}
+
+// Forcing records that key is being force-unlocked through this
+// Scheduler's client until done is called: a hold of key found gone
+// meanwhile, by a renewal round or a release that ran before Drop, was
+// lost to the forced unlock (report.ErrForceUnlocked).
+func (s *Scheduler) Forcing(key string) (done func()) {
+	s.mu.Lock()
+	if s.forcing == nil {
+		s.forcing = make(map[string]int)
+	}
+	s.forcing[key]++
+	s.mu.Unlock()
+	return func() {
+		s.mu.Lock()
+		if s.forcing[key]--; s.forcing[key] == 0 {
+			delete(s.forcing, key)
+		}
+		s.mu.Unlock()
+	}
+}
+
+// goneCause is the cause of e's loss when the server no longer has it:
+// report.ErrForceUnlocked while its key is being force-unlocked, else
+// e.goneCause. s.mu must be held.
+func (s *Scheduler) goneCause(e *Entry, now time.Time) error {
+	if s.forcing[e.Key] > 0 {
+		return e.task.lostBy(report.ErrForceUnlocked, nil)
+	}
+	return e.goneCause(now)
 }
 
 // Drop ends every entry of key, whatever its owner, as lost with

@@ -648,6 +648,33 @@ func TestLeaseGuardKeepsTheDropCause(t *testing.T) {
 	}
 }
 
+// A hold that a renewal finds gone while its key is being force-unlocked
+// through this Scheduler's client was lost to that forced unlock, not to
+// a deletion by someone else: the renewal may see the key gone before
+// ForceUnlock gets to Drop.
+func TestGoneWhileForcingIsForceUnlocked(t *testing.T) {
+	rc := redistest.NewClient(t, addr)
+	const lease = renewedLease
+	s := newScheduler(t, rc, renewal.Config{Lease: lease, BatchSize: 100})
+	for _, forcing := range []bool{true, false} {
+		key := "renew:forcing:" + strconv.FormatBool(forcing) + ":" + t.Name()
+		hold(t, rc, key, "me:1", lease)
+		require.NoError(t, s.Hold(key, "me:1", task, 0, time.Now()))
+		g := guard(t, s, key, "me:1")
+		if forcing {
+			done := s.Forcing(key)
+			defer done()
+		}
+		require.NoError(t, rc.Do(t.Context(), rc.B().Del().Key(key).Build()).Error())
+		<-g.Done() // at the next renewal round
+		if forcing {
+			assert.ErrorIs(t, context.Cause(g), report.ErrForceUnlocked)
+		} else {
+			assert.ErrorIs(t, context.Cause(g), report.ErrKeyGone)
+		}
+	}
+}
+
 // ticks is an Observer that passes on every Tick and every loss's label.
 type ticks struct {
 	ticks chan renewal.Tick

@@ -294,7 +294,7 @@ func (s *Scheduler) apply(chunk []*Entry, r rueidis.RedisResult, sent time.Time)
 		case err == nil && renewed[i] == 1: // confirmed too late: the lease may have ended
 			lost = append(lost, s.lose(e, e.task.lostBy(report.ErrNotRenewed, errConfirmedLate), now))
 		case err == nil:
-			lost = append(lost, s.lose(e, e.goneCause(now), now))
+			lost = append(lost, s.lose(e, s.goneCause(e, now), now))
 		default:
 			e.failing = err
 		}
