@@ -61,12 +61,15 @@ type attempt struct {
 // cut short a reply that a loaded server sends late.
 func (a *attempt) sendBound() time.Duration { return max(a.lease, a.l.rt.Cfg.Watchdog) }
 
-// execAcquire sends an acquire script, detached from ctx's end when that
-// can come (runtime.SendDetached): a take-back must not overtake it. The
-// pipelines of safe and replica-sync modes need not be: rueidis sends them
-// on a dedicated connection, which it closes when ctx ends.
+// execAcquire sends an acquire script so that a take-back cannot overtake
+// it. Outside a cluster every script goes on one connection in the order
+// of the calls (runtime.Ordered), so it is sent as it is; on a cluster it
+// is sent detached from ctx's end when that can come
+// (runtime.SendDetached). The pipelines of safe and replica-sync modes
+// need neither: rueidis sends them on a dedicated connection, which it
+// closes when ctx ends.
 func (l *Common) execAcquire(ctx context.Context, acks *runtime.Acks, call *Call, v *vals, bound time.Duration) (rueidis.RedisResult, *runtime.Pending) {
-	if ctx.Done() == nil || l.rt.Cfg.ReplicaAcks > 0 || l.rt.Cfg.ReplicaSync {
+	if ctx.Done() == nil || l.rt.Ordered() || l.rt.Cfg.ReplicaAcks > 0 || l.rt.Cfg.ReplicaSync {
 		return l.exec(ctx, acks, call, v), nil
 	}
 	ks, args := l.fill(call, v)

@@ -165,12 +165,21 @@ func (d *deleter) dels(pick func(queuedKey) bool) delBatch {
 	for _, s := range order {
 		for g := groups[s]; len(g) > 0; {
 			n := min(len(g), maxDelKeys)
-			b.cmds = append(b.cmds, d.rc.B().Del().Key(g[:n]...).Build())
+			b.cmds = append(b.cmds, d.del(g[:n]))
 			b.keys = append(b.keys, g[:n:n])
 			g = g[n:]
 		}
 	}
 	return b
+}
+
+// del builds a DEL of ks: ordered (script.Ordered) outside a cluster, so
+// that it goes on the connection of the script it rides with.
+func (d *deleter) del(ks []string) rueidis.Completed {
+	if d.cluster {
+		return d.rc.B().Del().Key(ks...).Build()
+	}
+	return script.Ordered(d.rc, "DEL", ks)
 }
 
 // refused reads the replies to b's DELs: the first refusal of a DEL that
@@ -246,32 +255,54 @@ func (d *deleter) close(deadline time.Time) {
 	d.send(b, deadline)
 }
 
+// Ordered reports whether Send sends every script on one connection, in
+// the order of the calls (script.Ordered): outside a cluster. A take-back
+// sent then runs after the acquisition it takes back, even one whose
+// caller gave up while it was queued.
+func (r *Runtime) Ordered() bool { return r.ordered }
+
 // Send runs s with ks and args, as script.Exec does, and sends along, in
 // the same pipeline and ahead of it, the deletions queued for it (see
 // deleter). Their replies are read only for a refusal of a DEL that spans
 // slots: a key left expires by its TTL.
 func (r *Runtime) Send(ctx context.Context, s *script.Script, ks, args []string) rueidis.RedisResult {
-	if r.latches.n.Load() == 0 || len(ks) == 0 {
-		return s.Exec(ctx, r.RC, ks, args)
+	var b delBatch
+	if r.latches.n.Load() > 0 && len(ks) > 0 {
+		b = r.latches.take(ks[0], time.Now())
 	}
-	b := r.latches.take(ks[0], time.Now())
-	dels := b.cmds
-	if len(dels) == 0 {
-		return s.Exec(ctx, r.RC, ks, args)
-	}
-	cmd := s.EvalSHA(r.RC, ks, args)
-	if cmd.IsRetryable() {
-		// rueidis resends a pipeline only when every command in it may be
-		// resent, and a DEL may.
-		for i := range dels {
-			dels[i] = dels[i].ToRetryable()
+	cmd := r.evalSHA(s, ks, args)
+	var res rueidis.RedisResult
+	if len(b.cmds) == 0 {
+		res = r.RC.Do(ctx, cmd)
+	} else {
+		if cmd.IsRetryable() {
+			// rueidis resends a pipeline only when every command in it may
+			// be resent, and a DEL may.
+			for i := range b.cmds {
+				b.cmds[i] = b.cmds[i].ToRetryable()
+			}
 		}
+		all := r.RC.DoMulti(ctx, append(b.cmds, cmd)...)
+		r.latches.refused(b, all[:len(b.cmds)])
+		res = all[len(all)-1]
 	}
-	res := r.RC.DoMulti(ctx, append(dels, cmd)...)
-	r.latches.refused(b, res[:len(dels)])
-	last := res[len(res)-1]
-	if script.IsNoScript(last.Error()) {
-		return r.RC.Do(ctx, s.Eval(r.RC, ks, args))
+	if script.IsNoScript(res.Error()) {
+		return r.RC.Do(ctx, r.eval(s, ks, args))
 	}
-	return last
+	return res
+}
+
+// evalSHA and eval build s's commands for Send: ordered outside a cluster.
+func (r *Runtime) evalSHA(s *script.Script, ks, args []string) rueidis.Completed {
+	if r.ordered {
+		return s.EvalSHAOrdered(r.RC, ks, args)
+	}
+	return s.EvalSHA(r.RC, ks, args)
+}
+
+func (r *Runtime) eval(s *script.Script, ks, args []string) rueidis.Completed {
+	if r.ordered {
+		return s.EvalOrdered(r.RC, ks, args)
+	}
+	return s.Eval(r.RC, ks, args)
 }

@@ -14,13 +14,15 @@ import (
 // a clean-up step must still learn that the command is done.
 //
 // rueidis, when a caller's ctx ends, returns at once but leaves the command
-// queued on the connection it picked, and writes it later. A client that
-// pipelines over several connections to one server (rueidis's default
-// outside a cluster) picks one at random for every command, so a take-back
-// sent after that return may travel on another connection and run on the
+// queued on the connection it picked, and writes it later. rueidis
+// pipelines over several connections to one server and picks one at
+// random for every command that names a key slot, so a take-back sent
+// after that return may travel on another connection and run on the
 // server first, find nothing to take back, and leave the late acquisition
-// held until its lease runs out. A detached send keeps waiting for the
-// reply on its own goroutine, and the take-back waits for it.
+// held until its lease runs out. Outside a cluster the scripts avoid this
+// by going on one connection (Ordered); on a cluster, whose commands must
+// name their slot, a detached send keeps waiting for the reply on its own
+// goroutine, and the take-back waits for it.
 type detacher struct {
 	stop context.Context // ended by Close: the sends still waiting give up
 	quit context.CancelFunc

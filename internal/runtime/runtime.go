@@ -85,6 +85,7 @@ type Runtime struct {
 	Transfers *Transfers
 
 	watchdogMS string // Cfg.Watchdog in ms, formatted once
+	ordered    bool   // scripts go on one connection (script.Ordered)
 
 	latches  *deleter
 	settle   *settler
@@ -161,6 +162,7 @@ func New(rc rueidis.Client, cfg Config) (*Runtime, error) {
 		settle:    newSettler(report.ErrClosed),
 		detached:  newDetacher(),
 		waits:     waitCounts{m: make(map[waitKey]int)},
+		ordered:   rc.Mode() != rueidis.ClientModeCluster,
 	}
 	r.clock.limit = cfg.SkewLimit
 	r.watchdogMS = strconv.FormatInt(cfg.Watchdog.Milliseconds(), 10)

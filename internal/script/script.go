@@ -6,6 +6,7 @@ package script
 import (
 	"context"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/redis/rueidis"
@@ -43,6 +44,39 @@ func (s *Script) EvalSHA(c rueidis.Client, keys, args []string) rueidis.Complete
 // Eval builds an EVAL command that carries the whole script.
 func (s *Script) Eval(c rueidis.Client, keys, args []string) rueidis.Completed {
 	return s.retryable(c.B().Eval().Script(s.Source()).Numkeys(int64(len(keys))).Key(keys...).Arg(args...).Build())
+}
+
+// EvalSHAOrdered is EvalSHA for a client that is not a cluster client,
+// built to go on the connection of Ordered.
+func (s *Script) EvalSHAOrdered(c rueidis.Client, keys, args []string) rueidis.Completed {
+	return s.retryable(ordered(c, "EVALSHA", s.SHA1(), keys, args))
+}
+
+// EvalOrdered is Eval, built to go on the connection of Ordered.
+func (s *Script) EvalOrdered(c rueidis.Client, keys, args []string) rueidis.Completed {
+	return s.retryable(ordered(c, "EVAL", s.Source(), keys, args))
+}
+
+// Ordered builds a command for a client that is not a cluster client, to
+// go on one connection with every other command built so: rueidis writes
+// a connection's commands in the order they were called, so that such a
+// command, given up on by its caller while still queued, still runs before
+// any such command called later (a take-back of what it may do).
+//
+// rueidis spreads commands over its connections to a server at random,
+// unless a command names no key slot: those all go on its first
+// connection. So the keys are sent as plain arguments, which outside a
+// cluster route nothing, and the command is marked for the pipeline, so
+// that a client without auto-pipelining sends it there too.
+// TestOrderedOnOneConnection holds rueidis to this.
+func Ordered(c rueidis.Client, cmd string, keys []string) rueidis.Completed {
+	return c.B().Arbitrary(cmd).Args(keys...).Build().ToPipe()
+}
+
+// ordered builds cmd (EVAL or EVALSHA) with body, keys and args as Ordered
+// does.
+func ordered(c rueidis.Client, cmd, body string, keys, args []string) rueidis.Completed {
+	return c.B().Arbitrary(cmd, body, strconv.Itoa(len(keys))).Args(keys...).Args(args...).Build().ToPipe()
 }
 
 // retryable marks cmd retryable when the script is idempotent, and then
