@@ -194,22 +194,39 @@ func (s *suite) lostUnlockReply(t *testing.T) {
 
 // lateAcquire: an acquisition still waiting to go out when its caller's
 // deadline passes is taken back once it has run. rueidis answers such a
-// caller at its deadline and writes the command later, on whichever of its
-// connections it picked: a take-back sent at once, on another, could run
-// first and find nothing to take back.
+// caller at its deadline and writes the command later, on the connection
+// it picked. On a cluster that is any of its connections to the node, so
+// a take-back sent at once, on another, could run first and find nothing
+// to take back; elsewhere the Client sends its scripts on one connection
+// in call order (script.Ordered), and the hook keeps that order for such
+// commands: one built so after the late command waits for it.
 func (s *suite) lateAcquire(t *testing.T) {
 	ctx := testCtx(t)
 	h := &redistest.Hooked{Client: redistest.NewClient(t, s.Addr)}
+	ref := script.Ordered(h, "PING", nil)
+	ordered := func(cmd rueidis.Completed) bool { return cmd.Slot() == ref.Slot() }
 	var late atomic.Bool
 	var wg sync.WaitGroup
+	var busy sync.RWMutex // write-held while a late command is queued on the one connection
 	h.Set(func(ctx context.Context, cmd rueidis.Completed, next func() rueidis.RedisResult) rueidis.RedisResult {
 		if !late.Load() || !runs(cmd, s.Acquire...) {
+			if ordered(cmd) {
+				busy.RLock()
+				defer busy.RUnlock()
+			}
 			return next()
+		}
+		queued := ordered(cmd)
+		if queued {
+			busy.Lock()
 		}
 		out := make(chan rueidis.RedisResult, 1)
 		wg.Go(func() {
 			time.Sleep(200 * time.Millisecond) // queued behind a busy connection
 			out <- h.Client.Do(context.WithoutCancel(ctx), cmd)
+			if queued {
+				busy.Unlock()
+			}
 		})
 		select {
 		case r := <-out:

@@ -194,9 +194,14 @@ func (d *deleter) refused(b delBatch, replies []rueidis.RedisResult) {
 			continue
 		}
 		d.spans.Store(false)
-		for _, k := range b.keys[i] {
-			d.add(k)
-		}
+		d.requeue(b.keys[i])
+	}
+}
+
+// requeue queues ks again.
+func (d *deleter) requeue(ks []string) {
+	for _, k := range ks {
+		d.add(k)
 	}
 }
 
@@ -267,7 +272,7 @@ func (r *Runtime) Ordered() bool { return r.ordered }
 // slots: a key left expires by its TTL.
 func (r *Runtime) Send(ctx context.Context, s *script.Script, ks, args []string) rueidis.RedisResult {
 	var b delBatch
-	if r.latches.n.Load() > 0 && len(ks) > 0 {
+	if r.latches.n.Load() > 0 && len(ks) > 0 && ctx.Err() == nil {
 		b = r.latches.take(ks[0], time.Now())
 	}
 	cmd := r.evalSHA(s, ks, args)
@@ -277,13 +282,22 @@ func (r *Runtime) Send(ctx context.Context, s *script.Script, ks, args []string)
 	} else {
 		if cmd.IsRetryable() {
 			// rueidis resends a pipeline only when every command in it may
-			// be resent, and a DEL may.
+			// be resent, and a DEL may (pinned, as script.Resendable says).
 			for i := range b.cmds {
-				b.cmds[i] = b.cmds[i].ToRetryable()
+				b.cmds[i] = script.Resendable(b.cmds[i].ToRetryable())
 			}
 		}
 		all := r.RC.DoMulti(ctx, append(b.cmds, cmd)...)
 		r.latches.refused(b, all[:len(b.cmds)])
+		if ctx.Err() != nil {
+			// The caller's end may have kept the DELs from going out: they
+			// wait for the next script or sweep (a DEL run twice is harmless).
+			for i, del := range all[:len(b.cmds)] {
+				if !isAnswer(del) {
+					r.latches.requeue(b.keys[i])
+				}
+			}
+		}
 		res = all[len(all)-1]
 	}
 	if script.IsNoScript(res.Error()) {
@@ -291,6 +305,10 @@ func (r *Runtime) Send(ctx context.Context, s *script.Script, ks, args []string)
 	}
 	return res
 }
+
+// isAnswer reports whether res came from the server, error replies
+// included.
+func isAnswer(res rueidis.RedisResult) bool { return res.NonRedisError() == nil }
 
 // evalSHA and eval build s's commands for Send: ordered outside a cluster.
 func (r *Runtime) evalSHA(s *script.Script, ks, args []string) rueidis.Completed {
