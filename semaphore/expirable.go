@@ -393,7 +393,7 @@ func (e *Expirable) release(ctx context.Context, ids []PermitID) (ok bool, why e
 	}
 	n, err := lockcore.Int(res)
 	if err != nil {
-		if !lockcore.Answered(res) {
+		if !runtime.Answered(res) {
 			// No answer: the permits may be back already. Renewing them
 			// could keep permits nobody releases; they live out their
 			// validity unless a retry answers first.

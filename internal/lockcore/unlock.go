@@ -148,7 +148,7 @@ func (l *Common) resend(ctx context.Context, acks *runtime.Acks, call *Call, v *
 	first := time.Now()
 	for n, gap := 1, unlockPauseMin; ; n, gap = n+1, min(2*gap, unlockPauseMax) {
 		res := l.exec(ctx, acks, call, v)
-		replied := Answered(res) // nil ("not held") included
+		replied := runtime.Answered(res) // nil ("not held") included
 		if n > 1 && l.obs != nil {
 			e := report.Event{Op: report.OpResend, Outcome: report.OutcomeOK, Attempts: n}
 			if !replied {
@@ -166,13 +166,6 @@ func (l *Common) resend(ctx context.Context, acks *runtime.Acks, call *Call, v *
 // known lost.
 const lostUnlockWait = 200 * time.Millisecond
 
-// Answered reports whether res is the server's answer, nil or an error
-// reply included, rather than a connection's error.
-func Answered(res rueidis.RedisResult) bool {
-	_, isRedisErr := rueidis.IsRedisErr(res.Error())
-	return res.Error() == nil || isRedisErr || rueidis.IsRedisNil(res.Error())
-}
-
 // releaseLost sends the unlock v of a hold known lost from the clean-up
 // queue, in case the server still keeps it (a lost reply, a renewal the
 // server ran late), and returns its answer if one comes within
@@ -185,7 +178,7 @@ func (l *Common) releaseLost(ctx context.Context, v *vals) (rueidis.RedisResult,
 	answer := make(chan rueidis.RedisResult, 1)
 	l.rt.Cleanup(l.name, v.holder, time.Now().Add(l.rt.Cfg.Watchdog), func(ctx context.Context) error {
 		res := l.exec(ctx, &runtime.Acks{}, &l.kind.Unlock, v)
-		if !Answered(res) {
+		if !runtime.Answered(res) {
 			return res.Error()
 		}
 		l.rt.DeleteLater(v.latch)
@@ -230,7 +223,7 @@ func (l *Common) transfer(ctx context.Context, v *vals, o *runtime.Offer) (outco
 	}()
 	res, sends := l.resend(ctx, &runtime.Acks{}, l.kind.Transfer, v)
 	l.rt.DeleteLater(v.latch)
-	if !Answered(res) {
+	if !runtime.Answered(res) {
 		g.Unknown = true
 		return renewal.Unknown, sends, false, l.OpErr(report.OpRelease, res.Error())
 	}

@@ -182,19 +182,20 @@ func (d *deleter) del(ks []string) rueidis.Completed {
 	return script.Ordered(d.rc, "DEL", ks)
 }
 
-// refused reads the replies to b's DELs: the first refusal of a DEL that
-// spans slots turns spanning off and queues its keys again, one DEL per
-// slot from then on. Other failures leave the keys to their TTL.
-func (d *deleter) refused(b delBatch, replies []rueidis.RedisResult) {
-	if !b.spans {
-		return
-	}
+// answered reads the replies to b's DELs. The first refusal of a DEL
+// that spans slots turns spanning off and queues its keys again, one DEL
+// per slot from then on; when the caller that sent them gave up (gone),
+// the DELs that may not have gone out are queued again too (a DEL run
+// twice is harmless). Other failures leave the keys to their TTL.
+func (d *deleter) answered(b delBatch, replies []rueidis.RedisResult, gone bool) {
 	for i, res := range replies {
-		if _, ok := rueidis.IsRedisErr(res.Error()); !ok || !spansSlots(b.keys[i]) {
-			continue
+		switch _, refused := rueidis.IsRedisErr(res.Error()); {
+		case refused && b.spans && spansSlots(b.keys[i]):
+			d.spans.Store(false)
+			d.requeue(b.keys[i])
+		case gone && !Answered(res):
+			d.requeue(b.keys[i])
 		}
-		d.spans.Store(false)
-		d.requeue(b.keys[i])
 	}
 }
 
@@ -236,14 +237,14 @@ func (d *deleter) sweepNow() {
 }
 
 // send sends b by deadline; failures are left to the keys' TTL, but for
-// a refused DEL that spans slots (refused).
+// a refused DEL that spans slots (answered).
 func (d *deleter) send(b delBatch, deadline time.Time) {
 	if len(b.cmds) == 0 {
 		return
 	}
 	ctx, cancel := context.WithDeadline(context.Background(), deadline)
 	defer cancel()
-	d.refused(b, d.rc.DoMulti(ctx, b.cmds...))
+	d.answered(b, d.rc.DoMulti(ctx, b.cmds...), false)
 }
 
 // close stops the timer, waits for a sweep in flight, and deletes every
@@ -269,7 +270,7 @@ func (r *Runtime) Ordered() bool { return r.ordered }
 // Send runs s with ks and args, as script.Exec does, and sends along, in
 // the same pipeline and ahead of it, the deletions queued for it (see
 // deleter). Their replies are read only for a refusal of a DEL that spans
-// slots: a key left expires by its TTL.
+// slots and, when ctx ended, for DELs that did not go out (answered).
 func (r *Runtime) Send(ctx context.Context, s *script.Script, ks, args []string) rueidis.RedisResult {
 	var b delBatch
 	if r.latches.n.Load() > 0 && len(ks) > 0 && ctx.Err() == nil {
@@ -288,16 +289,8 @@ func (r *Runtime) Send(ctx context.Context, s *script.Script, ks, args []string)
 			}
 		}
 		all := r.RC.DoMulti(ctx, append(b.cmds, cmd)...)
-		r.latches.refused(b, all[:len(b.cmds)])
-		if ctx.Err() != nil {
-			// The caller's end may have kept the DELs from going out: they
-			// wait for the next script or sweep (a DEL run twice is harmless).
-			for i, del := range all[:len(b.cmds)] {
-				if !isAnswer(del) {
-					r.latches.requeue(b.keys[i])
-				}
-			}
-		}
+		// The caller's end may have kept the DELs from going out.
+		r.latches.answered(b, all[:len(b.cmds)], ctx.Err() != nil)
 		res = all[len(all)-1]
 	}
 	if script.IsNoScript(res.Error()) {
@@ -306,9 +299,9 @@ func (r *Runtime) Send(ctx context.Context, s *script.Script, ks, args []string)
 	return res
 }
 
-// isAnswer reports whether res came from the server, error replies
-// included.
-func isAnswer(res rueidis.RedisResult) bool { return res.NonRedisError() == nil }
+// Answered reports whether res is the server's answer, nil or an error
+// reply included, rather than a connection's or a context's error.
+func Answered(res rueidis.RedisResult) bool { return res.NonRedisError() == nil }
 
 // evalSHA and eval build s's commands for Send: ordered outside a cluster.
 func (r *Runtime) evalSHA(s *script.Script, ks, args []string) rueidis.Completed {
