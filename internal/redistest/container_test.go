@@ -151,7 +151,7 @@ func TestContainerFaults(t *testing.T) {
 			srv := redistest.StartContainer(t, img)
 			ctx := t.Context()
 			c := srv.Client(t)
-			require.NoError(t, c.Do(ctx, c.B().Set().Key("k").Value("v").Build()).Error())
+			require.NoError(t, c.Do(ctx, c.B().Set().Key("k").Value("v").Build().Pin()).Error())
 
 			// Pause: connections stay open, nothing answers until Resume.
 			start := time.Now()
@@ -159,11 +159,11 @@ func TestContainerFaults(t *testing.T) {
 			t.Logf("paused in %v", time.Since(start).Round(time.Millisecond))
 			require.NoError(t, srv.Pause(), "pausing twice does nothing")
 			pctx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
-			err := c.Do(pctx, c.B().Get().Key("k").Build()).Error()
+			err := c.Do(pctx, c.B().Get().Key("k").Build().Pin()).Error()
 			cancel()
 			require.ErrorIs(t, err, context.DeadlineExceeded)
 			require.NoError(t, srv.Resume())
-			got, err := c.Do(ctx, c.B().Get().Key("k").Build()).ToString()
+			got, err := c.Do(ctx, c.B().Get().Key("k").Build().Pin()).ToString()
 			require.NoError(t, err)
 			assert.Equal(t, "v", got)
 
@@ -180,7 +180,7 @@ func TestContainerFaults(t *testing.T) {
 			start = time.Now()
 			require.NoError(t, srv.Restart(ctx))
 			t.Logf("restarted in %v", time.Since(start).Round(time.Millisecond))
-			err = c.Do(ctx, c.B().Get().Key("k").Build()).Error()
+			err = c.Do(ctx, c.B().Get().Key("k").Build().Pin()).Error()
 			require.True(t, rueidis.IsRedisNil(err), "want an empty server, got %v", err)
 
 			// A paused server is removed by Stop all the same.
@@ -205,7 +205,7 @@ func TestContainerReplicated(t *testing.T) {
 			require.NoError(t, err)
 			require.EqualValues(t, 1, acked)
 			rc := r.Replicas()[0].Client(t)
-			got, err := rc.Do(ctx, rc.B().Get().Key("k").Build()).ToString()
+			got, err := rc.Do(ctx, rc.B().Get().Key("k").Build().Pin()).ToString()
 			require.NoError(t, err)
 			assert.Equal(t, "v", got)
 
@@ -213,11 +213,11 @@ func TestContainerReplicated(t *testing.T) {
 			// link: a write made then never reaches it if the master dies
 			// before the replica resumes.
 			require.NoError(t, r.PauseReplication(0))
-			require.NoError(t, mc.Do(ctx, mc.B().Set().Key("k").Value("w").Build()).Error())
+			require.NoError(t, mc.Do(ctx, mc.B().Set().Key("k").Value("w").Build().Pin()).Error())
 			require.NoError(t, r.Master().Kill())
 			require.NoError(t, r.ResumeReplication(0))
 			require.NoError(t, r.Promote(ctx, 0))
-			got, err = rc.Do(ctx, rc.B().Get().Key("k").Build()).ToString()
+			got, err = rc.Do(ctx, rc.B().Get().Key("k").Build().Pin()).ToString()
 			require.NoError(t, err)
 			assert.Equal(t, "v", got, "the promoted replica missed the write made while it was cut off")
 		})
