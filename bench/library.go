@@ -58,6 +58,9 @@ type (
 	// it runs only where the other floors do not, and its Name starts
 	// with "floor:", so that it is the "× floor" denominator there.
 	ContendedFloor interface{ IsContendedFloor() }
+	// OneProcess marks a library that runs in one process only: the
+	// scenarios split over two (S4) show it as n/a.
+	OneProcess interface{ OneProcess() }
 	// CellRunner lets a Session run a whole cell itself instead of the
 	// harness calling Lock and Unlock in Go, e.g. a library that lives in
 	// another process (a JVM) and measures there. It returns the cell's

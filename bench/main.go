@@ -182,6 +182,9 @@ func runCell(ctx context.Context, r *benchRedis, l Library, sess Session, sc Sce
 	if _, floor := sess.(ContendedFloor); floor && sc.Floors {
 		return Sample{}, errNA
 	}
+	if _, one := sess.(OneProcess); one && sc.Procs > 1 {
+		return Sample{}, errNA
+	}
 	if _, err := mutexFor(sess, sc.Kind, "probe"); err != nil {
 		if _, ok := sess.(CellRunner); !ok {
 			return Sample{}, err
