@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	goruntime "runtime"
 	"time"
 
 	"github.com/redis/rueidis"
@@ -219,6 +220,12 @@ func (l *Common) transfer(ctx context.Context, v *vals, o *runtime.Offer) (outco
 			l.rt.Transfers.Unclaim(o)
 		} else {
 			l.rt.Transfers.Resolve(o, g)
+			if g.Passed {
+				// The new holder is next on this P, behind whatever the
+				// caller does until it blocks (often: queue for the lock
+				// again). It runs first, since it holds the lock now.
+				goruntime.Gosched()
+			}
 		}
 	}()
 	res, sends := l.resend(ctx, &runtime.Acks{}, l.kind.Transfer, v)
