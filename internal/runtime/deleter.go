@@ -21,15 +21,19 @@ import (
 // sweepAge (a Client gone quiet, or, on a cluster, a slot no script goes
 // to); a key it cannot delete expires by its TTL.
 //
-// On a cluster a DEL holds the keys of one hash slot. Elsewhere one DEL
-// holds keys of every slot until the server refuses such a DEL, as one
-// that enforces slots behind one address (a managed service, a proxy)
-// does with CROSSSLOT; from then on a DEL holds one slot's keys there
-// too, and the refused keys are queued again.
+// On a cluster a DEL holds the keys of one hash slot, and a script takes
+// those of its slot once slotBatch of them wait: with locks spread over
+// many slots, fewer are left to the sweep, whose one DoMulti holds every
+// slot's DEL. Elsewhere one DEL holds keys of every slot until the server
+// refuses such a DEL, as one that enforces slots behind one address (a
+// managed service, a proxy) does with CROSSSLOT; from then on it goes as
+// on a cluster, and the refused keys are queued again.
 type deleter struct {
 	rc      rueidis.Client
 	cluster bool
-	spans   atomic.Bool // a DEL may hold keys of several slots
+	// slots is nil while a DEL may hold keys of several slots; then, the
+	// queued keys of each slot, written under mu.
+	slots atomic.Pointer[slotCounts]
 
 	n       atomic.Int32 // len(pending), read without mu before every script
 	first   atomic.Int64 // when pending[0] was queued, in UnixNano; read likewise
@@ -40,6 +44,9 @@ type deleter struct {
 	sweep   *time.Timer    // made by the first add
 	running sync.WaitGroup // sweeps in flight
 }
+
+// slotCounts counts queued keys by hash slot.
+type slotCounts [1 << 14]atomic.Int32
 
 type queuedKey struct {
 	key  string
@@ -54,6 +61,9 @@ const (
 	// deleteBatch is how many queued keys the next script takes at once,
 	// whatever their age.
 	deleteBatch = 64
+	// slotBatch is how many queued keys of its slot a script takes along
+	// at the least, where a DEL holds one slot's keys.
+	slotBatch = 16
 	// sweepEvery is the sweep timer's period while keys are queued, and
 	// sweepAge the age from which it deletes them itself: older than any
 	// key waits while scripts go out on its slot, so that a Client sending
@@ -69,7 +79,9 @@ const (
 
 func newDeleter(rc rueidis.Client) *deleter {
 	d := &deleter{rc: rc, cluster: rc.Mode() == rueidis.ClientModeCluster}
-	d.spans.Store(!d.cluster)
+	if d.cluster {
+		d.slots.Store(new(slotCounts))
+	}
 	return d
 }
 
@@ -95,8 +107,12 @@ func (d *deleter) add(key string) {
 	if len(d.pending) == 0 {
 		d.first.Store(now.UnixNano())
 	}
-	d.pending = append(d.pending, queuedKey{key, keys.Slot(key), now})
+	slot := keys.Slot(key)
+	d.pending = append(d.pending, queuedKey{key, slot, now})
 	d.n.Add(1)
+	if c := d.slots.Load(); c != nil {
+		c[slot].Add(1)
+	}
 	if !d.armed {
 		d.armed = true
 		if d.sweep == nil {
@@ -110,32 +126,47 @@ func (d *deleter) add(key string) {
 
 // take returns the DEL commands that go along with a script on key's
 // slot: none while the oldest queued key is younger than deleteWindow and
-// fewer than deleteBatch wait; on a cluster, only keys of that slot.
+// fewer than deleteBatch wait; where a DEL holds one slot's keys, those of
+// key's slot once slotBatch of them wait. It takes mu only then, since
+// every script would contend for it.
 func (d *deleter) take(key string, now time.Time) delBatch {
-	if n := d.n.Load(); n == 0 || n < deleteBatch && now.UnixNano()-d.first.Load() < int64(deleteWindow) {
-		return delBatch{} // without taking mu, which every script would contend for
+	n := d.n.Load()
+	if n == 0 {
+		return delBatch{}
 	}
-	var slot uint16
-	if d.cluster {
-		slot = keys.Slot(key)
+	if c := d.slots.Load(); c != nil {
+		slot := keys.Slot(key)
+		if c[slot].Load() < slotBatch {
+			return delBatch{}
+		}
+		d.mu.Lock()
+		defer d.mu.Unlock()
+		return d.dels(func(k queuedKey) bool { return k.slot == slot })
+	}
+	if n < deleteBatch && now.UnixNano()-d.first.Load() < int64(deleteWindow) {
+		return delBatch{}
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if len(d.pending) == 0 || len(d.pending) < deleteBatch && now.Sub(d.pending[0].at) < deleteWindow {
 		return delBatch{}
 	}
-	return d.dels(func(k queuedKey) bool { return !d.cluster || k.slot == slot })
+	return d.dels(func(queuedKey) bool { return true })
 }
 
 // dels removes the queued keys that pick accepts and returns their DELs:
 // one per hash slot unless a DEL may span slots, and at most maxDelKeys
 // keys each. d.mu must be held.
 func (d *deleter) dels(pick func(queuedKey) bool) delBatch {
+	c := d.slots.Load()
 	var taken []queuedKey
 	kept := d.pending[:0]
 	for _, k := range d.pending {
 		if pick(k) {
 			taken = append(taken, k)
+			if c != nil {
+				c[k.slot].Add(-1)
+			}
 		} else {
 			kept = append(kept, k)
 		}
@@ -146,7 +177,7 @@ func (d *deleter) dels(pick func(queuedKey) bool) delBatch {
 	if len(kept) > 0 {
 		d.first.Store(kept[0].at.UnixNano())
 	}
-	b := delBatch{spans: d.spans.Load()}
+	b := delBatch{spans: c == nil}
 	if len(taken) == 0 {
 		return b
 	}
@@ -191,12 +222,26 @@ func (d *deleter) answered(b delBatch, replies []rueidis.RedisResult, gone bool)
 	for i, res := range replies {
 		switch _, refused := rueidis.IsRedisErr(res.Error()); {
 		case refused && b.spans && spansSlots(b.keys[i]):
-			d.spans.Store(false)
+			d.oneSlot()
 			d.requeue(b.keys[i])
 		case gone && !Answered(res):
 			d.requeue(b.keys[i])
 		}
 	}
+}
+
+// oneSlot makes every DEL from now on hold one slot's keys.
+func (d *deleter) oneSlot() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.slots.Load() != nil {
+		return
+	}
+	c := new(slotCounts)
+	for _, k := range d.pending {
+		c[k.slot].Add(1)
+	}
+	d.slots.Store(c)
 }
 
 // requeue queues ks again.
