@@ -4,9 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	goruntime "runtime"
 	"strconv"
 	"strings"
-	goruntime "runtime"
 	"time"
 
 	"github.com/redis/rueidis"
