@@ -14,6 +14,7 @@ import (
 
 	"github.com/interlock-go/interlock"
 	"github.com/interlock-go/interlock/internal/redistest"
+	"github.com/interlock-go/interlock/internal/runtime"
 	"github.com/interlock-go/interlock/internal/script"
 )
 
@@ -195,16 +196,33 @@ func (s *suite) lostUnlockReply(t *testing.T) {
 // lateAcquire: an acquisition still waiting to go out when its caller's
 // deadline passes is taken back once it has run. rueidis answers such a
 // caller at its deadline and writes the command later, on the connection
-// it picked. On a cluster that is any of its connections to the node, so
-// a take-back sent at once, on another, could run first and find nothing
-// to take back; elsewhere the Client sends its scripts on one connection
-// in call order (script.Ordered), and the hook keeps that order for such
-// commands: one built so after the late command waits for it.
+// it picked, which is any of those it keeps to the node when it keeps
+// several: a take-back sent at once, on another, could run first and find
+// nothing to take back. Outside a cluster the Client sends its scripts on
+// one connection in call order (script.Ordered), and the hook keeps that
+// order for commands built so: one built so after the late command waits
+// for it. A cluster client keeps one connection per node unless told
+// otherwise, and the hook then keeps the order of every command; with two
+// per node (PipelineMultiplex 1), of none.
 func (s *suite) lateAcquire(t *testing.T) {
+	t.Run("default client", func(t *testing.T) { s.lateAcquireOn(t, 0) })
+	t.Run("PipelineMultiplex 1", func(t *testing.T) { s.lateAcquireOn(t, 1) })
+}
+
+func (s *suite) lateAcquireOn(t *testing.T, multiplex int) {
 	ctx := testCtx(t)
-	h := &redistest.Hooked{Client: redistest.NewClient(t, s.Addr)}
+	rc0, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{s.Addr}, PipelineMultiplex: multiplex})
+	require.NoError(t, err)
+	t.Cleanup(rc0.Close)
+	h := &redistest.Hooked{Client: rc0}
+	cluster := rc0.Mode() == rueidis.ClientModeCluster
 	ref := script.Ordered(h, "PING", nil)
-	ordered := func(cmd rueidis.Completed) bool { return cmd.Slot() == ref.Slot() }
+	ordered := func(cmd rueidis.Completed) bool {
+		if cluster {
+			return multiplex == 0
+		}
+		return cmd.Slot() == ref.Slot()
+	}
 	var late atomic.Bool
 	var wg sync.WaitGroup
 	var busy sync.RWMutex // write-held while a late command is queued on the one connection
@@ -243,6 +261,11 @@ func (s *suite) lateAcquire(t *testing.T) {
 	// only its caller, gone by then, would follow with EVAL.
 	require.NoError(t, m.Lock(ctx))
 	require.NoError(t, m.Unlock(ctx))
+	if cluster && multiplex == 0 {
+		// The acquisition is then not sent detached: the order is all
+		// that keeps the take-back behind it.
+		require.Eventually(t, runtime.Of(c).Ordered, 5*time.Second, time.Millisecond)
+	}
 
 	late.Store(true)
 	lctx, cancel := context.WithTimeout(ctx, 50*time.Millisecond)

@@ -20,9 +20,11 @@ import (
 // after that return may travel on another connection and run on the
 // server first, find nothing to take back, and leave the late acquisition
 // held until its lease runs out. Outside a cluster the scripts avoid this
-// by going on one connection (Ordered); on a cluster, whose commands must
-// name their slot, a detached send keeps waiting for the reply on its own
-// goroutine, and the take-back waits for it.
+// by going on one connection (Ordered), and so do they on a cluster client
+// that keeps one connection per node, once a probe found it so; on any
+// other cluster client, whose commands must name their slot, a detached
+// send keeps waiting for the reply on its own goroutine, and the take-back
+// waits for it.
 type detacher struct {
 	stop context.Context // ended by Close: the sends still waiting give up
 	quit context.CancelFunc

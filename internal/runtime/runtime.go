@@ -86,6 +86,10 @@ type Runtime struct {
 
 	watchdogMS string // Cfg.Watchdog in ms, formatted once
 	ordered    bool   // scripts go on one connection (script.Ordered)
+	// nodeOrdered: a cluster client found to keep one connection per
+	// node (probeNodes), on which its scripts also run in call order.
+	nodeOrdered atomic.Bool
+	probeNodes  sync.Once
 
 	latches  *deleter
 	settle   *settler

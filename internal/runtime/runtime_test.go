@@ -196,3 +196,35 @@ func testDeleteLater(t *testing.T, addr string, refuses bool) {
 	require.NoError(t, c.Close())
 	assert.Zero(t, count())
 }
+
+// On a cluster, the first acquisition that could be given up on probes the
+// client: with one connection per node, scripts are in call order from
+// then on; with two, never.
+func TestOrderedOnCluster(t *testing.T) {
+	addrs := redistest.SharedCluster(t)
+	for _, tc := range []struct {
+		name      string
+		multiplex int
+		ordered   bool
+	}{
+		{"default", 0, true},
+		{"two connections per node", 1, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rc, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: addrs, PipelineMultiplex: tc.multiplex})
+			require.NoError(t, err)
+			t.Cleanup(rc.Close)
+			c, err := interlock.New(rc)
+			require.NoError(t, err)
+			t.Cleanup(func() { _ = c.Close() })
+			r := runtime.Of(c)
+			assert.False(t, r.Ordered(), "not before the probe")
+			if tc.ordered {
+				require.Eventually(t, r.Ordered, 5*time.Second, time.Millisecond)
+				return
+			}
+			require.NoError(t, c.Close()) // joins the probe
+			assert.False(t, r.Ordered())
+		})
+	}
+}
