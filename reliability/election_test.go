@@ -655,15 +655,18 @@ func TestElectionChaos(t *testing.T) {
 				continue
 			}
 			have[f.token] = true
-			read := int64(math.MaxInt64) // the first sighting after the stop
-			for _, seen := range o.at {
+			// The first term the observer saw once it ran again: those
+			// that began after the stop and before it ended unseen. Its
+			// own sighting, not the test's clock for when the next term
+			// began, which the test's observer may learn later.
+			first := uint64(math.MaxUint64)
+			for tok, seen := range o.at {
 				if seen >= f.until {
-					read = min(read, seen)
+					first = min(first, tok)
 				}
 			}
 			for tok, at := range began {
-				next, ok := began[tok+1]
-				if at >= f.at && ok && next <= read {
+				if at >= f.at && tok < first {
 					have[tok] = true
 				}
 			}
