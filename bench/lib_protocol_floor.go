@@ -5,6 +5,7 @@ import (
 	"errors"
 	"strconv"
 	"sync/atomic"
+	"time"
 
 	"github.com/redis/rueidis"
 
@@ -122,6 +123,12 @@ func openFloor(ctx context.Context, addr string, scripts ...*lua.Script) (rueidi
 	if err != nil {
 		return nil, "", err
 	}
+	// A deadline, so that these calls leave the connection in rueidis's
+	// synchronous mode, as a lone caller with a deadline finds it: a
+	// context that can end but has no deadline switches a connection to
+	// its pipelining goroutines for good.
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
 	publish, err := floorPublish(ctx, rc)
 	if err == nil {
 		err = loadFloorScripts(ctx, rc, scripts...)
