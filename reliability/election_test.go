@@ -644,8 +644,8 @@ func TestElectionChaos(t *testing.T) {
 			lo, hi = 1, final
 		}
 		have := map[uint64]bool{}
-		// A frozen process observes nothing: a term that began after its
-		// observer's process was stopped and ended before the observer's
+		// A frozen process observes nothing: a term between its
+		// observer's last read before the process was stopped and its
 		// first read once it ran again is not asked of it (a term between
 		// two reads, as the package documents), nor the process's own term
 		// that the stop cut short (the test stops a leader as soon as it
@@ -655,18 +655,21 @@ func TestElectionChaos(t *testing.T) {
 				continue
 			}
 			have[f.token] = true
-			// The first term the observer saw once it ran again: those
-			// that began after the stop and before it ended unseen. Its
-			// own sighting, not the test's clock for when the next term
-			// began, which the test's observer may learn later.
-			first := uint64(math.MaxUint64)
+			// The terms between the last one the observer saw before the
+			// process ran again and the first one after: its own two
+			// reads around the stop, by token, not by the test's clock
+			// for when a term began, which the test's observer may learn
+			// late or the stop may follow late.
+			last, first := uint64(0), uint64(math.MaxUint64)
 			for tok, seen := range o.at {
-				if seen >= f.until {
+				if seen < f.until {
+					last = max(last, tok)
+				} else {
 					first = min(first, tok)
 				}
 			}
-			for tok, at := range began {
-				if at >= f.at && tok < first {
+			for tok := range began {
+				if tok > last && tok < first {
 					have[tok] = true
 				}
 			}
