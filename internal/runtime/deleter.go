@@ -328,7 +328,7 @@ const nodeProbeCalls = 32
 // startNodeProbe learns, on a goroutine that Close joins, whether the
 // cluster client sends a node's scripts on one connection: it sends
 // CLIENT IDs routed as the scripts are (to a slot, marked for the
-// pipeline, as script.EvalSHA builds them) and finds them all answered by
+// pipeline, as Send builds them) and finds them all answered by
 // one connection. Until it has, and if anything fails, acquisitions are
 // sent detached (SendDetached).
 func (r *Runtime) startNodeProbe() {
@@ -404,17 +404,22 @@ func (r *Runtime) Send(ctx context.Context, s *script.Script, ks, args []string)
 // reply included, rather than a connection's or a context's error.
 func Answered(res rueidis.RedisResult) bool { return res.NonRedisError() == nil }
 
-// evalSHA and eval build s's commands for Send: ordered outside a cluster.
+// evalSHA and eval build s's commands for Send: ordered outside a cluster;
+// on a cluster, marked for the pipeline, as the DELs they carry are, so
+// that a client without auto-pipelining sends them on the connection it
+// keeps per node, in call order (Ordered), not on one of its pool. Safe
+// and replica-sync modes build theirs unmarked: a pipeline that holds WAIT
+// must go on a dedicated connection.
 func (r *Runtime) evalSHA(s *script.Script, ks, args []string) rueidis.Completed {
 	if r.ordered {
 		return s.EvalSHAOrdered(r.RC, ks, args)
 	}
-	return s.EvalSHA(r.RC, ks, args)
+	return s.EvalSHA(r.RC, ks, args).ToPipe()
 }
 
 func (r *Runtime) eval(s *script.Script, ks, args []string) rueidis.Completed {
 	if r.ordered {
 		return s.EvalOrdered(r.RC, ks, args)
 	}
-	return s.Eval(r.RC, ks, args)
+	return s.Eval(r.RC, ks, args).ToPipe()
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/interlock-go/interlock/internal/keys"
 	"github.com/interlock-go/interlock/internal/redistest"
 	"github.com/interlock-go/interlock/internal/runtime"
+	"github.com/interlock-go/interlock/rlock"
 )
 
 func TestWatchdogSettings(t *testing.T) {
@@ -227,4 +228,45 @@ func TestOrderedOnCluster(t *testing.T) {
 			assert.False(t, r.Ordered())
 		})
 	}
+}
+
+// waitPipes records the DoMultis that carry WAIT, and how many of their
+// commands are marked for the shared pipeline.
+type waitPipes struct {
+	rueidis.Client
+	waits, piped atomic.Int64
+}
+
+func (w *waitPipes) DoMulti(ctx context.Context, cmds ...rueidis.Completed) []rueidis.RedisResult {
+	var wait bool
+	var piped int64
+	for _, cmd := range cmds {
+		wait = wait || redistest.IsCommand(cmd, "WAIT")
+		if cmd.IsPipe() {
+			piped++
+		}
+	}
+	if wait {
+		w.waits.Add(1)
+		w.piped.Add(piped)
+	}
+	return w.Client.DoMulti(ctx, cmds...)
+}
+
+// In safe mode a script goes with WAIT in a pipeline that rueidis sends on
+// a dedicated connection only if nothing in it is marked for the shared
+// pipeline, which WAIT would otherwise hold up for its timeout, the
+// Client's other scripts (a refused acquisition's take-back) behind it.
+func TestSafeModePipelineIsDedicated(t *testing.T) {
+	rc := &waitPipes{Client: redistest.NewClient(t, addr)}
+	c, err := interlock.New(rc, interlock.WithReplicaAcks(1, 20*time.Millisecond))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = c.Close() })
+	m := rlock.New(c, "safemode:"+t.Name())
+	require.ErrorIs(t, m.Lock(t.Context()), interlock.ErrReplication, "no replica acknowledges")
+	assert.Positive(t, rc.waits.Load())
+	assert.Zero(t, rc.piped.Load(), "commands marked for the shared pipeline in a pipeline with WAIT")
+	n, err := rc.Do(t.Context(), rc.B().Exists().Key("safemode:"+t.Name()).Build()).AsInt64()
+	require.NoError(t, err)
+	assert.Zero(t, n, "the refused acquisition is taken back")
 }

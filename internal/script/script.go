@@ -37,17 +37,13 @@ func All() []*Script { return slices.Clone(all) }
 
 // EvalSHA builds an EVALSHA command for use in a pipeline (DoMulti). The
 // caller handles a NOSCRIPT reply, for example by sending Eval instead.
-// It is marked for the pipeline, as every script command is, so that a
-// client without auto-pipelining sends it on the connections a cluster
-// client keeps per node, in call order (runtime.Ordered), not on one of
-// its pool.
 func (s *Script) EvalSHA(c rueidis.Client, keys, args []string) rueidis.Completed {
-	return s.retryable(c.B().Evalsha().Sha1(s.SHA1()).Numkeys(int64(len(keys))).Key(keys...).Arg(args...).Build().ToPipe())
+	return s.retryable(c.B().Evalsha().Sha1(s.SHA1()).Numkeys(int64(len(keys))).Key(keys...).Arg(args...).Build())
 }
 
 // Eval builds an EVAL command that carries the whole script.
 func (s *Script) Eval(c rueidis.Client, keys, args []string) rueidis.Completed {
-	return s.retryable(c.B().Eval().Script(s.Source()).Numkeys(int64(len(keys))).Key(keys...).Arg(args...).Build().ToPipe())
+	return s.retryable(c.B().Eval().Script(s.Source()).Numkeys(int64(len(keys))).Key(keys...).Arg(args...).Build())
 }
 
 // EvalSHAOrdered is EvalSHA for a client that is not a cluster client,
