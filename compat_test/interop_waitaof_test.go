@@ -157,7 +157,7 @@ func interopReplicaSyncAOF(t *testing.T, aof bool) {
 			ok, err = s.try()
 			t.Logf("%s: tryLock: %v, %v after %v", s.who, ok, err, time.Since(start).Round(time.Millisecond))
 			if err != nil {
-				assert.False(t, keyExists(t, rc, s.lock), "%s left the key", s.who)
+				assertTakenBack(t, rc, s.lock, "%s left the key", s.who)
 			}
 		}
 		require.True(t, ok, "%s never acquired", s.who)
@@ -191,7 +191,7 @@ func interopReplicaSyncAOF(t *testing.T, aof bool) {
 			assert.Contains(t, err.Error(), "NoSyncedSlavesException")
 		}
 		assert.GreaterOrEqual(t, took, time.Second)
-		assert.False(t, keyExists(t, rc, s.lock), "%s left the key", s.who)
+		assertTakenBack(t, rc, s.lock, "%s left the key", s.who)
 		waits := syncWaits(t, mon, ctl, s.lock)
 		require.NotEmpty(t, waits, s.who)
 		for _, w := range waits {
