@@ -306,68 +306,6 @@ func (d *deleter) close(deadline time.Time) {
 	d.send(b, deadline)
 }
 
-// Ordered reports whether the scripts Send sends run in the order of the
-// calls, so that a take-back runs after the acquisition it takes back,
-// even one whose caller gave up while it was queued: outside a cluster,
-// where they all go on one connection (script.Ordered), and on a cluster
-// client that keeps one connection per node, rueidis's default, once a
-// probe found it so. The first call on a cluster starts the probe.
-func (r *Runtime) Ordered() bool {
-	if r.ordered || r.nodeOrdered.Load() {
-		return true
-	}
-	r.probeNodes.Do(r.startNodeProbe)
-	return false
-}
-
-// nodeProbeCalls is how many CLIENT IDs the probe sends. rueidis picks one
-// of a node's connections at random for each command, so where it keeps
-// two, all of them answer the same id once in 2^31 probes.
-const nodeProbeCalls = 32
-
-// startNodeProbe learns, on a goroutine that Close joins, whether the
-// cluster client sends a node's scripts on one connection: it sends
-// CLIENT IDs routed as the scripts are (to a slot, marked for the
-// pipeline, as Send builds them) and finds them all answered by
-// one connection. Until it has, and if anything fails, acquisitions are
-// sent detached (SendDetached).
-func (r *Runtime) startNodeProbe() {
-	if !r.detached.add() {
-		return
-	}
-	go func() {
-		defer r.detached.wg.Done()
-		ctx, cancel := context.WithTimeout(r.detached.stop, nodeProbeTimeout)
-		defer cancel()
-		r.nodeOrdered.Store(oneConnection(ctx, r.RC, nodeProbeCalls))
-	}()
-}
-
-// nodeProbeTimeout bounds the probe.
-const nodeProbeTimeout = 5 * time.Second
-
-// oneConnection reports whether calls CLIENT IDs sent to the node of one
-// slot, as the scripts are sent, were all answered by one connection.
-func oneConnection(ctx context.Context, rc rueidis.Client, calls int) bool {
-	var first int64
-	for i := range calls {
-		cmd := rc.B().ClientId().Build().SetSlot(nodeProbeKey).ToPipe()
-		id, err := rc.Do(ctx, cmd).AsInt64()
-		switch {
-		case err != nil:
-			return false
-		case i == 0:
-			first = id
-		case id != first:
-			return false
-		}
-	}
-	return true
-}
-
-// nodeProbeKey routes the probe: any key would do.
-const nodeProbeKey = "interlock:probe"
-
 // Send runs s with ks and args, as script.Exec does, and sends along, in
 // the same pipeline and ahead of it, the deletions queued for it (see
 // deleter). Their replies are read only for a refusal of a DEL that spans
