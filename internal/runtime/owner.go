@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"sync/atomic"
 
 	"github.com/interlock-go/interlock/internal/goid"
 	"github.com/interlock-go/interlock/internal/report"
@@ -34,9 +35,35 @@ func (r *Runtime) Owner(ctx context.Context) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	return r.owners.name(r.ID, id), nil
+}
+
+// ownerCacheSize is how many owner strings a Runtime keeps, one per slot
+// of an owner id's low bits: a goroutine that locks and unlocks again
+// and again builds its owner string once.
+const ownerCacheSize = 256
+
+// ownerNames caches owner strings by owner id, lock-free: a slot holds
+// the latest id that landed on it, which only a lookup of that very id
+// returns.
+type ownerNames [ownerCacheSize]atomic.Pointer[ownerName]
+
+type ownerName struct {
+	id   int64
+	name string
+}
+
+// name returns "<client>:<id>", from the cache when it holds id.
+func (c *ownerNames) name(client string, id int64) string {
+	slot := &c[uint64(id)%ownerCacheSize]
+	if n := slot.Load(); n != nil && n.id == id {
+		return n.name
+	}
 	var buf [64]byte // an owner string is 36 + 1 + at most 20 bytes
-	b := append(append(buf[:0], r.ID...), ':')
-	return string(strconv.AppendInt(b, id, 10)), nil
+	b := append(append(buf[:0], client...), ':')
+	n := &ownerName{id: id, name: string(strconv.AppendInt(b, id, 10))}
+	slot.Store(n)
+	return n.name
 }
 
 // OwnerOf returns ctx seen with from's owner: its end, deadline, cause and

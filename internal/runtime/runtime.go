@@ -107,6 +107,7 @@ type Runtime struct {
 	waits    waitCounts
 	replicas replicaCounts // replica-sync mode
 	waiters  atomic.Int64  // acquisitions and awaits parked in a wait
+	owners   ownerNames
 
 	tasksMu sync.Mutex
 	tasks   map[string]*renewal.Task
