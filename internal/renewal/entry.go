@@ -24,17 +24,18 @@ type Entry struct {
 	label *Label        // HoldLabeled's, for the Observer
 
 	// Guarded by s.mu.
-	holds      []time.Duration // one per hold, innermost last; 0 = watchdog
-	watchdog   int             // holds with lease 0
-	releasing  int             // unlocks in flight; renewal waits for them
-	failing    error           // the last renewal's error; nil once one succeeds
-	leaseUntil time.Time       // end of the longest explicit lease
-	validUntil time.Time       // last TTL this Client set, from the send time of the call that set it
-	setAt      time.Time       // when the call that set validUntil was sent
-	renewing   time.Time       // when the latest round carrying e was sent, until it answers
-	releaseAt  time.Time       // when the latest Release began
-	maxUntil   time.Time       // when MaxHold ends the watchdog holds; zero: no limit
-	heapIndex  int             // position in s.maxHolds, -1 when not in it
+	holds      []time.Duration  // one per hold, innermost last; 0 = watchdog
+	holds0     [2]time.Duration // holds' first backing array: most owners hold once or twice
+	watchdog   int              // holds with lease 0
+	releasing  int              // unlocks in flight; renewal waits for them
+	failing    error            // the last renewal's error; nil once one succeeds
+	leaseUntil time.Time        // end of the longest explicit lease
+	validUntil time.Time        // last TTL this Client set, from the send time of the call that set it
+	setAt      time.Time        // when the call that set validUntil was sent
+	renewing   time.Time        // when the latest round carrying e was sent, until it answers
+	releaseAt  time.Time        // when the latest Release began
+	maxUntil   time.Time        // when MaxHold ends the watchdog holds; zero: no limit
+	heapIndex  int              // position in s.maxHolds, -1 when not in it
 	ended      bool
 	cause      error
 	guards     map[*guardReg]struct{}        // made by guard, ended with the hold

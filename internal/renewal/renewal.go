@@ -236,7 +236,9 @@ func (s *Scheduler) HoldLabeled(key, owner string, task *Task, lease time.Durati
 		return s.cfg.Closed
 	}
 	k := entryKey{key, owner}
-	delete(s.lost, k)
+	if len(s.lost) > 0 {
+		delete(s.lost, k)
+	}
 	e := s.entries[k]
 	if e != nil && e.watchdog == 0 && !sentAt.Before(e.leaseUntil) {
 		// Every hold of e had a lease, and they have all run out: the key
@@ -249,6 +251,7 @@ func (s *Scheduler) HoldLabeled(key, owner string, task *Task, lease time.Durati
 		// enforces slots behind one address (a managed service, a proxy)
 		// refuses a script whose keys span slots, as a cluster does.
 		e = &Entry{Key: key, Owner: owner, task: task, s: s, heapIndex: -1, since: sentAt.Sub(epoch), label: label, slot: keys.Slot(key)}
+		e.holds = e.holds0[:0]
 		s.entries[k] = e
 	}
 	s.addHold(e, lease, sentAt)
