@@ -270,8 +270,7 @@ type Subscription struct {
 	h      *Hub
 	e      *entry
 	w      waiter
-	timer  *time.Timer // reused by every Wait with a positive duration
-	closed bool        // guarded by e.mu
+	closed bool // guarded by e.mu
 	// seen is the entry's wakeAlls when this Subscription was made or last
 	// returned from Wait; guarded by e.mu.
 	seen uint64
@@ -292,6 +291,26 @@ func newSubscription(h *Hub, e *entry) *Subscription {
 	s.seen = e.wakeAlls
 	e.mu.Unlock()
 	return s
+}
+
+// timers keeps the stopped timers of Waits that ended, for the next: a
+// waiter typically makes one Subscription per acquisition, and waits once.
+var timers sync.Pool
+
+// startTimer returns a timer that fires after d.
+func startTimer(d time.Duration) *time.Timer {
+	if t, ok := timers.Get().(*time.Timer); ok {
+		t.Reset(d)
+		return t
+	}
+	return time.NewTimer(d)
+}
+
+// stopTimer stops t and keeps it for another Wait. Since Go 1.23, no tick
+// of t is received after Stop, so the next Reset starts it afresh.
+func stopTimer(t *time.Timer) {
+	t.Stop()
+	timers.Put(t)
 }
 
 // Channel returns the name of the subscribed channel.
@@ -367,24 +386,21 @@ func (s *Subscription) Wait(ctx context.Context, d time.Duration) error {
 	}
 	e.mu.Unlock()
 
-	var expired <-chan time.Time
+	var (
+		expired <-chan time.Time
+		timer   *time.Timer
+	)
 	if d > 0 {
-		if s.timer == nil {
-			s.timer = time.NewTimer(d)
-		} else {
-			s.timer.Reset(d)
-		}
-		expired = s.timer.C
+		timer = startTimer(d)
+		expired = timer.C
 	}
 	select {
 	case <-w.ch:
 	case <-expired:
 	case <-ctx.Done():
 	}
-	if s.timer != nil {
-		// Since Go 1.23, Stop guarantees that no stale tick is received
-		// after a later Reset.
-		s.timer.Stop()
+	if timer != nil {
+		stopTimer(timer)
 	}
 
 	e.mu.Lock()
