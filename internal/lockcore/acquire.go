@@ -149,20 +149,23 @@ func (a *attempt) run(ctx context.Context, r Request) (uint64, bool, error) {
 		return 0, false, err
 	}
 	waits := r.waits()
+	// A holder re-enters at once; a reader may share with readers that
+	// this process's parked writers wait behind.
+	first := l.holds(a.holder) == 0
 	spec := wait.Spec{
-		Hub:      l.rt.Hub,
-		Channel:  l.channel,
-		Forever:  r.Forever,
-		Deadline: time.Now().Add(r.Wait),
-		// A holder re-enters at once; a reader may share with readers
-		// that this process's parked writers wait behind.
-		Queue:   !l.kind.ReadHalf && l.holds(a.holder) == 0,
+		Hub:     l.rt.Hub,
+		Channel: l.channel,
+		Forever: r.Forever,
+		Queue:   !l.kind.ReadHalf && first,
 		Spin:    l.backoff,
 		MaxWait: l.poll,
 		Try:     a.try,
 		Waiters: l.rt.Waiters(),
 	}
-	if a.transfers() {
+	if !r.Forever {
+		spec.Deadline = time.Now().Add(r.Wait)
+	}
+	if first && l.transfers() {
 		spec.Transfer = a
 	}
 	var err error

@@ -234,13 +234,14 @@ func (l *Common) transfer(ctx context.Context, v *vals, o *runtime.Offer) (outco
 		g.Unknown = true
 		return renewal.Unknown, sends, false, l.OpErr(report.OpRelease, res.Error())
 	}
-	if reply, err := res.AsIntSlice(); err == nil {
-		if len(reply) != 2 || reply[0] != 2 || reply[1] < 0 {
+	if reply, err := res.ToArray(); err == nil {
+		code, token, ok := transferReply(reply)
+		if !ok {
 			// Not this script's answer: whatever ran, take it back.
 			g.Unknown = true
-			return renewal.Unknown, sends, false, l.OpErr(report.OpRelease, fmt.Errorf("transfer script answered %v", reply))
+			return renewal.Unknown, sends, false, l.OpErr(report.OpRelease, fmt.Errorf("transfer script answered %d values, {%d, %d}", len(reply), code, token))
 		}
-		g.Passed, g.Token = true, uint64(reply[1])
+		g.Passed, g.Token = true, uint64(token)
 		return renewal.Released, sends, true, nil
 	}
 	n, err := res.AsInt64()
@@ -338,3 +339,14 @@ func (e *OtherOwnerError) Error() string {
 
 // Unwrap returns ErrNotHeld.
 func (e *OtherOwnerError) Unwrap() error { return report.ErrNotHeld }
+
+// transferReply reads the transfer script's answer of a passed lock, {2,
+// token}, without copying it: ok is false for anything else.
+func transferReply(reply []rueidis.RedisMessage) (code, token int64, ok bool) {
+	if len(reply) != 2 {
+		return 0, 0, false
+	}
+	code, err1 := reply[0].AsInt64()
+	token, err2 := reply[1].AsInt64()
+	return code, token, err1 == nil && err2 == nil && code == 2 && token >= 0
+}
