@@ -230,6 +230,14 @@ func (s *Scheduler) Hold(key, owner string, task *Task, lease time.Duration, sen
 // HoldLabeled is Hold with a label for the Observer, which hears it with
 // the entry's loss; the first hold of an entry sets it.
 func (s *Scheduler) HoldLabeled(key, owner string, task *Task, lease time.Duration, sentAt time.Time, label *Label) error {
+	// The entry a first hold needs is made before s.mu is taken, which
+	// every hold and release of the Client takes: an allocation can stop
+	// for the garbage collector. Grouped by hash slot whatever the
+	// client's mode: a server that enforces slots behind one address (a
+	// managed service, a proxy) refuses a script whose keys span slots,
+	// as a cluster does.
+	fresh := &Entry{Key: key, Owner: owner, task: task, s: s, heapIndex: -1, since: sentAt.Sub(epoch), label: label, slot: keys.Slot(key)}
+	fresh.holds = fresh.holds0[:0]
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
@@ -247,11 +255,7 @@ func (s *Scheduler) HoldLabeled(key, owner string, task *Task, lease time.Durati
 		e = nil
 	}
 	if e == nil {
-		// Grouped by hash slot whatever the client's mode: a server that
-		// enforces slots behind one address (a managed service, a proxy)
-		// refuses a script whose keys span slots, as a cluster does.
-		e = &Entry{Key: key, Owner: owner, task: task, s: s, heapIndex: -1, since: sentAt.Sub(epoch), label: label, slot: keys.Slot(key)}
-		e.holds = e.holds0[:0]
+		e = fresh
 		s.entries[k] = e
 	}
 	s.addHold(e, lease, sentAt)
@@ -558,13 +562,14 @@ const (
 // with the unlock's Outcome (defer it); calls after the first are ignored.
 func (s *Scheduler) Release(key, owner string) (lease time.Duration, held bool, end func(Outcome)) {
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	e := s.entries[entryKey{key, owner}]
 	if e == nil {
+		s.mu.Unlock()
 		return s.cfg.Lease, false, func(Outcome) {}
 	}
 	lease = e.beginRelease()
-	ended := false
+	s.mu.Unlock()
+	ended := false // the closure is made after s.mu is let go, as HoldLabeled's entry is
 	return lease, true, func(o Outcome) {
 		s.mu.Lock()
 		defer s.mu.Unlock()

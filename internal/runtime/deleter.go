@@ -95,6 +95,7 @@ type delBatch struct {
 // add queues key. It sends nothing and wakes nothing; a Client that has
 // closed deletes it at once.
 func (d *deleter) add(key string) {
+	now, slot := time.Now(), keys.Slot(key) // before mu, which every script's take may need
 	d.mu.Lock()
 	if d.closed {
 		d.mu.Unlock()
@@ -103,11 +104,9 @@ func (d *deleter) add(key string) {
 		d.rc.Do(ctx, d.rc.B().Del().Key(key).Build())
 		return
 	}
-	now := time.Now()
 	if len(d.pending) == 0 {
 		d.first.Store(now.UnixNano())
 	}
-	slot := keys.Slot(key)
 	d.pending = append(d.pending, queuedKey{key, slot, now})
 	d.n.Add(1)
 	if c := d.slots.Load(); c != nil {
