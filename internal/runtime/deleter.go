@@ -158,7 +158,7 @@ func (d *deleter) take(key string, now time.Time) delBatch {
 // keys each. d.mu must be held.
 func (d *deleter) dels(pick func(queuedKey) bool) delBatch {
 	c := d.slots.Load()
-	var taken []queuedKey
+	taken := make([]queuedKey, 0, len(d.pending))
 	kept := d.pending[:0]
 	for _, k := range d.pending {
 		if pick(k) {
@@ -180,27 +180,36 @@ func (d *deleter) dels(pick func(queuedKey) bool) delBatch {
 	if len(taken) == 0 {
 		return b
 	}
+	if b.spans {
+		ks := make([]string, len(taken))
+		for i, k := range taken {
+			ks[i] = k.key
+		}
+		b.add(d, ks)
+		return b
+	}
 	groups := map[uint16][]string{}
 	var order []uint16
 	for _, k := range taken {
-		slot := k.slot
-		if b.spans {
-			slot = 0
+		if _, ok := groups[k.slot]; !ok {
+			order = append(order, k.slot)
 		}
-		if _, ok := groups[slot]; !ok {
-			order = append(order, slot)
-		}
-		groups[slot] = append(groups[slot], k.key)
+		groups[k.slot] = append(groups[k.slot], k.key)
 	}
 	for _, s := range order {
-		for g := groups[s]; len(g) > 0; {
-			n := min(len(g), maxDelKeys)
-			b.cmds = append(b.cmds, d.del(g[:n]))
-			b.keys = append(b.keys, g[:n:n])
-			g = g[n:]
-		}
+		b.add(d, groups[s])
 	}
 	return b
+}
+
+// add appends the DELs of ks, at most maxDelKeys keys each.
+func (b *delBatch) add(d *deleter, ks []string) {
+	for len(ks) > 0 {
+		n := min(len(ks), maxDelKeys)
+		b.cmds = append(b.cmds, d.del(ks[:n]))
+		b.keys = append(b.keys, ks[:n:n])
+		ks = ks[n:]
+	}
 }
 
 // del builds a DEL of ks: ordered (script.Ordered) outside a cluster, so
