@@ -175,10 +175,11 @@ const lostUnlockWait = 200 * time.Millisecond
 // harmless. The call is not made inline because rueidis holds a call
 // that finds its connection being redialed until the dial ends, past the
 // call's context: up to its dial timeout against a frozen server.
-func (l *Common) releaseLost(ctx context.Context, v *vals) (rueidis.RedisResult, bool) {
+func (l *Common) releaseLost(ctx context.Context, caller *vals) (rueidis.RedisResult, bool) {
+	v := *caller // the queue's own copy, so that an unlock's vals stay off the heap
 	answer := make(chan rueidis.RedisResult, 1)
 	l.rt.Cleanup(l.name, v.holder, time.Now().Add(l.rt.Cfg.Watchdog), func(ctx context.Context) error {
-		res := l.exec(ctx, &runtime.Acks{}, &l.kind.Unlock, v)
+		res := l.exec(ctx, &runtime.Acks{}, &l.kind.Unlock, &v)
 		if !runtime.Answered(res) {
 			return res.Error()
 		}
