@@ -29,12 +29,12 @@ type Entry struct {
 	watchdog   int              // holds with lease 0
 	releasing  int              // unlocks in flight; renewal waits for them
 	failing    error            // the last renewal's error; nil once one succeeds
-	leaseUntil time.Time        // end of the longest explicit lease
-	validUntil time.Time        // last TTL this Client set, from the send time of the call that set it
-	setAt      time.Time        // when the call that set validUntil was sent
-	renewing   time.Time        // when the latest round carrying e was sent, until it answers
-	releaseAt  time.Time        // when the latest Release began
-	maxUntil   time.Time        // when MaxHold ends the watchdog holds; zero: no limit
+	leaseUntil mono             // end of the longest explicit lease
+	validUntil mono             // last TTL this Client set, from the send time of the call that set it
+	setAt      mono             // when the call that set validUntil was sent
+	renewing   mono             // when the latest round carrying e was sent, until it answers
+	releaseAt  mono             // when the latest Release began
+	maxUntil   mono             // when MaxHold ends the watchdog holds; zero: no limit
 	heapIndex  int              // position in s.maxHolds, -1 when not in it
 	ended      bool
 	cause      error
@@ -55,7 +55,7 @@ type guardReg struct {
 // count returns how many holds e records: 0 once it ended, or once every
 // hold had a lease and the leases have run out. s.mu must be held.
 func (e *Entry) count() int {
-	if e.ended || (e.watchdog == 0 && !time.Now().Before(e.leaseUntil)) {
+	if e.ended || (e.watchdog == 0 && !time.Now().Before(e.leaseUntil.Time())) {
 		return 0
 	}
 	return len(e.holds)
@@ -67,7 +67,7 @@ func (e *Entry) count() int {
 // innermost remaining hold. s.mu must be held.
 func (e *Entry) beginRelease() time.Duration {
 	e.releasing++
-	e.releaseAt = time.Now()
+	e.releaseAt = monoOf(time.Now())
 	n := len(e.holds)
 	if n == 0 {
 		return e.s.cfg.Lease
@@ -101,11 +101,11 @@ func (e *Entry) endRelease(o Outcome) {
 		if e.watchdog > 0 {
 			// The unlock script set the TTL to the watchdog lease.
 			e.failing = nil
-			e.setTTL(e.releaseAt, s.cfg.Lease)
+			e.setTTL(e.releaseAt.Time(), s.cfg.Lease)
 			s.checkUrgent(e)
 		} else if n := len(e.holds); n > 0 {
 			// It set the TTL to the innermost remaining hold's lease.
-			e.setTTL(e.releaseAt, e.holds[n-1])
+			e.setTTL(e.releaseAt.Time(), e.holds[n-1])
 		}
 		if len(e.holds) == 0 {
 			s.forget(e, nil)
@@ -123,7 +123,7 @@ func (e *Entry) endRelease(o Outcome) {
 // or took it over. s.mu must be held.
 func (e *Entry) goneCause(now time.Time) error {
 	switch {
-	case now.Before(e.validUntil):
+	case now.Before(e.validUntil.Time()):
 		return e.task.lostBy(report.ErrKeyGone, nil)
 	case e.watchdog > 0:
 		return e.task.lostBy(report.ErrNotRenewed, nil)
@@ -160,9 +160,9 @@ func (e *Entry) pop() {
 // a call sent later set it already: calls run in the order they were sent,
 // so the later one's TTL is the one the server keeps. s.mu must be held.
 func (e *Entry) setTTL(sent time.Time, ttl time.Duration) {
-	if !sent.Before(e.setAt) {
-		e.setAt = sent
-		e.validUntil = sent.Add(ttl)
+	if at := monoOf(sent); at >= e.setAt {
+		e.setAt = at
+		e.validUntil = at + mono(ttl)
 	}
 }
 
@@ -171,15 +171,15 @@ func (e *Entry) setTTL(sent time.Time, ttl time.Duration) {
 // unanswered, when that round's own lease would end, three quarters of
 // an interval after the validity at most. s.mu must be held.
 func (e *Entry) lostAt() time.Time {
-	if e.renewing.IsZero() {
-		return e.validUntil
+	if e.renewing == 0 {
+		return e.validUntil.Time()
 	}
 	s := e.s
 	// Three quarters of an interval, so that a loss is known within one
 	// however late the timer fires; a round sent before the TTL was last
 	// set cannot shorten it.
-	grace := min(s.Interval()*3/4, e.renewing.Add(s.cfg.Lease).Sub(e.validUntil))
-	return e.validUntil.Add(max(grace, 0))
+	grace := min(s.Interval()*3/4, time.Duration(e.renewing+mono(s.cfg.Lease)-e.validUntil))
+	return e.validUntil.Time().Add(max(grace, 0))
 }
 
 // guard returns a context derived from parent that is cancelled when this
@@ -235,7 +235,7 @@ func (e *Entry) guard(parent context.Context, as Label) context.Context {
 // nothing that ends), the lease end it has, if any, and its name.
 type sharedKey struct {
 	base  context.Context
-	until time.Time
+	until mono
 	as    Label
 }
 
@@ -250,7 +250,7 @@ func (e *Entry) register(parent context.Context, as Label) context.Context {
 	g, cancel := context.WithCancelCause(parent)
 	r := &guardReg{cancel: cancel, as: as}
 	if e.watchdog == 0 {
-		r.until = e.leaseUntil
+		r.until = e.leaseUntil.Time()
 		left := time.Until(r.until)
 		if left <= 0 {
 			cancel(e.lossAs(as, e.task.lostBy(report.ErrLeaseExpired, nil)))
@@ -302,17 +302,17 @@ func (e *Entry) moveDeadlines() {
 			r.deadline.Stop()
 			r.deadline = nil
 		default:
-			r.until = e.leaseUntil
+			r.until = e.leaseUntil.Time()
 			r.deadline.Reset(time.Until(r.until))
 		}
 	}
 	for k, g := range e.shared {
-		if !k.until.IsZero() && k.until != e.leaseUntil {
+		if k.until != 0 && k.until != e.leaseUntil {
 			delete(e.shared, k)
 			if e.watchdog == 0 {
 				k.until = e.leaseUntil
 			} else {
-				k.until = time.Time{}
+				k.until = 0
 			}
 			e.shared[k] = g
 		}
@@ -328,7 +328,7 @@ func (e *Entry) remaining() time.Duration {
 	if e.ended {
 		return 0
 	}
-	return max(time.Until(e.validUntil), 0)
+	return max(time.Until(e.validUntil.Time()), 0)
 }
 
 // end marks e ended with cause (nil: released). s.mu must be held.

@@ -11,7 +11,7 @@ import (
 type deadlines []*Entry
 
 func (d deadlines) Len() int           { return len(d) }
-func (d deadlines) Less(i, j int) bool { return d[i].maxUntil.Before(d[j].maxUntil) }
+func (d deadlines) Less(i, j int) bool { return d[i].maxUntil < d[j].maxUntil }
 func (d deadlines) Swap(i, j int) {
 	d[i], d[j] = d[j], d[i]
 	d[i].heapIndex = i
@@ -49,7 +49,7 @@ func (s *Scheduler) nextMaxHold() (time.Time, bool) {
 	if len(s.maxHolds) == 0 {
 		return time.Time{}, false
 	}
-	return s.maxHolds[0].maxUntil, true
+	return s.maxHolds[0].maxUntil.Time(), true
 }
 
 // expireMaxHolds ends every entry whose MaxHold deadline is not after now.
@@ -58,7 +58,7 @@ func (s *Scheduler) nextMaxHold() (time.Time, bool) {
 func (s *Scheduler) expireMaxHolds(now time.Time) {
 	var lost []lostEntry
 	s.mu.Lock()
-	for len(s.maxHolds) > 0 && !s.maxHolds[0].maxUntil.After(now) {
+	for len(s.maxHolds) > 0 && !s.maxHolds[0].maxUntil.Time().After(now) {
 		e := heap.Pop(&s.maxHolds).(*Entry)
 		lost = append(lost, s.lose(e, e.task.lostBy(s.cfg.MaxHoldErr, fmt.Errorf("after %v", s.cfg.MaxHold)), now))
 	}

@@ -248,7 +248,7 @@ func (s *Scheduler) HoldLabeled(key, owner string, task *Task, lease time.Durati
 		delete(s.lost, k)
 	}
 	e := s.entries[k]
-	if e != nil && e.watchdog == 0 && !sentAt.Before(e.leaseUntil) {
+	if e != nil && e.watchdog == 0 && !sentAt.Before(e.leaseUntil.Time()) {
 		// Every hold of e had a lease, and they have all run out: the key
 		// expired on the server, and this acquisition starts afresh.
 		s.forget(e, e.task.lostBy(report.ErrLeaseExpired, nil))
@@ -270,8 +270,8 @@ func (s *Scheduler) addHold(e *Entry, lease time.Duration, sentAt time.Time) {
 		e.failing = nil
 		e.setTTL(sentAt, s.cfg.Lease)
 		s.checkUrgent(e)
-		if s.cfg.MaxHold > 0 && e.maxUntil.IsZero() {
-			e.maxUntil = sentAt.Add(s.cfg.MaxHold)
+		if s.cfg.MaxHold > 0 && e.maxUntil == 0 {
+			e.maxUntil = monoOf(sentAt.Add(s.cfg.MaxHold))
 			s.maxHolds.push(e)
 			if e.heapIndex == 0 {
 				select {
@@ -283,7 +283,7 @@ func (s *Scheduler) addHold(e *Entry, lease time.Duration, sentAt time.Time) {
 	} else {
 		// The acquire script set the TTL to this lease.
 		e.setTTL(sentAt, lease)
-		if until := sentAt.Add(lease); until.After(e.leaseUntil) {
+		if until := monoOf(sentAt.Add(lease)); until > e.leaseUntil {
 			e.leaseUntil = until
 		}
 	}
@@ -325,9 +325,9 @@ func (s *Scheduler) relet(key, owner string, last bool, lease time.Duration, sen
 	e.holds = e.holds[:keep]
 	if e.watchdog == 0 {
 		s.maxHolds.remove(e)
-		e.maxUntil = time.Time{}
+		e.maxUntil = 0
 	}
-	e.leaseUntil = time.Time{}
+	e.leaseUntil = 0
 	s.addHold(e, lease, sentAt)
 	e.moveDeadlines()
 	return true
@@ -367,7 +367,7 @@ func (s *Scheduler) Extend(key, owner string, lease time.Duration, sentAt time.T
 	for i := range e.holds {
 		e.holds[i] = lease
 	}
-	e.leaseUntil = sentAt.Add(lease)
+	e.leaseUntil = monoOf(sentAt.Add(lease))
 	e.setTTL(sentAt, lease)
 	e.moveDeadlines()
 	return true
@@ -415,7 +415,7 @@ func (s *Scheduler) Expired(key, owner string) (known, expired bool) {
 	defer s.mu.Unlock()
 	k := entryKey{key, owner}
 	if e := s.entries[k]; e != nil {
-		return true, !time.Now().Before(e.validUntil)
+		return true, !time.Now().Before(e.validUntil.Time())
 	}
 	l, ok := s.lost[k]
 	if !ok {
@@ -485,6 +485,27 @@ func (s *Scheduler) HeldSince(key, owner string) time.Time {
 		return epoch.Add(e.since)
 	}
 	return time.Time{}
+}
+
+// mono is an instant on the monotonic clock, counted from epoch: an Entry
+// keeps several, and a time.Time is three words, one of them a pointer
+// for the collector to follow. The zero mono is "not set".
+type mono time.Duration
+
+// monoOf returns t as a mono; the zero time gives the zero mono.
+func monoOf(t time.Time) mono {
+	if t.IsZero() {
+		return 0
+	}
+	return mono(t.Sub(epoch))
+}
+
+// Time returns m as a time.Time, the zero time for the zero mono.
+func (m mono) Time() time.Time {
+	if m == 0 {
+		return time.Time{}
+	}
+	return epoch.Add(time.Duration(m))
 }
 
 // epoch is what Entry.since counts from, on the monotonic clock: a

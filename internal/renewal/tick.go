@@ -122,7 +122,7 @@ func (s *Scheduler) tick(ctx context.Context) {
 // late, and a renewal sent at the next tick might come back after the
 // validity ended. s.mu must be held.
 func (s *Scheduler) checkUrgent(e *Entry) {
-	if time.Until(e.validUntil) < 2*s.Interval() {
+	if time.Until(e.validUntil.Time()) < 2*s.Interval() {
 		select {
 		case s.urgent <- struct{}{}:
 		default:
@@ -146,12 +146,12 @@ func (s *Scheduler) renew(ctx context.Context, now time.Time, urgent bool) {
 			continue
 		}
 		if e.watchdog == 0 {
-			if !now.Before(e.leaseUntil) {
+			if !now.Before(e.leaseUntil.Time()) {
 				lost = append(lost, s.lose(e, e.task.lostBy(report.ErrLeaseExpired, nil), now))
 			}
 			continue
 		}
-		if urgent && e.validUntil.Sub(now) >= 2*s.Interval() {
+		if urgent && e.validUntil.Time().Sub(now) >= 2*s.Interval() {
 			continue
 		}
 		g := group{e.task, e.slot}
@@ -163,7 +163,7 @@ func (s *Scheduler) renew(ctx context.Context, now time.Time, urgent bool) {
 		s.inFlight++
 		for _, es := range groups {
 			for _, e := range es {
-				e.renewing = sent
+				e.renewing = monoOf(sent)
 			}
 		}
 	}
@@ -216,8 +216,8 @@ func (s *Scheduler) round(ctx context.Context, sent time.Time, chunks [][]*Entry
 		s.mu.Lock()
 		for j, i := range again {
 			for _, e := range chunks[i] {
-				if e.renewing.Equal(sent) {
-					e.renewing = resent
+				if e.renewing == monoOf(sent) {
+					e.renewing = monoOf(resent)
 				}
 			}
 			task := chunks[i][0].task
@@ -278,8 +278,8 @@ func (s *Scheduler) apply(chunk []*Entry, r rueidis.RedisResult, sent time.Time)
 	now := time.Now()
 	s.mu.Lock()
 	for i, e := range chunk {
-		if e.renewing.Equal(sent) {
-			e.renewing = time.Time{} // this round has answered
+		if e.renewing == monoOf(sent) {
+			e.renewing = 0 // this round has answered
 		}
 		if err != nil {
 			failed++
