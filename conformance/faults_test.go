@@ -38,15 +38,25 @@ func (s *suite) safeMode(t *testing.T) {
 	m := s.New(c, name)
 	exists := func() bool { t.Helper(); return s.exists(t, rc, name) }
 
-	// The replica acknowledges: nothing changes. (Wait until it does; its
-	// first acknowledgements after the initial sync can be slow.)
-	res := rc.DoMulti(ctx, rc.B().Set().Key("warm").Value("1").Build(), rc.B().Wait().Numreplicas(1).Timeout(10000).Build())
-	require.NoError(t, res[1].Error())
+	// caughtUp waits until the replica acknowledges; its first
+	// acknowledgements after a sync or a pause can be slow.
+	caughtUp := func() {
+		t.Helper()
+		res := rc.DoMulti(ctx, rc.B().Set().Key("warm").Value("1").Build(), rc.B().Wait().Numreplicas(1).Timeout(10000).Build())
+		require.NoError(t, res[1].Error())
+		require.EqualValues(t, 1, must[int64](t)(res[1].AsInt64()), "the replica did not acknowledge within 10s")
+	}
+
+	// The replica acknowledges: nothing changes. A Client that waits
+	// longer for it tells this apart from a replica that a loaded machine
+	// left behind for a second.
+	caughtUp()
+	hm := s.New(client(t, rc, interlock.WithReplicaAcks(1, 10*time.Second)), name)
 	for range s.depth() {
-		require.NoError(t, m.Lock(ctx))
+		require.NoError(t, hm.Lock(ctx))
 	}
 	for range s.depth() {
-		require.NoError(t, m.Unlock(ctx))
+		require.NoError(t, hm.Unlock(ctx))
 	}
 	assert.False(t, exists())
 
@@ -75,6 +85,7 @@ func (s *suite) safeMode(t *testing.T) {
 	// A re-entry is taken back to the count before it (a non-reentrant
 	// kind refuses it before any replica matters).
 	require.NoError(t, replica.Resume())
+	caughtUp()
 	require.NoError(t, m.Lock(ctx))
 	require.NoError(t, replica.Pause())
 	if s.Reentered != nil {
