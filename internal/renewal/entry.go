@@ -20,8 +20,8 @@ type Entry struct {
 	task  *Task
 	s     *Scheduler
 	slot  uint16
-	since time.Duration // when the first hold's request was sent, after epoch
-	label *Label        // HoldLabeled's, for the Observer
+	since mono   // when the first hold's request was sent
+	label *Label // HoldLabeled's, for the Observer
 
 	// Guarded by s.mu.
 	holds      []time.Duration  // one per hold, innermost last; 0 = watchdog

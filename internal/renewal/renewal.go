@@ -236,7 +236,7 @@ func (s *Scheduler) HoldLabeled(key, owner string, task *Task, lease time.Durati
 	// client's mode: a server that enforces slots behind one address (a
 	// managed service, a proxy) refuses a script whose keys span slots,
 	// as a cluster does.
-	fresh := &Entry{Key: key, Owner: owner, task: task, s: s, heapIndex: -1, since: sentAt.Sub(epoch), label: label, slot: keys.Slot(key)}
+	fresh := &Entry{Key: key, Owner: owner, task: task, s: s, heapIndex: -1, since: monoOf(sentAt), label: label, slot: keys.Slot(key)}
 	fresh.holds = fresh.holds0[:0]
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -439,7 +439,7 @@ func (s *Scheduler) Oldest(byName bool) map[Named]time.Time {
 		if !byName {
 			n.Name, n.Key = "", ""
 		}
-		since := epoch.Add(e.since)
+		since := e.since.Time()
 		if t, ok := out[n]; !ok || since.Before(t) {
 			out[n] = since
 		}
@@ -482,7 +482,7 @@ func (s *Scheduler) HeldSince(key, owner string) time.Time {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if e := s.entries[entryKey{key, owner}]; e != nil {
-		return epoch.Add(e.since)
+		return e.since.Time()
 	}
 	return time.Time{}
 }
@@ -508,8 +508,7 @@ func (m mono) Time() time.Time {
 	return epoch.Add(time.Duration(m))
 }
 
-// epoch is what Entry.since counts from, on the monotonic clock: a
-// Duration is a third of a time.Time in every hold.
+// epoch is what a mono counts from.
 var epoch = time.Now()
 
 // lookup returns the entry of key and owner, or nil.
