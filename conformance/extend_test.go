@@ -26,10 +26,15 @@ func (s *suite) extendLease(t *testing.T) {
 	name := s.lockName(t)
 	m, rival := s.New(c, name), s.rival(c, name)
 
+	locking := time.Now()
 	require.NoError(t, m.LockLease(ctx, first))
 	g, shared := m.Guard(ctx), m.Guard(context.Background())
 	sent := time.Now()
 	require.NoError(t, m.Extend(ctx, extended))
+	// The guards outlive the first lease only if the Extend's answer came
+	// before it ended: a loaded machine may answer later, and the Client
+	// then ends them at the first lease, as it must.
+	inTime := time.Since(locking) < first
 	// Whatever the machine's load, the TTL and Remaining lie between the
 	// new lease and the new lease less the time since the Extend was sent
 	// (and the millisecond PTTL rounds off).
@@ -47,9 +52,11 @@ func (s *suite) extendLease(t *testing.T) {
 	require.NoError(t, err)
 	if time.Since(sent) < extended {
 		assert.False(t, ok, "another owner took the lock within its extended lease")
-		assert.NoError(t, g.Err(), "the guard ended at the first lease")
-		assert.NoError(t, shared.Err(), "the shared guard ended at the first lease")
-		assert.True(t, must[bool](t)(m.IsHeld(ctx)))
+		if inTime {
+			assert.NoError(t, g.Err(), "the guard ended at the first lease")
+			assert.NoError(t, shared.Err(), "the shared guard ended at the first lease")
+			assert.True(t, must[bool](t)(m.IsHeld(ctx)))
+		}
 	}
 	if ok {
 		// A loaded machine slept past the extended lease, and the rival
@@ -64,7 +71,9 @@ func (s *suite) extendLease(t *testing.T) {
 		case <-time.After(extended + 2*time.Second):
 			t.Fatal("the guard of an extended hold did not end")
 		}
-		assert.GreaterOrEqual(t, time.Since(sent), extended, "the guard ended before the extended lease")
+		if inTime {
+			assert.GreaterOrEqual(t, time.Since(sent), extended, "the guard ended before the extended lease")
+		}
 		assert.ErrorIs(t, context.Cause(g), interlock.ErrLeaseExpired)
 	}
 	assert.Zero(t, m.Remaining(ctx))

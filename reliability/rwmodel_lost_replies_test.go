@@ -70,7 +70,7 @@ func TestT15LostReplies(t *testing.T) {
 	errs := make(chan error, t15Workers)
 	for _, ln := range lanes {
 		wg.Go(func() {
-			l := &t15Lossy{f: ln.f, proxy: ln.proxy}
+			l := &t15Lossy{f: ln.f, proxy: ln.proxy, clients: ln.clients}
 			for next.Add(1) <= int64(programs) {
 				if err := l.program(); err != nil {
 					divergences.Add(1)
@@ -114,8 +114,9 @@ func TestT15LostReplies(t *testing.T) {
 
 // t15Lossy drives a t15Fuzzer with lost replies.
 type t15Lossy struct {
-	f     *t15Fuzzer
-	proxy *faultproxy.Proxy
+	f       *t15Fuzzer
+	proxy   *faultproxy.Proxy
+	clients [2]*interlock.Client
 	p     float64 // this program's fraction of armed steps
 
 	armed, dropped, undone, kept int64
@@ -253,6 +254,9 @@ func (l *t15Lossy) acquire(o string, write bool) error {
 		// unlock, which also clears a hash whose other read holds all
 		// expired (their timeout keys are gone).
 		l.undone++
+		if err := l.settled(); err != nil {
+			return f.diverged(op, err)
+		}
 		stale := want == t15OK && ((write && saved.writes[o] == 0 && t15Holds(saved.local[o].write) > 0) ||
 			(!write && saved.reads[o] == 0 && t15Holds(saved.local[o].read) > 0))
 		switch {
@@ -287,6 +291,20 @@ func (l *t15Lossy) acquire(o string, write bool) error {
 		l.kept++
 	}
 	return f.check(op, want, got)
+}
+
+// settled waits until the Clients' clean-up queues are empty: TryLock
+// waits for the take-back of a lost acquisition for at most a second,
+// and the queue goes on with it past that on a loaded machine.
+func (l *t15Lossy) settled() error {
+	deadline := time.Now().Add(10 * time.Second)
+	for l.clients[0].Stats().UndoQueue+l.clients[1].Stats().UndoQueue > 0 {
+		if time.Now().After(deadline) {
+			return errors.New("the take-back was still queued after 10s")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return nil
 }
 
 // clone returns a deep copy of the model.
