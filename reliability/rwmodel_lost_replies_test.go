@@ -117,7 +117,7 @@ type t15Lossy struct {
 	f       *t15Fuzzer
 	proxy   *faultproxy.Proxy
 	clients [2]*interlock.Client
-	p     float64 // this program's fraction of armed steps
+	p       float64 // this program's fraction of armed steps
 
 	armed, dropped, undone, kept int64
 	stale                        int64  // lost acquisitions left on the server
