@@ -260,3 +260,10 @@ func TestUnlockFromAnotherGoroutine(t *testing.T) {
 	assert.True(t, held, "the owner still holds it")
 	require.NoError(t, m.Unlock(ctx))
 }
+
+// Dedicate dedicates a connection whose renewal rounds and latch sweeps
+// go through countingClient's DoMulti (redistest.Aside).
+func (c *countingClient) Dedicate() (rueidis.DedicatedClient, func()) {
+	dc, release := c.Client.Dedicate()
+	return redistest.Aside(dc, c.DoMulti), release
+}

@@ -36,10 +36,11 @@ type Client struct {
 // New returns a Client that runs its locks through rc, which the caller
 // keeps and closes. Standalone, sentinel and cluster clients all work;
 // outside a cluster the Client's scripts share one of rc's connections, in
-// the order they were called. A cluster client is fastest with one
-// connection per node, rueidis's default (PipelineMultiplex 0), which the
-// Client checks with 32 CLIENT IDs at its first Lock. New starts the
-// Client's goroutines and sends nothing to Redis.
+// the order they were called, and from its first script its watchdog
+// renewals take one of rc's dedicated connections (Dedicate). A cluster
+// client is fastest with one connection per node, rueidis's default
+// (PipelineMultiplex 0), which the Client checks with 32 CLIENT IDs at its
+// first Lock. New starts the Client's goroutines and sends nothing to Redis.
 func New(rc rueidis.Client, opts ...Option) (*Client, error) {
 	if rc == nil {
 		return nil, newErr(fmt.Errorf("%w: nil rueidis client", ErrInvalid))

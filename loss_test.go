@@ -191,3 +191,10 @@ func TestPermitLossIsItsOwn(t *testing.T) {
 	assert.NotErrorIs(t, context.Cause(g), semaphore.ErrPermitLost)
 	assert.False(t, errors.Is(context.Cause(g), context.Canceled))
 }
+
+// Dedicate dedicates a connection whose renewal rounds and latch sweeps
+// go through stalledRenewals's DoMulti (redistest.Aside).
+func (s *stalledRenewals) Dedicate() (rueidis.DedicatedClient, func()) {
+	dc, release := s.Client.Dedicate()
+	return redistest.Aside(dc, s.DoMulti), release
+}

@@ -833,3 +833,10 @@ func TestSlotVectors(t *testing.T) {
 		assert.Equal(t, int64(want), c.int("CLUSTER", "KEYSLOT", k), "CLUSTER KEYSLOT %q", k)
 	}
 }
+
+// Dedicate dedicates a connection whose renewal rounds and latch sweeps
+// go through gatedDeletes's DoMulti (redistest.Aside).
+func (g *gatedDeletes) Dedicate() (rueidis.DedicatedClient, func()) {
+	dc, release := g.Client.Dedicate()
+	return redistest.Aside(dc, g.DoMulti), release
+}

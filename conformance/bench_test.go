@@ -12,6 +12,7 @@ import (
 	"github.com/redis/rueidis"
 
 	"github.com/interlock-go/interlock"
+	"github.com/interlock-go/interlock/internal/redistest"
 	"github.com/interlock-go/interlock/rwlock"
 )
 
@@ -400,4 +401,11 @@ func writeHandoff(b *testing.B) {
 func busy(d time.Duration) {
 	for end := time.Now().Add(d); time.Now().Before(end); {
 	}
+}
+
+// Dedicate dedicates a connection whose renewal rounds and latch sweeps
+// go through counter's DoMulti (redistest.Aside).
+func (c *counter) Dedicate() (rueidis.DedicatedClient, func()) {
+	dc, release := c.Client.Dedicate()
+	return redistest.Aside(dc, c.DoMulti), release
 }

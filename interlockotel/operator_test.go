@@ -255,3 +255,10 @@ func TestScopeVersion(t *testing.T) {
 	require.Len(t, spans.Ended(), 1)
 	assert.Equal(t, sms[0].Scope.Version, spans.Ended()[0].InstrumentationScope().Version)
 }
+
+// Dedicate dedicates a connection whose renewal rounds and latch sweeps
+// go through stalledRenewals's DoMulti (redistest.Aside).
+func (s *stalledRenewals) Dedicate() (rueidis.DedicatedClient, func()) {
+	dc, release := s.Client.Dedicate()
+	return redistest.Aside(dc, s.DoMulti), release
+}

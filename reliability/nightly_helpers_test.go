@@ -209,3 +209,10 @@ func (c *nhTimedClient) Cycles() ([]time.Duration, []int) {
 	c.cycles, c.sizes = nil, nil
 	return d, s
 }
+
+// Dedicate dedicates a connection whose renewal rounds and latch sweeps
+// go through nhTimedClient's DoMulti (redistest.Aside).
+func (c *nhTimedClient) Dedicate() (rueidis.DedicatedClient, func()) {
+	dc, release := c.Client.Dedicate()
+	return redistest.Aside(dc, c.DoMulti), release
+}

@@ -145,3 +145,10 @@ func within(t *testing.T, d, lo, hi time.Duration, what string) {
 	assert.GreaterOrEqual(t, d, lo, "%s took %v", what, d)
 	assert.LessOrEqual(t, d, hi, "%s took %v", what, d)
 }
+
+// Dedicate dedicates a connection whose renewal rounds and latch sweeps
+// go through counter's DoMulti (redistest.Aside).
+func (c *counter) Dedicate() (rueidis.DedicatedClient, func()) {
+	dc, release := c.Client.Dedicate()
+	return redistest.Aside(dc, c.DoMulti), release
+}

@@ -231,3 +231,10 @@ func holdCount(t *testing.T, c *tap, name, holder string) int {
 	require.NoError(t, err)
 	return int(n)
 }
+
+// Dedicate dedicates a connection whose renewal rounds and latch sweeps
+// go through tap's DoMulti (redistest.Aside).
+func (t *tap) Dedicate() (rueidis.DedicatedClient, func()) {
+	dc, release := t.Client.Dedicate()
+	return redistest.Aside(dc, t.DoMulti), release
+}

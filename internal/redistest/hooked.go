@@ -86,3 +86,33 @@ func CarriesDeletes(cmds []rueidis.Completed) bool {
 	}
 	return true
 }
+
+// Aside returns dc, a connection a test's wrapper of a rueidis client
+// dedicated, with its scripts and DELs sent through do, the wrapper's own
+// DoMulti, instead: outside a cluster a Client sends its renewal rounds
+// and latch sweeps on a dedicated connection, past the wrapper otherwise.
+// Anything else (pub/sub) stays on dc.
+func Aside(dc rueidis.DedicatedClient, do func(context.Context, ...rueidis.Completed) []rueidis.RedisResult) rueidis.DedicatedClient {
+	return &aside{DedicatedClient: dc, do: do}
+}
+
+type aside struct {
+	rueidis.DedicatedClient
+	do func(context.Context, ...rueidis.Completed) []rueidis.RedisResult
+}
+
+func (a *aside) DoMulti(ctx context.Context, cmds ...rueidis.Completed) []rueidis.RedisResult {
+	for _, c := range cmds {
+		if !IsCommand(c, "EVALSHA") && !IsCommand(c, "EVAL") && !IsCommand(c, "DEL") {
+			return a.DedicatedClient.DoMulti(ctx, cmds...)
+		}
+	}
+	return a.do(ctx, cmds...)
+}
+
+// Dedicate dedicates a connection whose renewal rounds and latch sweeps
+// go through h (Aside).
+func (h *Hooked) Dedicate() (rueidis.DedicatedClient, func()) {
+	dc, release := h.Client.Dedicate()
+	return Aside(dc, h.DoMulti), release
+}

@@ -93,6 +93,9 @@ func (e *Entry) named() Named {
 
 // Config configures a Scheduler.
 type Config struct {
+	// Send sends a round's commands in one pipeline. The default is the
+	// client's DoMulti.
+	Send func(ctx context.Context, cmds ...rueidis.Completed) []rueidis.RedisResult
 	// Lease is the TTL each renewal sets, the watchdog timeout. Ticks run
 	// every Lease/3. Required.
 	Lease time.Duration
@@ -173,6 +176,9 @@ func New(rc rueidis.Client, cfg Config) (*Scheduler, error) {
 	}
 	if cfg.MaxHoldErr == nil {
 		cfg.MaxHoldErr = ErrMaxHold
+	}
+	if cfg.Send == nil {
+		cfg.Send = rc.DoMulti
 	}
 	s := &Scheduler{
 		rc:      rc,

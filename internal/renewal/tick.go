@@ -261,7 +261,7 @@ func (s *Scheduler) send(ctx context.Context, cmds rueidis.Commands) []rueidis.R
 	defer cancel()
 	limit := time.AfterFunc(s.cfg.Lease, cancel)
 	defer limit.Stop()
-	return s.rc.DoMulti(tctx, cmds...)
+	return s.cfg.Send(tctx, cmds...)
 }
 
 // apply records one chunk's reply, and returns how many of its entries

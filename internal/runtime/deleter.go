@@ -30,6 +30,7 @@ import (
 // on a cluster, and the refused keys are queued again.
 type deleter struct {
 	rc      rueidis.Client
+	side    *aside // where the sweeps go
 	cluster bool
 	// slots is nil while a DEL may hold keys of several slots; then, the
 	// queued keys of each slot, written under mu.
@@ -77,8 +78,8 @@ const (
 	maxDelKeys = 512
 )
 
-func newDeleter(rc rueidis.Client) *deleter {
-	d := &deleter{rc: rc, cluster: rc.Mode() == rueidis.ClientModeCluster}
+func newDeleter(rc rueidis.Client, side *aside) *deleter {
+	d := &deleter{rc: rc, side: side, cluster: rc.Mode() == rueidis.ClientModeCluster}
 	if d.cluster {
 		d.slots.Store(new(slotCounts))
 	}
@@ -297,7 +298,7 @@ func (d *deleter) send(b delBatch, deadline time.Time) {
 	}
 	ctx, cancel := context.WithDeadline(context.Background(), deadline)
 	defer cancel()
-	d.answered(b, d.rc.DoMulti(ctx, b.cmds...), false)
+	d.answered(b, d.side.DoMulti(ctx, b.cmds...), false)
 }
 
 // close stops the timer, waits for a sweep in flight, and deletes every
@@ -319,6 +320,10 @@ func (d *deleter) close(deadline time.Time) {
 // deleter). Their replies are read only for a refusal of a DEL that spans
 // slots and, when ctx ended, for DELs that did not go out (answered).
 func (r *Runtime) Send(ctx context.Context, s *script.Script, ks, args []string) rueidis.RedisResult {
+	if !r.warm.Load() {
+		r.warm.Store(true)
+		r.side.warm()
+	}
 	var b delBatch
 	if r.latches.n.Load() > 0 && len(ks) > 0 && ctx.Err() == nil {
 		b = r.latches.take(ks[0], time.Now())

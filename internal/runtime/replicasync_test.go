@@ -356,3 +356,10 @@ func TestReplicaSyncWithoutInfo(t *testing.T) {
 	assert.False(t, exists(t, admin, name), "the acquisition was not taken back")
 	assert.Zero(t, c.Stats().Holds)
 }
+
+// Dedicate dedicates a connection whose renewal rounds and latch sweeps
+// go through counter's DoMulti (redistest.Aside).
+func (c *counter) Dedicate() (rueidis.DedicatedClient, func()) {
+	dc, release := c.Client.Dedicate()
+	return redistest.Aside(dc, c.DoMulti), release
+}

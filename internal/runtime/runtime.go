@@ -92,6 +92,8 @@ type Runtime struct {
 	probeNodes  sync.Once
 
 	latches  *deleter
+	side     *aside      // the renewal rounds' and sweeps' connection
+	warm     atomic.Bool // side was asked to dial
 	settle   *settler
 	detached *detacher
 	clock    wallClock
@@ -140,7 +142,9 @@ func New(rc rueidis.Client, cfg Config) (*Runtime, error) {
 		opts = append([]pubsub.Option{pubsub.WithErrorHandler(cfg.Observer.PubSubFailed),
 			pubsub.WithReconnectHandler(cfg.Observer.PubSubReconnected)}, opts...)
 	}
+	side := newAside(rc)
 	sched, err := renewal.New(rc, renewal.Config{
+		Send:       side.DoMulti,
 		Lease:      cfg.Watchdog,
 		BatchSize:  cfg.BatchSize,
 		Observer:   observer,
@@ -163,7 +167,8 @@ func New(rc rueidis.Client, cfg Config) (*Runtime, error) {
 		Hub:       hub,
 		Renewal:   sched,
 		Transfers: newTransfers(),
-		latches:   newDeleter(rc),
+		latches:   newDeleter(rc, side),
+		side:      side,
 		settle:    newSettler(report.ErrClosed),
 		detached:  newDetacher(),
 		waits:     waitCounts{m: make(map[waitKey]int)},
@@ -196,6 +201,7 @@ func (r *Runtime) Close() {
 	r.settle.close(deadline)
 	r.detached.close()
 	r.latches.close(deadline)
+	r.side.close()
 }
 
 // closeBudget bounds what Close still sends: the clean-up steps queued and

@@ -270,3 +270,17 @@ func TestSafeModePipelineIsDedicated(t *testing.T) {
 	require.NoError(t, err)
 	assert.Zero(t, n, "the refused acquisition is taken back")
 }
+
+// Dedicate dedicates a connection whose renewal rounds and latch sweeps
+// go through delCounting's DoMulti (redistest.Aside).
+func (c *delCounting) Dedicate() (rueidis.DedicatedClient, func()) {
+	dc, release := c.Client.Dedicate()
+	return redistest.Aside(dc, c.DoMulti), release
+}
+
+// Dedicate dedicates a connection whose renewal rounds and latch sweeps
+// go through waitPipes's DoMulti (redistest.Aside).
+func (w *waitPipes) Dedicate() (rueidis.DedicatedClient, func()) {
+	dc, release := w.Client.Dedicate()
+	return redistest.Aside(dc, w.DoMulti), release
+}
