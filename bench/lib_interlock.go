@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"flag"
 
 	"github.com/redis/rueidis"
 
@@ -19,6 +20,10 @@ import (
 // including its dedicated pub/sub connection (SUBSCRIBE, UNSUBSCRIBE).
 type interlockLib struct{}
 
+// interlockWatchdog, when set, is the interlock Clients' watchdog timeout
+// (interlock.WithWatchdogTimeout): a renewal round every third of it.
+var interlockWatchdog = flag.Duration("interlock-watchdog", 0, "interlock's watchdog timeout (0: its default, 30s)")
+
 func init() { Register(10, interlockLib{}) }
 
 func (interlockLib) Name() string { return "interlock" }
@@ -29,7 +34,11 @@ func (interlockLib) Open(_ context.Context, addr string) (Session, error) {
 		return nil, err
 	}
 	cnt := newCountingClient(rc)
-	c, err := interlock.New(cnt)
+	var opts []interlock.Option
+	if *interlockWatchdog > 0 {
+		opts = append(opts, interlock.WithWatchdogTimeout(*interlockWatchdog))
+	}
+	c, err := interlock.New(cnt, opts...)
 	if err != nil {
 		rc.Close()
 		return nil, err

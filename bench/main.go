@@ -263,6 +263,9 @@ func startChild(ctx context.Context, addr, lib string, c Cell) (*childProc, erro
 	if clusterMode {
 		args = append(args, "-cluster")
 	}
+	if *interlockWatchdog > 0 {
+		args = append(args, "-interlock-watchdog", interlockWatchdog.String())
+	}
 	cmd := exec.CommandContext(ctx, exe, args...)
 	cmd.Stderr = os.Stderr
 	stdin, err := cmd.StdinPipe()
