@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/redis/rueidis"
 )
@@ -24,6 +25,9 @@ import (
 type aside struct {
 	rc  rueidis.Client
 	own bool // not a cluster: the work gets a connection of its own
+	// warmed: warm has run, so that the script path that calls it takes
+	// mu only once.
+	warmed atomic.Bool
 
 	mu      sync.Mutex
 	dc      rueidis.DedicatedClient // nil: none held
@@ -35,10 +39,11 @@ func newAside(rc rueidis.Client) *aside {
 	return &aside{rc: rc, own: rc.Mode() != rueidis.ClientModeCluster}
 }
 
-// warm starts dialling the connection, unless it is held, being dialled or
-// not wanted. It sends nothing and does not wait.
+// warm starts dialling the connection the first time it is called,
+// unless it is not wanted; later dials are started by the calls that find
+// it gone. It sends nothing and does not wait.
 func (a *aside) warm() {
-	if !a.own {
+	if !a.own || a.warmed.Load() || a.warmed.Swap(true) {
 		return
 	}
 	a.mu.Lock()

@@ -320,10 +320,7 @@ func (d *deleter) close(deadline time.Time) {
 // deleter). Their replies are read only for a refusal of a DEL that spans
 // slots and, when ctx ended, for DELs that did not go out (answered).
 func (r *Runtime) Send(ctx context.Context, s *script.Script, ks, args []string) rueidis.RedisResult {
-	if !r.warm.Load() {
-		r.warm.Store(true)
-		r.side.warm()
-	}
+	r.side.warm()
 	var b delBatch
 	if r.latches.n.Load() > 0 && len(ks) > 0 && ctx.Err() == nil {
 		b = r.latches.take(ks[0], time.Now())

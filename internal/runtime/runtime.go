@@ -92,8 +92,7 @@ type Runtime struct {
 	probeNodes  sync.Once
 
 	latches  *deleter
-	side     *aside      // the renewal rounds' and sweeps' connection
-	warm     atomic.Bool // side was asked to dial
+	side     *aside // the renewal rounds' and sweeps' connection
 	settle   *settler
 	detached *detacher
 	clock    wallClock
