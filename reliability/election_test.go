@@ -515,10 +515,12 @@ func TestElectionChaos(t *testing.T) {
 				t.Fatalf("stopping %s: %v", p.label, err)
 			}
 			time.Sleep(watchdog + watchdog/2)
+			// The pause ends when the signal goes: taken after it, the
+			// resumed process's first sighting may be recorded before.
+			f.until = monoNow()
 			if err := p.signal(syscall.SIGCONT); err != nil {
 				t.Fatalf("resuming %s: %v", p.label, err)
 			}
-			f.until = monoNow()
 		}
 		faults = append(faults, f)
 		time.Sleep(time.Duration(200+rand.N(600)) * time.Millisecond)
