@@ -119,6 +119,14 @@ func t19Storm(t *testing.T, c *interlock.Client, rc rueidis.Client, k t19Kind, n
 		require.NoError(t, op.unlock(ctx))
 		cancel()
 	}
+	// A hold across renewal rounds, so that the baseline also counts the
+	// goroutines of the connection the rounds go on.
+	hctx, hcancel := context.WithTimeout(interlock.WithOwner(t.Context(), interlock.NewOwnerID()), 10*time.Second)
+	held := k.op(c, names[0], true)
+	require.NoError(t, held.lock(hctx))
+	time.Sleep(t19Lease) // three rounds
+	require.NoError(t, held.unlock(hctx))
+	hcancel()
 	t19Settle(t, c, rc)
 	baseline := runtime.NumGoroutine()
 
