@@ -72,7 +72,7 @@ func (l *Common) execAcquire(ctx context.Context, acks *runtime.Acks, call *Call
 	if ctx.Done() == nil || l.rt.Ordered() || l.rt.Cfg.ReplicaAcks > 0 || l.rt.Cfg.ReplicaSync {
 		return l.exec(ctx, acks, call, v), nil
 	}
-	ks, args := l.fill(call, v)
+	ks, args := l.fill(nil, call, v) // the send may outlive this call
 	return l.rt.SendDetached(ctx, bound, func(ctx context.Context) rueidis.RedisResult {
 		return l.rt.Send(ctx, call.Script(), ks, args)
 	})

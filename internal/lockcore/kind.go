@@ -259,11 +259,20 @@ type vals struct {
 	yield         bool          // a transfer that ends a run
 }
 
-// fill builds the KEYS and ARGV strings of c for lock l, in one
-// allocation.
-func (l *Common) fill(c *Call, v *vals) (ks, args []string) {
-	out := make([]string, len(c.Keys)+len(c.Args))
-	n := len(c.Keys)
+// callBuf holds the KEYS and ARGV strings of one call on its sender's
+// stack: no call has more.
+type callBuf [16]string
+
+// fill builds the KEYS and ARGV strings of c for lock l in buf, or in one
+// allocation when buf is nil (strings that outlive the caller's frame).
+func (l *Common) fill(buf *callBuf, c *Call, v *vals) (ks, args []string) {
+	n, m := len(c.Keys), len(c.Keys)+len(c.Args)
+	var out []string
+	if buf != nil && m <= len(buf) {
+		out = buf[:m]
+	} else {
+		out = make([]string, m)
+	}
 	l.fillInto(out[:n], c.Keys, v)
 	l.fillInto(out[n:], c.Args, v)
 	return out[:n:n], out[n:]

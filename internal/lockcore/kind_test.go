@@ -86,7 +86,7 @@ func TestFillEveryArg(t *testing.T) {
 		args[i] = tc.arg
 	}
 	// KEYS and ARGV are filled alike, and neither runs into the other.
-	ks, got := l.fill(&Call{Keys: args[:2], Args: args}, v)
+	ks, got := l.fill(nil, &Call{Keys: args[:2], Args: args}, v)
 	assert.Equal(t, got[:2], ks)
 	assert.Equal(t, 2, cap(ks))
 	require.Len(t, got, len(cases))
@@ -96,13 +96,13 @@ func TestFillEveryArg(t *testing.T) {
 
 	// Now reads the clock at every call.
 	runtime.Of(c).SetWallClock(func() time.Time { return time.UnixMilli(5) })
-	args1 := func(a Arg) []string { _, out := l.fill(&Call{Args: []Arg{a}}, v); return out }
+	args1 := func(a Arg) []string { _, out := l.fill(nil, &Call{Args: []Arg{a}}, v); return out }
 	assert.Equal(t, []string{"5"}, args1(Now))
 	runtime.Of(c).SetWallClock(nil)
 	now, err := strconv.ParseInt(args1(Now)[0], 10, 64)
 	require.NoError(t, err)
 	assert.InDelta(t, time.Now().UnixMilli(), now, 5000)
-	ks, got = l.fill(&Call{}, v)
+	ks, got = l.fill(nil, &Call{}, v)
 	assert.Empty(t, ks)
 	assert.Empty(t, got)
 }

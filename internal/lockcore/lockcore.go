@@ -136,13 +136,15 @@ func (l *Common) holds(holder string) int { return l.rt.Renewal.Holds(l.name, ho
 
 // exec runs call with v in safe mode when it is on (a records the acks).
 func (l *Common) exec(ctx context.Context, a *runtime.Acks, call *Call, v *vals) rueidis.RedisResult {
-	ks, args := l.fill(call, v)
+	var buf callBuf
+	ks, args := l.fill(&buf, call, v)
 	return l.rt.Exec(ctx, a, call.Script(), ks, args)
 }
 
 // send runs call with v, never followed by WAIT.
 func (l *Common) send(ctx context.Context, call *Call, v *vals) rueidis.RedisResult {
-	ks, args := l.fill(call, v)
+	var buf callBuf
+	ks, args := l.fill(&buf, call, v)
 	return l.rt.Send(ctx, call.Script(), ks, args)
 }
 
@@ -244,7 +246,7 @@ func (l *Common) IsLocked(ctx context.Context) (bool, error) {
 	)
 	switch k := l.kind; {
 	case k.IsLocked != nil:
-		ks, args := l.fill(k.IsLocked, &vals{})
+		ks, args := l.fill(nil, k.IsLocked, &vals{})
 		res, err = l.ProbeScript(ctx, k.IsLocked.Script(), ks, args)
 	case k.LockedMode != "":
 		res, err = l.probeOne(ctx, rc.B().Hget().Key(l.name).Field("mode").Build())
