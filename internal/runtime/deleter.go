@@ -51,7 +51,7 @@ type slotCounts [1 << 14]atomic.Int32
 
 type queuedKey struct {
 	key  string
-	slot uint16
+	slot uint16 // set while DELs hold one slot's keys (deleter.slots)
 	at   time.Time
 }
 
@@ -96,7 +96,12 @@ type delBatch struct {
 // add queues key. It sends nothing and wakes nothing; a Client that has
 // closed deletes it at once.
 func (d *deleter) add(key string) {
-	now, slot := time.Now(), keys.Slot(key) // before mu, which every script's take may need
+	// Before mu, which every script's take may need.
+	now, c := time.Now(), d.slots.Load()
+	var slot uint16
+	if c != nil {
+		slot = keys.Slot(key)
+	}
 	d.mu.Lock()
 	if d.closed {
 		d.mu.Unlock()
@@ -108,9 +113,12 @@ func (d *deleter) add(key string) {
 	if len(d.pending) == 0 {
 		d.first.Store(now.UnixNano())
 	}
+	if c == nil && d.slots.Load() != nil {
+		c, slot = d.slots.Load(), keys.Slot(key) // oneSlot ran meanwhile
+	}
 	d.pending = append(d.pending, queuedKey{key, slot, now})
 	d.n.Add(1)
-	if c := d.slots.Load(); c != nil {
+	if c != nil {
 		c[slot].Add(1)
 	}
 	if !d.armed {
@@ -247,7 +255,9 @@ func (d *deleter) oneSlot() {
 		return
 	}
 	c := new(slotCounts)
-	for _, k := range d.pending {
+	for i := range d.pending {
+		k := &d.pending[i]
+		k.slot = keys.Slot(k.key)
 		c[k.slot].Add(1)
 	}
 	d.slots.Store(c)
