@@ -388,7 +388,7 @@ func (c *subConn) teardown(err error) {
 // another node owns now, after refreshing the topology.
 func (c *subConn) reroute() {
 	h := c.h
-	if err := h.refreshRoutes(h.ctx, h.routes.generation()); err != nil {
+	if err := h.refreshRoutes(h.ctx, h.routes.Generation()); err != nil {
 		if h.ctx.Err() == nil {
 			h.report(err)
 		}
@@ -401,7 +401,7 @@ func (c *subConn) reroute() {
 	}
 	for _, cs := range c.chans {
 		if e := cs.e; e != nil {
-			if addr, _, ok := h.routes.owner(e.slot); ok && addr != c.key.addr {
+			if addr, _, ok := h.routes.Master(e.slot); ok && addr != c.key.addr {
 				h.moveLocked(e, addr)
 			}
 		}
@@ -586,7 +586,7 @@ func (c *subConn) apply(r *round, results []rueidis.RedisResult) error {
 			}
 			if rerr, _ := rueidis.IsRedisErr(err); rerr != nil {
 				if addr, moved := rerr.IsMoved(); moved && h.cluster && c.key.sharded && addr != c.key.addr {
-					h.routes.learn(keys.Slot(name), addr)
+					h.routes.Learn(keys.Slot(name), addr)
 					if cs.e != nil && !h.closed {
 						h.moveLocked(cs.e, addr)
 					}

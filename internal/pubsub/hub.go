@@ -11,6 +11,7 @@ import (
 	"github.com/redis/rueidis"
 
 	"github.com/interlock-go/interlock/internal/keys"
+	"github.com/interlock-go/interlock/internal/route"
 )
 
 var (
@@ -138,7 +139,7 @@ type Hub struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup // one count per connection goroutine
 
-	routes routeTable // sharded channel routing in cluster mode
+	routes route.Table // sharded channel routing in cluster mode
 
 	// testHookBeforeSend, when set by white-box tests, runs in a connection
 	// goroutine after a reconciliation round was decided and before its
@@ -176,7 +177,6 @@ func NewHub(rc rueidis.Client, opts ...Option) (*Hub, error) {
 		cfg:     cfg,
 		ctx:     ctx,
 		cancel:  cancel,
-		routes:  newRouteTable(),
 		entries: make(map[chanKey]*entry),
 		conns:   make(map[connKey]*subConn),
 	}, nil
@@ -266,14 +266,14 @@ func (h *Hub) SubscribeWith(ctx context.Context, channel string, sharded bool, p
 		if h.entries[key] != nil || !routed {
 			break
 		}
-		if _, gen, ok := h.routes.owner(slot); !ok {
+		if _, gen, ok := h.routes.Master(slot); !ok {
 			// A new sharded channel whose slot owner we don't know yet:
 			// learn the topology, without holding the hub lock.
 			h.mu.Unlock()
 			if err := h.refreshRoutes(ctx, gen); err != nil {
 				return nil, err
 			}
-			if _, _, ok := h.routes.owner(slot); !ok {
+			if _, _, ok := h.routes.Master(slot); !ok {
 				return nil, fmt.Errorf("pubsub: no cluster node serves slot %d of channel %q", slot, channel)
 			}
 			h.mu.Lock()
@@ -292,7 +292,7 @@ func (h *Hub) SubscribeWith(ctx context.Context, channel string, sharded bool, p
 		h.entries[key] = e
 		addr := ""
 		if routed {
-			addr, _, _ = h.routes.owner(slot)
+			addr, _, _ = h.routes.Master(slot)
 		}
 		h.assignLocked(e, h.connLocked(connKey{sharded: sharded, addr: addr}))
 	}
