@@ -167,16 +167,27 @@ func (d *deleter) take(key string, now time.Time) delBatch {
 // keys each. d.mu must be held.
 func (d *deleter) dels(pick func(queuedKey) bool) delBatch {
 	c := d.slots.Load()
-	taken := make([]queuedKey, 0, len(d.pending))
+	b := delBatch{spans: c == nil}
+	var ks []string                // a DEL may span slots: every key taken
+	var groups map[uint16][]string // else: the keys taken, by slot
+	var order []uint16             // and their slots in queue order
 	kept := d.pending[:0]
 	for _, k := range d.pending {
-		if pick(k) {
-			taken = append(taken, k)
-			if c != nil {
-				c[k.slot].Add(-1)
-			}
-		} else {
+		switch {
+		case !pick(k):
 			kept = append(kept, k)
+		case b.spans:
+			ks = append(ks, k.key)
+		default:
+			c[k.slot].Add(-1)
+			if groups == nil {
+				groups = make(map[uint16][]string)
+			}
+			g, ok := groups[k.slot]
+			if !ok {
+				order = append(order, k.slot)
+			}
+			groups[k.slot] = append(g, k.key)
 		}
 	}
 	clear(d.pending[len(kept):])
@@ -185,26 +196,7 @@ func (d *deleter) dels(pick func(queuedKey) bool) delBatch {
 	if len(kept) > 0 {
 		d.first.Store(kept[0].at.UnixNano())
 	}
-	b := delBatch{spans: c == nil}
-	if len(taken) == 0 {
-		return b
-	}
-	if b.spans {
-		ks := make([]string, len(taken))
-		for i, k := range taken {
-			ks[i] = k.key
-		}
-		b.add(d, ks)
-		return b
-	}
-	groups := map[uint16][]string{}
-	var order []uint16
-	for _, k := range taken {
-		if _, ok := groups[k.slot]; !ok {
-			order = append(order, k.slot)
-		}
-		groups[k.slot] = append(groups[k.slot], k.key)
-	}
+	b.add(d, ks)
 	for _, s := range order {
 		b.add(d, groups[s])
 	}
