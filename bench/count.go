@@ -57,6 +57,17 @@ func (c *countingClient) Dedicate() (rueidis.DedicatedClient, func()) {
 	return &countingDedicated{DedicatedClient: dc, n: c.n}, cancel
 }
 
+// Nodes returns the client's nodes, each counting into c, so that the
+// connections dedicated from a node's pool (interlock's renewal rounds and
+// latch sweeps on a cluster) are counted too.
+func (c *countingClient) Nodes() map[string]rueidis.Client {
+	nodes := c.Client.Nodes()
+	for addr, n := range nodes {
+		nodes[addr] = &countingClient{Client: n, n: c.n}
+	}
+	return nodes
+}
+
 type countingDedicated struct {
 	rueidis.DedicatedClient
 	n *atomic.Int64

@@ -91,7 +91,9 @@ func CarriesDeletes(cmds []rueidis.Completed) bool {
 // dedicated, with its scripts and DELs sent through do, the wrapper's own
 // DoMulti, instead: outside a cluster a Client sends its renewal rounds
 // and latch sweeps on a dedicated connection, past the wrapper otherwise.
-// Anything else (pub/sub) stays on dc.
+// Anything else (pub/sub) stays on dc. On a cluster they go on connections
+// dedicated from the nodes' clients (Client.Nodes), which a wrapper sees
+// only if it wraps those too.
 func Aside(dc rueidis.DedicatedClient, do func(context.Context, ...rueidis.Completed) []rueidis.RedisResult) rueidis.DedicatedClient {
 	return &aside{DedicatedClient: dc, do: do}
 }

@@ -2,6 +2,7 @@ package runtime_test
 
 import (
 	"context"
+	"fmt"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -38,6 +39,26 @@ func (c *roundCounting) DoMulti(ctx context.Context, cmds ...rueidis.Completed) 
 func (c *roundCounting) Dedicate() (rueidis.DedicatedClient, func()) {
 	dc, release := c.Client.Dedicate()
 	return &roundCountingConn{DedicatedClient: dc, c: c}, release
+}
+
+// Nodes returns the nodes of a cluster client, each dedicating
+// connections whose rounds are counted as the client's are.
+func (c *roundCounting) Nodes() map[string]rueidis.Client {
+	nodes := c.Client.Nodes()
+	for addr, n := range nodes {
+		nodes[addr] = &roundCountingNode{Client: n, c: c}
+	}
+	return nodes
+}
+
+type roundCountingNode struct {
+	rueidis.Client
+	c *roundCounting
+}
+
+func (n *roundCountingNode) Dedicate() (rueidis.DedicatedClient, func()) {
+	dc, release := n.Client.Dedicate()
+	return &roundCountingConn{DedicatedClient: dc, c: n.c}, release
 }
 
 type roundCountingConn struct {
@@ -79,4 +100,41 @@ func TestRoundsGoAside(t *testing.T) {
 	require.NoError(t, err)
 	assert.Positive(t, ttl, "renewed after the kill")
 	require.NoError(t, m.Unlock(ctx))
+}
+
+// On a cluster the rounds go on a connection per master, and after those
+// connections are killed, on new ones.
+func TestRoundsGoAsideOnCluster(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a cluster")
+	}
+	cl := redistest.Cluster(t)
+	rc := &roundCounting{Client: cl.Client(t)}
+	c, err := interlock.New(rc, interlock.WithWatchdogTimeout(300*time.Millisecond))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = c.Close() })
+	ctx := context.Background()
+	var locks []*rlock.Mutex
+	for i := range 12 { // on every master
+		m := rlock.New(c, fmt.Sprintf("aside:%s:%d", t.Name(), i))
+		require.NoError(t, m.Lock(ctx))
+		locks = append(locks, m)
+	}
+	require.Eventually(t, func() bool { return rc.aside.Load() >= 9 }, 5*time.Second, 10*time.Millisecond)
+	assert.LessOrEqual(t, rc.onClient.Load(), int64(1), "only a round sent before the connections were dialled goes on the client")
+
+	for _, n := range cl.Nodes() {
+		admin := n.Client(t)
+		_, err := admin.Do(ctx, admin.B().ClientKill().TypeNormal().Build()).AsInt64()
+		require.NoError(t, err)
+	}
+	seen := rc.aside.Load()
+	require.Eventually(t, func() bool { return rc.aside.Load() >= seen+9 }, 5*time.Second, 10*time.Millisecond)
+	time.Sleep(400 * time.Millisecond) // longer than the lease: only renewals keep them
+	for _, m := range locks {
+		held, err := m.IsLocked(ctx)
+		require.NoError(t, err)
+		assert.True(t, held, "%s renewed after the kill", m.Name())
+		require.NoError(t, m.Unlock(ctx))
+	}
 }
