@@ -86,10 +86,8 @@ type Runtime struct {
 
 	watchdogMS string // Cfg.Watchdog in ms, formatted once
 	ordered    bool   // scripts go on one connection (script.Ordered)
-	// nodeOrdered: a cluster client found to keep one connection per
-	// node (probeNodes), on which its scripts also run in call order.
-	nodeOrdered atomic.Bool
-	probeNodes  sync.Once
+	// nodeProbe: what the probe of a cluster client found (Ordered).
+	nodeProbe atomic.Int32
 
 	latches  *deleter
 	side     *aside // the renewal rounds' and sweeps' connection
