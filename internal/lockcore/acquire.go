@@ -69,7 +69,7 @@ func (a *attempt) sendBound() time.Duration { return max(a.lease, a.l.rt.Cfg.Wat
 // need neither: rueidis sends them on a dedicated connection, which it
 // closes when ctx ends.
 func (l *Common) execAcquire(ctx context.Context, acks *runtime.Acks, call *Call, v *vals, bound time.Duration) (rueidis.RedisResult, *runtime.Pending) {
-	if ctx.Done() == nil || l.rt.Ordered(ctx) || l.rt.Cfg.ReplicaAcks > 0 || l.rt.Cfg.ReplicaSync {
+	if ctx.Done() == nil || l.rt.Ordered() || l.rt.Cfg.ReplicaAcks > 0 || l.rt.Cfg.ReplicaSync {
 		return l.exec(ctx, acks, call, v), nil
 	}
 	ks, args := l.fill(nil, call, v) // the send may outlive this call

@@ -136,84 +136,58 @@ func (c *sendCtx) AfterFunc(f func()) func() bool { return context.AfterFunc(c.s
 // even one whose caller gave up while it was queued: outside a cluster,
 // where they all go on one connection (script.Ordered), and on a cluster
 // client that keeps one connection per node, rueidis's default, once a
-// probe found it so. The first call on a cluster runs the probe on its
-// caller's goroutine, bounded by ctx: beside a script it would make a
-// node's connection carry two calls at once, which switches it to
-// rueidis's pipelining goroutines for good. Calls made meanwhile, and
-// after a probe that did not finish, report false; a later call probes
-// again.
-func (r *Runtime) Ordered(ctx context.Context) bool {
-	if r.ordered {
+// probe found it so. The first call on a cluster starts the probe.
+func (r *Runtime) Ordered() bool {
+	if r.ordered || r.nodeOrdered.Load() {
 		return true
 	}
-	switch r.nodeProbe.Load() {
-	case probeOrdered:
-		return true
-	case probeNone:
-		if r.nodeProbe.CompareAndSwap(probeNone, probeRunning) {
-			return r.probeNodes(ctx)
-		}
-	}
+	r.probeNodes.Do(r.startNodeProbe)
 	return false
 }
-
-// The states of Runtime.nodeProbe.
-const (
-	probeNone int32 = iota
-	probeRunning
-	probeOrdered
-	probeUnordered
-)
 
 // nodeProbeCalls is how many CLIENT IDs the probe sends. rueidis picks one
 // of a node's connections at random for each command, so where it keeps
 // two, all of them answer the same id once in 2^31 probes.
 const nodeProbeCalls = 32
 
-// probeNodes learns whether the cluster client sends a node's scripts on
-// one connection: it sends CLIENT IDs routed as the scripts are (to a
-// slot, marked for the pipeline, as Send builds them) and finds them all
-// answered by one connection. A refusal counts as two connections; a call
-// that got no answer leaves the question open.
-func (r *Runtime) probeNodes(ctx context.Context) bool {
-	ctx, cancel := context.WithTimeout(ctx, nodeProbeTimeout)
-	defer cancel()
-	ordered, err := oneConnection(ctx, r.RC, nodeProbeCalls)
-	switch {
-	case err != nil:
-		r.nodeProbe.Store(probeNone)
-	case ordered:
-		r.nodeProbe.Store(probeOrdered)
-	default:
-		r.nodeProbe.Store(probeUnordered)
+// startNodeProbe learns, on a goroutine that Close joins, whether the
+// cluster client sends a node's scripts on one connection: it sends
+// CLIENT IDs routed as the scripts are (to a slot, marked for the
+// pipeline, as Send builds them) and finds them all answered by
+// one connection. Until it has, and if anything fails, acquisitions are
+// sent detached (SendDetached).
+func (r *Runtime) startNodeProbe() {
+	if !r.detached.add() {
+		return
 	}
-	return ordered && err == nil
+	go func() {
+		defer r.detached.wg.Done()
+		ctx, cancel := context.WithTimeout(r.detached.stop, nodeProbeTimeout)
+		defer cancel()
+		r.nodeOrdered.Store(oneConnection(ctx, r.RC, nodeProbeCalls))
+	}()
 }
 
 // nodeProbeTimeout bounds the probe.
 const nodeProbeTimeout = 5 * time.Second
 
 // oneConnection reports whether calls CLIENT IDs sent to the node of one
-// slot, as the scripts are sent, were all answered by one connection; err
-// is that of a call that got no answer.
-func oneConnection(ctx context.Context, rc rueidis.Client, calls int) (bool, error) {
+// slot, as the scripts are sent, were all answered by one connection.
+func oneConnection(ctx context.Context, rc rueidis.Client, calls int) bool {
 	var first int64
 	for i := range calls {
 		cmd := rc.B().ClientId().Build().SetSlot(nodeProbeKey).ToPipe()
 		id, err := rc.Do(ctx, cmd).AsInt64()
 		switch {
 		case err != nil:
-			if _, refused := rueidis.IsRedisErr(err); refused {
-				return false, nil
-			}
-			return false, err
+			return false
 		case i == 0:
 			first = id
 		case id != first:
-			return false, nil
+			return false
 		}
 	}
-	return true, nil
+	return true
 }
 
 // nodeProbeKey routes the probe: any key would do.

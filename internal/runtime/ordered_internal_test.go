@@ -29,9 +29,7 @@ func TestOneConnectionPerNode(t *testing.T) {
 					PipelineMultiplex: tc.multiplex, DisableAutoPipelining: noAuto})
 				require.NoError(t, err)
 				t.Cleanup(rc.Close)
-				one, err := oneConnection(t.Context(), rc, nodeProbeCalls)
-				require.NoError(t, err)
-				assert.Equal(t, tc.one, one, "without auto-pipelining: %v", noAuto)
+				assert.Equal(t, tc.one, oneConnection(t.Context(), rc, nodeProbeCalls), "without auto-pipelining: %v", noAuto)
 			}
 		})
 	}

@@ -86,8 +86,10 @@ type Runtime struct {
 
 	watchdogMS string // Cfg.Watchdog in ms, formatted once
 	ordered    bool   // scripts go on one connection (script.Ordered)
-	// nodeProbe: what the probe of a cluster client found (Ordered).
-	nodeProbe atomic.Int32
+	// nodeOrdered: a cluster client found to keep one connection per
+	// node (probeNodes), on which its scripts also run in call order.
+	nodeOrdered atomic.Bool
+	probeNodes  sync.Once
 
 	latches  *deleter
 	side     *aside // the renewal rounds' and sweeps' connection
