@@ -40,8 +40,8 @@ type Client struct {
 // renewals take one of rc's dedicated connections (Dedicate), one per
 // master on a cluster. A cluster client is fastest with one connection per
 // node, rueidis's default (PipelineMultiplex 0), which the Client checks
-// with 32 CLIENT IDs before the first script of a Lock whose ctx can end.
-// New starts the Client's goroutines and sends nothing to Redis.
+// with 32 CLIENT IDs at its first Lock. New starts the Client's goroutines
+// and sends nothing to Redis.
 func New(rc rueidis.Client, opts ...Option) (*Client, error) {
 	if rc == nil {
 		return nil, newErr(fmt.Errorf("%w: nil rueidis client", ErrInvalid))
