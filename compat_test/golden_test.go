@@ -840,3 +840,9 @@ func (g *gatedDeletes) Dedicate() (rueidis.DedicatedClient, func()) {
 	dc, release := g.Client.Dedicate()
 	return redistest.Aside(dc, g.DoMulti), release
 }
+
+// Nodes returns the cluster's nodes, whose renewal rounds and latch sweeps
+// go through gatedDeletes's DoMulti too (redistest.AsideNodes).
+func (g *gatedDeletes) Nodes() map[string]rueidis.Client {
+	return redistest.AsideNodes(g.Client.Nodes(), g.DoMulti)
+}

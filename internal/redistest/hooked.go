@@ -93,7 +93,7 @@ func CarriesDeletes(cmds []rueidis.Completed) bool {
 // and latch sweeps on a dedicated connection, past the wrapper otherwise.
 // Anything else (pub/sub) stays on dc. On a cluster they go on connections
 // dedicated from the nodes' clients (Client.Nodes), which a wrapper sees
-// only if it wraps those too.
+// only if it wraps those too (AsideNodes).
 func Aside(dc rueidis.DedicatedClient, do func(context.Context, ...rueidis.Completed) []rueidis.RedisResult) rueidis.DedicatedClient {
 	return &aside{DedicatedClient: dc, do: do}
 }
@@ -112,9 +112,34 @@ func (a *aside) DoMulti(ctx context.Context, cmds ...rueidis.Completed) []rueidi
 	return a.do(ctx, cmds...)
 }
 
+// AsideNodes returns nodes, the nodes of a test's wrapped client, each
+// dedicating connections whose scripts and DELs go through do, the
+// wrapper's own DoMulti (Aside): on a cluster a Client sends its renewal
+// rounds and latch sweeps on connections dedicated from its masters.
+func AsideNodes(nodes map[string]rueidis.Client, do func(context.Context, ...rueidis.Completed) []rueidis.RedisResult) map[string]rueidis.Client {
+	for addr, n := range nodes {
+		nodes[addr] = &asideNode{Client: n, do: do}
+	}
+	return nodes
+}
+
+type asideNode struct {
+	rueidis.Client
+	do func(context.Context, ...rueidis.Completed) []rueidis.RedisResult
+}
+
+func (n *asideNode) Dedicate() (rueidis.DedicatedClient, func()) {
+	dc, release := n.Client.Dedicate()
+	return Aside(dc, n.do), release
+}
+
 // Dedicate dedicates a connection whose renewal rounds and latch sweeps
 // go through h (Aside).
 func (h *Hooked) Dedicate() (rueidis.DedicatedClient, func()) {
 	dc, release := h.Client.Dedicate()
 	return Aside(dc, h.DoMulti), release
 }
+
+// Nodes returns the nodes of h's client, whose renewal rounds and latch
+// sweeps go through h on a cluster (AsideNodes).
+func (h *Hooked) Nodes() map[string]rueidis.Client { return AsideNodes(h.Client.Nodes(), h.DoMulti) }
