@@ -5,11 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"net"
 	"time"
 
 	"github.com/interlock-go/interlock/internal/route"
-	"github.com/interlock-go/interlock/internal/script"
 )
 
 // routeQueryTimeout bounds one CLUSTER SLOTS query to one node.
@@ -28,16 +26,11 @@ func (h *Hub) refreshRoutes(ctx context.Context, seen uint64) error {
 		rand.Shuffle(len(addrs), func(i, j int) { addrs[i], addrs[j] = addrs[j], addrs[i] })
 		var errs []error
 		for _, addr := range addrs {
-			n := nodes[addr]
 			qctx, cancel := context.WithTimeout(ctx, routeQueryTimeout)
-			msg, err := n.Do(qctx, script.Resendable(n.B().ClusterSlots().Build())).ToMessage()
+			ranges, err := route.Read(qctx, addr, nodes[addr])
 			cancel()
 			if err == nil {
-				host, _, _ := net.SplitHostPort(addr)
-				var ranges []route.Range
-				if ranges, err = route.Parse(msg, host); err == nil {
-					return ranges, nil
-				}
+				return ranges, nil
 			}
 			errs = append(errs, fmt.Errorf("%s: %w", addr, err))
 			if ctx.Err() != nil {

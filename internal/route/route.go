@@ -14,6 +14,8 @@ import (
 	"sync"
 
 	"github.com/redis/rueidis"
+
+	"github.com/interlock-go/interlock/internal/script"
 )
 
 // Slots is the number of hash slots of a Redis Cluster.
@@ -123,6 +125,17 @@ func (t *Table) Refresh(ctx context.Context, seen uint64, query func(context.Con
 	}
 	t.Store(ranges)
 	return nil
+}
+
+// Read asks c, a client of the node at addr, for CLUSTER SLOTS, and
+// returns the ranges it answered.
+func Read(ctx context.Context, addr string, c rueidis.CoreClient) ([]Range, error) {
+	msg, err := c.Do(ctx, script.Resendable(c.B().ClusterSlots().Build())).ToMessage()
+	if err != nil {
+		return nil, err
+	}
+	host, _, _ := net.SplitHostPort(addr)
+	return Parse(msg, host)
 }
 
 // Parse decodes a CLUSTER SLOTS reply into ranges sorted by slot. An

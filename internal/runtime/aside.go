@@ -2,7 +2,6 @@ package runtime
 
 import (
 	"context"
-	"net"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -11,7 +10,6 @@ import (
 	"github.com/redis/rueidis"
 
 	"github.com/interlock-go/interlock/internal/route"
-	"github.com/interlock-go/interlock/internal/script"
 )
 
 // aside is where a Client's background work goes: the renewal rounds and
@@ -150,15 +148,11 @@ func (a *aside) readTopology(ctx context.Context) ([]route.Range, error) {
 	var err error
 	for addr, n := range a.rc.Nodes() {
 		dc, release := n.Dedicate()
-		var msg rueidis.RedisMessage
-		msg, err = dc.Do(ctx, script.Resendable(dc.B().ClusterSlots().Build())).ToMessage()
+		var ranges []route.Range
+		ranges, err = route.Read(ctx, addr, dc)
 		release()
 		if err == nil {
-			host, _, _ := net.SplitHostPort(addr)
-			var ranges []route.Range
-			if ranges, err = route.Parse(msg, host); err == nil {
-				return ranges, nil
-			}
+			return ranges, nil
 		}
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
