@@ -61,6 +61,7 @@ type config struct {
 	onError     []func(error)
 	onReconnect []func()
 	backoff     func(attempt int) time.Duration
+	routes      *route.Table
 }
 
 // WithErrorHandler adds fn to the handlers told about background failures: a
@@ -109,6 +110,20 @@ func WithReconnectBackoff(fn func(attempt int) time.Duration) Option {
 	}
 }
 
+// WithRoutes makes the hub route sharded channels by t, a table of the
+// cluster's masters it shares with another user of the same client (the
+// Client's renewal rounds), instead of one of its own. A nil t is an
+// error.
+func WithRoutes(t *route.Table) Option {
+	return func(c *config) error {
+		if t == nil {
+			return errors.New("pubsub: nil route table")
+		}
+		c.routes = t
+		return nil
+	}
+}
+
 // chanKey names one server-side subscription: classic and sharded channels
 // live in different namespaces on the server, so the same name may be
 // subscribed in both modes at once.
@@ -139,7 +154,7 @@ type Hub struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup // one count per connection goroutine
 
-	routes route.Table // sharded channel routing in cluster mode
+	routes *route.Table // sharded channel routing in cluster mode
 
 	// testHookBeforeSend, when set by white-box tests, runs in a connection
 	// goroutine after a reconciliation round was decided and before its
@@ -170,9 +185,13 @@ func NewHub(rc rueidis.Client, opts ...Option) (*Hub, error) {
 			return nil, err
 		}
 	}
+	if cfg.routes == nil {
+		cfg.routes = new(route.Table)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	return &Hub{
 		rc:      rc,
+		routes:  cfg.routes,
 		cluster: rc.Mode() == rueidis.ClientModeCluster,
 		cfg:     cfg,
 		ctx:     ctx,

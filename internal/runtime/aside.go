@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -30,7 +31,7 @@ import (
 type aside struct {
 	rc      rueidis.Client
 	cluster bool
-	routes  route.Table // on a cluster, the master of each slot
+	routes  *route.Table // on a cluster, the master of each slot (shared with the Hub)
 	stop    context.Context
 	quit    context.CancelFunc
 	// warmed: warm has run, so that the script path that calls it takes
@@ -49,9 +50,9 @@ type aside struct {
 // a connection failed or a MOVED reply came.
 const relearnEvery = time.Second
 
-func newAside(rc rueidis.Client) *aside {
+func newAside(rc rueidis.Client, routes *route.Table) *aside {
 	stop, quit := context.WithCancel(context.Background())
-	return &aside{rc: rc, cluster: rc.Mode() == rueidis.ClientModeCluster, stop: stop, quit: quit,
+	return &aside{rc: rc, cluster: rc.Mode() == rueidis.ClientModeCluster, routes: routes, stop: stop, quit: quit,
 		conns: make(map[string]rueidis.DedicatedClient), dialing: make(map[string]bool)}
 }
 
@@ -159,7 +160,7 @@ func (a *aside) readTopology(ctx context.Context) ([]route.Range, error) {
 		}
 	}
 	if err == nil {
-		err = context.Canceled // no node: nothing to learn yet
+		err = errors.New("the client knows no node")
 	}
 	return nil, err
 }

@@ -25,7 +25,7 @@ func TestAsideFollowsMoved(t *testing.T) {
 	}
 	cl := redistest.Cluster(t)
 	rc := cl.Client(t)
-	a := newAside(rc)
+	a := newAside(rc, new(route.Table))
 	t.Cleanup(a.close)
 	a.warm()
 	masters := len(cl.Nodes())

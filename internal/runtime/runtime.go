@@ -12,6 +12,7 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -22,6 +23,7 @@ import (
 	"github.com/interlock-go/interlock/internal/pubsub"
 	"github.com/interlock-go/interlock/internal/renewal"
 	"github.com/interlock-go/interlock/internal/report"
+	"github.com/interlock-go/interlock/internal/route"
 	"github.com/interlock-go/interlock/internal/script"
 )
 
@@ -141,7 +143,11 @@ func New(rc rueidis.Client, cfg Config) (*Runtime, error) {
 		opts = append([]pubsub.Option{pubsub.WithErrorHandler(cfg.Observer.PubSubFailed),
 			pubsub.WithReconnectHandler(cfg.Observer.PubSubReconnected)}, opts...)
 	}
-	side := newAside(rc)
+	// One table of a cluster's masters for the rounds' connections and
+	// the hub's sharded channels: one topology read serves both.
+	routes := new(route.Table)
+	opts = append(slices.Clip(opts), pubsub.WithRoutes(routes))
+	side := newAside(rc, routes)
 	sched, err := renewal.New(rc, renewal.Config{
 		Send:       side.DoMulti,
 		Lease:      cfg.Watchdog,
