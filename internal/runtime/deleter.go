@@ -36,10 +36,14 @@ type deleter struct {
 	// queued keys of each slot, written under mu.
 	slots atomic.Pointer[slotCounts]
 
-	n       atomic.Int32 // len(pending), read without mu before every script
-	first   atomic.Int64 // when pending[0] was queued, in UnixNano; read likewise
-	mu      sync.Mutex
+	n     atomic.Int32 // keys queued, read without mu before every script
+	first atomic.Int64 // when pending[0] was queued, in UnixNano; read likewise
+	mu    sync.Mutex
+	// pending queues the keys, oldest first, while a DEL may span slots;
+	// bySlot, from then on, the keys of each slot, so that a script takes
+	// its slot's without going through the others'.
 	pending []queuedKey
+	bySlot  map[uint16][]queuedKey
 	armed   bool // the sweep timer is set
 	closed  bool
 	sweep   *time.Timer    // made by the first add
@@ -50,9 +54,8 @@ type deleter struct {
 type slotCounts [1 << 14]atomic.Int32
 
 type queuedKey struct {
-	key  string
-	slot uint16 // set while DELs hold one slot's keys (deleter.slots)
-	at   time.Time
+	key string
+	at  time.Time
 }
 
 const (
@@ -82,6 +85,7 @@ func newDeleter(rc rueidis.Client, side *aside) *deleter {
 	d := &deleter{rc: rc, side: side, cluster: rc.Mode() == rueidis.ClientModeCluster}
 	if d.cluster {
 		d.slots.Store(new(slotCounts))
+		d.bySlot = make(map[uint16][]queuedKey)
 	}
 	return d
 }
@@ -110,17 +114,20 @@ func (d *deleter) add(key string) {
 		d.rc.Do(ctx, d.rc.B().Del().Key(key).Build())
 		return
 	}
-	if len(d.pending) == 0 {
-		d.first.Store(now.UnixNano())
-	}
 	if c == nil && d.slots.Load() != nil {
 		c, slot = d.slots.Load(), keys.Slot(key) // oneSlot ran meanwhile
 	}
-	d.pending = append(d.pending, queuedKey{key, slot, now})
-	d.n.Add(1)
+	q := queuedKey{key, now}
 	if c != nil {
+		d.bySlot[slot] = append(d.bySlot[slot], q)
 		c[slot].Add(1)
+	} else {
+		if len(d.pending) == 0 {
+			d.first.Store(now.UnixNano())
+		}
+		d.pending = append(d.pending, q)
 	}
+	d.n.Add(1)
 	if !d.armed {
 		d.armed = true
 		if d.sweep == nil {
@@ -137,7 +144,7 @@ func (d *deleter) add(key string) {
 // fewer than deleteBatch wait; where a DEL holds one slot's keys, those of
 // key's slot once slotBatch of them wait. It takes mu only then, since
 // every script would contend for it.
-func (d *deleter) take(key string, now time.Time) delBatch {
+func (d *deleter) take(key string) delBatch {
 	n := d.n.Load()
 	if n == 0 {
 		return delBatch{}
@@ -149,58 +156,73 @@ func (d *deleter) take(key string, now time.Time) delBatch {
 		}
 		d.mu.Lock()
 		defer d.mu.Unlock()
-		return d.dels(func(k queuedKey) bool { return k.slot == slot })
+		var b delBatch
+		d.takeSlot(&b, slot, time.Time{})
+		return b
 	}
+	now := time.Now()
 	if n < deleteBatch && now.UnixNano()-d.first.Load() < int64(deleteWindow) {
 		return delBatch{}
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if len(d.pending) == 0 || len(d.pending) < deleteBatch && now.Sub(d.pending[0].at) < deleteWindow {
+	if d.slots.Load() != nil || len(d.pending) == 0 || len(d.pending) < deleteBatch && now.Sub(d.pending[0].at) < deleteWindow {
 		return delBatch{}
 	}
-	return d.dels(func(queuedKey) bool { return true })
+	return d.dels(time.Time{})
 }
 
-// dels removes the queued keys that pick accepts and returns their DELs:
-// one per hash slot unless a DEL may span slots, and at most maxDelKeys
-// keys each. d.mu must be held.
-func (d *deleter) dels(pick func(queuedKey) bool) delBatch {
-	c := d.slots.Load()
-	b := delBatch{spans: c == nil}
-	var ks []string                // a DEL may span slots: every key taken
-	var groups map[uint16][]string // else: the keys taken, by slot
-	var order []uint16             // and their slots in queue order
-	kept := d.pending[:0]
-	for _, k := range d.pending {
-		switch {
-		case !pick(k):
-			kept = append(kept, k)
-		case b.spans:
-			ks = append(ks, k.key)
-		default:
-			c[k.slot].Add(-1)
-			if groups == nil {
-				groups = make(map[uint16][]string)
+// dels removes the keys queued before cut, every key for a zero cut, and
+// returns their DELs: one per hash slot unless a DEL may span slots, and
+// at most maxDelKeys keys each. Emptied slot queues are let go. d.mu must
+// be held.
+func (d *deleter) dels(cut time.Time) delBatch {
+	if d.slots.Load() != nil {
+		var b delBatch
+		for slot, q := range d.bySlot {
+			if len(q) == 0 {
+				delete(d.bySlot, slot)
+				continue
 			}
-			g, ok := groups[k.slot]
-			if !ok {
-				order = append(order, k.slot)
-			}
-			groups[k.slot] = append(g, k.key)
+			d.takeSlot(&b, slot, cut)
 		}
+		return b
 	}
-	clear(d.pending[len(kept):])
-	d.pending = kept
-	d.n.Store(int32(len(kept)))
-	if len(kept) > 0 {
-		d.first.Store(kept[0].at.UnixNano())
+	b := delBatch{spans: true}
+	var ks []string
+	d.pending, ks = split(d.pending, cut)
+	d.n.Store(int32(len(d.pending)))
+	if len(d.pending) > 0 {
+		d.first.Store(d.pending[0].at.UnixNano())
 	}
 	b.add(d, ks)
-	for _, s := range order {
-		b.add(d, groups[s])
-	}
 	return b
+}
+
+// takeSlot adds to b the DELs of slot's keys queued before cut (every key
+// for a zero cut). The queue keeps its array for the keys to come; the
+// sweep lets it go once empty. d.mu must be held.
+func (d *deleter) takeSlot(b *delBatch, slot uint16, cut time.Time) {
+	q, ks := split(d.bySlot[slot], cut)
+	d.bySlot[slot] = q
+	d.slots.Load()[slot].Add(-int32(len(ks)))
+	d.n.Add(-int32(len(ks)))
+	b.add(d, ks)
+}
+
+// split removes from q, in place, the keys queued before cut (every key
+// for a zero cut), and returns what is left and the keys removed.
+func split(q []queuedKey, cut time.Time) (kept []queuedKey, taken []string) {
+	kept = q[:0]
+	for _, k := range q {
+		if cut.IsZero() || k.at.Before(cut) {
+			taken = append(taken, k.key)
+		} else {
+			kept = append(kept, k)
+		}
+	}
+	clear(q[len(kept):])
+	return kept, taken
 }
 
 // add appends the DELs of ks, at most maxDelKeys keys each.
@@ -246,12 +268,13 @@ func (d *deleter) oneSlot() {
 	if d.slots.Load() != nil {
 		return
 	}
-	c := new(slotCounts)
-	for i := range d.pending {
-		k := &d.pending[i]
-		k.slot = keys.Slot(k.key)
-		c[k.slot].Add(1)
+	c, by := new(slotCounts), make(map[uint16][]queuedKey)
+	for _, k := range d.pending {
+		slot := keys.Slot(k.key)
+		by[slot] = append(by[slot], k)
+		c[slot].Add(1)
 	}
+	d.pending, d.bySlot = nil, by
 	d.slots.Store(c)
 }
 
@@ -282,9 +305,9 @@ func (d *deleter) sweepNow() {
 	}
 	d.running.Add(1)
 	defer d.running.Done()
-	cut := time.Now().Add(-sweepAge)
-	b := d.dels(func(k queuedKey) bool { return k.at.Before(cut) })
-	d.armed = len(d.pending) > 0
+	b := d.dels(time.Now().Add(-sweepAge))
+	// One more sweep after the last key lets the emptied slot queues go.
+	d.armed = d.n.Load() > 0 || len(d.bySlot) > 0
 	if d.armed {
 		d.sweep.Reset(sweepEvery)
 	}
@@ -311,7 +334,7 @@ func (d *deleter) close(deadline time.Time) {
 	if d.sweep != nil {
 		d.sweep.Stop()
 	}
-	b := d.dels(func(queuedKey) bool { return true })
+	b := d.dels(time.Time{})
 	d.mu.Unlock()
 	d.running.Wait()
 	d.send(b, deadline)
@@ -325,7 +348,7 @@ func (r *Runtime) Send(ctx context.Context, s *script.Script, ks, args []string)
 	r.side.warm()
 	var b delBatch
 	if r.latches.n.Load() > 0 && len(ks) > 0 && ctx.Err() == nil {
-		b = r.latches.take(ks[0], time.Now())
+		b = r.latches.take(ks[0])
 	}
 	cmd := r.evalSHA(s, ks, args)
 	var res rueidis.RedisResult

@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -126,21 +127,81 @@ func TestAutoModeProbeWaitsOnlyForItsOwnDeadline(t *testing.T) {
 // standalone server, and one slot at a time behind an endpoint that
 // refuses such a DEL; Close deletes the keys still queued.
 func TestDeleteLater(t *testing.T) {
-	t.Run("standalone", func(t *testing.T) { testDeleteLater(t, addr, false) })
-	t.Run("slotted", func(t *testing.T) { testDeleteLater(t, redistest.SharedSlotted(t), true) })
+	t.Run("standalone", func(t *testing.T) { testDeleteLater(t, redistest.NewClient(t, addr), false) })
+	t.Run("slotted", func(t *testing.T) { testDeleteLater(t, redistest.NewClient(t, redistest.SharedSlotted(t)), true) })
+	t.Run("cluster", func(t *testing.T) {
+		rc, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: redistest.SharedCluster(t)})
+		require.NoError(t, err)
+		t.Cleanup(rc.Close)
+		testDeleteLater(t, rc, false)
+	})
 }
 
-// delCounting counts the DELs sent in a DoMulti whose keys span slots, and
-// those of them the server refused.
+// On a cluster, a script takes along the queued keys of its own slot once
+// enough of them wait, and only those.
+func TestScriptTakesItsSlotsKeys(t *testing.T) {
+	rc, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: redistest.SharedCluster(t)})
+	require.NoError(t, err)
+	t.Cleanup(rc.Close)
+	cnt := &delCounting{Client: rc}
+	c, err := interlock.New(cnt)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = c.Close() })
+	r := runtime.Of(c)
+	ctx := context.Background()
+	mine := func(i int) string { return "{takes}:" + strings.Repeat("k", i+1) }
+	other := func(i int) string { return "{other}:" + strings.Repeat("k", i+1) }
+	l := rlock.New(c, "{takes}:lock")
+	// A sweep may beat the script to the keys on a loaded machine: try again.
+	require.Eventually(t, func() bool {
+		for i := range 40 {
+			for _, k := range []string{mine(i), other(i)} {
+				require.NoError(t, rc.Do(ctx, rc.B().Set().Key(k).Value("1").Build()).Error())
+				r.DeleteLater(k)
+			}
+		}
+		cnt.dels.Store(0)
+		require.NoError(t, l.Lock(ctx))
+		require.NoError(t, l.Unlock(ctx))
+		return cnt.dels.Load() > 0
+	}, 10*time.Second, time.Millisecond)
+	assert.Equal(t, cnt.dels.Load(), cnt.delsIn(keys.Slot(mine(0))), "only the script's slot's keys go along")
+	require.Eventually(t, func() bool {
+		n, err := rc.Do(ctx, rc.B().Exists().Key(mine(0)).Key(mine(39)).Build()).AsInt64()
+		require.NoError(t, err)
+		m, err := rc.Do(ctx, rc.B().Exists().Key(other(0)).Key(other(39)).Build()).AsInt64()
+		require.NoError(t, err)
+		return n+m == 0
+	}, 5*time.Second, time.Millisecond, "the other slot's keys go by the sweep")
+}
+
+// delCounting counts the DELs sent in a DoMulti, those whose keys span
+// slots, and those of them the server refused.
 type delCounting struct {
 	rueidis.Client
-	spanning, refused atomic.Int64
+	spanning, refused, dels atomic.Int64
+	mu                      sync.Mutex
+	slots                   map[uint16]int64
+}
+
+// delsIn is how many of the DELs counted held keys of slot.
+func (c *delCounting) delsIn(slot uint16) int64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.slots[slot]
 }
 
 func (c *delCounting) DoMulti(ctx context.Context, cmds ...rueidis.Completed) []rueidis.RedisResult {
 	spans := make([]bool, len(cmds)) // read before rueidis recycles them
 	for i, cmd := range cmds {
 		if args := cmd.Commands(); args[0] == "DEL" {
+			c.dels.Add(1)
+			c.mu.Lock()
+			if c.slots == nil {
+				c.slots = map[uint16]int64{}
+			}
+			c.slots[keys.Slot(args[1])]++
+			c.mu.Unlock()
 			for _, k := range args[2:] {
 				spans[i] = spans[i] || keys.Slot(k) != keys.Slot(args[1])
 			}
@@ -158,8 +219,9 @@ func (c *delCounting) DoMulti(ctx context.Context, cmds ...rueidis.Completed) []
 	return res
 }
 
-func testDeleteLater(t *testing.T, addr string, refuses bool) {
-	rc := &delCounting{Client: redistest.NewClient(t, addr)}
+func testDeleteLater(t *testing.T, client rueidis.Client, refuses bool) {
+	rc := &delCounting{Client: client}
+	cluster := client.Mode() == rueidis.ClientModeCluster
 	c, err := interlock.New(rc)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = c.Close() })
@@ -182,7 +244,11 @@ func testDeleteLater(t *testing.T, addr string, refuses bool) {
 		return n
 	}
 	require.Eventually(t, func() bool { return count() == 0 }, 5*time.Second, time.Millisecond)
-	assert.Positive(t, rc.spanning.Load(), "a DEL spans slots until one is refused")
+	if cluster {
+		assert.Zero(t, rc.spanning.Load(), "a DEL holds one slot's keys")
+	} else {
+		assert.Positive(t, rc.spanning.Load(), "a DEL spans slots until one is refused")
+	}
 	if refuses {
 		assert.Equal(t, int64(1), rc.refused.Load(), "one refusal, then one slot per DEL")
 	} else {
