@@ -106,6 +106,9 @@ type Runtime struct {
 	probing   chan struct{} // closed when the probe in flight ends; nil: none
 	probeErr  string        // the server's refusal of the probe
 	shardedOK atomic.Bool   // sharded mode: the probe found sharded pub/sub
+	// answer is the probe's answer once known, read without modeMu on
+	// every release: 0 not yet, 1 classic, 2 sharded.
+	answer atomic.Int32
 
 	waits    waitCounts
 	replicas replicaCounts // replica-sync mode
@@ -284,6 +287,9 @@ func (r *Runtime) checkSharded(ctx context.Context) error {
 
 // probed returns the probe's answer, probing once (see Sharded).
 func (r *Runtime) probed(ctx context.Context) (bool, error) {
+	if a := r.answer.Load(); a != 0 {
+		return a == 2, nil
+	}
 	for {
 		r.modeMu.Lock()
 		known, sharded, probing := r.modeKnown, r.sharded, r.probing
@@ -324,6 +330,10 @@ func (r *Runtime) probeSharded(ctx context.Context) (bool, error) {
 	}
 	if !r.sharded {
 		r.probeErr = re.Error()
+	}
+	r.answer.Store(1)
+	if r.sharded {
+		r.answer.Store(2)
 	}
 	return r.sharded, nil
 }
