@@ -100,15 +100,13 @@ type Runtime struct {
 	clock    wallClock
 	closed   atomic.Bool
 
+	// answer is the publish-mode probe's, read without modeMu on every
+	// release: 0 not known yet, 1 classic, 2 sharded.
+	answer    atomic.Int32
 	modeMu    sync.Mutex
-	modeKnown bool
-	sharded   bool
 	probing   chan struct{} // closed when the probe in flight ends; nil: none
 	probeErr  string        // the server's refusal of the probe
 	shardedOK atomic.Bool   // sharded mode: the probe found sharded pub/sub
-	// answer is the probe's answer once known, read without modeMu on
-	// every release: 0 not yet, 1 classic, 2 sharded.
-	answer atomic.Int32
 
 	waits    waitCounts
 	replicas replicaCounts // replica-sync mode
@@ -287,18 +285,18 @@ func (r *Runtime) checkSharded(ctx context.Context) error {
 
 // probed returns the probe's answer, probing once (see Sharded).
 func (r *Runtime) probed(ctx context.Context) (bool, error) {
-	if a := r.answer.Load(); a != 0 {
-		return a == 2, nil
-	}
 	for {
+		if a := r.answer.Load(); a != 0 {
+			return a == 2, nil
+		}
 		r.modeMu.Lock()
-		known, sharded, probing := r.modeKnown, r.sharded, r.probing
-		if !known && probing == nil {
+		a, probing := r.answer.Load(), r.probing
+		if a == 0 && probing == nil {
 			r.probing = make(chan struct{})
 		}
 		r.modeMu.Unlock()
-		if known {
-			return sharded, nil
+		if a != 0 {
+			return a == 2, nil
 		}
 		if probing == nil {
 			return r.probeSharded(ctx)
@@ -324,18 +322,17 @@ func (r *Runtime) probeSharded(ctx context.Context) (bool, error) {
 	if err != nil && !isRedisErr {
 		return false, err
 	}
-	r.sharded, r.modeKnown = err == nil, true
+	sharded := err == nil
 	if r.Cfg.PubSub == PubSubSharded && isRedisErr && !script.IsUnknownCommand(err) {
-		r.sharded = true // refused otherwise: the scripts will say why
+		sharded = true // refused otherwise: the scripts will say why
 	}
-	if !r.sharded {
-		r.probeErr = re.Error()
-	}
-	r.answer.Store(1)
-	if r.sharded {
+	if sharded {
 		r.answer.Store(2)
+	} else {
+		r.probeErr = re.Error()
+		r.answer.Store(1)
 	}
-	return r.sharded, nil
+	return sharded, nil
 }
 
 // PublishCommand returns "SPUBLISH" or "PUBLISH" (see Sharded), the command
