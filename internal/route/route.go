@@ -8,10 +8,13 @@ import (
 	"cmp"
 	"context"
 	"errors"
+	"fmt"
+	"math/rand/v2"
 	"net"
 	"slices"
 	"strconv"
 	"sync"
+	"time"
 
 	"github.com/redis/rueidis"
 
@@ -136,6 +139,36 @@ func Read(ctx context.Context, addr string, c rueidis.CoreClient) ([]Range, erro
 	}
 	host, _, _ := net.SplitHostPort(addr)
 	return Parse(msg, host)
+}
+
+// ReadAny reads the table from nodes, in random order, until one answers,
+// each read bound by timeout. via gives the connection a read of a node
+// goes on, and what to call once it is done.
+func ReadAny(ctx context.Context, nodes map[string]rueidis.Client, timeout time.Duration, via func(rueidis.Client) (rueidis.CoreClient, func())) ([]Range, error) {
+	addrs := make([]string, 0, len(nodes))
+	for addr := range nodes {
+		addrs = append(addrs, addr)
+	}
+	rand.Shuffle(len(addrs), func(i, j int) { addrs[i], addrs[j] = addrs[j], addrs[i] })
+	var errs []error
+	for _, addr := range addrs {
+		c, done := via(nodes[addr])
+		rctx, cancel := context.WithTimeout(ctx, timeout)
+		ranges, err := Read(rctx, addr, c)
+		cancel()
+		done()
+		if err == nil {
+			return ranges, nil
+		}
+		errs = append(errs, fmt.Errorf("%s: %w", addr, err))
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+	}
+	if len(errs) == 0 {
+		errs = append(errs, errors.New("the client knows no node"))
+	}
+	return nil, errors.Join(errs...)
 }
 
 // Parse decodes a CLUSTER SLOTS reply into ranges sorted by slot. An

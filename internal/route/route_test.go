@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/rueidis"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -43,6 +44,20 @@ func TestReadAndTable(t *testing.T) {
 		}
 	}
 	assert.Equal(t, route.Slots, covered)
+
+	rc, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: cl.Addrs()})
+	require.NoError(t, err)
+	defer rc.Close()
+	vias := 0
+	got, err := route.ReadAny(ctx, rc.Nodes(), time.Second, func(n rueidis.Client) (rueidis.CoreClient, func()) {
+		vias++
+		return n.Dedicate()
+	})
+	require.NoError(t, err)
+	assert.Equal(t, first, got, "any node's answer")
+	assert.Equal(t, 1, vias, "the first node answered")
+	_, err = route.ReadAny(ctx, nil, time.Second, nil)
+	assert.ErrorContains(t, err, "knows no node")
 
 	var tab route.Table
 	_, _, ok := tab.Master(0)

@@ -2,7 +2,6 @@ package runtime
 
 import (
 	"context"
-	"errors"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -126,9 +125,7 @@ func (a *aside) learnLocked() {
 	a.dials.Add(1)
 	go func() {
 		defer a.dials.Done()
-		ctx, cancel := context.WithTimeout(a.stop, learnTimeout)
-		defer cancel()
-		if err := a.routes.Refresh(ctx, a.routes.Generation(), a.readTopology); err != nil {
+		if err := a.routes.Refresh(a.stop, a.routes.Generation(), a.readTopology); err != nil {
 			return
 		}
 		a.mu.Lock()
@@ -139,30 +136,15 @@ func (a *aside) learnLocked() {
 	}()
 }
 
-// learnTimeout bounds one read of the topology.
+// learnTimeout bounds one node's answer to CLUSTER SLOTS.
 const learnTimeout = 5 * time.Second
 
-// readTopology sends CLUSTER SLOTS on a connection dedicated for it, to
-// the nodes in turn until one answers: never on a connection that
-// carries scripts.
+// readTopology reads CLUSTER SLOTS from the nodes in turn, each time on a
+// connection dedicated for it: never on one that carries scripts.
 func (a *aside) readTopology(ctx context.Context) ([]route.Range, error) {
-	var err error
-	for addr, n := range a.rc.Nodes() {
-		dc, release := n.Dedicate()
-		var ranges []route.Range
-		ranges, err = route.Read(ctx, addr, dc)
-		release()
-		if err == nil {
-			return ranges, nil
-		}
-		if ctx.Err() != nil {
-			return nil, ctx.Err()
-		}
-	}
-	if err == nil {
-		err = errors.New("the client knows no node")
-	}
-	return nil, err
+	return route.ReadAny(ctx, a.rc.Nodes(), learnTimeout, func(n rueidis.Client) (rueidis.CoreClient, func()) {
+		return n.Dedicate()
+	})
 }
 
 // DoMulti sends cmds on the connections aside, as the class comment says.
